@@ -1,0 +1,54 @@
+package brainwire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Application error codes. The HTTP layer maps them to statuses in one place.
+const (
+	EInvalid      = "invalid"      // the request is malformed or fails validation
+	ENotFound     = "not_found"    // the document does not exist (for this user)
+	EConflict     = "conflict"     // the document is in a state that forbids the operation
+	EUnauthorized = "unauthorized" // missing or wrong credentials
+	ETooLarge     = "too_large"    // the request body or upload is over its limit
+	EUpstream     = "upstream"     // the agent service failed or answered badly
+	EUnavailable  = "unavailable"  // a backend is not configured or not reachable
+	EInternal     = "internal"     // anything else
+)
+
+// Error is an application error: a code for programs and a message for people.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("brainwire: %s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, EInternal for
+// any other non-nil error, and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the message of the first *Error in err's chain, or a
+// generic message that leaks no internals.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

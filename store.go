@@ -1,0 +1,126 @@
+package brainwire
+
+import (
+	"context"
+	"time"
+)
+
+// Buckets a capture can be filed into. Each has its own container.
+const (
+	BucketPeople   = "People"
+	BucketProjects = "Projects"
+	BucketIdeas    = "Ideas"
+	BucketAdmin    = "Admin"
+)
+
+// Buckets lists the valid buckets in display order.
+var Buckets = []string{BucketPeople, BucketProjects, BucketIdeas, BucketAdmin}
+
+// ValidBucket reports whether b names a bucket.
+func ValidBucket(b string) bool {
+	switch b {
+	case BucketPeople, BucketProjects, BucketIdeas, BucketAdmin:
+		return true
+	}
+	return false
+}
+
+// Inbox item statuses, as file_capture names them.
+const (
+	StatusClassified    = "classified"
+	StatusPending       = "pending" // low confidence: the person picks the bucket
+	StatusMisunderstood = "misunderstood"
+)
+
+// ConfidenceThreshold is the lowest confidence filed as classified.
+const ConfidenceThreshold = 0.6
+
+// Classification records how a capture was classified.
+type Classification struct {
+	Bucket       string             `json:"bucket"`
+	Confidence   float64            `json:"confidence"`
+	AllScores    map[string]float64 `json:"allScores,omitempty"`
+	ClassifiedBy string             `json:"classifiedBy"`
+	AgentChain   []string           `json:"agentChain,omitempty"`
+	ClassifiedAt time.Time          `json:"classifiedAt"`
+}
+
+// InboxItem is every capture's record, whatever became of it.
+type InboxItem struct {
+	ID                 string          `json:"id"`
+	UserID             string          `json:"userId"`
+	RawText            string          `json:"rawText"`
+	Title              string          `json:"title"`
+	Source             CaptureKind     `json:"source"` // text or voice
+	Status             string          `json:"status"`
+	ClassificationMeta *Classification `json:"classificationMeta"`
+	FiledRecordID      string          `json:"filedRecordId"`
+	FoundryThreadID    string          `json:"foundryThreadId"`
+	CreatedAt          time.Time       `json:"createdAt"`
+	UpdatedAt          time.Time       `json:"updatedAt"`
+}
+
+// BucketRecord is the document a classified or pending capture adds to its
+// bucket's container. For People, Title is the person's name.
+type BucketRecord struct {
+	ID                 string          `json:"id"`
+	UserID             string          `json:"userId"`
+	Bucket             string          `json:"-"` // the container it lives in
+	RawText            string          `json:"rawText"`
+	Title              string          `json:"title"`
+	ClassificationMeta *Classification `json:"classificationMeta"`
+	InboxRecordID      string          `json:"inboxRecordId"`
+	CreatedAt          time.Time       `json:"createdAt"`
+}
+
+// Filing is one file_capture outcome to store. When InboxItemID names an
+// existing item (follow-up), that item is updated in place; otherwise a new
+// Inbox item is created with id NewInboxID. Classified and pending filings
+// also create a bucket record with id NewRecordID, linked both ways;
+// misunderstood filings write the Inbox only.
+type Filing struct {
+	UserID          string
+	InboxItemID     string // existing item to refile; empty for a new capture
+	NewInboxID      string
+	NewRecordID     string
+	RawText         string
+	Title           string
+	Source          CaptureKind
+	Status          string
+	Classification  Classification
+	FoundryThreadID string
+	Now             time.Time
+}
+
+// ListOptions selects a page of a user's inbox, newest first.
+type ListOptions struct {
+	Status string // optional filter
+	Limit  int    // page size; 0 means the store's default
+	Cursor string // opaque, from the previous page's NextCursor
+}
+
+// InboxPage is one page of inbox items.
+type InboxPage struct {
+	Items      []InboxItem
+	NextCursor string // empty on the last page
+}
+
+// Store keeps captures. Every method is scoped to one user: a user never
+// sees or changes another's documents (ENotFound, as if absent).
+type Store interface {
+	// File writes a filing atomically: afterwards either every document it
+	// names exists and links to the others, or none was written or changed.
+	File(ctx context.Context, f Filing) (InboxItem, error)
+	GetInboxItem(ctx context.Context, userID, id string) (InboxItem, error)
+	ListInbox(ctx context.Context, userID string, opts ListOptions) (InboxPage, error)
+	// DeleteInboxItem removes the item and its bucket record, if any.
+	DeleteInboxItem(ctx context.Context, userID, id string) error
+	// Recategorize moves the item's bucket record to another bucket (creating
+	// one with id newRecordID if the item had none) and marks it classified
+	// by classifiedBy.
+	Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (InboxItem, error)
+	GetBucketRecord(ctx context.Context, userID, bucket, id string) (BucketRecord, error)
+	// Ping checks that the store is reachable.
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -1,0 +1,73 @@
+package capturev2
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+)
+
+func TestEncodeMatchesContract(t *testing.T) {
+	cases := []struct {
+		name string
+		ev   brainwire.CaptureEvent
+		want string
+	}{
+		{"step start", brainwire.CaptureEvent{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
+			`{"type":"STEP_START","stepName":"Classifying"}`},
+		{"step end", brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: "Processing"},
+			`{"type":"STEP_END","stepName":"Processing"}`},
+		{"classified", brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{InboxItemID: "i1", Bucket: "People", Confidence: 0.9}},
+			`{"type":"CLASSIFIED","value":{"inboxItemId":"i1","bucket":"People","confidence":0.9}}`},
+		{"low confidence", brainwire.CaptureEvent{Type: brainwire.CaptureLowConfidence, Outcome: brainwire.Outcome{InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4}},
+			`{"type":"LOW_CONFIDENCE","value":{"inboxItemId":"i2","bucket":"Ideas","confidence":0.4}}`},
+		{"misunderstood", brainwire.CaptureEvent{Type: brainwire.CaptureMisunderstood, Outcome: brainwire.Outcome{ThreadID: "thread-1", InboxItemID: "i3", QuestionText: "Did you mean \"Bob\"?", FoundryConversationID: "thread_abc"}},
+			`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-1","inboxItemId":"i3","questionText":"Did you mean \"Bob\"?","foundryConversationId":"thread_abc"}}`},
+		{"unresolved", brainwire.CaptureEvent{Type: brainwire.CaptureUnresolved},
+			`{"type":"UNRESOLVED","value":{"inboxItemId":""}}`},
+		{"error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "Agent run failed"},
+			`{"type":"ERROR","message":"Agent run failed"}`},
+		{"complete", brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
+			`{"type":"COMPLETE","threadId":"thread-1","runId":"run-1"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := string(Encoder{}.Encode(nil, c.ev))
+			if got != "data: "+c.want+"\n\n" {
+				t.Fatalf("got  %q\nwant %q", got, "data: "+c.want+"\n\n")
+			}
+			if !json.Valid([]byte(c.want)) {
+				t.Fatalf("expected payload is not JSON: %s", c.want)
+			}
+		})
+	}
+}
+
+func TestEncodeNeverWritesReasoning(t *testing.T) {
+	ev := brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{Text: "secret thought"}}
+	if got := (Encoder{}).Encode([]byte("x"), ev); string(got) != "x" {
+		t.Fatalf("reasoning produced bytes: %q", got)
+	}
+}
+
+func TestEncodeIsOneLineAndFramed(t *testing.T) {
+	ev := brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "line one\nline two\r\n\u2028"}
+	got := string(Encoder{}.Encode(nil, ev))
+	body := strings.TrimSuffix(strings.TrimPrefix(got, "data: "), "\n\n")
+	if strings.ContainsAny(body, "\r\n") {
+		t.Fatalf("payload spans lines: %q", got)
+	}
+	var v struct{ Message string }
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Message != ev.Message {
+		t.Fatalf("payload %q decodes to %q, %v", body, v.Message, err)
+	}
+}
+
+func TestEncodeAllocatesNothing(t *testing.T) {
+	buf := make([]byte, 0, 512)
+	ev := brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{InboxItemID: "i1", Bucket: "People", Confidence: 0.9}}
+	if n := testing.AllocsPerRun(100, func() { buf = Encoder{}.Encode(buf[:0], ev) }); n != 0 {
+		t.Fatalf("Encode allocates %v times", n)
+	}
+}

@@ -1,0 +1,178 @@
+// Package server is the capture server: routes, API-key auth, the SSE
+// stream to the phone, and the capture pipeline that runs the agent
+// (provider) through the adapter into the phone's protocol.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/tools"
+)
+
+// Defaults for the limits in Config.
+const (
+	DefaultRunTimeout    = 60 * time.Second
+	DefaultMaxBodyBytes  = 64 << 10
+	DefaultMaxTextLength = 10000
+	DefaultKeepAlive     = 15 * time.Second
+)
+
+// Config holds what a Server needs. Provider, Store and Keys are required.
+type Config struct {
+	Keys        Keys
+	Provider    brainwire.Provider
+	Store       brainwire.Store
+	Blobs       brainwire.BlobStore
+	Transcriber brainwire.Transcriber
+	// Reasoning receives every chain-of-thought chunk as it arrives.
+	Reasoning []brainwire.ReasoningSink
+	Logger    *slog.Logger
+	// AgentName is the agent's display name, recorded as the classifier.
+	AgentName string
+
+	RunTimeout    time.Duration // per capture run; DefaultRunTimeout when 0
+	MaxBodyBytes  int64         // JSON request bodies; DefaultMaxBodyBytes when 0
+	MaxTextLength int           // capture text, in characters
+	KeepAlive     time.Duration // SSE comment interval; negative disables
+
+	// NewID and Now are replaceable so replays are deterministic.
+	NewID func() string
+	Now   func() time.Time
+}
+
+// Server serves the capture API.
+type Server struct {
+	cfg    Config
+	auth   *authenticator
+	router *mux.Router
+	log    *slog.Logger
+}
+
+// New validates cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Provider == nil || cfg.Store == nil {
+		return nil, errors.New("server: Provider and Store are required")
+	}
+	if len(cfg.Keys) == 0 {
+		return nil, errors.New("server: at least one API key is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AgentName == "" {
+		cfg.AgentName = "Classifier"
+	}
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxTextLength <= 0 {
+		cfg.MaxTextLength = DefaultMaxTextLength
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = uuid.NewString
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger}
+	s.router = s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not found"})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method not allowed"})
+	})
+	r.HandleFunc("/health", s.handleHealth).Methods(http.MethodGet)
+
+	api := r.PathPrefix("/api").Subrouter()
+	api.Use(s.requireKey)
+	api.HandleFunc("/capture", s.handleCapture).Methods(http.MethodPost)
+	return r
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.router }
+
+type userKey struct{}
+
+// requireKey answers 401 unless the request carries a configured API key,
+// and puts the key's user id in the request context.
+func (s *Server) requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := s.auth.user(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="brainwire"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": "Invalid or missing API key"})
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+	})
+}
+
+func userFrom(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+func (s *Server) toolDeps() tools.Deps {
+	return tools.Deps{Store: s.cfg.Store, Blobs: s.cfg.Blobs, Transcriber: s.cfg.Transcriber,
+		NewID: s.cfg.NewID, Now: s.cfg.Now, AgentName: s.cfg.AgentName}
+}
+
+// ListenAndServe serves on addr until ctx ends, then shuts down gracefully:
+// it stops accepting, lets running captures finish (they are bounded by the
+// run timeout) and closes what is left after that.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // bodies, incl. voice uploads; streams are writes
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if ready != nil {
+		ready(l.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: waiting for running captures", "grace", s.cfg.RunTimeout+5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.RunTimeout+5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+// Package tools implements the tools the agent calls and the server runs:
+// file_capture (files a capture into the store) and transcribe_audio (turns
+// the capture's uploaded audio into text). A Set is made per capture, so the
+// tools know whose capture it is and what was uploaded.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Deps are the backends the tools use; shared by every capture.
+type Deps struct {
+	Store       brainwire.Store
+	Blobs       brainwire.BlobStore   // nil: voice captures are not possible
+	Transcriber brainwire.Transcriber // nil: transcription is not configured
+	NewID       func() string
+	Now         func() time.Time
+	// AgentName is recorded as the classifier of what the agent files.
+	AgentName string
+}
+
+// Capture is what the tools know about the capture they serve.
+type Capture struct {
+	UserID  string
+	Source  brainwire.CaptureKind // text or voice
+	RawText string                // the person's words, when typed
+	// AudioURL is the uploaded audio; transcribe_audio accepts no other.
+	AudioURL string
+	// InboxItemID is the existing item a follow-up files onto.
+	InboxItemID string
+}
+
+// Set is the ToolSet of one capture. Safe for concurrent use.
+type Set struct {
+	deps    Deps
+	capture Capture
+
+	mu         sync.Mutex // serializes filing so one capture files once
+	filedID    string
+	transcript string
+}
+
+// New returns the tools for one capture.
+func New(deps Deps, c Capture) *Set {
+	if deps.NewID == nil || deps.Now == nil {
+		panic("tools: Deps.NewID and Deps.Now are required")
+	}
+	return &Set{deps: deps, capture: c}
+}
+
+// FiledItemID returns the inbox item the capture was filed as, if any.
+func (s *Set) FiledItemID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.filedID
+}
+
+// Definitions returns the tools offered to the agent. transcribe_audio is
+// offered only to captures that uploaded audio.
+func (s *Set) Definitions() []brainwire.ToolDefinition {
+	defs := []brainwire.ToolDefinition{fileCaptureDef}
+	if s.capture.AudioURL != "" {
+		defs = append(defs, transcribeAudioDef)
+	}
+	return defs
+}
+
+// Call runs one tool. Failures become error results for the agent.
+func (s *Set) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolResult {
+	var out any
+	var err error
+	switch call.Name {
+	case brainwire.ToolFileCapture:
+		out, err = s.fileCapture(ctx, call)
+	case brainwire.ToolTranscribeAudio:
+		out, err = s.transcribeAudio(ctx, call)
+	default:
+		err = &toolError{Code: "unknown_tool", Message: fmt.Sprintf("no tool named %q", call.Name)}
+	}
+	res := brainwire.ToolResult{CallID: call.ID, Name: call.Name}
+	if err != nil {
+		var te *toolError
+		if !errors.As(err, &te) {
+			te = &toolError{Code: "tool_failed", Message: err.Error()}
+		}
+		out, res.IsError = te, true
+	}
+	b, mErr := json.Marshal(out)
+	if mErr != nil {
+		b, res.IsError = []byte(`{"error":"tool_failed","message":"unencodable result"}`), true
+	}
+	res.Output = string(b)
+	return res
+}
+
+// toolError is the JSON the agent receives when a tool fails.
+type toolError struct {
+	Code    string   `json:"error"`
+	Message string   `json:"message"`
+	Valid   []string `json:"valid_values,omitempty"`
+}
+
+func (e *toolError) Error() string { return e.Code + ": " + e.Message }
+
+type fileCaptureArgs struct {
+	Text       string   `json:"text"`
+	Bucket     string   `json:"bucket"`
+	Confidence *float64 `json:"confidence"`
+	Status     string   `json:"status"`
+	Title      string   `json:"title"`
+	Question   string   `json:"question"`
+}
+
+// FileCaptureResult is file_capture's answer to the agent.
+type FileCaptureResult struct {
+	Bucket     string  `json:"bucket"`
+	Confidence float64 `json:"confidence"`
+	ItemID     string  `json:"item_id"`
+	Status     string  `json:"status"`
+}
+
+func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, error) {
+	var a fileCaptureArgs
+	if err := json.Unmarshal(call.Arguments, &a); err != nil {
+		return nil, &toolError{Code: "invalid_arguments", Message: "arguments are not a JSON object: " + err.Error()}
+	}
+	switch a.Status {
+	case brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
+	default:
+		return nil, &toolError{Code: "invalid_status", Message: fmt.Sprintf("unknown status %q", a.Status),
+			Valid: []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood}}
+	}
+	conf := 0.0
+	if a.Confidence != nil {
+		conf = *a.Confidence
+	}
+	if conf < 0 || conf > 1 {
+		return nil, &toolError{Code: "invalid_confidence", Message: fmt.Sprintf("confidence %v is outside 0..1", conf)}
+	}
+	status := a.Status
+	if status != brainwire.StatusMisunderstood {
+		if !brainwire.ValidBucket(a.Bucket) {
+			return nil, &toolError{Code: "invalid_bucket", Message: fmt.Sprintf("unknown bucket %q", a.Bucket), Valid: brainwire.Buckets}
+		}
+		// The threshold is the server's rule, not the agent's call.
+		status = brainwire.StatusClassified
+		if conf < brainwire.ConfidenceThreshold {
+			status = brainwire.StatusPending
+		}
+	} else if !brainwire.ValidBucket(a.Bucket) {
+		a.Bucket = ""
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.filedID != "" {
+		return nil, &toolError{Code: "already_filed", Message: "this capture was already filed as item " + s.filedID}
+	}
+	raw := s.capture.RawText
+	if raw == "" {
+		raw = s.transcript
+	}
+	if raw == "" {
+		raw = a.Text
+	}
+	now := s.deps.Now().UTC()
+	item, err := s.deps.Store.File(ctx, brainwire.Filing{
+		UserID:      s.capture.UserID,
+		InboxItemID: s.capture.InboxItemID,
+		NewInboxID:  s.deps.NewID(),
+		NewRecordID: s.deps.NewID(),
+		RawText:     raw,
+		Title:       titleFor(a.Title, raw),
+		Source:      s.capture.Source,
+		Status:      status,
+		Classification: brainwire.Classification{
+			Bucket:       a.Bucket,
+			Confidence:   conf,
+			ClassifiedBy: s.deps.AgentName,
+			AgentChain:   []string{s.deps.AgentName},
+			ClassifiedAt: now,
+		},
+		FoundryThreadID: call.ThreadID,
+		Now:             now,
+	})
+	if err != nil {
+		return nil, &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
+	}
+	s.filedID = item.ID
+	return FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status}, nil
+}
+
+// titleFor keeps the agent's title, or makes one from the text's first words.
+func titleFor(title, text string) string {
+	if t := strings.TrimSpace(title); t != "" {
+		return truncate(t, 120)
+	}
+	words := strings.Fields(text)
+	if len(words) > 8 {
+		words = words[:8]
+	}
+	return truncate(strings.Join(words, " "), 80)
+}
+
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+type transcribeArgs struct {
+	BlobURL string `json:"blob_url"`
+}
+
+// TranscribeResult is transcribe_audio's answer to the agent.
+type TranscribeResult struct {
+	Text string `json:"text"`
+}
+
+func (s *Set) transcribeAudio(ctx context.Context, call brainwire.ToolCall) (any, error) {
+	var a transcribeArgs
+	if err := json.Unmarshal(call.Arguments, &a); err != nil || a.BlobURL == "" {
+		return nil, &toolError{Code: "invalid_arguments", Message: "expected {\"blob_url\": \"...\"}"}
+	}
+	// The agent may only read the audio of the capture it is serving.
+	if s.capture.AudioURL == "" || a.BlobURL != s.capture.AudioURL {
+		return nil, &toolError{Code: "unknown_blob", Message: "blob_url is not this capture's audio"}
+	}
+	if s.deps.Blobs == nil || s.deps.Transcriber == nil {
+		return nil, &toolError{Code: "transcription_unavailable", Message: "transcription is not configured on this server"}
+	}
+	rc, info, err := s.deps.Blobs.Open(ctx, a.BlobURL)
+	if err != nil {
+		return nil, &toolError{Code: "audio_unavailable", Message: "the audio could not be read: " + brainwire.ErrorMessage(err)}
+	}
+	defer rc.Close()
+	text, err := s.deps.Transcriber.Transcribe(ctx, rc, info.Name, info.ContentType)
+	if err != nil {
+		code := "transcription_failed"
+		if brainwire.ErrorCode(err) == brainwire.EInvalid {
+			code = "invalid_audio"
+		}
+		return nil, &toolError{Code: code, Message: brainwire.ErrorMessage(err)}
+	}
+	s.mu.Lock()
+	s.transcript = text
+	s.mu.Unlock()
+	return TranscribeResult{Text: text}, nil
+}

@@ -1,0 +1,537 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Page sizes of ListInbox.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+)
+
+const (
+	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, created_at, updated_at`
+	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
+)
+
+// querier is what reads need from a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// File writes a filing in one transaction: a new item, or the refiled item,
+// with its bucket record.
+func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.InboxItem, err error) {
+	defer wrapErr(&err, "filing capture %s", filingID(f))
+	if err := validateFiling(f); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	var item brainwire.InboxItem
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if f.InboxItemID == "" {
+			item = newItem(f)
+			if err := insertItem(ctx, tx, item); err != nil {
+				return err
+			}
+		} else {
+			before, err := getItem(ctx, tx, f.UserID, f.InboxItemID)
+			if err != nil {
+				return err
+			}
+			item = refiledItem(before, f)
+			// The old record goes first: the new one may reuse its id.
+			if err := deleteRecordOf(ctx, tx, item.UserID, item.ID); err != nil {
+				return err
+			}
+			if err := updateItem(ctx, tx, item); err != nil {
+				return err
+			}
+		}
+		if item.FiledRecordID == "" {
+			return nil
+		}
+		return insertRecord(ctx, tx, recordOf(item, item.UpdatedAt))
+	})
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	return item, nil
+}
+
+func filingID(f brainwire.Filing) string {
+	if f.InboxItemID != "" {
+		return f.InboxItemID
+	}
+	return f.NewInboxID
+}
+
+func validateFiling(f brainwire.Filing) error {
+	if f.UserID == "" {
+		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	if err := checkTime("filing time", f.Now); err != nil {
+		return err
+	}
+	b := f.Classification.Bucket
+	switch f.Status {
+	case brainwire.StatusClassified, brainwire.StatusPending:
+		if !brainwire.ValidBucket(b) {
+			return brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", b)
+		}
+		if f.NewRecordID == "" {
+			return brainwire.Errorf(brainwire.EInvalid, "missing bucket record id")
+		}
+	case brainwire.StatusMisunderstood:
+		if b != "" && !brainwire.ValidBucket(b) {
+			return brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", b)
+		}
+	default:
+		return brainwire.Errorf(brainwire.EInvalid, "unknown status %q", f.Status)
+	}
+	if f.InboxItemID == "" {
+		if f.NewInboxID == "" {
+			return brainwire.Errorf(brainwire.EInvalid, "missing inbox item id")
+		}
+		if f.Source != brainwire.KindText && f.Source != brainwire.KindVoice {
+			return brainwire.Errorf(brainwire.EInvalid, "unknown source %q", f.Source)
+		}
+	}
+	// JSON cannot hold NaN or infinities.
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if !finite(f.Classification.Confidence) {
+		return brainwire.Errorf(brainwire.EInvalid, "confidence is not a number")
+	}
+	for b, x := range f.Classification.AllScores {
+		if !finite(x) {
+			return brainwire.Errorf(brainwire.EInvalid, "score of %q is not a number", b)
+		}
+	}
+	return nil
+}
+
+// checkTime rejects times that do not fit the Unix nanoseconds they are
+// stored as.
+func checkTime(what string, t time.Time) error {
+	if t.IsZero() {
+		return brainwire.Errorf(brainwire.EInvalid, "missing %s", what)
+	}
+	if t.Before(time.Unix(0, math.MinInt64)) || t.After(time.Unix(0, math.MaxInt64)) {
+		return brainwire.Errorf(brainwire.EInvalid, "%s %v out of range", what, t)
+	}
+	return nil
+}
+
+// newItem is the item a new capture's filing creates, as it will read back.
+func newItem(f brainwire.Filing) brainwire.InboxItem {
+	now := storedTime(f.Now)
+	c := storedClassification(f.Classification)
+	it := brainwire.InboxItem{
+		ID:                 f.NewInboxID,
+		UserID:             f.UserID,
+		RawText:            f.RawText,
+		Title:              f.Title,
+		Source:             f.Source,
+		Status:             f.Status,
+		ClassificationMeta: &c,
+		FoundryThreadID:    f.FoundryThreadID,
+		CreatedAt:          now,
+		UpdatedAt:          now,
+	}
+	if f.Status != brainwire.StatusMisunderstood {
+		it.FiledRecordID = f.NewRecordID
+	}
+	return it
+}
+
+// refiledItem is before after a follow-up filing: the same capture, so it
+// keeps its id, source, creation time and (unless replaced) thread.
+func refiledItem(before brainwire.InboxItem, f brainwire.Filing) brainwire.InboxItem {
+	it := newItem(f)
+	it.ID = before.ID
+	it.Source = before.Source
+	it.CreatedAt = before.CreatedAt
+	if it.FoundryThreadID == "" {
+		it.FoundryThreadID = before.FoundryThreadID
+	}
+	return it
+}
+
+// recordOf is the bucket record of a filed item.
+func recordOf(it brainwire.InboxItem, createdAt time.Time) brainwire.BucketRecord {
+	return brainwire.BucketRecord{
+		ID:                 it.FiledRecordID,
+		UserID:             it.UserID,
+		Bucket:             it.ClassificationMeta.Bucket,
+		RawText:            it.RawText,
+		Title:              it.Title,
+		ClassificationMeta: it.ClassificationMeta,
+		InboxRecordID:      it.ID,
+		CreatedAt:          createdAt,
+	}
+}
+
+// storedTime is t as it reads back: UTC, to the nanosecond.
+func storedTime(t time.Time) time.Time { return time.Unix(0, t.UnixNano()).UTC() }
+
+// storedClassification is c as it reads back from its JSON, sharing no
+// memory with the caller's.
+func storedClassification(c brainwire.Classification) brainwire.Classification {
+	c.AllScores = maps.Clone(c.AllScores)
+	if len(c.AllScores) == 0 {
+		c.AllScores = nil
+	}
+	c.AgentChain = slices.Clone(c.AgentChain)
+	if len(c.AgentChain) == 0 {
+		c.AgentChain = nil
+	}
+	if c.ClassifiedAt.IsZero() {
+		c.ClassifiedAt = time.Time{}
+	} else {
+		c.ClassifiedAt = c.ClassifiedAt.UTC()
+	}
+	return c
+}
+
+func encodeClassification(c *brainwire.Classification) (any, error) {
+	if c == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encoding classification: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeClassification(s sql.NullString) (*brainwire.Classification, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var c brainwire.Classification
+	if err := json.Unmarshal([]byte(s.String), &c); err != nil {
+		return nil, fmt.Errorf("decoding classification: %w", err)
+	}
+	return &c, nil
+}
+
+func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
+	cls, err := encodeClassification(it.ClassificationMeta)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
+		it.FiledRecordID, it.FoundryThreadID, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+	if isConflict(err) {
+		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("inserting inbox item: %w", err)
+	}
+	return nil
+}
+
+// updateItem writes every mutable field of an existing item.
+func updateItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
+	cls, err := encodeClassification(it.ClassificationMeta)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `
+UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification = ?,
+	filed_record_id = ?, foundry_thread_id = ?, updated_at = ?
+WHERE user_id = ? AND id = ?`,
+		it.RawText, it.Title, string(it.Source), it.Status, cls,
+		it.FiledRecordID, it.FoundryThreadID, it.UpdatedAt.UnixNano(),
+		it.UserID, it.ID)
+	if err != nil {
+		return fmt.Errorf("updating inbox item: %w", err)
+	}
+	return nil
+}
+
+func insertRecord(ctx context.Context, tx *sql.Tx, r brainwire.BucketRecord) error {
+	cls, err := encodeClassification(r.ClassificationMeta)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO bucket_records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.UserID, r.Bucket, r.ID, r.RawText, r.Title, cls, r.InboxRecordID, r.CreatedAt.UnixNano())
+	if isConflict(err) {
+		return brainwire.Errorf(brainwire.EConflict, "%s record %q already exists", r.Bucket, r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("inserting %s record: %w", r.Bucket, err)
+	}
+	return nil
+}
+
+func deleteRecordOf(ctx context.Context, tx *sql.Tx, userID, itemID string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM bucket_records WHERE user_id = ? AND inbox_record_id = ?`, userID, itemID); err != nil {
+		return fmt.Errorf("deleting the bucket record of %s: %w", itemID, err)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanItem(sc scanner) (brainwire.InboxItem, error) {
+	var (
+		it               brainwire.InboxItem
+		source           string
+		cls              sql.NullString
+		created, updated int64
+	)
+	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
+		&it.FiledRecordID, &it.FoundryThreadID, &created, &updated)
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	it.Source = brainwire.CaptureKind(source)
+	it.CreatedAt = time.Unix(0, created).UTC()
+	it.UpdatedAt = time.Unix(0, updated).UTC()
+	if it.ClassificationMeta, err = decodeClassification(cls); err != nil {
+		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
+	}
+	return it, nil
+}
+
+func getItem(ctx context.Context, q querier, userID, id string) (brainwire.InboxItem, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
+	it, err := scanItem(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", id)
+	}
+	if err != nil {
+		return brainwire.InboxItem{}, fmt.Errorf("reading inbox item %s: %w", id, err)
+	}
+	return it, nil
+}
+
+// GetInboxItem returns one of the user's inbox items.
+func (s *Store) GetInboxItem(ctx context.Context, userID, id string) (_ brainwire.InboxItem, err error) {
+	defer wrapErr(&err, "getting inbox item %s", id)
+	if userID == "" {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	return getItem(ctx, s.read, userID, id)
+}
+
+// ListInbox returns a page of the user's inbox, newest first.
+func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.ListOptions) (_ brainwire.InboxPage, err error) {
+	defer wrapErr(&err, "listing inbox")
+	if userID == "" {
+		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	limit := opts.Limit
+	switch {
+	case limit < 0:
+		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "negative page size %d", limit)
+	case limit == 0:
+		limit = defaultLimit
+	case limit > maxLimit:
+		limit = maxLimit
+	}
+
+	var q strings.Builder
+	q.WriteString(`SELECT ` + itemColumns + ` FROM inbox WHERE user_id = ?`)
+	args := []any{userID}
+	switch opts.Status {
+	case "":
+	case brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
+		q.WriteString(` AND status = ?`)
+		args = append(args, opts.Status)
+	default:
+		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "unknown status %q", opts.Status)
+	}
+	if opts.Cursor != "" {
+		created, id, err := decodeCursor(opts.Cursor)
+		if err != nil {
+			return brainwire.InboxPage{}, err
+		}
+		q.WriteString(` AND (created_at, id) < (?, ?)`)
+		args = append(args, created, id)
+	}
+	// One more than the page shows whether another page follows.
+	q.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ?`)
+	args = append(args, limit+1)
+
+	rows, err := s.read.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return brainwire.InboxPage{}, err
+	}
+	defer rows.Close()
+	items := make([]brainwire.InboxItem, 0, limit+1)
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return brainwire.InboxPage{}, err
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return brainwire.InboxPage{}, err
+	}
+
+	page := brainwire.InboxPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
+		last := items[limit-1]
+		page.NextCursor = encodeCursor(last.CreatedAt.UnixNano(), last.ID)
+	}
+	return page, nil
+}
+
+// A cursor is the sort key of the last item shown: created_at and id.
+func encodeCursor(createdAt int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdAt, 10) + ":" + id))
+}
+
+func decodeCursor(cursor string) (createdAt int64, id string, err error) {
+	malformed := brainwire.Errorf(brainwire.EInvalid, "malformed cursor")
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, "", malformed
+	}
+	ts, id, ok := strings.Cut(string(b), ":")
+	if !ok || id == "" {
+		return 0, "", malformed
+	}
+	if createdAt, err = strconv.ParseInt(ts, 10, 64); err != nil {
+		return 0, "", malformed
+	}
+	return createdAt, id, nil
+}
+
+// DeleteInboxItem removes the item and its bucket record.
+func (s *Store) DeleteInboxItem(ctx context.Context, userID, id string) (err error) {
+	defer wrapErr(&err, "deleting inbox item %s", id)
+	if userID == "" {
+		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := deleteRecordOf(ctx, tx, userID, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
+		if err != nil {
+			return fmt.Errorf("deleting inbox item: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("deleting inbox item: %w", err)
+		}
+		if n == 0 {
+			return brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", id)
+		}
+		return nil
+	})
+}
+
+// Recategorize moves the item's bucket record to bucket, or creates one with
+// id newRecordID, and marks the item classified by classifiedBy.
+func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (_ brainwire.InboxItem, err error) {
+	defer wrapErr(&err, "recategorizing %s to %s", id, bucket)
+	if userID == "" {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	if !brainwire.ValidBucket(bucket) {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", bucket)
+	}
+	if err := checkTime("recategorize time", now); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	var item brainwire.InboxItem
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := getItem(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		var c brainwire.Classification
+		if before.ClassificationMeta != nil {
+			c = *before.ClassificationMeta
+		}
+		c.Bucket = bucket
+		c.ClassifiedBy = classifiedBy
+		c.ClassifiedAt = storedTime(now)
+		item = before
+		item.Status = brainwire.StatusClassified
+		item.ClassificationMeta = &c
+		item.UpdatedAt = storedTime(now)
+
+		cls, err := encodeClassification(&c)
+		if err != nil {
+			return err
+		}
+		// A moved record keeps its id and creation time.
+		var recID string
+		err = tx.QueryRowContext(ctx, `
+UPDATE bucket_records SET bucket = ?, classification = ?
+WHERE user_id = ? AND inbox_record_id = ?
+RETURNING id`, bucket, cls, userID, id).Scan(&recID)
+		switch {
+		case err == nil:
+			item.FiledRecordID = recID
+		case errors.Is(err, sql.ErrNoRows):
+			if newRecordID == "" {
+				return brainwire.Errorf(brainwire.EInvalid, "missing bucket record id")
+			}
+			item.FiledRecordID = newRecordID
+			if err := insertRecord(ctx, tx, recordOf(item, item.UpdatedAt)); err != nil {
+				return err
+			}
+		case isConflict(err):
+			return brainwire.Errorf(brainwire.EConflict, "%s record %q already exists", bucket, before.FiledRecordID)
+		default:
+			return fmt.Errorf("moving bucket record: %w", err)
+		}
+		return updateItem(ctx, tx, item)
+	})
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	return item, nil
+}
+
+// GetBucketRecord returns one of the user's records in bucket.
+func (s *Store) GetBucketRecord(ctx context.Context, userID, bucket, id string) (_ brainwire.BucketRecord, err error) {
+	defer wrapErr(&err, "getting %s record %s", bucket, id)
+	if userID == "" {
+		return brainwire.BucketRecord{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	if !brainwire.ValidBucket(bucket) {
+		return brainwire.BucketRecord{}, brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", bucket)
+	}
+	var (
+		r       brainwire.BucketRecord
+		cls     sql.NullString
+		created int64
+	)
+	err = s.read.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM bucket_records WHERE user_id = ? AND bucket = ? AND id = ?`,
+		userID, bucket, id).Scan(&r.UserID, &r.Bucket, &r.ID, &r.RawText, &r.Title, &cls, &r.InboxRecordID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return brainwire.BucketRecord{}, brainwire.Errorf(brainwire.ENotFound, "%s record %q not found", bucket, id)
+	}
+	if err != nil {
+		return brainwire.BucketRecord{}, err
+	}
+	r.CreatedAt = time.Unix(0, created).UTC()
+	if r.ClassificationMeta, err = decodeClassification(cls); err != nil {
+		return brainwire.BucketRecord{}, err
+	}
+	return r, nil
+}

@@ -1,0 +1,84 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations bring the schema from version i to i+1; PRAGMA user_version
+// holds the version a file is at. Append only: never edit a released step.
+var migrations = []string{
+	// 1: inbox items and bucket records.
+	`
+CREATE TABLE inbox (
+	user_id           TEXT    NOT NULL,
+	id                TEXT    NOT NULL,
+	raw_text          TEXT    NOT NULL,
+	title             TEXT    NOT NULL,
+	source            TEXT    NOT NULL,
+	status            TEXT    NOT NULL CHECK (status IN ('classified', 'pending', 'misunderstood')),
+	classification    TEXT,             -- JSON classificationMeta; NULL when none
+	filed_record_id   TEXT    NOT NULL, -- '' when the item has no bucket record
+	foundry_thread_id TEXT    NOT NULL,
+	created_at        INTEGER NOT NULL, -- Unix nanoseconds, UTC
+	updated_at        INTEGER NOT NULL,
+	PRIMARY KEY (user_id, id)
+) STRICT;
+
+CREATE INDEX inbox_by_created ON inbox (user_id, created_at DESC, id DESC);
+CREATE INDEX inbox_by_status ON inbox (user_id, status, created_at DESC, id DESC);
+
+-- Ids are unique per user and bucket, as in the per-bucket containers of the
+-- production store. An item has at most one record.
+CREATE TABLE bucket_records (
+	user_id         TEXT    NOT NULL,
+	bucket          TEXT    NOT NULL CHECK (bucket IN ('People', 'Projects', 'Ideas', 'Admin')),
+	id              TEXT    NOT NULL,
+	raw_text        TEXT    NOT NULL,
+	title           TEXT    NOT NULL,
+	classification  TEXT,
+	inbox_record_id TEXT    NOT NULL,
+	created_at      INTEGER NOT NULL,
+	PRIMARY KEY (user_id, bucket, id),
+	UNIQUE (user_id, inbox_record_id),
+	FOREIGN KEY (user_id, inbox_record_id) REFERENCES inbox (user_id, id) ON DELETE CASCADE
+) STRICT;
+`,
+}
+
+// migrate applies the missing migrations in one transaction, so that a
+// failed step leaves the file at its old version, and two processes opening
+// the same new file do not both create the tables.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrating schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	schemaVersion := len(migrations)
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this program's %d", v, schemaVersion)
+	}
+	if v == schemaVersion {
+		return nil
+	}
+	for i := v; i < schemaVersion; i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrating schema to version %d: %w", i+1, err)
+		}
+	}
+	// PRAGMA takes no bound parameters; the value is an int we control.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("recording schema version %d: %w", schemaVersion, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing schema version %d: %w", schemaVersion, err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+// Package sqlite is the embedded brainwire.Store: one SQLite file, written
+// through modernc.org/sqlite (pure Go, no cgo). It is the default store on a
+// fresh machine and the one tests use.
+//
+// Inbox items and bucket records live in two tables; a record's bucket is a
+// column, and its classification is stored as the same JSON document the
+// Cosmos DB containers hold. Every write is one transaction.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/brainwire/brainwire"
+)
+
+// busyTimeoutMillis bounds how long a connection waits for a lock held by
+// another process (or another Store) on the same file before SQLITE_BUSY.
+const busyTimeoutMillis = 10_000
+
+// Store is a brainwire.Store on a SQLite file. It is safe for concurrent use.
+type Store struct {
+	// write has a single connection: SQLite allows one writer at a time, and
+	// queueing writers on database/sql's pool (which honours contexts)
+	// instead of on file locks means concurrent captures never see
+	// SQLITE_BUSY.
+	write *sql.DB
+	// read serves lookups and lists; in WAL mode readers neither block the
+	// writer nor wait for it.
+	read *sql.DB
+}
+
+var _ brainwire.Store = (*Store)(nil)
+
+// Open opens the store at path, creating the file and its parent directory
+// if needed and bringing the schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: resolving %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite: creating the database directory: %w", err)
+	}
+
+	write, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	// The first connection switches the file to WAL, so the schema is in
+	// place and the journal mode settled before any reader connects.
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	}
+
+	read, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: opening %s for reading: %w", abs, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	if err := read.PingContext(ctx); err != nil {
+		read.Close()
+		write.Close()
+		return nil, fmt.Errorf("sqlite: opening %s for reading: %w", abs, err)
+	}
+	return &Store{write: write, read: read}, nil
+}
+
+// dsn returns the driver's connection string for the file at abs. Writers
+// take the write lock when their transaction begins (BEGIN IMMEDIATE): a
+// transaction that reads first and upgrades later could fail with
+// SQLITE_BUSY without waiting. Readers are made query-only.
+func dsn(abs string, writer bool) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	q.Set("_foreign_keys", "on")
+	if writer {
+		q.Set("_journal_mode", "WAL")
+		q.Set("_synchronous", "FULL") // a capture the phone saw filed survives power loss
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("_query_only", "on")
+	}
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Ping checks that the database file can be read.
+func (s *Store) Ping(ctx context.Context) error {
+	var v int
+	if err := s.read.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// wrapErr prefixes a non-nil *errp with the package and what was being done.
+// Errors keep their chain, so brainwire.ErrorCode still finds the code.
+func wrapErr(errp *error, format string, args ...any) {
+	if *errp != nil {
+		*errp = fmt.Errorf("sqlite: %s: %w", fmt.Sprintf(format, args...), *errp)
+	}
+}
+
+// Close closes the database. Calls in flight finish first.
+func (s *Store) Close() error {
+	if err := errors.Join(s.read.Close(), s.write.Close()); err != nil {
+		return fmt.Errorf("sqlite: closing: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a write transaction and commits it if fn succeeds.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // no-op once committed
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+// isConflict reports whether err is a primary key or unique violation.
+func isConflict(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,357 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/storetest"
+)
+
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) brainwire.Store {
+		return open(t, filepath.Join(t.TempDir(), "brainwire.db"))
+	})
+}
+
+func filing(user string, i int) brainwire.Filing {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	return brainwire.Filing{
+		UserID:      user,
+		NewInboxID:  uuid.NewString(),
+		NewRecordID: uuid.NewString(),
+		RawText:     fmt.Sprintf("capture %d", i),
+		Title:       fmt.Sprintf("Capture %d", i),
+		Source:      brainwire.KindText,
+		Status:      brainwire.StatusClassified,
+		Classification: brainwire.Classification{
+			Bucket:       brainwire.Buckets[i%len(brainwire.Buckets)],
+			Confidence:   0.9,
+			AllScores:    map[string]float64{brainwire.BucketPeople: 0.9},
+			ClassifiedBy: "Classifier",
+			ClassifiedAt: now,
+		},
+		FoundryThreadID: "thread_" + uuid.NewString(),
+		Now:             now,
+	}
+}
+
+// Many capture streams file at once, while others read: every write must
+// succeed without SQLITE_BUSY.
+func TestConcurrentFiling(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "brainwire.db"))
+	ctx := t.Context()
+	const n = 50
+	user := "user-" + uuid.NewString()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	filed := make(chan brainwire.InboxItem, n)
+	for i := range n {
+		wg.Go(func() {
+			it, err := s.File(ctx, filing(user, i))
+			if err != nil {
+				errs <- fmt.Errorf("File #%d: %w", i, err)
+				return
+			}
+			filed <- it
+		})
+		wg.Go(func() {
+			if _, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 5}); err != nil {
+				errs <- fmt.Errorf("ListInbox #%d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	close(filed)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	var want []string
+	for it := range filed {
+		want = append(want, it.ID)
+		rec, err := s.GetBucketRecord(ctx, user, it.ClassificationMeta.Bucket, it.FiledRecordID)
+		if err != nil || rec.InboxRecordID != it.ID {
+			t.Errorf("record of %s: %+v, %v", it.ID, rec, err)
+		}
+	}
+	var got []string
+	for cursor := ""; ; {
+		page, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 100, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("ListInbox: %v", err)
+		}
+		for _, it := range page.Items {
+			got = append(got, it.ID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) != n || !slices.Equal(got, want) {
+		t.Errorf("filed %d, listed %d; want %d of each, the same", len(want), len(got), n)
+	}
+}
+
+// Two stores on one file stand for two processes: their writers contend for
+// the file lock and must wait for each other rather than fail.
+func TestConcurrentStoresOnOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainwire.db")
+	stores := []*sqlite.Store{open(t, path), open(t, path)}
+	ctx := t.Context()
+	user := "user-" + uuid.NewString()
+	const perStore = 20
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(stores)*perStore)
+	for si, s := range stores {
+		for i := range perStore {
+			wg.Go(func() {
+				if _, err := s.File(ctx, filing(user, si*perStore+i)); err != nil {
+					errs <- fmt.Errorf("store %d, File #%d: %w", si, i, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	page, err := stores[1].ListInbox(ctx, user, brainwire.ListOptions{Limit: 100})
+	if err != nil {
+		t.Fatalf("ListInbox: %v", err)
+	}
+	if len(page.Items) != len(stores)*perStore {
+		t.Errorf("listed %d items, want %d", len(page.Items), len(stores)*perStore)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	// A space and a '#' in the path, and a parent directory to create.
+	path := filepath.Join(t.TempDir(), "data dir", "nested#1", "brainwire.db")
+	ctx := t.Context()
+	user := "user-" + uuid.NewString()
+
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	classified, err := s.File(ctx, filing(user, 1))
+	if err != nil {
+		t.Fatalf("File: %v", err)
+	}
+	f := filing(user, 2)
+	f.Status = brainwire.StatusMisunderstood
+	f.Classification.Bucket = ""
+	misunderstood, err := s.File(ctx, f)
+	if err != nil {
+		t.Fatalf("File: %v", err)
+	}
+	rec, err := s.GetBucketRecord(ctx, user, classified.ClassificationMeta.Bucket, classified.FiledRecordID)
+	if err != nil {
+		t.Fatalf("GetBucketRecord: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = open(t, path)
+	for _, want := range []brainwire.InboxItem{classified, misunderstood} {
+		got, err := s.GetInboxItem(ctx, user, want.ID)
+		if err != nil {
+			t.Fatalf("GetInboxItem after reopening: %v", err)
+		}
+		if !sameItem(got, want) {
+			t.Errorf("after reopening:\n got %+v\nwant %+v", got, want)
+		}
+	}
+	gotRec, err := s.GetBucketRecord(ctx, user, rec.Bucket, rec.ID)
+	if err != nil {
+		t.Fatalf("GetBucketRecord after reopening: %v", err)
+	}
+	if !sameRecord(gotRec, rec) {
+		t.Errorf("record after reopening:\n got %+v\nwant %+v", gotRec, rec)
+	}
+	page, err := s.ListInbox(ctx, user, brainwire.ListOptions{})
+	if err != nil || len(page.Items) != 2 {
+		t.Errorf("ListInbox after reopening: %d items, %v; want 2", len(page.Items), err)
+	}
+}
+
+// sameItem compares documents that both came from the store: exactly.
+func sameItem(a, b brainwire.InboxItem) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) ||
+		!sameClassification(a.ClassificationMeta, b.ClassificationMeta) {
+		return false
+	}
+	a.CreatedAt, a.UpdatedAt, a.ClassificationMeta = time.Time{}, time.Time{}, nil
+	b.CreatedAt, b.UpdatedAt, b.ClassificationMeta = time.Time{}, time.Time{}, nil
+	return a == b
+}
+
+func sameRecord(a, b brainwire.BucketRecord) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) || !sameClassification(a.ClassificationMeta, b.ClassificationMeta) {
+		return false
+	}
+	a.CreatedAt, a.ClassificationMeta = time.Time{}, nil
+	b.CreatedAt, b.ClassificationMeta = time.Time{}, nil
+	return a == b
+}
+
+func sameClassification(a, b *brainwire.Classification) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Bucket == b.Bucket && a.Confidence == b.Confidence && a.ClassifiedBy == b.ClassifiedBy &&
+		a.ClassifiedAt.Equal(b.ClassifiedAt) && slices.Equal(a.AgentChain, b.AgentChain) &&
+		maps.Equal(a.AllScores, b.AllScores)
+}
+
+// Record ids are unique per bucket, as in per-bucket containers: moving a
+// record onto an id its new bucket already holds must fail and change
+// nothing.
+func TestRecategorizeOntoTakenRecordID(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "brainwire.db"))
+	ctx := t.Context()
+	user := "user-" + uuid.NewString()
+
+	fa := filing(user, 1)
+	fa.Classification.Bucket = brainwire.BucketPeople
+	a, err := s.File(ctx, fa)
+	if err != nil {
+		t.Fatalf("File a: %v", err)
+	}
+	fb := filing(user, 2)
+	fb.Classification.Bucket = brainwire.BucketIdeas
+	fb.NewRecordID = fa.NewRecordID
+	if _, err := s.File(ctx, fb); err != nil {
+		t.Fatalf("File b with a's record id in another bucket: %v", err)
+	}
+
+	_, err = s.Recategorize(ctx, user, a.ID, brainwire.BucketIdeas, uuid.NewString(), "user", fa.Now.Add(time.Hour))
+	if code := brainwire.ErrorCode(err); code != brainwire.EConflict {
+		t.Fatalf("Recategorize onto a taken id: code %q (%v), want %s", code, err, brainwire.EConflict)
+	}
+	got, err := s.GetInboxItem(ctx, user, a.ID)
+	if err != nil || !sameItem(got, a) {
+		t.Errorf("item after the failed move: %+v, %v; want %+v", got, err, a)
+	}
+	if _, err := s.GetBucketRecord(ctx, user, brainwire.BucketPeople, a.FiledRecordID); err != nil {
+		t.Errorf("a's record after the failed move: %v", err)
+	}
+}
+
+func TestJournalModeIsWAL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainwire.db")
+	open(t, path)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+}
+
+// A file written by a newer program must not be opened, lest this one
+// misread it.
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainwire.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err = sqlite.Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a newer schema succeeded")
+	}
+	if !strings.Contains(err.Error(), "schema version 99 is newer") {
+		t.Errorf("Open of a newer schema: %v", err)
+	}
+}
+
+func TestOpenCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db")); err == nil {
+		s.Close()
+		t.Fatal("Open with a cancelled context succeeded")
+	}
+}
+
+func BenchmarkFile(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "brainwire.db"))
+	ctx := b.Context()
+	user := "user-" + uuid.NewString()
+	i := 0
+	for b.Loop() {
+		if _, err := s.File(ctx, filing(user, i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkFileParallel(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "brainwire.db"))
+	ctx := b.Context()
+	user := "user-" + uuid.NewString()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := s.File(ctx, filing(user, i)); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}

@@ -1,0 +1,326 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+var fileTests = []test{
+	{"Classified", testFileClassified},
+	{"Pending", testFilePending},
+	{"Misunderstood", testFileMisunderstood},
+	{"EveryBucket", testFileEveryBucket},
+	{"OptionalFieldsEmpty", testFileOptionalFieldsEmpty},
+	{"Invalid", testFileInvalid},
+	{"InboxIDTaken", testFileInboxIDTaken},
+	{"RecordIDTaken", testFileRecordIDTaken},
+	{"CanceledContext", testFileCanceledContext},
+}
+
+func testFileClassified(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+	got := e.file(f)
+	want := newItem(f)
+	checkItem(t, "item", got, want)
+	if got.FiledRecordID != f.NewRecordID {
+		t.Fatalf("FiledRecordID = %q, want the filing's NewRecordID %q", got.FiledRecordID, f.NewRecordID)
+	}
+	rec := e.onlyRecord(brainwire.BucketPeople, got.FiledRecordID)
+	checkRecord(t, "record", rec, recordFor(want, f.Now))
+	if rec.InboxRecordID != got.ID {
+		t.Errorf("record.InboxRecordID = %q, want the item's id %q", rec.InboxRecordID, got.ID)
+	}
+	items, _ := e.listAll(brainwire.ListOptions{})
+	if len(items) != 1 {
+		t.Errorf("inbox holds %d items, want 1", len(items))
+	}
+}
+
+func testFilePending(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusPending, brainwire.BucketIdeas)
+	f.Source = brainwire.KindVoice
+	got := e.file(f)
+	want := newItem(f)
+	checkItem(t, "item", got, want)
+	rec := e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID)
+	checkRecord(t, "record", rec, recordFor(want, f.Now))
+}
+
+func testFileMisunderstood(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusMisunderstood, "")
+	got := e.file(f)
+	checkItem(t, "item", got, newItem(f))
+	if got.FiledRecordID != "" {
+		t.Errorf("FiledRecordID = %q, want empty", got.FiledRecordID)
+	}
+	if got.FoundryThreadID != f.FoundryThreadID {
+		t.Errorf("FoundryThreadID = %q, want %q", got.FoundryThreadID, f.FoundryThreadID)
+	}
+	e.noRecord(f.NewRecordID)
+
+	// Misunderstood filings write no record, so they need no record id.
+	f = e.filing(brainwire.StatusMisunderstood, "")
+	f.NewRecordID = ""
+	checkItem(t, "item without a record id", e.file(f), newItem(f))
+}
+
+func testFileEveryBucket(t *testing.T, e *env) {
+	for _, b := range brainwire.Buckets {
+		f := e.filing(brainwire.StatusClassified, b)
+		got := e.file(f)
+		want := newItem(f)
+		checkItem(t, b+" item", got, want)
+		checkRecord(t, b+" record", e.onlyRecord(b, f.NewRecordID), recordFor(want, f.Now))
+	}
+}
+
+// Optional fields left empty must come back empty, not as defaults.
+func testFileOptionalFieldsEmpty(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
+	f.Title = ""
+	f.FoundryThreadID = ""
+	f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
+	got := e.file(f)
+	want := newItem(f)
+	checkItem(t, "item", got, want)
+	checkRecord(t, "record", e.onlyRecord(brainwire.BucketAdmin, f.NewRecordID), recordFor(want, f.Now))
+}
+
+func testFileInvalid(t *testing.T, e *env) {
+	cases := []struct {
+		name   string
+		mutate func(f *brainwire.Filing)
+	}{
+		{"unknown bucket", func(f *brainwire.Filing) { f.Classification.Bucket = "Recipes" }},
+		{"bucket in wrong case", func(f *brainwire.Filing) { f.Classification.Bucket = "people" }},
+		{"no bucket", func(f *brainwire.Filing) { f.Classification.Bucket = "" }},
+		{"pending without bucket", func(f *brainwire.Filing) {
+			f.Status = brainwire.StatusPending
+			f.Classification.Bucket = ""
+		}},
+		{"unknown status", func(f *brainwire.Filing) { f.Status = "filed" }},
+		{"no status", func(f *brainwire.Filing) { f.Status = "" }},
+		{"no user", func(f *brainwire.Filing) { f.UserID = "" }},
+		{"no inbox id", func(f *brainwire.Filing) { f.NewInboxID = "" }},
+		{"no record id", func(f *brainwire.Filing) { f.NewRecordID = "" }},
+		{"unknown source", func(f *brainwire.Filing) { f.Source = "fax" }},
+		{"no source", func(f *brainwire.Filing) { f.Source = "" }},
+		{"zero now", func(f *brainwire.Filing) { f.Now = time.Time{} }},
+	}
+	for _, tc := range cases {
+		f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+		tc.mutate(&f)
+		it, err := e.s.File(e.ctx, f)
+		checkCode(t, tc.name, err, brainwire.EInvalid)
+		if err == nil {
+			t.Errorf("%s: filed %+v", tc.name, it)
+		}
+		e.noRecord(f.NewRecordID)
+	}
+	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 0 {
+		t.Errorf("invalid filings left %d items: %q", len(items), ids(items))
+	}
+}
+
+func testFileInboxIDTaken(t *testing.T, e *env) {
+	first := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	firstRec := e.record(brainwire.BucketPeople, first.FiledRecordID)
+
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketProjects)
+	f.NewInboxID = first.ID
+	_, err := e.s.File(e.ctx, f)
+	checkCode(t, "File with a taken inbox id", err, brainwire.EConflict)
+
+	checkItem(t, "first item", e.get(first.ID), first)
+	checkRecord(t, "first record", e.record(brainwire.BucketPeople, firstRec.ID), firstRec)
+	e.noRecord(f.NewRecordID)
+	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
+		t.Errorf("inbox holds %d items, want 1", len(items))
+	}
+}
+
+// A filing whose bucket record cannot be written must not leave its Inbox
+// item behind.
+func testFileRecordIDTaken(t *testing.T, e *env) {
+	first := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	firstRec := e.record(brainwire.BucketIdeas, first.FiledRecordID)
+
+	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending} {
+		f := e.filing(status, brainwire.BucketIdeas)
+		f.NewRecordID = first.FiledRecordID
+		_, err := e.s.File(e.ctx, f)
+		checkCode(t, status+" File with a taken record id", err, brainwire.EConflict)
+		_, err = e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
+		checkCode(t, status+" GetInboxItem of the failed filing", err, brainwire.ENotFound)
+	}
+
+	checkItem(t, "first item", e.get(first.ID), first)
+	checkRecord(t, "first record", e.record(brainwire.BucketIdeas, firstRec.ID), firstRec)
+	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
+		t.Errorf("inbox holds %d items, want 1: %q", len(items), ids(items))
+	}
+}
+
+func testFileCanceledContext(t *testing.T, e *env) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+	_, err := e.s.File(ctx, f)
+	checkCanceled(t, "File", err)
+	_, err = e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
+	checkCode(t, "GetInboxItem after a cancelled File", err, brainwire.ENotFound)
+	e.noRecord(f.NewRecordID)
+}
+
+var refileTests = []test{
+	{"MisunderstoodToClassified", testRefileMisunderstoodToClassified},
+	{"MisunderstoodAgain", testRefileMisunderstoodAgain},
+	{"ReplacesRecord", testRefileReplacesRecord},
+	{"ClassifiedToMisunderstood", testRefileClassifiedToMisunderstood},
+	{"KeepsThread", testRefileKeepsThread},
+	{"Unknown", testRefileUnknown},
+	{"Invalid", testRefileInvalid},
+	{"RecordIDTaken", testRefileRecordIDTaken},
+	{"RecordIDTakenKeepsOldRecord", testRefileRecordIDTakenKeepsOldRecord},
+}
+
+// refiling returns a follow-up filing of item: what the follow-up path sends.
+func (e *env) refiling(item brainwire.InboxItem, status, bucket string) brainwire.Filing {
+	f := e.filing(status, bucket)
+	f.InboxItemID = item.ID
+	f.FoundryThreadID = item.FoundryThreadID
+	f.RawText = item.RawText + "\nfollow-up: it is about the community garden"
+	f.Source = brainwire.KindFollowUp
+	return f
+}
+
+func testRefileMisunderstoodToClassified(t *testing.T, e *env) {
+	orig := e.filing(brainwire.StatusMisunderstood, "")
+	orig.Source = brainwire.KindVoice
+	before := e.file(orig)
+
+	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
+	got := e.file(f)
+	want := refiledItem(before, f)
+	checkItem(t, "refiled item", got, want)
+	if got.ID != before.ID {
+		t.Fatalf("refiled item id = %q, want the original %q", got.ID, before.ID)
+	}
+	rec := e.onlyRecord(brainwire.BucketProjects, f.NewRecordID)
+	checkRecord(t, "record", rec, recordFor(want, f.Now))
+
+	items, _ := e.listAll(brainwire.ListOptions{})
+	if len(items) != 1 || items[0].ID != before.ID {
+		t.Errorf("inbox = %q, want only %q", ids(items), before.ID)
+	}
+	// The refiling's own NewInboxID must not have been used.
+	_, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
+	checkCode(t, "GetInboxItem(refiling's NewInboxID)", err, brainwire.ENotFound)
+}
+
+func testRefileMisunderstoodAgain(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	f := e.refiling(before, brainwire.StatusMisunderstood, "")
+	got := e.file(f)
+	checkItem(t, "refiled item", got, refiledItem(before, f))
+	e.noRecord(f.NewRecordID)
+	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
+		t.Errorf("inbox holds %d items, want 1", len(items))
+	}
+}
+
+func testRefileReplacesRecord(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
+	oldRecordID := before.FiledRecordID
+
+	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
+	got := e.file(f)
+	want := refiledItem(before, f)
+	checkItem(t, "refiled item", got, want)
+	checkRecord(t, "new record", e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID), recordFor(want, f.Now))
+	e.noRecord(oldRecordID)
+}
+
+func testRefileClassifiedToMisunderstood(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin))
+	f := e.refiling(before, brainwire.StatusMisunderstood, "")
+	got := e.file(f)
+	checkItem(t, "refiled item", got, refiledItem(before, f))
+	e.noRecord(before.FiledRecordID)
+	e.noRecord(f.NewRecordID)
+}
+
+// The thread is what the next follow-up continues on: a refiling that names
+// none must not lose it.
+func testRefileKeepsThread(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	f := e.refiling(before, brainwire.StatusMisunderstood, "")
+	f.FoundryThreadID = ""
+	got := e.file(f)
+	if got.FoundryThreadID != before.FoundryThreadID {
+		t.Errorf("FoundryThreadID = %q, want the item's %q", got.FoundryThreadID, before.FoundryThreadID)
+	}
+	checkItem(t, "refiled item", got, refiledItem(before, f))
+}
+
+func testRefileUnknown(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+	f.InboxItemID = newID("inbox")
+	_, err := e.s.File(e.ctx, f)
+	checkCode(t, "refile of an unknown item", err, brainwire.ENotFound)
+	e.noRecord(f.NewRecordID)
+	for _, id := range []string{f.InboxItemID, f.NewInboxID} {
+		_, err := e.s.GetInboxItem(e.ctx, e.user, id)
+		checkCode(t, "GetInboxItem after the failed refile", err, brainwire.ENotFound)
+	}
+}
+
+func testRefileInvalid(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	rec := e.record(brainwire.BucketPeople, before.FiledRecordID)
+	for _, tc := range []struct{ name, status, bucket string }{
+		{"unknown bucket", brainwire.StatusClassified, "Recipes"},
+		{"unknown status", "done", brainwire.BucketIdeas},
+	} {
+		f := e.refiling(before, tc.status, tc.bucket)
+		_, err := e.s.File(e.ctx, f)
+		checkCode(t, tc.name, err, brainwire.EInvalid)
+		e.noRecord(f.NewRecordID)
+	}
+	checkItem(t, "item", e.get(before.ID), before)
+	checkRecord(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
+}
+
+func testRefileRecordIDTaken(t *testing.T, e *env) {
+	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	otherRec := e.record(brainwire.BucketIdeas, other.FiledRecordID)
+	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+
+	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.NewRecordID = other.FiledRecordID
+	_, err := e.s.File(e.ctx, f)
+	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
+
+	checkItem(t, "refiled item", e.get(before.ID), before)
+	checkItem(t, "other item", e.get(other.ID), other)
+	checkRecord(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
+}
+
+// A failed refile must not have deleted the record the item had.
+func testRefileRecordIDTakenKeepsOldRecord(t *testing.T, e *env) {
+	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
+	oldRec := e.record(brainwire.BucketPeople, before.FiledRecordID)
+
+	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.NewRecordID = other.FiledRecordID
+	_, err := e.s.File(e.ctx, f)
+	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
+
+	checkItem(t, "refiled item", e.get(before.ID), before)
+	checkRecord(t, "item's record", e.onlyRecord(brainwire.BucketPeople, oldRec.ID), oldRec)
+	checkItem(t, "other item", e.get(other.ID), other)
+}

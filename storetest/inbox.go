@@ -1,0 +1,437 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+var getTests = []test{
+	{"Unknown", testGetUnknown},
+	{"BucketRecordLookups", testGetBucketRecordLookups},
+}
+
+func testGetUnknown(t *testing.T, e *env) {
+	e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	_, err := e.s.GetInboxItem(e.ctx, e.user, newID("inbox"))
+	checkCode(t, "GetInboxItem(unknown id)", err, brainwire.ENotFound)
+	_, err = e.s.GetInboxItem(e.ctx, e.user, "")
+	if code := brainwire.ErrorCode(err); code != brainwire.ENotFound && code != brainwire.EInvalid {
+		t.Errorf("GetInboxItem(empty id): code %q (%v), want %s or %s", code, err, brainwire.ENotFound, brainwire.EInvalid)
+	}
+}
+
+func testGetBucketRecordLookups(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	_, err := e.s.GetBucketRecord(e.ctx, e.user, "Recipes", it.FiledRecordID)
+	checkCode(t, "GetBucketRecord(unknown bucket)", err, brainwire.EInvalid)
+	_, err = e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketPeople, newID("rec"))
+	checkCode(t, "GetBucketRecord(unknown id)", err, brainwire.ENotFound)
+	_, err = e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketPeople, it.ID)
+	checkCode(t, "GetBucketRecord(the inbox item's id)", err, brainwire.ENotFound)
+	e.onlyRecord(brainwire.BucketPeople, it.FiledRecordID)
+}
+
+var listTests = []test{
+	{"Empty", testListEmpty},
+	{"NewestFirst", testListNewestFirst},
+	{"Pages", testListPages},
+	{"PagesExactMultiple", testListPagesExactMultiple},
+	{"SameCreatedAt", testListSameCreatedAt},
+	{"StatusFilter", testListStatusFilter},
+	{"DefaultLimit", testListDefaultLimit},
+	{"MaxLimit", testListMaxLimit},
+	{"Invalid", testListInvalid},
+}
+
+// fileMany files n captures, cycling through statuses and buckets, and
+// returns them newest first.
+func (e *env) fileMany(n int) []brainwire.InboxItem {
+	e.t.Helper()
+	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood}
+	var out []brainwire.InboxItem
+	for i := range n {
+		status := statuses[i%len(statuses)]
+		bucket := brainwire.Buckets[i%len(brainwire.Buckets)]
+		if status == brainwire.StatusMisunderstood {
+			bucket = ""
+		}
+		it, err := e.s.File(e.ctx, e.filing(status, bucket))
+		if err != nil {
+			e.t.Fatalf("File #%d: %v", i, err)
+		}
+		out = append(out, it)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+func testListEmpty(t *testing.T, e *env) {
+	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListInbox: %v", err)
+	}
+	if len(page.Items) != 0 || page.NextCursor != "" {
+		t.Errorf("empty inbox: %d items, NextCursor %q; want none and \"\"", len(page.Items), page.NextCursor)
+	}
+}
+
+// Items are filed out of time order: the list follows CreatedAt, not the
+// order of writes.
+func testListNewestFirst(t *testing.T, e *env) {
+	order := []int{3, 0, 4, 1, 2}
+	var want []brainwire.InboxItem
+	for _, i := range order {
+		f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
+		f.Now = at(i)
+		want = append(want, e.file(f))
+	}
+	slices.SortFunc(want, func(a, b brainwire.InboxItem) int { return b.CreatedAt.Compare(a.CreatedAt) })
+
+	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListInbox: %v", err)
+	}
+	if !slices.Equal(ids(page.Items), ids(want)) {
+		t.Fatalf("order = %q, want %q", ids(page.Items), ids(want))
+	}
+	for i := range want {
+		report(t, "listed item "+want[i].ID, diffItem(page.Items[i], want[i], 0))
+	}
+	if page.NextCursor != "" {
+		t.Errorf("NextCursor = %q on the only page", page.NextCursor)
+	}
+}
+
+func testListPages(t *testing.T, e *env) {
+	want := e.fileMany(25)
+	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
+	if !slices.Equal(sizes, []int{10, 10, 5}) {
+		t.Errorf("page sizes = %v, want [10 10 5]", sizes)
+	}
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+	}
+}
+
+func testListPagesExactMultiple(t *testing.T, e *env) {
+	want := e.fileMany(20)
+	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
+	if !slices.Equal(sizes, []int{10, 10}) {
+		t.Errorf("page sizes = %v, want [10 10]: no empty page after the last item", sizes)
+	}
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+	}
+}
+
+// Captures filed in the same millisecond must still page without loss or
+// repetition.
+func testListSameCreatedAt(t *testing.T, e *env) {
+	var filed []string
+	for range 7 {
+		f := e.filing(brainwire.StatusMisunderstood, "")
+		f.Now = base
+		filed = append(filed, e.file(f).ID)
+	}
+	later := e.filing(brainwire.StatusMisunderstood, "")
+	later.Now = base.Add(time.Hour)
+	newest := e.file(later).ID
+
+	got, _ := e.listAll(brainwire.ListOptions{Limit: 3})
+	if len(got) != 8 || got[0].ID != newest {
+		t.Fatalf("listed %q, want %s first then the 7 others", ids(got), newest)
+	}
+	rest := ids(got[1:])
+	slices.Sort(rest)
+	slices.Sort(filed)
+	if !slices.Equal(rest, filed) {
+		t.Errorf("same-time items listed %q, want each of %q once", rest, filed)
+	}
+}
+
+func testListStatusFilter(t *testing.T, e *env) {
+	all := e.fileMany(25)
+	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood} {
+		var want []brainwire.InboxItem
+		for _, it := range all {
+			if it.Status == status {
+				want = append(want, it)
+			}
+		}
+		got, _ := e.listAll(brainwire.ListOptions{Status: status, Limit: 3})
+		if !slices.Equal(ids(got), ids(want)) {
+			t.Errorf("status %s: listed %q\nwant %q", status, ids(got), ids(want))
+		}
+	}
+}
+
+func testListDefaultLimit(t *testing.T, e *env) {
+	want := e.fileMany(DefaultLimit + 5)
+	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListInbox: %v", err)
+	}
+	if len(page.Items) != DefaultLimit || page.NextCursor == "" {
+		t.Fatalf("default page: %d items, NextCursor %q; want %d and a cursor", len(page.Items), page.NextCursor, DefaultLimit)
+	}
+	got, _ := e.listAll(brainwire.ListOptions{})
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+	}
+}
+
+func testListMaxLimit(t *testing.T, e *env) {
+	want := e.fileMany(MaxLimit + 1)
+	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10 * MaxLimit})
+	if !slices.Equal(sizes, []int{MaxLimit, 1}) {
+		t.Errorf("page sizes = %v, want [%d 1]", sizes, MaxLimit)
+	}
+	if !slices.Equal(ids(got), ids(want)) {
+		t.Errorf("paged ids differ from the filed ones")
+	}
+}
+
+func testListInvalid(t *testing.T, e *env) {
+	e.fileMany(3)
+	for _, tc := range []struct {
+		name string
+		user string
+		opts brainwire.ListOptions
+	}{
+		{"unknown status", e.user, brainwire.ListOptions{Status: "archived"}},
+		{"negative limit", e.user, brainwire.ListOptions{Limit: -1}},
+		{"malformed cursor", e.user, brainwire.ListOptions{Cursor: "not a cursor!"}},
+		{"no user", "", brainwire.ListOptions{}},
+	} {
+		_, err := e.s.ListInbox(e.ctx, tc.user, tc.opts)
+		checkCode(t, tc.name, err, brainwire.EInvalid)
+	}
+}
+
+var deleteTests = []test{
+	{"Classified", testDeleteClassified},
+	{"Misunderstood", testDeleteMisunderstood},
+	{"Unknown", testDeleteUnknown},
+}
+
+func testDeleteClassified(t *testing.T, e *env) {
+	keep := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	keepRec := e.record(brainwire.BucketPeople, keep.FiledRecordID)
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+
+	if err := e.s.DeleteInboxItem(e.ctx, e.user, it.ID); err != nil {
+		t.Fatalf("DeleteInboxItem: %v", err)
+	}
+	_, err := e.s.GetInboxItem(e.ctx, e.user, it.ID)
+	checkCode(t, "GetInboxItem after delete", err, brainwire.ENotFound)
+	e.noRecord(it.FiledRecordID)
+	err = e.s.DeleteInboxItem(e.ctx, e.user, it.ID)
+	checkCode(t, "second DeleteInboxItem", err, brainwire.ENotFound)
+
+	checkItem(t, "other item", e.get(keep.ID), keep)
+	checkRecord(t, "other record", e.record(brainwire.BucketPeople, keepRec.ID), keepRec)
+	items, _ := e.listAll(brainwire.ListOptions{})
+	if !slices.Equal(ids(items), []string{keep.ID}) {
+		t.Errorf("inbox = %q, want [%s]", ids(items), keep.ID)
+	}
+}
+
+func testDeleteMisunderstood(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	if err := e.s.DeleteInboxItem(e.ctx, e.user, it.ID); err != nil {
+		t.Fatalf("DeleteInboxItem: %v", err)
+	}
+	_, err := e.s.GetInboxItem(e.ctx, e.user, it.ID)
+	checkCode(t, "GetInboxItem after delete", err, brainwire.ENotFound)
+}
+
+func testDeleteUnknown(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	err := e.s.DeleteInboxItem(e.ctx, e.user, newID("inbox"))
+	checkCode(t, "DeleteInboxItem(unknown id)", err, brainwire.ENotFound)
+	// A record id is not an inbox id.
+	err = e.s.DeleteInboxItem(e.ctx, e.user, it.FiledRecordID)
+	checkCode(t, "DeleteInboxItem(record id)", err, brainwire.ENotFound)
+	checkItem(t, "item", e.get(it.ID), it)
+	e.onlyRecord(brainwire.BucketIdeas, it.FiledRecordID)
+}
+
+var recategorizeTests = []test{
+	{"MovesRecord", testRecategorizeMovesRecord},
+	{"Pending", testRecategorizePending},
+	{"SameBucket", testRecategorizeSameBucket},
+	{"Misunderstood", testRecategorizeMisunderstood},
+	{"InvalidBucket", testRecategorizeInvalidBucket},
+	{"Unknown", testRecategorizeUnknown},
+	{"RecordIDTaken", testRecategorizeRecordIDTaken},
+}
+
+// recategorized returns the item and record Recategorize must produce.
+// oldRec is the item's record before, if it had one.
+func recategorized(before brainwire.InboxItem, oldRec *brainwire.BucketRecord, bucket, newRecordID, by string, now time.Time) (brainwire.InboxItem, brainwire.BucketRecord) {
+	var c brainwire.Classification
+	if before.ClassificationMeta != nil {
+		c = *before.ClassificationMeta
+	}
+	c.Bucket = bucket
+	c.ClassifiedBy = by
+	c.ClassifiedAt = now
+	it := before
+	it.Status = brainwire.StatusClassified
+	it.ClassificationMeta = &c
+	it.UpdatedAt = now
+	created := now
+	if oldRec != nil {
+		created = oldRec.CreatedAt
+	} else {
+		it.FiledRecordID = newRecordID
+	}
+	return it, recordFor(it, created)
+}
+
+// recategorize calls Recategorize and checks its result against the stored
+// documents and the expectation.
+func (e *env) recategorize(before brainwire.InboxItem, oldRec *brainwire.BucketRecord, bucket string, now time.Time) (brainwire.InboxItem, brainwire.BucketRecord) {
+	e.t.Helper()
+	newRecordID := newID("rec")
+	by := "user:" + e.user
+	got, err := e.s.Recategorize(e.ctx, e.user, before.ID, bucket, newRecordID, by, now)
+	if err != nil {
+		e.t.Fatalf("Recategorize(%s -> %s): %v", before.ID, bucket, err)
+	}
+	wantItem, wantRec := recategorized(before, oldRec, bucket, newRecordID, by, now)
+	checkItem(e.t, "recategorized item", got, wantItem)
+	report(e.t, "Recategorize result vs stored item", diffItem(got, e.get(before.ID), 0))
+	rec := e.onlyRecord(bucket, wantItem.FiledRecordID)
+	checkRecord(e.t, "recategorized record", rec, wantRec)
+	return got, rec
+}
+
+func testRecategorizeMovesRecord(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
+
+	it, rec = e.recategorize(it, &rec, brainwire.BucketProjects, at(100))
+	_, err := e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketPeople, rec.ID)
+	checkCode(t, "old bucket's record after the move", err, brainwire.ENotFound)
+
+	// And on to a third bucket.
+	it, _ = e.recategorize(it, &rec, brainwire.BucketAdmin, at(200))
+	items, _ := e.listAll(brainwire.ListOptions{})
+	if !slices.Equal(ids(items), []string{it.ID}) {
+		t.Errorf("inbox = %q, want [%s]", ids(items), it.ID)
+	}
+}
+
+func testRecategorizePending(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusPending, brainwire.BucketIdeas))
+	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
+	got, _ := e.recategorize(it, &rec, brainwire.BucketAdmin, at(100))
+	if got.Status != brainwire.StatusClassified {
+		t.Errorf("status = %q, want %q", got.Status, brainwire.StatusClassified)
+	}
+	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusPending})
+	if len(items) != 0 {
+		t.Errorf("pending items after recategorize: %q", ids(items))
+	}
+}
+
+func testRecategorizeSameBucket(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
+	e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
+}
+
+func testRecategorizeMisunderstood(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	got, rec := e.recategorize(it, nil, brainwire.BucketPeople, at(100))
+	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
+		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
+	}
+}
+
+func testRecategorizeInvalidBucket(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
+	for _, b := range []string{"", "Recipes", "people"} {
+		_, err := e.s.Recategorize(e.ctx, e.user, it.ID, b, newID("rec"), "user", at(100))
+		checkCode(t, "Recategorize to "+b, err, brainwire.EInvalid)
+	}
+	checkItem(t, "item", e.get(it.ID), it)
+	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+}
+
+func testRecategorizeUnknown(t *testing.T, e *env) {
+	_, err := e.s.Recategorize(e.ctx, e.user, newID("inbox"), brainwire.BucketPeople, newID("rec"), "user", at(100))
+	checkCode(t, "Recategorize(unknown id)", err, brainwire.ENotFound)
+}
+
+// A record that cannot be created must leave the item as it was.
+func testRecategorizeRecordIDTaken(t *testing.T, e *env) {
+	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	otherRec := e.record(brainwire.BucketPeople, other.FiledRecordID)
+	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+
+	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketPeople, other.FiledRecordID, "user", at(100))
+	checkCode(t, "Recategorize with a taken record id", err, brainwire.EConflict)
+	checkItem(t, "item", e.get(it.ID), it)
+	checkItem(t, "other item", e.get(other.ID), other)
+	checkRecord(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
+}
+
+var isolationTests = []test{
+	{"OtherUser", testIsolationOtherUser},
+}
+
+// Another user's documents behave as if absent, and nothing they try changes
+// them.
+func testIsolationOtherUser(t *testing.T, e *env) {
+	classified := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	misunderstood := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	rec := e.record(brainwire.BucketPeople, classified.FiledRecordID)
+
+	mallory := newEnv(t, e.s)
+	mallory.n = e.n
+	for _, it := range []brainwire.InboxItem{classified, misunderstood} {
+		_, err := e.s.GetInboxItem(e.ctx, mallory.user, it.ID)
+		checkCode(t, "other user's GetInboxItem", err, brainwire.ENotFound)
+
+		err = e.s.DeleteInboxItem(e.ctx, mallory.user, it.ID)
+		checkCode(t, "other user's DeleteInboxItem", err, brainwire.ENotFound)
+
+		_, err = e.s.Recategorize(e.ctx, mallory.user, it.ID, brainwire.BucketAdmin, newID("rec"), "user", at(100))
+		checkCode(t, "other user's Recategorize", err, brainwire.ENotFound)
+
+		f := mallory.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
+		f.InboxItemID = it.ID
+		_, err = e.s.File(e.ctx, f)
+		checkCode(t, "other user's refile", err, brainwire.ENotFound)
+		mallory.noRecord(f.NewRecordID)
+		e.noRecord(f.NewRecordID)
+	}
+	_, err := e.s.GetBucketRecord(e.ctx, mallory.user, brainwire.BucketPeople, rec.ID)
+	checkCode(t, "other user's GetBucketRecord", err, brainwire.ENotFound)
+
+	if items, _ := mallory.listAll(brainwire.ListOptions{}); len(items) != 0 {
+		t.Errorf("other user lists %q, want nothing", ids(items))
+	}
+
+	checkItem(t, "classified item", e.get(classified.ID), classified)
+	checkItem(t, "misunderstood item", e.get(misunderstood.ID), misunderstood)
+	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+	items, _ := e.listAll(brainwire.ListOptions{})
+	if !slices.Equal(ids(items), []string{misunderstood.ID, classified.ID}) {
+		t.Errorf("owner lists %q, want [%s %s]", ids(items), misunderstood.ID, classified.ID)
+	}
+}
+
+var pingTests = []test{
+	{"OK", func(t *testing.T, e *env) {
+		if err := e.s.Ping(e.ctx); err != nil {
+			t.Errorf("Ping: %v", err)
+		}
+	}},
+}

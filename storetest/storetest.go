@@ -1,0 +1,89 @@
+// Package storetest is the conformance suite every brainwire.Store must pass.
+// A backend's own tests call Run with a function that opens a fresh, empty
+// store:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) brainwire.Store {
+//			s, err := mystore.Open(t.Context(), ...)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// open owns the store's lifetime: it must arrange for Close (t.Cleanup).
+//
+// Beyond what the Store interface's doc comments say, the suite pins these
+// behaviours, which the HTTP and tool layers rely on:
+//
+//   - Times come back in UTC and equal what was given to the millisecond. The
+//     item File or Recategorize returns is exactly what GetInboxItem returns
+//     afterwards.
+//   - A new filing stores Filing.Classification as the item's
+//     ClassificationMeta whatever its status. A bucket record carries its
+//     item's raw text, title and classification, and CreatedAt = Filing.Now.
+//   - A refile (Filing.InboxItemID set) keeps the item's ID, Source and
+//     CreatedAt; replaces RawText, Title, Status, ClassificationMeta,
+//     FiledRecordID and UpdatedAt; keeps FoundryThreadID when the filing names
+//     none; and deletes the bucket record the item had, if any.
+//   - Recategorize keeps a moved record's ID and CreatedAt, keeps the
+//     classification's confidence, scores and agent chain, and sets Bucket,
+//     ClassifiedBy, ClassifiedAt = now, Status classified and UpdatedAt = now.
+//   - ListInbox orders by CreatedAt, newest first (refiling does not move an
+//     item); the default page size is DefaultLimit and larger limits are cut
+//     to MaxLimit; NextCursor is empty on the page holding the last item.
+//   - Codes: EInvalid for malformed input (empty user id, unknown status or
+//     bucket, a new capture without NewInboxID or with a source other than
+//     text or voice, a classified or pending filing without NewRecordID, a
+//     zero Now, a negative limit, a malformed cursor); ENotFound for absent
+//     documents and other users' documents; EConflict when an id is taken.
+//     A cancelled context's error stays in the returned error's chain.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Page sizes every store uses, so that the API pages the same whatever the
+// backend.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Run runs the conformance suite. Each subtest calls open for a fresh, empty
+// store; subtests run one after another.
+func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
+	t.Helper()
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"File", fileTests},
+		{"Refile", refileTests},
+		{"Get", getTests},
+		{"ListInbox", listTests},
+		{"Delete", deleteTests},
+		{"Recategorize", recategorizeTests},
+		{"Isolation", isolationTests},
+		{"Ping", pingTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					tc.run(t, newEnv(t, open(t)))
+				})
+			}
+		})
+	}
+}
+
+type test struct {
+	name string
+	run  func(t *testing.T, e *env)
+}

@@ -1,0 +1,293 @@
+// Package cosmos is the production brainwire.Store, on Azure Cosmos DB.
+//
+// Every capture has a document in the Inbox container; classified and
+// pending captures also have one in their bucket's container (People,
+// Projects, Ideas or Admin), linked both ways. All containers are
+// partitioned by /userId, so every read, write and query stays inside one
+// user's partition.
+//
+// Cosmos DB has no transaction across containers, so writes that touch two
+// containers are ordered and compensated: the bucket record is written
+// first and removed again if the Inbox write fails, and the Inbox item is
+// replaced only if it has not changed since it was read (ETag match).
+package cosmos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/brainwire/brainwire"
+)
+
+// DefaultDatabase is the database used when Config.Database is empty.
+const DefaultDatabase = "second-brain"
+
+// InboxContainer is the container holding every capture's Inbox item. The
+// bucket containers are named after the buckets (brainwire.Buckets).
+const InboxContainer = "Inbox"
+
+// PartitionKeyPath is the partition key of every container.
+const PartitionKeyPath = "/userId"
+
+// Page sizes of ListInbox.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// compensationTimeout bounds the writes that undo a failed operation. They
+// run detached from the caller's context: a cancelled request is a common
+// reason for the failure, and must not also stop the cleanup.
+const compensationTimeout = 15 * time.Second
+
+// Config says which Cosmos DB account and database to use.
+type Config struct {
+	// Endpoint is the account URL, e.g. https://<account>.documents.azure.com:443/.
+	Endpoint string
+	// Key is the account key. When set it is used instead of Credential.
+	Key string
+	// Credential authenticates with Microsoft Entra ID when Key is empty
+	// (typically azidentity.DefaultAzureCredential).
+	Credential azcore.TokenCredential
+	// Database is the database name; DefaultDatabase when empty.
+	Database string
+	// ClientOptions are passed to the azcosmos client (transport, retries,
+	// tracing, preferred regions). Optional.
+	ClientOptions *azcosmos.ClientOptions
+	// Logger receives failures that leave a stray, unlinked bucket record
+	// behind after an otherwise successful operation. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is a brainwire.Store on Cosmos DB. It is safe for concurrent use.
+type Store struct {
+	client     *azcosmos.Client
+	db         *azcosmos.DatabaseClient
+	dbName     string
+	inbox      *azcosmos.ContainerClient
+	buckets    map[string]*azcosmos.ContainerClient
+	log        *slog.Logger
+	compensate time.Duration
+}
+
+var _ brainwire.Store = (*Store)(nil)
+
+// Open creates the Cosmos DB client. It does not contact the service: use
+// Ping to check it is reachable and EnsureContainers to create what is
+// missing.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Endpoint == "" {
+		return nil, errors.New("cosmos: open: no endpoint configured")
+	}
+	var (
+		client *azcosmos.Client
+		err    error
+	)
+	switch {
+	case cfg.Key != "":
+		cred, kerr := azcosmos.NewKeyCredential(cfg.Key)
+		if kerr != nil {
+			return nil, fmt.Errorf("cosmos: open: parsing account key: %w", kerr)
+		}
+		client, err = azcosmos.NewClientWithKey(cfg.Endpoint, cred, cfg.ClientOptions)
+	case cfg.Credential != nil:
+		client, err = azcosmos.NewClient(cfg.Endpoint, cfg.Credential, cfg.ClientOptions)
+	default:
+		return nil, errors.New("cosmos: open: neither an account key nor a token credential configured")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cosmos: open: creating client for %s: %w", cfg.Endpoint, err)
+	}
+	name := cfg.Database
+	if name == "" {
+		name = DefaultDatabase
+	}
+	db, err := client.NewDatabase(name)
+	if err != nil {
+		return nil, fmt.Errorf("cosmos: open: database %s: %w", name, err)
+	}
+	s := &Store{
+		client:     client,
+		db:         db,
+		dbName:     name,
+		buckets:    make(map[string]*azcosmos.ContainerClient, len(brainwire.Buckets)),
+		log:        cfg.Logger,
+		compensate: compensationTimeout,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.inbox, err = db.NewContainer(InboxContainer); err != nil {
+		return nil, fmt.Errorf("cosmos: open: container %s: %w", InboxContainer, err)
+	}
+	for _, b := range brainwire.Buckets {
+		c, err := db.NewContainer(b)
+		if err != nil {
+			return nil, fmt.Errorf("cosmos: open: container %s: %w", b, err)
+		}
+		s.buckets[b] = c
+	}
+	return s, nil
+}
+
+// Database returns the name of the database the store uses.
+func (s *Store) Database() string { return s.dbName }
+
+// containerNames lists every container the store uses.
+func containerNames() []string {
+	return append([]string{InboxContainer}, brainwire.Buckets...)
+}
+
+// inboxIndexes are the composite indexes ListInbox's ORDER BY needs: Cosmos
+// DB refuses an ORDER BY on two properties without a matching one.
+func inboxIndexes() [][]azcosmos.CompositeIndex {
+	return [][]azcosmos.CompositeIndex{{
+		{Path: "/createdAt", Order: azcosmos.CompositeIndexDescending},
+		{Path: "/id", Order: azcosmos.CompositeIndexDescending},
+	}}
+}
+
+// EnsureContainers creates the database and its containers when they are
+// missing, and adds the Inbox's composite index to an existing Inbox that
+// lacks it. It is idempotent. Throughput is left to the account (serverless
+// accounts reject any setting).
+func (s *Store) EnsureContainers(ctx context.Context) error {
+	_, err := s.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: s.dbName}, nil)
+	if err != nil && statusOf(err) != http.StatusConflict {
+		return fmt.Errorf("cosmos: creating database %s: %w", s.dbName, err)
+	}
+	for _, name := range containerNames() {
+		props := azcosmos.ContainerProperties{
+			ID: name,
+			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
+				Paths: []string{PartitionKeyPath},
+			},
+		}
+		if name == InboxContainer {
+			props.IndexingPolicy = &azcosmos.IndexingPolicy{
+				Automatic:        true,
+				IndexingMode:     azcosmos.IndexingModeConsistent,
+				IncludedPaths:    []azcosmos.IncludedPath{{Path: "/*"}},
+				ExcludedPaths:    []azcosmos.ExcludedPath{{Path: `/"_etag"/?`}},
+				CompositeIndexes: inboxIndexes(),
+			}
+		}
+		_, err := s.db.CreateContainer(ctx, props, nil)
+		switch {
+		case err == nil:
+			continue
+		case statusOf(err) != http.StatusConflict:
+			return fmt.Errorf("cosmos: creating container %s in %s: %w", name, s.dbName, err)
+		case name == InboxContainer:
+			if err := s.ensureInboxIndexes(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensureInboxIndexes adds the composite index ListInbox needs to an Inbox
+// container created without it.
+func (s *Store) ensureInboxIndexes(ctx context.Context) error {
+	resp, err := s.inbox.Read(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cosmos: reading container %s: %w", InboxContainer, err)
+	}
+	props := resp.ContainerProperties
+	if props == nil {
+		return fmt.Errorf("cosmos: reading container %s: no properties returned", InboxContainer)
+	}
+	if props.IndexingPolicy == nil {
+		props.IndexingPolicy = &azcosmos.IndexingPolicy{
+			Automatic:     true,
+			IndexingMode:  azcosmos.IndexingModeConsistent,
+			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}},
+		}
+	}
+	missing := false
+	for _, want := range inboxIndexes() {
+		if !hasCompositeIndex(props.IndexingPolicy.CompositeIndexes, want) {
+			props.IndexingPolicy.CompositeIndexes = append(props.IndexingPolicy.CompositeIndexes, want)
+			missing = true
+		}
+	}
+	if !missing {
+		return nil
+	}
+	if _, err := s.inbox.Replace(ctx, *props, nil); err != nil {
+		return fmt.Errorf("cosmos: adding composite index to container %s: %w", InboxContainer, err)
+	}
+	return nil
+}
+
+func hasCompositeIndex(have [][]azcosmos.CompositeIndex, want []azcosmos.CompositeIndex) bool {
+	for _, h := range have {
+		if len(h) != len(want) {
+			continue
+		}
+		same := true
+		for i := range h {
+			if h[i] != want[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+// Ping checks that the database and its containers can be read. A missing
+// database or container is reported as EUnavailable: the store cannot work
+// until it is created (EnsureContainers).
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.db.Read(ctx, nil); err != nil {
+		return pingErr("database "+s.dbName, err)
+	}
+	for _, c := range append([]*azcosmos.ContainerClient{s.inbox}, s.bucketClients()...) {
+		if _, err := c.Read(ctx, nil); err != nil {
+			return pingErr("container "+c.ID()+" in database "+s.dbName, err)
+		}
+	}
+	return nil
+}
+
+func pingErr(what string, err error) error {
+	if statusOf(err) == http.StatusNotFound {
+		return &opError{
+			doing: "reading " + what,
+			app:   brainwire.Errorf(brainwire.EUnavailable, "the store's %s does not exist (create it with --init-db)", what),
+			cause: err,
+		}
+	}
+	return opErr("reading "+what, "the store", err)
+}
+
+func (s *Store) bucketClients() []*azcosmos.ContainerClient {
+	out := make([]*azcosmos.ContainerClient, 0, len(brainwire.Buckets))
+	for _, b := range brainwire.Buckets {
+		out = append(out, s.buckets[b])
+	}
+	return out
+}
+
+// Close releases nothing: the azcosmos client holds no resources of its own
+// beyond pooled HTTP connections.
+func (s *Store) Close() error { return nil }
+
+// detached returns a context for compensating writes: it keeps ctx's values
+// (trace spans) but not its cancellation, and has its own deadline.
+func (s *Store) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.compensate)
+}

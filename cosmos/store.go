@@ -1,0 +1,411 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/brainwire/brainwire"
+)
+
+// File stores a file_capture outcome.
+//
+// A new capture writes its bucket record first and its Inbox item second;
+// if the Inbox write fails the record is deleted again, so a capture is
+// either fully filed or absent. A refile (f.InboxItemID set) creates the
+// new bucket record, replaces the item only if it is unchanged since it was
+// read, deletes the new record if that fails, and only then deletes the
+// item's previous record.
+func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
+	if err := validateFiling(f); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	if f.InboxItemID != "" {
+		return s.refile(ctx, f)
+	}
+	item := brainwire.InboxItem{
+		ID:                 f.NewInboxID,
+		UserID:             f.UserID,
+		RawText:            f.RawText,
+		Title:              f.Title,
+		Source:             f.Source,
+		Status:             f.Status,
+		ClassificationMeta: filingMeta(f),
+		FoundryThreadID:    f.FoundryThreadID,
+		CreatedAt:          f.Now,
+		UpdatedAt:          f.Now,
+	}
+	if !filesRecord(f.Status) {
+		if err := s.create(ctx, s.inbox, f.UserID, toInboxDoc(item), "inbox item "+item.ID, "inbox item"); err != nil {
+			return brainwire.InboxItem{}, err
+		}
+		return normalizeItem(item), nil
+	}
+	rec := filingRecord(f, item.ID)
+	item.FiledRecordID = rec.ID
+	bucket := s.buckets[rec.Bucket]
+	if err := s.create(ctx, bucket, f.UserID, toBucketDoc(rec), recordDoing(rec.Bucket, rec.ID), "bucket record"); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	if err := s.create(ctx, s.inbox, f.UserID, toInboxDoc(item), "inbox item "+item.ID, "inbox item"); err != nil {
+		return brainwire.InboxItem{}, s.undoCreate(ctx, err, bucket, f.UserID, rec.Bucket, rec.ID)
+	}
+	return normalizeItem(item), nil
+}
+
+// refile files f onto the existing Inbox item f.InboxItemID.
+func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
+	// The read may be served by a lagging replica (azcosmos carries no
+	// session token between requests); the ETag condition on the replace
+	// turns that into a conflict, never a lost update.
+	old, etag, err := s.readItem(ctx, f.UserID, f.InboxItemID)
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	// The item keeps its id, source (how the capture came in) and
+	// creation time, and its thread unless the filing names a new one.
+	item := old.item()
+	item.RawText = f.RawText
+	item.Title = f.Title
+	item.Status = f.Status
+	item.ClassificationMeta = filingMeta(f)
+	item.UpdatedAt = f.Now
+	item.FiledRecordID = ""
+	if f.FoundryThreadID != "" {
+		item.FoundryThreadID = f.FoundryThreadID
+	}
+
+	var undo func(error) error
+	if filesRecord(f.Status) {
+		rec := filingRecord(f, item.ID)
+		bucket := s.buckets[rec.Bucket]
+		if err := s.create(ctx, bucket, f.UserID, toBucketDoc(rec), recordDoing(rec.Bucket, rec.ID), "bucket record"); err != nil {
+			return brainwire.InboxItem{}, err
+		}
+		item.FiledRecordID = rec.ID
+		undo = func(err error) error { return s.undoCreate(ctx, err, bucket, f.UserID, rec.Bucket, rec.ID) }
+	}
+	if err := s.replaceItem(ctx, item, etag); err != nil {
+		if undo != nil {
+			return brainwire.InboxItem{}, undo(err)
+		}
+		return brainwire.InboxItem{}, err
+	}
+	s.dropRecord(ctx, f.UserID, recordOf(old), item.ID)
+	return normalizeItem(item), nil
+}
+
+// GetInboxItem returns one of the user's Inbox items.
+func (s *Store) GetInboxItem(ctx context.Context, userID, id string) (brainwire.InboxItem, error) {
+	d, _, err := s.readItem(ctx, userID, id)
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	return d.item(), nil
+}
+
+// GetBucketRecord returns one of the user's records in bucket.
+func (s *Store) GetBucketRecord(ctx context.Context, userID, bucket, id string) (brainwire.BucketRecord, error) {
+	if !brainwire.ValidBucket(bucket) {
+		return brainwire.BucketRecord{}, brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", bucket)
+	}
+	if userID == "" || !validID(id) {
+		return brainwire.BucketRecord{}, brainwire.Errorf(brainwire.ENotFound, "bucket record not found")
+	}
+	resp, err := s.buckets[bucket].ReadItem(ctx, azcosmos.NewPartitionKeyString(userID), id, nil)
+	if err != nil {
+		return brainwire.BucketRecord{}, opErr("reading "+recordDoing(bucket, id), "bucket record", err)
+	}
+	d, err := decode[bucketDoc](recordDoing(bucket, id), resp.Value)
+	if err != nil {
+		return brainwire.BucketRecord{}, err
+	}
+	return d.record(bucket), nil
+}
+
+// DeleteInboxItem deletes the item's bucket record, then the item.
+//
+// This order leaves the lesser harm when the second delete fails: the item
+// stays visible in the Inbox (pointing at a record that is gone) and the
+// person can delete it again, which then succeeds. The reverse order would
+// leave a bucket record no Inbox item points to, which nothing in the API
+// can reach or delete any more: data the person asked to have deleted.
+func (s *Store) DeleteInboxItem(ctx context.Context, userID, id string) error {
+	d, etag, err := s.readItem(ctx, userID, id)
+	if err != nil {
+		return err
+	}
+	if rec := recordOf(d); rec.id != "" {
+		_, err := s.buckets[rec.bucket].DeleteItem(ctx, azcosmos.NewPartitionKeyString(userID), rec.id, nil)
+		if err != nil && statusOf(err) != http.StatusNotFound {
+			return opErr("deleting "+recordDoing(rec.bucket, rec.id), "bucket record", err)
+		}
+	}
+	// If-Match: a concurrent refile may have linked a new record, which
+	// this delete would orphan.
+	_, err = s.inbox.DeleteItem(ctx, azcosmos.NewPartitionKeyString(userID), id, &azcosmos.ItemOptions{IfMatchEtag: &etag})
+	if err != nil && statusOf(err) != http.StatusNotFound {
+		return opErr("deleting inbox item "+id, "inbox item", err)
+	}
+	return nil
+}
+
+// Recategorize moves the item's bucket record to bucket, keeping its id
+// (or creates one with id newRecordID if the item has none), and marks the
+// item classified by classifiedBy. The record is created in the new bucket
+// first, the item replaced only if unchanged since it was read (else the
+// new record is deleted again), and the old record deleted last.
+func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (brainwire.InboxItem, error) {
+	if !brainwire.ValidBucket(bucket) {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", bucket)
+	}
+	if now.IsZero() {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "missing time")
+	}
+	d, etag, err := s.readItem(ctx, userID, id)
+	if err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	item := d.item()
+	meta := brainwire.Classification{}
+	if item.ClassificationMeta != nil {
+		meta = *item.ClassificationMeta
+	}
+	meta.Bucket = bucket
+	meta.ClassifiedBy = classifiedBy
+	meta.ClassifiedAt = now
+	item.ClassificationMeta = &meta
+	item.Status = brainwire.StatusClassified
+	item.UpdatedAt = now
+
+	old := recordOf(d)
+	rec := brainwire.BucketRecord{
+		ID:                 newRecordID,
+		UserID:             userID,
+		Bucket:             bucket,
+		RawText:            item.RawText,
+		Title:              item.Title,
+		ClassificationMeta: &meta,
+		InboxRecordID:      item.ID,
+		CreatedAt:          now,
+	}
+	var oldRec *bucketDoc
+	var oldEtag azcore.ETag
+	if old.id != "" {
+		resp, err := s.buckets[old.bucket].ReadItem(ctx, azcosmos.NewPartitionKeyString(userID), old.id, nil)
+		switch {
+		case err == nil:
+			r, err := decode[bucketDoc](recordDoing(old.bucket, old.id), resp.Value)
+			if err != nil {
+				return brainwire.InboxItem{}, err
+			}
+			oldRec, oldEtag = &r, resp.ETag
+			rec.ID, rec.CreatedAt = r.ID, r.CreatedAt.time()
+		case statusOf(err) == http.StatusNotFound:
+			// The link is already broken: file it afresh.
+		default:
+			return brainwire.InboxItem{}, opErr("reading "+recordDoing(old.bucket, old.id), "bucket record", err)
+		}
+	}
+	if !validID(rec.ID) {
+		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.EInvalid, "invalid new record id %q", rec.ID)
+	}
+	item.FiledRecordID = rec.ID
+
+	if oldRec != nil && old.bucket == bucket {
+		return s.reclassifyInPlace(ctx, item, etag, rec, *oldRec, oldEtag)
+	}
+	target := s.buckets[bucket]
+	if err := s.create(ctx, target, userID, toBucketDoc(rec), recordDoing(bucket, rec.ID), "bucket record"); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	if err := s.replaceItem(ctx, item, etag); err != nil {
+		return brainwire.InboxItem{}, s.undoCreate(ctx, err, target, userID, bucket, rec.ID)
+	}
+	if oldRec != nil {
+		s.dropRecord(ctx, userID, old, item.ID)
+	}
+	return normalizeItem(item), nil
+}
+
+// reclassifyInPlace handles a recategorization into the bucket the record
+// is already in: the record's classification is updated, then the item; if
+// the item has changed meanwhile the record is restored.
+func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem, etag azcore.ETag, rec brainwire.BucketRecord, oldRec bucketDoc, oldEtag azcore.ETag) (brainwire.InboxItem, error) {
+	c := s.buckets[rec.Bucket]
+	doing := recordDoing(rec.Bucket, rec.ID)
+	pk := azcosmos.NewPartitionKeyString(item.UserID)
+	if err := s.replace(ctx, c, pk, rec.ID, toBucketDoc(rec), oldEtag, "updating "+doing, "bucket record"); err != nil {
+		return brainwire.InboxItem{}, err
+	}
+	if err := s.replaceItem(ctx, item, etag); err != nil {
+		cctx, cancel := s.detached(ctx)
+		defer cancel()
+		if rerr := s.replace(cctx, c, pk, rec.ID, oldRec, "", "restoring "+doing, "bucket record"); rerr != nil {
+			s.log.ErrorContext(ctx, "cosmos: could not restore bucket record after a failed recategorize",
+				"user_id", item.UserID, "bucket", rec.Bucket, "record_id", rec.ID, "error", rerr)
+			return brainwire.InboxItem{}, errors.Join(err, rerr)
+		}
+		return brainwire.InboxItem{}, err
+	}
+	return normalizeItem(item), nil
+}
+
+// readItem reads an Inbox item with its ETag.
+func (s *Store) readItem(ctx context.Context, userID, id string) (inboxDoc, azcore.ETag, error) {
+	if userID == "" || !validID(id) {
+		return inboxDoc{}, "", brainwire.Errorf(brainwire.ENotFound, "inbox item not found")
+	}
+	resp, err := s.inbox.ReadItem(ctx, azcosmos.NewPartitionKeyString(userID), id, nil)
+	if err != nil {
+		return inboxDoc{}, "", opErr("reading inbox item "+id, "inbox item", err)
+	}
+	d, err := decode[inboxDoc]("inbox item "+id, resp.Value)
+	if err != nil {
+		return inboxDoc{}, "", err
+	}
+	return d, resp.ETag, nil
+}
+
+// replaceItem replaces an Inbox item if its ETag still matches.
+func (s *Store) replaceItem(ctx context.Context, item brainwire.InboxItem, etag azcore.ETag) error {
+	pk := azcosmos.NewPartitionKeyString(item.UserID)
+	return s.replace(ctx, s.inbox, pk, item.ID, toInboxDoc(item), etag, "replacing inbox item "+item.ID, "inbox item")
+}
+
+func (s *Store) replace(ctx context.Context, c *azcosmos.ContainerClient, pk azcosmos.PartitionKey, id string, doc any, etag azcore.ETag, doing, subject string) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("cosmos: encoding %s: %w", subject, err)
+	}
+	var opts *azcosmos.ItemOptions
+	if etag != "" {
+		opts = &azcosmos.ItemOptions{IfMatchEtag: &etag}
+	}
+	if _, err := c.ReplaceItem(ctx, pk, id, b, opts); err != nil {
+		return opErr(doing, subject, err)
+	}
+	return nil
+}
+
+func (s *Store) create(ctx context.Context, c *azcosmos.ContainerClient, userID string, doc any, what, subject string) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("cosmos: encoding %s: %w", what, err)
+	}
+	if _, err := c.CreateItem(ctx, azcosmos.NewPartitionKeyString(userID), b, nil); err != nil {
+		return opErr("creating "+what, subject, err)
+	}
+	return nil
+}
+
+// undoCreate deletes the bucket record created before the write that failed
+// with cause, and returns cause (joined with the cleanup's own failure, if
+// any).
+func (s *Store) undoCreate(ctx context.Context, cause error, c *azcosmos.ContainerClient, userID, bucket, id string) error {
+	cctx, cancel := s.detached(ctx)
+	defer cancel()
+	_, err := c.DeleteItem(cctx, azcosmos.NewPartitionKeyString(userID), id, nil)
+	if err == nil || statusOf(err) == http.StatusNotFound {
+		return cause
+	}
+	s.log.ErrorContext(ctx, "cosmos: could not delete the bucket record of a failed write; it is orphaned",
+		"user_id", userID, "bucket", bucket, "record_id", id, "error", err)
+	return errors.Join(cause, opErr("deleting "+recordDoing(bucket, id)+" after a failed write", "bucket record", err))
+}
+
+// dropRecord deletes a record the item no longer links to. The item is
+// already consistent, so a failure is logged rather than returned: failing
+// the call would invite a retry that files the capture again.
+func (s *Store) dropRecord(ctx context.Context, userID string, old recordRef, itemID string) {
+	if old.id == "" {
+		return
+	}
+	cctx, cancel := s.detached(ctx)
+	defer cancel()
+	_, err := s.buckets[old.bucket].DeleteItem(cctx, azcosmos.NewPartitionKeyString(userID), old.id, nil)
+	if err != nil && statusOf(err) != http.StatusNotFound {
+		s.log.ErrorContext(ctx, "cosmos: could not delete an unlinked bucket record; it is orphaned",
+			"user_id", userID, "bucket", old.bucket, "record_id", old.id, "inbox_item_id", itemID,
+			"error", opErr("deleting "+recordDoing(old.bucket, old.id), "bucket record", err))
+	}
+}
+
+// recordRef names a bucket record.
+type recordRef struct{ bucket, id string }
+
+// recordOf returns the bucket record an Inbox item links to, if any.
+func recordOf(d inboxDoc) recordRef {
+	if d.FiledRecordID == "" || d.ClassificationMeta == nil || !brainwire.ValidBucket(d.ClassificationMeta.Bucket) {
+		return recordRef{}
+	}
+	return recordRef{bucket: d.ClassificationMeta.Bucket, id: d.FiledRecordID}
+}
+
+func recordDoing(bucket, id string) string { return bucket + " record " + id }
+
+// filesRecord reports whether a filing with status writes a bucket record.
+func filesRecord(status string) bool {
+	return status == brainwire.StatusClassified || status == brainwire.StatusPending
+}
+
+// filingMeta is the classification a filing stores, whatever its status:
+// a misunderstood capture's scores are worth keeping for tuning too.
+func filingMeta(f brainwire.Filing) *brainwire.Classification {
+	c := f.Classification
+	return &c
+}
+
+func filingRecord(f brainwire.Filing, inboxID string) brainwire.BucketRecord {
+	return brainwire.BucketRecord{
+		ID:                 f.NewRecordID,
+		UserID:             f.UserID,
+		Bucket:             f.Classification.Bucket,
+		RawText:            f.RawText,
+		Title:              f.Title,
+		ClassificationMeta: filingMeta(f),
+		InboxRecordID:      inboxID,
+		CreatedAt:          f.Now,
+	}
+}
+
+// validateFiling checks everything File needs before it writes anything.
+func validateFiling(f brainwire.Filing) error {
+	switch f.Status {
+	case brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
+	default:
+		return brainwire.Errorf(brainwire.EInvalid, "invalid status %q", f.Status)
+	}
+	b := f.Classification.Bucket
+	if filesRecord(f.Status) && !brainwire.ValidBucket(b) {
+		return brainwire.Errorf(brainwire.EInvalid, "invalid bucket %q", b)
+	}
+	if b != "" && !brainwire.ValidBucket(b) {
+		return brainwire.Errorf(brainwire.EInvalid, "invalid bucket %q", b)
+	}
+	if f.UserID == "" {
+		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	if f.Now.IsZero() {
+		return brainwire.Errorf(brainwire.EInvalid, "missing time")
+	}
+	if f.InboxItemID == "" {
+		// A refile keeps the item's id and source; a new capture needs both.
+		if !validID(f.NewInboxID) {
+			return brainwire.Errorf(brainwire.EInvalid, "invalid inbox item id %q", f.NewInboxID)
+		}
+		if f.Source != brainwire.KindText && f.Source != brainwire.KindVoice {
+			return brainwire.Errorf(brainwire.EInvalid, "invalid source %q", f.Source)
+		}
+	}
+	if filesRecord(f.Status) && !validID(f.NewRecordID) {
+		return brainwire.Errorf(brainwire.EInvalid, "invalid record id %q", f.NewRecordID)
+	}
+	return nil
+}

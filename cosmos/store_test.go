@@ -1,0 +1,811 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/brainwire/brainwire"
+)
+
+var errInjected = errors.New("injected network failure")
+
+func testEnsureContainers(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	if err := s.EnsureContainers(ctx); err != nil {
+		t.Fatalf("second EnsureContainers: %v", err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	for _, name := range containerNames() {
+		c, err := s.db.NewContainer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Read(ctx, nil)
+		if err != nil {
+			t.Fatalf("reading container %s: %v", name, err)
+		}
+		if got := resp.ContainerProperties.PartitionKeyDefinition.Paths; !slices.Equal(got, []string{"/userId"}) {
+			t.Errorf("%s partition key = %v, want [/userId]", name, got)
+		}
+		if name == InboxContainer {
+			ip := resp.ContainerProperties.IndexingPolicy
+			if ip == nil || !hasCompositeIndex(ip.CompositeIndexes, inboxIndexes()[0]) {
+				t.Errorf("Inbox indexing policy %+v lacks the composite index", ip)
+			}
+		}
+	}
+}
+
+func testEnsureContainersAddsIndex(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{noEnsure: true})
+	t.Cleanup(func() { _, _ = s.db.Delete(context.Background(), nil) })
+	if _, err := s.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: s.dbName}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// An Inbox made by hand, without the composite index ORDER BY needs.
+	_, err := s.db.CreateContainer(ctx, azcosmos.ContainerProperties{
+		ID:                     InboxContainer,
+		PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{Paths: []string{PartitionKeyPath}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ListInbox(ctx, "alice", brainwire.ListOptions{})
+	wantCode(t, err, brainwire.EInternal)
+
+	if err := s.EnsureContainers(ctx); err != nil {
+		t.Fatalf("EnsureContainers: %v", err)
+	}
+	resp, err := s.inbox.Read(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := resp.ContainerProperties.IndexingPolicy; ip == nil || !hasCompositeIndex(ip.CompositeIndexes, inboxIndexes()[0]) {
+		t.Fatalf("Inbox indexing policy %+v lacks the composite index", ip)
+	}
+	// Documents are filed only now: cosmosdb-server drops a container's
+	// documents when the container is replaced (the service keeps them).
+	g := &ids{}
+	mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+	mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime.Add(time.Second)))
+	page, err := s.ListInbox(ctx, "alice", brainwire.ListOptions{})
+	if err != nil {
+		t.Fatalf("ListInbox after EnsureContainers: %v", err)
+	}
+	if len(page.Items) != 2 {
+		t.Fatalf("listed %d items, want 2", len(page.Items))
+	}
+}
+
+func testPing(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{noEnsure: true})
+	err := s.Ping(ctx)
+	wantCode(t, err, brainwire.EUnavailable)
+	if !strings.Contains(brainwire.ErrorMessage(err), "database") {
+		t.Errorf("message %q does not name the database", brainwire.ErrorMessage(err))
+	}
+
+	t.Cleanup(func() { _, _ = s.db.Delete(context.Background(), nil) })
+	if _, err := s.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: s.dbName}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Ping(ctx)
+	wantCode(t, err, brainwire.EUnavailable)
+	if !strings.Contains(brainwire.ErrorMessage(err), "container Inbox") {
+		t.Errorf("message %q does not name the Inbox container", brainwire.ErrorMessage(err))
+	}
+
+	// Nothing listens on port 1.
+	down, err := Open(ctx, Config{
+		Endpoint:      "http://127.0.0.1:1",
+		Key:           emulatorKey,
+		ClientOptions: &azcosmos.ClientOptions{ClientOptions: policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	wantCode(t, down.Ping(tctx), brainwire.EUnavailable)
+}
+
+func testTokenCredential(t *testing.T, e *emulator) {
+	cred := &fakeCredential{}
+	f := newFaults()
+	s := e.open(t, storeOptions{cred: cred, faults: f})
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	mustFile(t, s, filing(&ids{}, "alice", brainwire.BucketIdeas, brainwire.StatusClassified, baseTime))
+	calls := cred.calls()
+	if len(calls) == 0 {
+		t.Fatal("the token credential was never asked for a token")
+	}
+	for _, scopes := range calls {
+		if !slices.Equal(scopes, []string{"http://127.0.0.1/.default"}) {
+			t.Errorf("token scopes = %v, want the account's .default scope", scopes)
+		}
+	}
+	for i, a := range f.authorizations() {
+		if a != "type=aad&ver=1.0&sig=fake-token" {
+			t.Errorf("request %d (%s): Authorization = %q", i, f.requests()[i], a)
+		}
+	}
+}
+
+func testKeyWinsOverCredential(t *testing.T, e *emulator) {
+	cred := &fakeCredential{}
+	f := newFaults()
+	s := e.open(t, storeOptions{cred: cred, key: emulatorKey, faults: f})
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if n := len(cred.calls()); n != 0 {
+		t.Errorf("token credential called %d times although a key is set", n)
+	}
+	for i, a := range f.authorizations() {
+		if !strings.Contains(a, "type%3Dmaster") && !strings.Contains(a, "type=master") {
+			t.Errorf("request %d: Authorization = %q, want a master key signature", i, a)
+		}
+	}
+}
+
+// jsonKeys returns the keys of a JSON object, without the service's own
+// system properties (_rid, _etag, ...).
+func jsonKeys(t *testing.T, raw []byte) ([]string, map[string]json.RawMessage) {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("decoding %s: %v", raw, err)
+	}
+	var keys []string
+	for k := range m {
+		if !strings.HasPrefix(k, "_") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, m
+}
+
+func sorted(s ...string) []string { sort.Strings(s); return s }
+
+func testStoredDocuments(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	f := filing(&ids{}, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime)
+	got := mustFile(t, s, f)
+
+	// What File returns is exactly what reads back.
+	sameItem(t, mustGetItem(t, s, "alice", got.ID), got)
+	if !got.CreatedAt.Equal(baseTime) || !got.ClassificationMeta.ClassifiedAt.Equal(baseTime) {
+		t.Errorf("times changed: createdAt %v classifiedAt %v, want %v", got.CreatedAt, got.ClassificationMeta.ClassifiedAt, baseTime)
+	}
+
+	pk := azcosmos.NewPartitionKeyString("alice")
+	resp, err := s.inbox.ReadItem(ctx, pk, f.NewInboxID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, doc := jsonKeys(t, resp.Value)
+	// DESIGN §6, literally.
+	want := sorted("id", "userId", "rawText", "title", "source", "status", "classificationMeta",
+		"filedRecordId", "foundryThreadId", "createdAt", "updatedAt")
+	if !slices.Equal(keys, want) {
+		t.Errorf("Inbox document keys = %v, want %v", keys, want)
+	}
+	metaKeys, meta := jsonKeys(t, doc["classificationMeta"])
+	wantMeta := sorted("bucket", "confidence", "allScores", "classifiedBy", "agentChain", "classifiedAt")
+	if !slices.Equal(metaKeys, wantMeta) {
+		t.Errorf("classificationMeta keys = %v, want %v", metaKeys, wantMeta)
+	}
+	stampRE := regexp.MustCompile(`^"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z"$`)
+	for _, k := range []string{"createdAt", "updatedAt"} {
+		if !stampRE.Match(doc[k]) {
+			t.Errorf("%s = %s, want fixed-width UTC RFC 3339", k, doc[k])
+		}
+	}
+	if !stampRE.Match(meta["classifiedAt"]) {
+		t.Errorf("classifiedAt = %s, want fixed-width UTC RFC 3339", meta["classifiedAt"])
+	}
+	for k, v := range map[string]string{
+		"id": `"` + f.NewInboxID + `"`, "userId": `"alice"`, "source": `"text"`, "status": `"classified"`,
+		"filedRecordId": `"` + f.NewRecordID + `"`, "foundryThreadId": `"thread_abc"`,
+		"createdAt": `"2025-03-14T08:26:53.589793238Z"`,
+	} {
+		if string(doc[k]) != v {
+			t.Errorf("Inbox %s = %s, want %s", k, doc[k], v)
+		}
+	}
+	if string(meta["bucket"]) != `"People"` {
+		t.Errorf("classificationMeta.bucket = %s", meta["bucket"])
+	}
+
+	resp, err = s.buckets[brainwire.BucketPeople].ReadItem(ctx, pk, f.NewRecordID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, doc = jsonKeys(t, resp.Value)
+	want = sorted("id", "userId", "rawText", "title", "classificationMeta", "inboxRecordId", "createdAt")
+	if !slices.Equal(keys, want) {
+		t.Errorf("People document keys = %v, want %v", keys, want)
+	}
+	for k, v := range map[string]string{
+		"id": `"` + f.NewRecordID + `"`, "userId": `"alice"`, "title": `"Anna"`,
+		"inboxRecordId": `"` + f.NewInboxID + `"`, "rawText": `"call Anna about the roof"`,
+	} {
+		if string(doc[k]) != v {
+			t.Errorf("People %s = %s, want %s", k, doc[k], v)
+		}
+	}
+	rec := mustRecord(t, s, "alice", brainwire.BucketPeople, f.NewRecordID)
+	if rec.Bucket != brainwire.BucketPeople || rec.InboxRecordID != got.ID || !reflect.DeepEqual(rec.ClassificationMeta, got.ClassificationMeta) {
+		t.Errorf("record = %+v, does not match item %+v", rec, got)
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 1, "People": 1}) {
+		t.Errorf("documents = %v, want one Inbox and one People", n)
+	}
+}
+
+func testMisunderstood(t *testing.T, e *emulator) {
+	s := e.open(t, storeOptions{})
+	f := filing(&ids{}, "alice", "", brainwire.StatusMisunderstood, baseTime)
+	it := mustFile(t, s, f)
+	if it.FiledRecordID != "" || it.Status != brainwire.StatusMisunderstood || it.FoundryThreadID != "thread_abc" {
+		t.Errorf("item = %+v", it)
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 1}) {
+		t.Errorf("documents = %v, want the Inbox item only", n)
+	}
+}
+
+func testOtherUser(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	fa := filing(g, "alice", brainwire.BucketIdeas, brainwire.StatusClassified, baseTime)
+	a := mustFile(t, s, fa)
+
+	_, err := s.GetInboxItem(ctx, "bob", a.ID)
+	wantCode(t, err, brainwire.ENotFound)
+	_, err = s.GetBucketRecord(ctx, "bob", brainwire.BucketIdeas, a.FiledRecordID)
+	wantCode(t, err, brainwire.ENotFound)
+	wantCode(t, s.DeleteInboxItem(ctx, "bob", a.ID), brainwire.ENotFound)
+	_, err = s.Recategorize(ctx, "bob", a.ID, brainwire.BucketAdmin, "rec-x", "bob", baseTime)
+	wantCode(t, err, brainwire.ENotFound)
+	refile := filing(g, "bob", brainwire.BucketAdmin, brainwire.StatusClassified, baseTime)
+	refile.InboxItemID = a.ID
+	_, err = s.File(ctx, refile)
+	wantCode(t, err, brainwire.ENotFound)
+	page, err := s.ListInbox(ctx, "bob", brainwire.ListOptions{})
+	if err != nil || len(page.Items) != 0 {
+		t.Fatalf("bob's inbox = %+v, %v; want empty", page, err)
+	}
+	if n := countAll(t, s, "bob"); len(n) != 0 {
+		t.Errorf("bob has documents %v", n)
+	}
+	sameItem(t, mustGetItem(t, s, "alice", a.ID), a)
+
+	// Ids are unique per user (partition), not per container.
+	fb := fa
+	fb.UserID = "bob"
+	b := mustFile(t, s, fb)
+	if b.ID != a.ID || b.UserID != "bob" {
+		t.Errorf("bob's item = %+v", b)
+	}
+	sameItem(t, mustGetItem(t, s, "alice", a.ID), a)
+}
+
+func testRecordIDCollision(t *testing.T, e *emulator) {
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	g := &ids{}
+	first := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime))
+
+	second := filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime.Add(time.Minute))
+	second.NewRecordID = first.FiledRecordID
+	before := len(f.requests())
+	_, err := s.File(context.Background(), second)
+	wantCode(t, err, brainwire.EConflict)
+	reqs := f.requests()[before:]
+
+	_, err = s.GetInboxItem(context.Background(), "alice", second.NewInboxID)
+	wantCode(t, err, brainwire.ENotFound)
+	if r := mustRecord(t, s, "alice", brainwire.BucketPeople, first.FiledRecordID); r.InboxRecordID != first.ID {
+		t.Errorf("the existing record now links to %s, want %s", r.InboxRecordID, first.ID)
+	}
+	if len(reqs) != 1 || !strings.HasSuffix(reqs[0], "/colls/People/docs") || slices.ContainsFunc(reqs, func(r string) bool {
+		return strings.Contains(r, "/colls/Inbox/")
+	}) {
+		t.Errorf("requests = %v, want the People create only", reqs)
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 1, "People": 1}) {
+		t.Errorf("documents = %v", n)
+	}
+}
+
+func testInboxWriteFailsAfterRecord(t *testing.T, e *emulator) {
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	g := &ids{}
+	existing := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+
+	// The bucket record is written, then the Inbox create collides.
+	clash := filing(g, "alice", brainwire.BucketIdeas, brainwire.StatusPending, baseTime.Add(time.Minute))
+	clash.NewInboxID = existing.ID
+	before := len(f.requests())
+	_, err := s.File(context.Background(), clash)
+	wantCode(t, err, brainwire.EConflict)
+	reqs := f.requests()[before:]
+
+	if recordExists(t, s, "alice", brainwire.BucketIdeas, clash.NewRecordID) {
+		t.Error("the bucket record of the failed filing was not deleted")
+	}
+	sameItem(t, mustGetItem(t, s, "alice", existing.ID), existing)
+	wantSeq := []string{"POST /colls/Ideas/docs", "POST /colls/Inbox/docs", "DELETE /colls/Ideas/docs/" + clash.NewRecordID}
+	if len(reqs) != len(wantSeq) {
+		t.Fatalf("requests = %v, want %v", reqs, wantSeq)
+	}
+	for i, w := range wantSeq {
+		method, path, _ := strings.Cut(w, " ")
+		if !strings.HasPrefix(reqs[i], method+" ") || !strings.HasSuffix(reqs[i], path) {
+			t.Errorf("request %d = %s, want %s", i, reqs[i], w)
+		}
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 1}) {
+		t.Errorf("documents = %v, want the existing Inbox item only", n)
+	}
+}
+
+func testInboxWriteFailsCleanupFails(t *testing.T, e *emulator) {
+	f := newFaults()
+	logs := &logBuffer{}
+	s := e.open(t, storeOptions{faults: f, logger: logs.logger()})
+	fl := filing(&ids{}, "alice", brainwire.BucketAdmin, brainwire.StatusClassified, baseTime)
+	f.add(&fault{method: http.MethodPost, path: "/colls/Inbox/docs", err: errInjected})
+	f.add(&fault{method: http.MethodDelete, path: "/colls/Admin/docs/" + fl.NewRecordID, err: errInjected})
+
+	_, err := s.File(context.Background(), fl)
+	wantCode(t, err, brainwire.EUnavailable)
+	if !errors.Is(err, errInjected) || !strings.Contains(err.Error(), "deleting Admin record "+fl.NewRecordID) {
+		t.Errorf("error %q does not report both failures", err)
+	}
+	// The one state compensation cannot fix is reported for an operator.
+	if l := logs.String(); !strings.Contains(l, "orphaned") || !strings.Contains(l, fl.NewRecordID) {
+		t.Errorf("log = %q, want the orphaned record reported", l)
+	}
+	_, err = s.GetInboxItem(context.Background(), "alice", fl.NewInboxID)
+	wantCode(t, err, brainwire.ENotFound)
+}
+
+func testCancelledDuringInboxWrite(t *testing.T, e *emulator) {
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	fl := filing(&ids{}, "alice", brainwire.BucketProjects, brainwire.StatusClassified, baseTime)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The client goes away while the Inbox item is being written.
+	f.add(&fault{method: http.MethodPost, path: "/colls/Inbox/docs", before: func(*http.Request) { cancel() }, err: context.Canceled})
+
+	_, err := s.File(ctx, fl)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("File = %v, want context.Canceled", err)
+	}
+	if recordExists(t, s, "alice", brainwire.BucketProjects, fl.NewRecordID) {
+		t.Error("the bucket record was left behind when the request was cancelled")
+	}
+}
+
+func testRefile(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	m := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+
+	later := baseTime.Add(time.Hour)
+	fu := filing(g, "alice", brainwire.BucketProjects, brainwire.StatusClassified, later)
+	fu.InboxItemID = m.ID
+	fu.RawText = "call Anna about the roof: the roof project"
+	fu.Source = brainwire.KindFollowUp
+	it, err := s.File(ctx, fu)
+	if err != nil {
+		t.Fatalf("refile: %v", err)
+	}
+	if it.ID != m.ID || it.Status != brainwire.StatusClassified || it.FiledRecordID != fu.NewRecordID ||
+		!it.CreatedAt.Equal(m.CreatedAt) || !it.UpdatedAt.Equal(later) || it.Source != brainwire.KindText ||
+		it.RawText != fu.RawText || it.ClassificationMeta == nil || it.ClassificationMeta.Bucket != brainwire.BucketProjects {
+		t.Errorf("refiled item = %+v", it)
+	}
+	sameItem(t, mustGetItem(t, s, "alice", m.ID), it)
+	if _, err := s.File(ctx, fu); brainwire.ErrorCode(err) != brainwire.EConflict {
+		t.Errorf("refiling with the same record id = %v, want a conflict", err)
+	}
+	if r := mustRecord(t, s, "alice", brainwire.BucketProjects, fu.NewRecordID); r.InboxRecordID != m.ID || r.RawText != fu.RawText {
+		t.Errorf("record = %+v", r)
+	}
+
+	// Refiling a filed item moves it; the previous record goes.
+	fu2 := filing(g, "alice", brainwire.BucketIdeas, brainwire.StatusPending, later.Add(time.Minute))
+	fu2.InboxItemID = m.ID
+	if _, err := s.File(ctx, fu2); err != nil {
+		t.Fatalf("second refile: %v", err)
+	}
+	if recordExists(t, s, "alice", brainwire.BucketProjects, fu.NewRecordID) {
+		t.Error("the previous record is still there")
+	}
+	// And a misunderstood refile unlinks it entirely.
+	fu3 := filing(g, "alice", "", brainwire.StatusMisunderstood, later.Add(2*time.Minute))
+	fu3.InboxItemID = m.ID
+	it, err = s.File(ctx, fu3)
+	if err != nil {
+		t.Fatalf("third refile: %v", err)
+	}
+	if it.FiledRecordID != "" || recordExists(t, s, "alice", brainwire.BucketIdeas, fu2.NewRecordID) {
+		t.Errorf("misunderstood refile left a record: %+v", it)
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 1}) {
+		t.Errorf("documents = %v", n)
+	}
+}
+
+func testRefileConcurrentChange(t *testing.T, e *emulator) {
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	other := e.open(t, storeOptions{database: s.dbName, noEnsure: true})
+	g := &ids{}
+	m := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+
+	var changed brainwire.InboxItem
+	f.add(&fault{method: http.MethodPut, path: "/colls/Inbox/docs/" + m.ID, before: func(*http.Request) {
+		changed = touchItem(t, other, "alice", m.ID, "changed meanwhile")
+	}})
+	fu := filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime.Add(time.Hour))
+	fu.InboxItemID = m.ID
+	_, err := s.File(context.Background(), fu)
+	wantCode(t, err, brainwire.EConflict)
+
+	sameItem(t, mustGetItem(t, s, "alice", m.ID), changed)
+	if recordExists(t, s, "alice", brainwire.BucketPeople, fu.NewRecordID) {
+		t.Error("the new record was not deleted after the conflict")
+	}
+}
+
+func testRefileOldRecordDeleteFails(t *testing.T, e *emulator) {
+	f := newFaults()
+	logs := &logBuffer{}
+	s := e.open(t, storeOptions{faults: f, logger: logs.logger()})
+	g := &ids{}
+	first := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusPending, baseTime))
+	f.add(&fault{method: http.MethodDelete, path: "/colls/People/docs/" + first.FiledRecordID, err: errInjected})
+
+	fu := filing(g, "alice", brainwire.BucketAdmin, brainwire.StatusClassified, baseTime.Add(time.Hour))
+	fu.InboxItemID = first.ID
+	it, err := s.File(context.Background(), fu)
+	if err != nil {
+		t.Fatalf("refile = %v; the item is consistent, so it must succeed", err)
+	}
+	if it.FiledRecordID != fu.NewRecordID || !recordExists(t, s, "alice", brainwire.BucketAdmin, fu.NewRecordID) {
+		t.Errorf("item = %+v", it)
+	}
+	if l := logs.String(); !strings.Contains(l, "orphaned") || !strings.Contains(l, first.FiledRecordID) {
+		t.Errorf("log = %q, want the stray record reported", l)
+	}
+}
+
+func testRecategorize(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	g := &ids{}
+	p := mustFile(t, s, filing(g, "alice", brainwire.BucketIdeas, brainwire.StatusPending, baseTime))
+	now := baseTime.Add(time.Hour)
+
+	it, err := s.Recategorize(ctx, "alice", p.ID, brainwire.BucketProjects, "rec-unused", "user", now)
+	if err != nil {
+		t.Fatalf("Recategorize: %v", err)
+	}
+	if it.Status != brainwire.StatusClassified || it.FiledRecordID != p.FiledRecordID ||
+		it.ClassificationMeta.Bucket != brainwire.BucketProjects || it.ClassificationMeta.ClassifiedBy != "user" ||
+		!it.ClassificationMeta.ClassifiedAt.Equal(now) || !it.UpdatedAt.Equal(now) {
+		t.Errorf("recategorized item = %+v %+v", it, it.ClassificationMeta)
+	}
+	sameItem(t, mustGetItem(t, s, "alice", p.ID), it)
+	if recordExists(t, s, "alice", brainwire.BucketIdeas, p.FiledRecordID) {
+		t.Error("the record is still in Ideas")
+	}
+	r := mustRecord(t, s, "alice", brainwire.BucketProjects, p.FiledRecordID)
+	if r.InboxRecordID != p.ID || !r.CreatedAt.Equal(p.CreatedAt) || r.ClassificationMeta.ClassifiedBy != "user" {
+		t.Errorf("moved record = %+v", r)
+	}
+
+	// An item without a record gets one.
+	m := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+	it, err = s.Recategorize(ctx, "alice", m.ID, brainwire.BucketAdmin, "rec-new", "user", now)
+	if err != nil {
+		t.Fatalf("Recategorize misunderstood: %v", err)
+	}
+	if it.FiledRecordID != "rec-new" || mustRecord(t, s, "alice", brainwire.BucketAdmin, "rec-new").InboxRecordID != m.ID {
+		t.Errorf("item = %+v", it)
+	}
+
+	before := len(f.requests())
+	_, err = s.Recategorize(ctx, "alice", m.ID, "Misc", "rec-x", "user", now)
+	wantCode(t, err, brainwire.EInvalid)
+	_, err = s.Recategorize(ctx, "alice", "missing", brainwire.BucketAdmin, "rec-x", "user", now)
+	wantCode(t, err, brainwire.ENotFound)
+	for _, r := range f.requests()[before:] {
+		if !strings.HasPrefix(r, http.MethodGet) {
+			t.Errorf("failed recategorize wrote: %s", r)
+		}
+	}
+	if n := countAll(t, s, "alice"); !reflect.DeepEqual(n, map[string]int{"Inbox": 2, "Projects": 1, "Admin": 1}) {
+		t.Errorf("documents = %v", n)
+	}
+}
+
+func testRecategorizeSameBucket(t *testing.T, e *emulator) {
+	s := e.open(t, storeOptions{})
+	p := mustFile(t, s, filing(&ids{}, "alice", brainwire.BucketIdeas, brainwire.StatusPending, baseTime))
+	it, err := s.Recategorize(context.Background(), "alice", p.ID, brainwire.BucketIdeas, "rec-unused", "user", baseTime.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("Recategorize: %v", err)
+	}
+	if it.Status != brainwire.StatusClassified || it.FiledRecordID != p.FiledRecordID {
+		t.Errorf("item = %+v", it)
+	}
+	r := mustRecord(t, s, "alice", brainwire.BucketIdeas, p.FiledRecordID)
+	if !reflect.DeepEqual(r.ClassificationMeta, it.ClassificationMeta) {
+		t.Errorf("record meta %+v != item meta %+v", r.ClassificationMeta, it.ClassificationMeta)
+	}
+}
+
+func testRecategorizeConcurrentChange(t *testing.T, e *emulator) {
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	other := e.open(t, storeOptions{database: s.dbName, noEnsure: true})
+	g := &ids{}
+	p := mustFile(t, s, filing(g, "alice", brainwire.BucketIdeas, brainwire.StatusPending, baseTime))
+	q := mustFile(t, s, filing(g, "alice", brainwire.BucketAdmin, brainwire.StatusPending, baseTime))
+	var changed brainwire.InboxItem
+	touch := func(id string) func(*http.Request) {
+		return func(*http.Request) { changed = touchItem(t, other, "alice", id, "changed meanwhile") }
+	}
+
+	f.add(&fault{method: http.MethodPut, path: "/colls/Inbox/docs/" + p.ID, before: touch(p.ID)})
+	_, err := s.Recategorize(context.Background(), "alice", p.ID, brainwire.BucketPeople, "rec-x", "user", baseTime.Add(time.Hour))
+	wantCode(t, err, brainwire.EConflict)
+	sameItem(t, mustGetItem(t, s, "alice", p.ID), changed)
+	if recordExists(t, s, "alice", brainwire.BucketPeople, p.FiledRecordID) {
+		t.Error("the record created in People was not deleted")
+	}
+	if !recordExists(t, s, "alice", brainwire.BucketIdeas, p.FiledRecordID) {
+		t.Error("the original record is gone")
+	}
+
+	// Same bucket: the record's classification is restored.
+	orig := mustRecord(t, s, "alice", brainwire.BucketAdmin, q.FiledRecordID)
+	f.add(&fault{method: http.MethodPut, path: "/colls/Inbox/docs/" + q.ID, before: touch(q.ID)})
+	_, err = s.Recategorize(context.Background(), "alice", q.ID, brainwire.BucketAdmin, "rec-y", "user", baseTime.Add(time.Hour))
+	wantCode(t, err, brainwire.EConflict)
+	if r := mustRecord(t, s, "alice", brainwire.BucketAdmin, q.FiledRecordID); !reflect.DeepEqual(r, orig) {
+		t.Errorf("record = %+v, want it restored to %+v", r, orig)
+	}
+}
+
+func testDelete(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	it := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime))
+	keep := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime))
+	if err := s.DeleteInboxItem(ctx, "alice", it.ID); err != nil {
+		t.Fatalf("DeleteInboxItem: %v", err)
+	}
+	_, err := s.GetInboxItem(ctx, "alice", it.ID)
+	wantCode(t, err, brainwire.ENotFound)
+	if recordExists(t, s, "alice", brainwire.BucketPeople, it.FiledRecordID) {
+		t.Error("the bucket record survived")
+	}
+	wantCode(t, s.DeleteInboxItem(ctx, "alice", it.ID), brainwire.ENotFound)
+	sameItem(t, mustGetItem(t, s, "alice", keep.ID), keep)
+}
+
+func testDeleteItemFails(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	it := mustFile(t, s, filing(&ids{}, "alice", brainwire.BucketIdeas, brainwire.StatusClassified, baseTime))
+	f.add(&fault{method: http.MethodDelete, path: "/colls/Inbox/docs/" + it.ID, err: errInjected})
+
+	wantCode(t, s.DeleteInboxItem(ctx, "alice", it.ID), brainwire.EUnavailable)
+	// The item stays visible, so the person can delete it again.
+	mustGetItem(t, s, "alice", it.ID)
+	if recordExists(t, s, "alice", brainwire.BucketIdeas, it.FiledRecordID) {
+		t.Error("the bucket record survived")
+	}
+	if err := s.DeleteInboxItem(ctx, "alice", it.ID); err != nil {
+		t.Fatalf("second DeleteInboxItem: %v", err)
+	}
+	if n := countAll(t, s, "alice"); len(n) != 0 {
+		t.Errorf("documents = %v", n)
+	}
+}
+
+// listAll pages through a user's inbox.
+func listAll(t *testing.T, s *Store, user string, opts brainwire.ListOptions) ([]brainwire.InboxItem, int) {
+	t.Helper()
+	var all []brainwire.InboxItem
+	pages := 0
+	for {
+		page, err := s.ListInbox(context.Background(), user, opts)
+		if err != nil {
+			t.Fatalf("ListInbox(%+v): %v", opts, err)
+		}
+		pages++
+		if opts.Limit > 0 && len(page.Items) > opts.Limit {
+			t.Fatalf("page of %d items, limit %d", len(page.Items), opts.Limit)
+		}
+		all = append(all, page.Items...)
+		if page.NextCursor == "" {
+			return all, pages
+		}
+		opts.Cursor = page.NextCursor
+		if pages > 1000 {
+			t.Fatal("paging does not end")
+		}
+	}
+}
+
+func itemIDs(items []brainwire.InboxItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+func testListPaging(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood}
+	var want []brainwire.InboxItem
+	for i := range 23 {
+		// Pairs share a timestamp: the id breaks the tie.
+		now := baseTime.Add(time.Duration(i/2) * time.Second)
+		st := statuses[i%3]
+		bucket := brainwire.Buckets[i%4]
+		if st == brainwire.StatusMisunderstood {
+			bucket = ""
+		}
+		want = append(want, mustFile(t, s, filing(g, "alice", bucket, st, now)))
+	}
+	mustFile(t, s, filing(g, "bob", brainwire.BucketIdeas, brainwire.StatusClassified, baseTime.Add(time.Hour)))
+	sort.Slice(want, func(i, j int) bool {
+		if !want[i].CreatedAt.Equal(want[j].CreatedAt) {
+			return want[i].CreatedAt.After(want[j].CreatedAt)
+		}
+		return want[i].ID > want[j].ID
+	})
+
+	got, pages := listAll(t, s, "alice", brainwire.ListOptions{Limit: 5})
+	if !slices.Equal(itemIDs(got), itemIDs(want)) || pages != 5 {
+		t.Errorf("paged ids (%d pages) =\n%v\nwant\n%v", pages, itemIDs(got), itemIDs(want))
+	}
+	for i := range got {
+		sameItem(t, got[i], want[i])
+	}
+
+	var pending []brainwire.InboxItem
+	for _, it := range want {
+		if it.Status == brainwire.StatusPending {
+			pending = append(pending, it)
+		}
+	}
+	got, _ = listAll(t, s, "alice", brainwire.ListOptions{Limit: 3, Status: brainwire.StatusPending})
+	if !slices.Equal(itemIDs(got), itemIDs(pending)) {
+		t.Errorf("pending = %v, want %v", itemIDs(got), itemIDs(pending))
+	}
+
+	// A page boundary exactly at the end has no next cursor.
+	page, err := s.ListInbox(ctx, "alice", brainwire.ListOptions{Limit: 23})
+	if err != nil || len(page.Items) != 23 || page.NextCursor != "" {
+		t.Errorf("full page: %d items, cursor %q, err %v", len(page.Items), page.NextCursor, err)
+	}
+	for _, c := range []string{"garbage", "e30", "eyJ0IjoieCIsImkiOiJ5In0"} {
+		_, err := s.ListInbox(ctx, "alice", brainwire.ListOptions{Cursor: c})
+		wantCode(t, err, brainwire.EInvalid)
+	}
+}
+
+func testListLimits(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	for i := range MaxListLimit + 5 {
+		mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime.Add(time.Duration(i)*time.Millisecond)))
+	}
+	page, err := s.ListInbox(ctx, "alice", brainwire.ListOptions{})
+	if err != nil || len(page.Items) != DefaultListLimit || page.NextCursor == "" {
+		t.Errorf("default page: %d items, cursor %q, err %v", len(page.Items), page.NextCursor, err)
+	}
+	page, err = s.ListInbox(ctx, "alice", brainwire.ListOptions{Limit: 1000})
+	if err != nil || len(page.Items) != MaxListLimit || page.NextCursor == "" {
+		t.Errorf("oversized page: %d items, cursor %q, err %v", len(page.Items), page.NextCursor, err)
+	}
+	_, err = s.ListInbox(ctx, "alice", brainwire.ListOptions{Limit: -1})
+	wantCode(t, err, brainwire.EInvalid)
+	_, err = s.ListInbox(ctx, "alice", brainwire.ListOptions{Status: "filed"})
+	wantCode(t, err, brainwire.EInvalid)
+}
+
+func testListTimeOrder(t *testing.T, e *emulator) {
+	s := e.open(t, storeOptions{})
+	g := &ids{}
+	// In time.Time's own JSON form these sort wrongly as strings: a whole
+	// second ("…:05Z") after a fraction of it ("…:05.1Z"), and a +02:00
+	// time by its local clock.
+	whole := time.Date(2024, 5, 1, 12, 0, 5, 0, time.UTC)
+	fraction := whole.Add(100 * time.Millisecond)
+	zoned := whole.Add(-100 * time.Millisecond).In(time.FixedZone("EET", 2*3600))
+	a := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, whole))
+	b := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, fraction))
+	c := mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, zoned))
+	got, _ := listAll(t, s, "alice", brainwire.ListOptions{Limit: 1})
+	if want := []string{b.ID, a.ID, c.ID}; !slices.Equal(itemIDs(got), want) {
+		t.Errorf("order = %v, want %v", itemIDs(got), want)
+	}
+}
+
+func testValidation(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	before := len(f.requests())
+	g := &ids{}
+	bad := func(mod func(*brainwire.Filing)) brainwire.Filing {
+		fl := filing(g, "alice", brainwire.BucketPeople, brainwire.StatusClassified, baseTime)
+		mod(&fl)
+		return fl
+	}
+	for name, fl := range map[string]brainwire.Filing{
+		"status":               bad(func(f *brainwire.Filing) { f.Status = "filed" }),
+		"bucket":               bad(func(f *brainwire.Filing) { f.Classification.Bucket = "Misc" }),
+		"no bucket":            bad(func(f *brainwire.Filing) { f.Classification.Bucket = "" }),
+		"pending bucket":       bad(func(f *brainwire.Filing) { f.Status, f.Classification.Bucket = brainwire.StatusPending, "people" }),
+		"misunderstood bucket": bad(func(f *brainwire.Filing) { f.Status, f.Classification.Bucket = brainwire.StatusMisunderstood, "Misc" }),
+		"user":                 bad(func(f *brainwire.Filing) { f.UserID = "" }),
+		"inbox id":             bad(func(f *brainwire.Filing) { f.NewInboxID = "" }),
+		"record id":            bad(func(f *brainwire.Filing) { f.NewRecordID = "a/b" }),
+		"refile bucket":        bad(func(f *brainwire.Filing) { f.InboxItemID, f.Classification.Bucket = "x", "Misc" }),
+	} {
+		_, err := s.File(ctx, fl)
+		if brainwire.ErrorCode(err) != brainwire.EInvalid {
+			t.Errorf("%s: File = %v, want EInvalid", name, err)
+		}
+	}
+	_, err := s.GetBucketRecord(ctx, "alice", "Misc", "x")
+	wantCode(t, err, brainwire.EInvalid)
+	_, err = s.GetInboxItem(ctx, "alice", "a/b")
+	wantCode(t, err, brainwire.ENotFound)
+	if reqs := f.requests()[before:]; len(reqs) != 0 {
+		t.Errorf("invalid calls reached the service: %v", reqs)
+	}
+}

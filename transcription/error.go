@@ -1,0 +1,128 @@
+package transcription
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+// APIError is a non-2xx answer of the transcription service. It unwraps to
+// a *brainwire.Error: EInvalid when the service refused the audio itself,
+// EUpstream for everything else (credentials, throttling, outages).
+type APIError struct {
+	StatusCode int
+	Code       string // the service's error.code, when it gave one
+	Type       string // the service's error.type, when it gave one
+	Message    string // the service's error.message, or the start of the body
+	// RetryAfter is how long the service asked callers to wait (429, 503);
+	// zero when it did not say.
+	RetryAfter time.Duration
+	RequestID  string // apim-request-id, for support requests
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("transcription: service answered %d", e.StatusCode)
+	if e.Code != "" && e.Code != strconv.Itoa(e.StatusCode) {
+		s += " " + e.Code
+	}
+	return s + ": " + e.Message
+}
+
+// Unwrap returns the application error for the answer.
+func (e *APIError) Unwrap() error {
+	if e.AudioRejected() {
+		return brainwire.Errorf(brainwire.EInvalid, "the transcription service could not use the audio: %s", e.Message)
+	}
+	return brainwire.Errorf(brainwire.EUpstream, "the transcription service failed (%d): %s", e.StatusCode, e.Message)
+}
+
+// AudioRejected reports whether the service refused the audio itself — a
+// corrupt, undecodable or unsupported file — rather than the request's
+// credentials or configuration, or failed on its own.
+func (e *APIError) AudioRejected() bool {
+	switch e.StatusCode {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+		// Everything else in the request is fixed by the configuration, so
+		// a bad request is about the audio unless it names the deployment.
+		return e.Code != "OperationNotSupported"
+	case http.StatusFailedDependency:
+		// Azure reports the model's refusal of an unrecognized file format
+		// as 424 model_error.
+		return true
+	}
+	return false
+}
+
+// newAPIError reads a non-2xx answer. Azure OpenAI answers
+// {"error":{"code","message","type","param"}}; its gateway sometimes
+// {"statusCode","message"}; proxies plain text or HTML.
+func newAPIError(resp *http.Response) *APIError {
+	e := &APIError{
+		StatusCode: resp.StatusCode,
+		RetryAfter: retryAfter(resp.Header, time.Now()),
+		RequestID:  resp.Header.Get("apim-request-id"),
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var answer struct {
+		Error *struct {
+			Code    json.RawMessage `json:"code"`
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &answer) == nil {
+		if answer.Error != nil {
+			e.Code = jsonText(answer.Error.Code)
+			e.Message = answer.Error.Message
+			e.Type = answer.Error.Type
+		} else {
+			e.Message = answer.Message
+		}
+	} else {
+		e.Message = strings.Join(strings.Fields(string(body)), " ")
+	}
+	if len(e.Message) > 300 {
+		e.Message = strings.ToValidUTF8(e.Message[:300], "") + "…"
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	return e
+}
+
+// jsonText returns a JSON string's value or a number's text; the service
+// sends error codes as either, or null.
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// retryAfter reads Azure's retry-after-ms, or the standard Retry-After in
+// seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseInt(h.Get("retry-after-ms"), 10, 64); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

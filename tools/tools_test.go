@@ -1,0 +1,262 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/localblob"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/transcription"
+)
+
+var now = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+
+func newDeps(t *testing.T) Deps {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var n atomic.Int64
+	return Deps{Store: st, AgentName: "Classifier", Now: func() time.Time { return now },
+		NewID: func() string { return fmt.Sprintf("id-%d", n.Add(1)) }}
+}
+
+func call(name, args string) brainwire.ToolCall {
+	return brainwire.ToolCall{ID: "call_1", Name: name, Arguments: json.RawMessage(args), ThreadID: "thread_up", RunID: "run_up"}
+}
+
+func decode[T any](t *testing.T, res brainwire.ToolResult) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(res.Output), &v); err != nil {
+		t.Fatalf("output %q: %v", res.Output, err)
+	}
+	return v
+}
+
+func TestFileCaptureClassifiedWritesLinkedDocuments(t *testing.T) {
+	deps := newDeps(t)
+	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "Call mom about her birthday"})
+	res := set.Call(context.Background(), call(brainwire.ToolFileCapture,
+		`{"text":"call mom","bucket":"People","confidence":0.92,"status":"classified","title":"Mom"}`))
+	if res.IsError {
+		t.Fatalf("error result: %s", res.Output)
+	}
+	got := decode[FileCaptureResult](t, res)
+	if got.Bucket != "People" || got.Confidence != 0.92 || got.Status != "classified" || got.ItemID == "" {
+		t.Fatalf("result %+v", got)
+	}
+	item, err := deps.Store.GetInboxItem(context.Background(), "u1", got.ItemID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if item.RawText != "Call mom about her birthday" || item.Title != "Mom" || item.Status != "classified" ||
+		item.FoundryThreadID != "thread_up" || item.ClassificationMeta.ClassifiedBy != "Classifier" {
+		t.Fatalf("item %+v", item)
+	}
+	rec, err := deps.Store.GetBucketRecord(context.Background(), "u1", "People", item.FiledRecordID)
+	if err != nil || rec.InboxRecordID != item.ID {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	if set.FiledItemID() != item.ID {
+		t.Fatalf("FiledItemID = %q", set.FiledItemID())
+	}
+}
+
+func TestFileCaptureStatusFollowsTheThreshold(t *testing.T) {
+	for _, c := range []struct {
+		args, want string
+	}{
+		{`{"bucket":"Ideas","confidence":0.4,"status":"classified"}`, "pending"},
+		{`{"bucket":"Ideas","confidence":0.6,"status":"pending"}`, "classified"},
+		{`{"bucket":"","confidence":0.1,"status":"misunderstood","question":"?"}`, "misunderstood"},
+	} {
+		set := New(newDeps(t), Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+		res := set.Call(context.Background(), call(brainwire.ToolFileCapture, c.args))
+		if got := decode[FileCaptureResult](t, res); res.IsError || got.Status != c.want {
+			t.Errorf("%s: got %s, want status %s", c.args, res.Output, c.want)
+		}
+	}
+}
+
+func TestFileCaptureRejectsBadArgumentsAndStoresNothing(t *testing.T) {
+	cases := map[string]string{
+		`{"bucket":"Misc","confidence":0.8,"status":"classified"}`:   "invalid_bucket",
+		`{"bucket":"People","confidence":0.8,"status":"filed"}`:      "invalid_status",
+		`{"bucket":"People","confidence":1.5,"status":"classified"}`: "invalid_confidence",
+		`not json`: "invalid_arguments",
+	}
+	for args, code := range cases {
+		deps := newDeps(t)
+		set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+		res := set.Call(context.Background(), call(brainwire.ToolFileCapture, args))
+		e := decode[toolError](t, res)
+		if !res.IsError || e.Code != code {
+			t.Errorf("%s: got %s, want error %s", args, res.Output, code)
+		}
+		page, err := deps.Store.ListInbox(context.Background(), "u1", brainwire.ListOptions{})
+		if err != nil || len(page.Items) != 0 {
+			t.Errorf("%s: stored %d items (%v)", args, len(page.Items), err)
+		}
+	}
+	res := New(newDeps(t), Capture{UserID: "u1"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Misc","confidence":0.8,"status":"classified"}`))
+	if e := decode[toolError](t, res); len(e.Valid) != 4 {
+		t.Errorf("invalid_bucket does not list the valid buckets: %s", res.Output)
+	}
+}
+
+func TestConcurrentFilingsFileOnce(t *testing.T) {
+	deps := newDeps(t)
+	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+	var wg sync.WaitGroup
+	results := make([]brainwire.ToolResult, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = set.Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Admin","confidence":0.9,"status":"classified"}`))
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, r := range results {
+		if !r.IsError {
+			ok++
+		} else if decode[toolError](t, r).Code != "already_filed" {
+			t.Errorf("unexpected error %s", r.Output)
+		}
+	}
+	page, _ := deps.Store.ListInbox(context.Background(), "u1", brainwire.ListOptions{})
+	if ok != 1 || len(page.Items) != 1 {
+		t.Fatalf("%d successful filings, %d items", ok, len(page.Items))
+	}
+}
+
+func TestFollowUpFilesOntoTheExistingItem(t *testing.T) {
+	deps := newDeps(t)
+	first := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "asdf"})
+	res := first.Call(context.Background(), call(brainwire.ToolFileCapture, `{"confidence":0.1,"status":"misunderstood","question":"What?"}`))
+	id := decode[FileCaptureResult](t, res).ItemID
+	follow := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "asdf", InboxItemID: id})
+	res = follow.Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Projects","confidence":0.8,"status":"classified"}`))
+	if got := decode[FileCaptureResult](t, res); res.IsError || got.ItemID != id {
+		t.Fatalf("follow-up result %s, want item %s", res.Output, id)
+	}
+	page, _ := deps.Store.ListInbox(context.Background(), "u1", brainwire.ListOptions{})
+	if len(page.Items) != 1 || page.Items[0].Status != "classified" || page.Items[0].FiledRecordID == "" {
+		t.Fatalf("inbox after follow-up: %+v", page.Items)
+	}
+}
+
+func TestStoreFailureIsAToolError(t *testing.T) {
+	deps := newDeps(t)
+	deps.Store.Close()
+	res := New(deps, Capture{UserID: "u1", RawText: "x"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Admin","confidence":0.9,"status":"classified"}`))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "store_failed" {
+		t.Fatalf("got %s", res.Output)
+	}
+}
+
+func TestUnknownTool(t *testing.T) {
+	res := New(newDeps(t), Capture{UserID: "u1"}).Call(context.Background(), call("rm_rf", `{}`))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "unknown_tool" {
+		t.Fatalf("got %s", res.Output)
+	}
+}
+
+func TestDefinitions(t *testing.T) {
+	text := New(newDeps(t), Capture{UserID: "u1"}).Definitions()
+	voice := New(newDeps(t), Capture{UserID: "u1", AudioURL: "file:///a.wav"}).Definitions()
+	if len(text) != 1 || text[0].Name != brainwire.ToolFileCapture || len(voice) != 2 || voice[1].Name != brainwire.ToolTranscribeAudio {
+		t.Fatalf("text %v, voice %v", text, voice)
+	}
+	for _, d := range voice {
+		var schema map[string]any
+		if err := json.Unmarshal(d.Parameters, &schema); err != nil || schema["type"] != "object" {
+			t.Fatalf("%s schema: %v %v", d.Name, schema, err)
+		}
+	}
+}
+
+// transcriptionServer answers like the Azure OpenAI transcription API.
+func transcriptionServer(t *testing.T, status int, answer string) *transcription.Client {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(1 << 20); err != nil || r.MultipartForm.File["file"] == nil {
+			http.Error(w, `{"error":{"code":"bad","message":"no file"}}`, 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := transcription.New(transcription.Config{Endpoint: srv.URL, Deployment: "whisper", APIKey: "k"}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestTranscribeAudio(t *testing.T) {
+	deps := newDeps(t)
+	blobs, err := localblob.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := blobs.Put(context.Background(), "a.wav", "audio/wav", strings.NewReader("RIFF....WAVE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Blobs = blobs
+	deps.Transcriber = transcriptionServer(t, 200, `{"text":"Call the dentist on Monday"}`)
+	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindVoice, AudioURL: url})
+
+	res := set.Call(context.Background(), call(brainwire.ToolTranscribeAudio, `{"blob_url":"file:///etc/passwd"}`))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "unknown_blob" {
+		t.Fatalf("foreign blob: %s", res.Output)
+	}
+	res = set.Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	if got := decode[TranscribeResult](t, res); res.IsError || got.Text != "Call the dentist on Monday" {
+		t.Fatalf("transcribe: %s", res.Output)
+	}
+	// The transcript, not the agent's paraphrase, is what gets filed.
+	res = set.Call(context.Background(), call(brainwire.ToolFileCapture, `{"text":"dentist","bucket":"Admin","confidence":0.9,"status":"classified"}`))
+	item, err := deps.Store.GetInboxItem(context.Background(), "u1", decode[FileCaptureResult](t, res).ItemID)
+	if err != nil || item.RawText != "Call the dentist on Monday" || item.Source != brainwire.KindVoice {
+		t.Fatalf("item %+v, %v", item, err)
+	}
+}
+
+func TestTranscribeAudioErrorsAreToolErrors(t *testing.T) {
+	deps := newDeps(t)
+	blobs, _ := localblob.New(t.TempDir())
+	url, _ := blobs.Put(context.Background(), "a.wav", "audio/wav", strings.NewReader("not audio"))
+	deps.Blobs = blobs
+
+	res := New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "transcription_unavailable" {
+		t.Fatalf("unconfigured: %s", res.Output)
+	}
+	deps.Transcriber = transcriptionServer(t, 400, `{"error":{"code":"invalid_value","message":"Invalid file format."}}`)
+	res = New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "invalid_audio" {
+		t.Fatalf("undecodable audio: %s", res.Output)
+	}
+	_ = blobs.Delete(context.Background(), url)
+	res = New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "audio_unavailable" {
+		t.Fatalf("missing audio: %s", res.Output)
+	}
+}

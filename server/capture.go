@@ -48,6 +48,7 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 	set := tools.New(s.toolDeps(), tools.Capture{UserID: user, Source: brainwire.KindText, RawText: text})
 	s.runCapture(w, r, capture{
 		kind:  brainwire.KindText,
+		text:  text,
 		ids:   ids,
 		user:  user,
 		run:   brainwire.RunRequest{Message: text, Tools: set},
@@ -100,6 +101,7 @@ func (s *Server) captureIDs(threadID, runID string) (adapter.Config, error) {
 // capture is one capture to run through the pipeline.
 type capture struct {
 	kind  brainwire.CaptureKind
+	text  string // typed text, for telemetry
 	ids   adapter.Config
 	user  string
 	run   brainwire.RunRequest
@@ -112,19 +114,22 @@ type capture struct {
 // away cancels it (the provider then cancels the upstream run).
 func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
 	c.ids.Kind = c.kind
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
 	start := s.cfg.Now()
+	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), brainwire.CaptureInfo{
+		Kind: c.kind, ThreadID: c.ids.ThreadID, RunID: c.ids.RunID, UserID: c.user,
+		Text: c.text, UpstreamThreadID: c.run.ThreadID, Start: start,
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	log := s.log.With("run_id", c.ids.RunID, "thread_id", c.ids.ThreadID, "kind", c.kind, "user", c.user)
 	log.Info("capture started")
 
 	stream := startStream(w, s.cfg.KeepAlive)
 	defer stream.close()
 	p := pipeline{
-		ctx:     ctx,
 		adapter: adapter.New(c.ids),
 		stream:  stream,
-		sinks:   s.cfg.Reasoning,
+		obs:     obs,
 		// A client that cannot be written to is gone: stop the run.
 		onWriteError: cancel,
 	}
@@ -141,12 +146,14 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
 			}
 			break
 		}
+		obs.ProviderEvent(ev)
 		p.emit(p.adapter.Handle(ev, p.events[:0]))
 		if p.adapter.Done() {
 			break
 		}
 	}
 	p.emit(p.adapter.Finish(runErr, p.events[:0]))
+	obs.End(runErr)
 
 	attrs := []any{"outcome", p.adapter.Outcome().String(), "reasoning_chunks", p.adapter.Chunks(),
 		"duration", s.cfg.Now().Sub(start).Round(time.Millisecond)}
@@ -160,14 +167,13 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
 	}
 }
 
-// pipeline routes one capture's events: reasoning to the sinks, everything
-// else through the encoder to the phone.
+// pipeline routes one capture's events: all of them to the observer, all
+// but reasoning through the encoder to the phone.
 type pipeline struct {
-	ctx          context.Context
 	adapter      *adapter.Adapter
 	encoder      capturev2.Encoder
 	stream       *eventStream
-	sinks        []brainwire.ReasoningSink
+	obs          brainwire.CaptureObserver
 	onWriteError func()
 
 	events []brainwire.CaptureEvent // reused between calls
@@ -178,13 +184,10 @@ func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 	p.events = evs
 	p.buf = p.buf[:0]
 	for _, ev := range evs {
-		if ev.Type == brainwire.CaptureReasoning {
-			for _, sink := range p.sinks {
-				sink.ReasoningChunk(p.ctx, ev.Chunk)
-			}
-			continue
+		p.obs.CaptureEvent(ev)
+		if ev.Type != brainwire.CaptureReasoning {
+			p.buf = p.encoder.Encode(p.buf, ev)
 		}
-		p.buf = p.encoder.Encode(p.buf, ev)
 	}
 	if len(p.buf) == 0 {
 		return

@@ -34,9 +34,10 @@ type Config struct {
 	Store       brainwire.Store
 	Blobs       brainwire.BlobStore
 	Transcriber brainwire.Transcriber
-	// Reasoning receives every chain-of-thought chunk as it arrives.
-	Reasoning []brainwire.ReasoningSink
-	Logger    *slog.Logger
+	// Observer watches every capture: reasoning chunks as they arrive,
+	// provider events, the outcome. Nil observes nothing.
+	Observer brainwire.Observer
+	Logger   *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string
 
@@ -68,6 +69,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = brainwire.Observers(nil)
 	}
 	if cfg.AgentName == "" {
 		cfg.AgentName = "Classifier"

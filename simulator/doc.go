@@ -1,0 +1,118 @@
+// Package simulator is an offline stand-in for Azure AI Foundry Agent
+// Service. It speaks the threads/runs REST API and its server-sent event
+// streams the way the real service does (event names, object shapes, ids
+// such as thread_…, run_…, step_…, msg_…, call_…, created_at in seconds,
+// usage on completed steps and runs), so the Foundry client runs against it
+// unchanged. It is NOT a language model: the "agent" is a small,
+// deterministic keyword classifier, and its chain-of-thought is a plain
+// account of the cues it saw.
+//
+// # Protocol
+//
+// Operation paths may follow any /api/projects/<name> prefix (or none).
+// Every call needs an api-version query parameter (else 400) and an
+// Authorization: Bearer header with any token (else 401); errors use the
+// service's shape {"error":{"code","message","type","param"}}.
+//
+//	POST /threads                                   create a thread
+//	GET  /threads/{t}                               get a thread
+//	POST /threads/runs                              create a thread and run it
+//	POST /threads/{t}/runs                          run an existing thread
+//	GET  /threads/{t}/runs                          list its runs
+//	POST /threads/{t}/messages, GET ...             add or list messages
+//	GET  /threads/{t}/runs/{r}                      get a run
+//	POST /threads/{t}/runs/{r}/submit_tool_outputs  continue after requires_action
+//	POST /threads/{t}/runs/{r}/cancel               cancel a run
+//	GET  /assistants/{id}                           the simulated agent (Config.AgentID)
+//
+// With "stream": true a run answers server-sent events; otherwise the queued
+// run object, the run having already moved on to requires_action or its end.
+// A streamed first turn is: thread.created (create-thread-and-run only),
+// thread.run.created, thread.run.queued, thread.run.in_progress, a
+// message_creation step whose message streams the reasoning as
+// thread.message.delta events (paced by Config.ChunkDelay), a tool_calls
+// step whose thread.run.step.delta events carry each call's id and name and
+// then its arguments in fragments, thread.run.requires_action, and
+// "event: done" / "data: [DONE]". After submit_tool_outputs the stream
+// opens with the tool step's thread.run.step.completed (with outputs), then
+// thread.run.queued and thread.run.in_progress, and either another tool
+// round or a short closing message ("Filed to People.") and
+// thread.run.completed with usage. Token counts are about one per four
+// characters of what the agent read and wrote, so they are deterministic.
+//
+// Cancelling a streamed run makes its stream send thread.run.cancelling and
+// thread.run.cancelled at once, even mid-pause, then done. A client that
+// disconnects mid-stream frees its handler at once; the run is finished
+// without pacing, as the service keeps a run going when nobody listens.
+//
+// Memory is bounded: at most Config.MaxThreads threads (least recently used
+// evicted, also beyond 64 MiB of messages, instructions and tool schemas),
+// 64 messages and 32 runs per thread, 32 Ki characters per message and
+// 1 MiB per request body.
+//
+// # Classifier
+//
+// Text is split into lower-case words (a possessive 's dropped) and matched
+// against cue lists; a cue of several words weighs 2, a single word 1, and
+// each cue counts once:
+//
+//	People    call mom, told me, catch up, lunch with, mom, dad, sister, friend,
+//	          birthday, anniversary, met, gift, …; and a capitalised name right
+//	          after with/call/text/email/ask/tell/met/meet/visit/… ("lunch with Sarah")
+//	Projects  work on, next step, build, launch, finish, deadline, project, ship,
+//	          release, deploy, prototype, draft, deck, feature, bug, report, …
+//	Ideas     what if, maybe we could, how about, could try, idea, imagine,
+//	          concept, brainstorm, wonder, someday, …
+//	Admin     sign up, fill out, pay, bill, renew, appointment, tax, insurance,
+//	          dentist, doctor, invoice, rent, passport, mortgage, buy, pick up,
+//	          schedule, cancel, prescription, …
+//
+// The bucket with the highest score wins, ties going to the order People,
+// Projects, Ideas, Admin. Confidence is min(0.95, 0.5 + 0.15·top) ×
+// top/total, rounded to two decimals: one weak cue alone gives 0.65, a
+// phrase 0.8, three points or more 0.95, and competing buckets pull it
+// down. At 0.6 or more the status is classified, below it pending. A
+// capture is misunderstood, with a clarifying question, when no cue
+// matches, when it has fewer than two words, or when most of it is not
+// words (symbols, numbers, letter soup without vowels); its bucket is then
+// the best guess (Ideas when nothing matched) and confidence at most 0.3.
+// The title is the name or relation for People ("Mom", "Sarah"), else the
+// first six words.
+//
+// file_capture is called with {"text","bucket","confidence","status",
+// "title"} plus "question" when misunderstood. "text" is the user message
+// as written (for voice, the transcript).
+//
+// A run on an existing thread (a follow-up) classifies all user messages
+// together, the newest one's cues counting double, and files them joined by
+// newlines.
+//
+// # Voice
+//
+// When the run offers transcribe_audio and the newest user message has a
+// line "audio: <url>" (or "audio_url:", "blob_url:"), the first tool round calls transcribe_audio with
+// {"blob_url": <url>}. Its output, {"text": ...} or a plain string, is then
+// classified and filed; an error output ends the run with a short message
+// and no file_capture.
+//
+// # Magic phrases
+//
+// Put these in the newest user message to drive behaviours
+// deterministically (they do not count as words):
+//
+//	#invalid-bucket  the first file_capture names bucket "Misc"; when its
+//	                 output is an error it retries once with the right bucket
+//	#two-calls       one requires_action with two file_capture calls: the best
+//	                 bucket and the runner-up (ignored when misunderstood)
+//	#no-tool         reasoning text only; the run completes with no tool call
+//	#fail            the run ends with thread.run.failed, last_error
+//	                 {"code":"server_error",...}, after in_progress
+//	#error-event     an "error" event after in_progress, then the stream ends
+//	                 without done; the run is left failed
+//	#long:N          the run's first message streams exactly N chunks (N ≤ 10000)
+//
+// Without file_capture among the run's tools, or with tool_choice "none",
+// the agent answers in text only. A file_capture output that is an error
+// (a JSON object with "error") ends the run with a short message saying so,
+// unless #invalid-bucket's retry applies.
+package simulator

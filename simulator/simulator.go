@@ -1,0 +1,322 @@
+package simulator
+
+import (
+	"container/list"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults used when the matching Config field is zero.
+const (
+	DefaultChunkDelay   = 25 * time.Millisecond
+	DefaultAgentID      = "asst_brainwire_sim"
+	DefaultModel        = "brainwire-sim-keywords"
+	DefaultInstructions = "You are the brainwire Classifier (offline simulator: keyword rules, not a language model). " +
+		"Classify each capture into People, Projects, Ideas or Admin and call file_capture once."
+	DefaultMaxThreads = 512
+	// ProjectPath is a project prefix clients may put before operation
+	// paths; any /api/projects/<name> prefix is accepted.
+	ProjectPath = "/api/projects/sim"
+)
+
+// Limits that bound memory and work per request.
+const (
+	maxBodyBytes      = 1 << 20
+	maxMessageRunes   = 32 * 1024
+	maxThreadMessages = 64
+	maxThreadRuns     = 32
+	maxStoredBytes    = 64 << 20 // message text, instructions and tools kept across all threads
+	maxLongChunks     = 10000
+	runLifetime       = 600 // seconds until an active run expires, as the service reports
+	shutdownGrace     = 5 * time.Second
+)
+
+// Config configures a Simulator. The zero value is ready to use.
+type Config struct {
+	// ChunkDelay is the pause before each streamed message chunk. Zero
+	// means DefaultChunkDelay; a negative value means no pause (tests).
+	ChunkDelay time.Duration
+	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
+	// and echo whatever assistant_id the request names.
+	AgentID string
+	// Model is reported on runs that do not name one.
+	Model string
+	// Instructions are reported on runs that do not bring their own.
+	Instructions string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// NewID returns a fresh id for prefix ("thread", "run", "step", "msg",
+	// "call"); random ids like thread_AbC… when nil.
+	NewID func(prefix string) string
+	// MaxThreads bounds the threads kept; the least recently used go first.
+	// Zero means DefaultMaxThreads.
+	MaxThreads int
+}
+
+// Simulator is an offline stand-in for the Foundry Agent Service
+// threads/runs API. It is an http.Handler; state lives in memory.
+type Simulator struct {
+	cfg        Config
+	classifier *classifier
+
+	mu      sync.Mutex
+	threads map[string]*thread
+	lru     *list.List // of *thread, most recently used first
+	bytes   int        // message text held, for eviction
+}
+
+// New returns a Simulator with cfg's zero fields set to their defaults.
+func New(cfg Config) *Simulator {
+	if cfg.ChunkDelay == 0 {
+		cfg.ChunkDelay = DefaultChunkDelay
+	}
+	if cfg.AgentID == "" {
+		cfg.AgentID = DefaultAgentID
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.Instructions == "" {
+		cfg.Instructions = DefaultInstructions
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.MaxThreads <= 0 {
+		cfg.MaxThreads = DefaultMaxThreads
+	}
+	return &Simulator{
+		cfg:        cfg,
+		classifier: newClassifier(),
+		threads:    map[string]*thread{},
+		lru:        list.New(),
+	}
+}
+
+// Serve answers HTTP on ln until ctx ends, then shuts down, giving open
+// streams a few seconds before closing them.
+func (s *Simulator) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("simulator: serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("simulator: serve: %w", err)
+	}
+	return nil
+}
+
+// thread is one conversation. Guarded by Simulator.mu.
+type thread struct {
+	obj      threadObject
+	messages []*message
+	runs     map[string]*run
+	runOrder []string // oldest first
+	bytes    int
+	elem     *list.Element
+}
+
+// message is a thread message plus what the agent learned about it.
+type message struct {
+	obj        messageObject
+	text       string
+	audioURL   string // from an "audio: <url>" line
+	transcript *string
+}
+
+// run is one run plus the agent's memory of it. Guarded by Simulator.mu.
+type run struct {
+	obj       runObject
+	toolNames map[string]bool
+	magic     magic
+	noTools   bool // tool_choice "none"
+
+	stage     stage       // what the pending calls are for
+	pending   []*toolCall // calls awaiting outputs
+	toolStep  *stepObject // the step the pending calls belong to
+	audio     *message    // message whose audio is being transcribed
+	retried   bool
+	longDone  bool  // #long:N has shaped the first message
+	stepUsage usage // the pending tool step's usage, reported when it completes
+	context   int64 // tokens the agent has read or written so far
+	usage     usage // sum over completed steps
+	active    *turn // the turn a stream is delivering, if any
+}
+
+func (r *run) activeStatus() bool {
+	switch r.obj.Status {
+	case "queued", "in_progress", "requires_action", "cancelling":
+		return true
+	}
+	return false
+}
+
+func (r *run) offers(tool string) bool { return !r.noTools && r.toolNames[tool] }
+
+// newThread registers a thread; the caller holds s.mu.
+func (s *Simulator) newThread(metadata json.RawMessage) *thread {
+	th := &thread{
+		obj: threadObject{
+			ID:            s.cfg.NewID("thread"),
+			Object:        "thread",
+			CreatedAt:     s.now(),
+			Metadata:      orDefault(metadata, `{}`),
+			ToolResources: json.RawMessage(`{}`),
+		},
+		runs: map[string]*run{},
+	}
+	th.elem = s.lru.PushFront(th)
+	s.threads[th.obj.ID] = th
+	s.evict(th)
+	return th
+}
+
+// thread returns a live thread and marks it used; the caller holds s.mu.
+func (s *Simulator) thread(id string) (*thread, bool) {
+	th, ok := s.threads[id]
+	if ok {
+		s.lru.MoveToFront(th.elem)
+	}
+	return th, ok
+}
+
+// evict drops least recently used threads until the limits hold, never keep.
+func (s *Simulator) evict(keep *thread) {
+	for len(s.threads) > s.cfg.MaxThreads || s.bytes > maxStoredBytes {
+		e := s.lru.Back()
+		if e == nil || e.Value.(*thread) == keep {
+			return
+		}
+		th := e.Value.(*thread)
+		s.lru.Remove(e)
+		delete(s.threads, th.obj.ID)
+		s.bytes -= th.bytes
+	}
+}
+
+// addMessage appends a message, dropping the oldest beyond the per-thread
+// cap; the caller holds s.mu.
+func (s *Simulator) addMessage(th *thread, m *message) {
+	th.messages = append(th.messages, m)
+	s.account(th, len(m.text))
+	for len(th.messages) > maxThreadMessages {
+		old := th.messages[0]
+		th.messages = th.messages[1:]
+		s.account(th, -len(old.text))
+	}
+	s.evict(th)
+}
+
+// setMessageText records an assistant message's final text.
+func (s *Simulator) setMessageText(th *thread, m *message, text string) {
+	d := len(text) - len(m.text)
+	m.text = text
+	s.account(th, d)
+	s.evict(th)
+}
+
+// account adds n bytes to th's share; an evicted thread no longer counts.
+func (s *Simulator) account(th *thread, n int) {
+	th.bytes += n
+	if s.threads[th.obj.ID] == th {
+		s.bytes += n
+	}
+}
+
+// runBytes is what a run holds beyond its thread's messages.
+func runBytes(r *run) int {
+	n := len(r.obj.Instructions)
+	for _, t := range r.obj.Tools {
+		n += len(t)
+	}
+	return n
+}
+
+// addRun registers a run, dropping the oldest finished runs beyond the cap.
+func (s *Simulator) addRun(th *thread, r *run) {
+	th.runs[r.obj.ID] = r
+	th.runOrder = append(th.runOrder, r.obj.ID)
+	s.account(th, runBytes(r))
+	for len(th.runOrder) > maxThreadRuns {
+		oldest := th.runs[th.runOrder[0]]
+		if oldest != nil && oldest.activeStatus() {
+			break
+		}
+		if oldest != nil {
+			s.account(th, -runBytes(oldest))
+		}
+		delete(th.runs, th.runOrder[0])
+		th.runOrder = th.runOrder[1:]
+	}
+	s.evict(th)
+}
+
+// activeRun returns the thread's run that is not finished, if any.
+func (th *thread) activeRun() *run {
+	for _, id := range th.runOrder {
+		if r := th.runs[id]; r != nil && r.activeStatus() {
+			return r
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) now() int64 { return s.cfg.Now().Unix() }
+
+func (s *Simulator) chunkDelay() time.Duration {
+	if s.cfg.ChunkDelay < 0 {
+		return 0
+	}
+	return s.cfg.ChunkDelay
+}
+
+const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// randomID returns prefix_ and 24 random base-62 characters, like the
+// service's ids.
+func randomID(prefix string) string {
+	var b [24]byte
+	out := make([]byte, 0, len(prefix)+1+len(b))
+	out = append(out, prefix...)
+	out = append(out, '_')
+	for len(out) < cap(out) {
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		for _, c := range b {
+			// Reject the top of the byte range so every character is equally likely.
+			if c < 248 && len(out) < cap(out) {
+				out = append(out, idAlphabet[c%62])
+			}
+		}
+	}
+	return string(out)
+}
+
+func orDefault(raw json.RawMessage, def string) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(def)
+	}
+	return raw
+}

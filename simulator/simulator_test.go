@@ -1,0 +1,743 @@
+package simulator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire/simulator"
+)
+
+func simConfig() simulator.Config { return simulator.Config{} }
+
+// fileFlow runs a capture to its file_capture call, answers it like the
+// server would, and returns the call's arguments and both streams.
+func fileFlow(t *testing.T, c *client, text string) (fileArgs, []frame, []frame) {
+	t.Helper()
+	s1 := c.createAndRun(text)
+	wantShape(t, s1, firstTurn()...)
+	r, calls := pendingCalls(t, s1)
+	if len(calls) != 1 {
+		t.Fatalf("want one call, got %d", len(calls))
+	}
+	a := fileCall(t, calls[0])
+	s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: fmt.Sprintf(fileOK, a.Bucket, *a.Confidence, a.Status)})
+	wantShape(t, s2, finalTurn()...)
+	checkRunRules(t, [][]frame{s1, s2})
+	return a, s1, s2
+}
+
+func TestClassifiedBuckets(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text, bucket, title string
+		confidence          float64
+		cue                 string // must appear in the reasoning
+	}{
+		{"Call mom about her birthday on Sunday", "People", "Mom", 0.95, `"call mom"`},
+		{"Finish the launch deck before the Friday deadline", "Projects", "Finish the launch deck before the", 0.95, `"deadline"`},
+		{"What if we made an app that waters plants", "Ideas", "What if we made an app", 0.8, `"what if"`},
+		{"Pay the electricity bill and renew car insurance", "Admin", "Pay the electricity bill and renew", 0.95, `"insurance"`},
+	}
+	c, _ := newSim(t, simConfig())
+	for _, tc := range cases {
+		t.Run(tc.bucket, func(t *testing.T) {
+			a, s1, s2 := fileFlow(t, c, tc.text)
+			if a.Text != tc.text || a.Bucket != tc.bucket || *a.Confidence != tc.confidence ||
+				a.Status != "classified" || a.Title != tc.title || a.Question != nil {
+				t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
+			}
+			reasoning := messages(t, s1)[0]
+			if !strings.Contains(reasoning, "Cues for "+tc.bucket) || !strings.Contains(reasoning, tc.cue) ||
+				!strings.Contains(reasoning, "not a language model") {
+				t.Errorf("reasoning does not explain the cues: %q", reasoning)
+			}
+			if n := deltaCount(s1)[0]; n < 20 {
+				t.Errorf("reasoning streamed in %d chunks, want word-sized chunks", n)
+			}
+			if n := strings.Count(strings.Join(names(s1), " "), "thread.run.step.delta"); n < 5 {
+				t.Errorf("call streamed in %d step deltas, want the name then several argument fragments", n)
+			}
+			if got := messages(t, s2); len(got) != 1 || got[0] != "Filed to "+tc.bucket+"." {
+				t.Errorf("closing message %q", got)
+			}
+			checkFirstTurnObjects(t, s1, tc.text)
+			done := lastRun(t, s2)
+			if done.Status != "completed" || done.Usage == nil || done.Usage.TotalTokens == 0 ||
+				done.CompletedAt == nil || done.ExpiresAt != nil || done.RequiredAction != nil {
+				t.Errorf("completed run %+v", done)
+			}
+		})
+	}
+}
+
+// checkFirstTurnObjects checks the fields a client reads on a new capture.
+func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
+	t.Helper()
+	var th struct {
+		ID        string `json:"id"`
+		Object    string `json:"object"`
+		CreatedAt int64  `json:"created_at"`
+	}
+	if err := json.Unmarshal([]byte(s1[0].Data), &th); err != nil || s1[0].Event != "thread.created" {
+		t.Fatalf("first event %s %s", s1[0].Event, s1[0].Data)
+	}
+	if !strings.HasPrefix(th.ID, "thread_") || th.Object != "thread" || th.CreatedAt != testClock.Unix() {
+		t.Errorf("thread %+v", th)
+	}
+	created := decodeAs[runObj](t, s1[1])
+	if !strings.HasPrefix(created.ID, "run_") || created.ThreadID != th.ID || created.AssistantID != testAgent ||
+		created.Status != "queued" || created.CreatedAt != testClock.Unix() || created.StartedAt != nil ||
+		created.Instructions != testInstructions || created.Usage != nil || created.RequiredAction != nil {
+		t.Errorf("created run %+v", created)
+	}
+	var want, got []any
+	_ = json.Unmarshal([]byte(testTools), &want)
+	b, _ := json.Marshal(created.Tools)
+	_ = json.Unmarshal(b, &got)
+	if fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Errorf("tools not echoed:\n got %v\nwant %v", got, want)
+	}
+	if started := decodeAs[runObj](t, s1[3]); started.Status != "in_progress" || started.StartedAt == nil {
+		t.Errorf("in_progress run %+v", started)
+	}
+	for _, f := range s1 {
+		switch f.Event {
+		case "thread.run.step.created":
+			if st := decodeAs[stepObj](t, f); !strings.HasPrefix(st.ID, "step_") || st.ThreadID != th.ID {
+				t.Errorf("step %+v", st)
+			}
+		case "thread.message.created":
+			if m := decodeAs[messageObj](t, f); !strings.HasPrefix(m.ID, "msg_") || m.RunID != created.ID || m.ThreadID != th.ID {
+				t.Errorf("message %+v", m)
+			}
+		}
+	}
+	r, _ := pendingCalls(t, s1)
+	if r.ID != created.ID || r.ExpiresAt == nil || *r.ExpiresAt != testClock.Unix()+600 {
+		t.Errorf("requires_action run %+v", r)
+	}
+}
+
+func TestPending(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	a, s1, s2 := fileFlow(t, c, "Maybe we could plan Sarah's birthday")
+	if a.Bucket != "Ideas" || *a.Confidence != 0.53 || a.Status != "pending" || a.Question != nil {
+		t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
+	}
+	if r := messages(t, s1)[0]; !strings.Contains(r, "below 0.6: status pending") || !strings.Contains(r, "Cues for People") {
+		t.Errorf("reasoning %q", r)
+	}
+	if got := messages(t, s2); got[0] != "Filed to Ideas, pending your review." {
+		t.Errorf("closing message %q", got)
+	}
+}
+
+func TestMisunderstood(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	for _, tc := range []struct{ text, why string }{
+		{"the thing from earlier", "Nothing tells me where this belongs"},
+		{"xkcd ??? 42 !!", "mostly not words"},
+		{"dentist", "too short"},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			a, s1, s2 := fileFlow(t, c, tc.text)
+			if a.Status != "misunderstood" || a.Question == nil || !strings.HasSuffix(*a.Question, "?") || *a.Confidence > 0.3 {
+				t.Fatalf("arguments %+v", a)
+			}
+			if r := messages(t, s1)[0]; !strings.Contains(r, tc.why) || !strings.Contains(r, *a.Question) {
+				t.Errorf("reasoning %q does not say %q and ask %q", r, tc.why, *a.Question)
+			}
+			if got := messages(t, s2)[0]; !strings.Contains(got, "clarification") {
+				t.Errorf("closing message %q", got)
+			}
+		})
+	}
+}
+
+func TestInvalidBucketRetry(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s1 := c.createAndRun("#invalid-bucket Call mom about her birthday")
+	wantShape(t, s1, firstTurn()...)
+	r, calls := pendingCalls(t, s1)
+	if a := fileCall(t, calls[0]); a.Bucket != "Misc" {
+		t.Fatalf("first call files %q, want Misc", a.Bucket)
+	}
+	s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"error":"invalid_bucket","message":"unknown bucket \"Misc\"","valid_values":["People","Projects","Ideas","Admin"]}`})
+	wantShape(t, s2, seq(resumed, messageStep, toolStep, toRequire)...)
+	if m := messages(t, s2)[0]; !strings.Contains(m, `"Misc"`) || !strings.Contains(m, "Retrying with People") {
+		t.Errorf("retry reasoning %q", m)
+	}
+	_, retry := pendingCalls(t, s2)
+	a := fileCall(t, retry[0])
+	if a.Bucket != "People" || a.Status != "classified" || retry[0].ID == calls[0].ID {
+		t.Errorf("retry %+v (id %s)", a, retry[0].ID)
+	}
+	s3 := c.submit(r.ThreadID, r.ID, map[string]string{retry[0].ID: fmt.Sprintf(fileOK, "People", 0.95, "classified")})
+	wantShape(t, s3, finalTurn()...)
+	checkRunRules(t, [][]frame{s1, s2, s3})
+
+	t.Run("accepted without retry", func(t *testing.T) {
+		s1 := c.createAndRun("#invalid-bucket Call mom")
+		r, calls := pendingCalls(t, s1)
+		s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"bucket":"Misc","confidence":0.8,"item_id":"x","status":"classified"}`})
+		wantShape(t, s2, finalTurn()...)
+	})
+}
+
+func TestFileCaptureErrorEndsRun(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s1 := c.createAndRun("Call mom")
+	r, calls := pendingCalls(t, s1)
+	s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"error":"store_failed","message":"the capture could not be filed"}`})
+	wantShape(t, s2, finalTurn()...)
+	if m := messages(t, s2)[0]; m != "I couldn't file this capture (store_failed: the capture could not be filed)." {
+		t.Errorf("closing message %q", m)
+	}
+}
+
+func TestTwoCalls(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s1 := c.createAndRun("#two-calls Call mom about her birthday and finish the deck")
+	wantShape(t, s1, firstTurn()...)
+	r, calls := pendingCalls(t, s1)
+	if len(calls) != 2 || calls[0].ID == calls[1].ID {
+		t.Fatalf("calls %+v", calls)
+	}
+	first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
+	if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
+		t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
+	}
+	s2 := c.submit(r.ThreadID, r.ID, map[string]string{
+		calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
+		calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
+	})
+	wantShape(t, s2, finalTurn()...)
+	if st := decodeAs[stepObj](t, s2[0]); len(st.StepDetails.ToolCalls) != 2 || *st.StepDetails.ToolCalls[1].Function.Output == "" {
+		t.Errorf("completed tool step %+v", st)
+	}
+	if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
+		t.Errorf("closing message %q", m)
+	}
+}
+
+func TestNoTool(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s := c.createAndRun("#no-tool Call mom")
+	wantShape(t, s, seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
+	done := lastRun(t, s)
+	if done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
+		t.Errorf("run %+v", done)
+	}
+	if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
+		t.Errorf("message %q", messages(t, s)[0])
+	}
+	checkRunRules(t, [][]frame{s})
+
+	// Without file_capture on offer the agent can only answer in text.
+	for name, extra := range map[string]map[string]any{
+		"tool_choice none": {"tool_choice": "none", "tools": json.RawMessage(testTools)},
+		"no file_capture":  {"tools": []any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := map[string]any{"assistant_id": testAgent, "thread": map[string]any{"messages": []any{userMessage("Call mom")}}}
+			for k, v := range extra {
+				body[k] = v
+			}
+			wantShape(t, c.stream("/threads/runs", body), seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
+		})
+	}
+}
+
+func TestFail(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s := c.createAndRun("Call mom #fail")
+	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"})...)
+	r := lastRun(t, s)
+	if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
+		t.Errorf("failed run %+v", r)
+	}
+	var got runObj
+	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
+	if got.Status != "failed" {
+		t.Errorf("GET run: status %q", got.Status)
+	}
+}
+
+func TestErrorEvent(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	s := c.createAndRun("#error-event Call mom")
+	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"error"})...)
+	var e struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
+		t.Errorf("error payload %s", s[len(s)-1].Data)
+	}
+	r := lastRun(t, s)
+	var got runObj
+	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
+	if got.Status != "failed" {
+		t.Errorf("GET run after error event: status %q", got.Status)
+	}
+}
+
+func TestLongChunks(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	for _, n := range []int{3, 300} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := c.createAndRun(fmt.Sprintf("Call mom #long:%d", n))
+			wantShape(t, s, firstTurn()...)
+			if got := deltaCount(s); len(got) != 1 || got[0] != n {
+				t.Errorf("reasoning chunks %v, want [%d]", got, n)
+			}
+			checkRunRules(t, [][]frame{s})
+		})
+	}
+}
+
+func TestVoice(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	const url = "http://127.0.0.1:10000/devstoreaccount1/audio/u1/abc.m4a"
+	for _, tc := range []struct{ name, output string }{
+		{"json transcript", `{"text":"Renew the car insurance before Friday"}`},
+		{"plain transcript", `Renew the car insurance before Friday`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s1 := c.createAndRun("audio: " + url)
+			wantShape(t, s1, firstTurn()...)
+			r, calls := pendingCalls(t, s1)
+			if len(calls) != 1 || calls[0].Function.Name != "transcribe_audio" || calls[0].Function.Arguments != `{"blob_url":"`+url+`"}` {
+				t.Fatalf("calls %+v", calls)
+			}
+			s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: tc.output})
+			wantShape(t, s2, seq(resumed, messageStep, toolStep, toRequire)...)
+			if m := messages(t, s2)[0]; !strings.Contains(m, "The transcript reads") {
+				t.Errorf("reasoning %q", m)
+			}
+			_, calls = pendingCalls(t, s2)
+			a := fileCall(t, calls[0])
+			if a.Text != "Renew the car insurance before Friday" || a.Bucket != "Admin" || a.Status != "classified" {
+				t.Errorf("arguments %+v", a)
+			}
+			s3 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: fmt.Sprintf(fileOK, "Admin", *a.Confidence, a.Status)})
+			wantShape(t, s3, finalTurn()...)
+			checkRunRules(t, [][]frame{s1, s2, s3})
+		})
+	}
+	t.Run("transcription error", func(t *testing.T) {
+		s1 := c.createAndRun("audio: " + url)
+		r, calls := pendingCalls(t, s1)
+		s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"error":"unsupported_format","message":"audio/x-foo is not supported"}`})
+		wantShape(t, s2, finalTurn()...)
+		if m := messages(t, s2)[0]; !strings.Contains(m, "couldn't transcribe") {
+			t.Errorf("closing message %q", m)
+		}
+	})
+}
+
+func TestFollowUpOnSameThread(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	a, s1, _ := fileFlow(t, c, "the thing from earlier")
+	if a.Status != "misunderstood" {
+		t.Fatalf("first pass %+v", a)
+	}
+	threadID := lastRun(t, s1).ThreadID
+	s := c.stream("/threads/"+threadID+"/runs", map[string]any{
+		"assistant_id":            testAgent,
+		"additional_messages":     []any{userMessage("It's my dentist appointment next week")},
+		"additional_instructions": "This is a clarification.",
+		"tools":                   json.RawMessage(testTools),
+	})
+	wantShape(t, s, seq(runStart, messageStep, toolStep, toRequire)...)
+	r, calls := pendingCalls(t, s)
+	if r.ThreadID != threadID || !strings.HasSuffix(r.Instructions, "This is a clarification.") {
+		t.Errorf("follow-up run %+v", r)
+	}
+	got := fileCall(t, calls[0])
+	if got.Bucket != "Admin" || got.Status != "classified" || got.Text != "the thing from earlier\nIt's my dentist appointment next week" {
+		t.Errorf("follow-up arguments %+v", got)
+	}
+	if m := messages(t, s)[0]; !strings.Contains(m, "clarification") {
+		t.Errorf("reasoning %q", m)
+	}
+	done := c.submit(threadID, r.ID, map[string]string{calls[0].ID: fmt.Sprintf(fileOK, "Admin", *got.Confidence, got.Status)})
+	wantShape(t, done, finalTurn()...)
+
+	var list struct {
+		Object string       `json:"object"`
+		Data   []messageObj `json:"data"`
+	}
+	c.call(http.MethodGet, "/threads/"+threadID+"/messages?order=asc&limit=100", nil, http.StatusOK, &list)
+	var roles []string
+	for _, m := range list.Data {
+		roles = append(roles, m.Role)
+	}
+	want := []string{"user", "assistant", "assistant", "user", "assistant", "assistant"}
+	if list.Object != "list" || !slices.Equal(roles, want) {
+		t.Errorf("thread messages %v, want %v", roles, want)
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	const text = "#two-calls Lunch with Sarah to brainstorm the launch"
+	var args, reasoning, shapes []string
+	for range 2 {
+		s := c.createAndRun(text)
+		_, calls := pendingCalls(t, s)
+		var a []string
+		for _, call := range calls {
+			a = append(a, call.Function.Arguments)
+		}
+		args = append(args, strings.Join(a, "|"))
+		reasoning = append(reasoning, messages(t, s)[0])
+		shapes = append(shapes, strings.Join(names(s), " "))
+	}
+	if args[0] != args[1] || reasoning[0] != reasoning[1] || shapes[0] != shapes[1] {
+		t.Errorf("two runs differ:\n%q\n%q\n%q\n%q", args[0], args[1], reasoning[0], reasoning[1])
+	}
+	if v1, v2 := simulator.Classify(text), simulator.Classify(text); fmt.Sprint(v1) != fmt.Sprint(v2) {
+		t.Errorf("Classify differs: %+v vs %+v", v1, v2)
+	}
+}
+
+func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simulator.Config{ChunkDelay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body := map[string]any{
+		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
+		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
+	}
+	resp := c.request(ctx, http.MethodPost, "/threads/runs", body)
+	defer resp.Body.Close()
+	p := newSSEReader(resp.Body)
+	var frames []frame
+	var run runObj
+	for {
+		f, err := p.next()
+		if err != nil {
+			t.Fatalf("before the pause: %v", err)
+		}
+		frames = append(frames, f)
+		if f.Event == "thread.run.created" {
+			run = decodeAs[runObj](t, f)
+		}
+		if f.Event == "thread.message.in_progress" {
+			break // the next chunk is a minute away
+		}
+	}
+	start := time.Now()
+	var cancelled runObj
+	c.call(http.MethodPost, "/threads/"+run.ThreadID+"/runs/"+run.ID+"/cancel", nil, http.StatusOK, &cancelled)
+	if cancelled.Status != "cancelling" {
+		t.Errorf("cancel answered status %q", cancelled.Status)
+	}
+	for {
+		f, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("stream took %v to end after cancel", d)
+	}
+	checkFraming(t, frames)
+	wantShape(t, frames, "thread.created", "thread.run.created", "thread.run.queued", "thread.run.in_progress",
+		"thread.run.step.created", "thread.run.step.in_progress", "thread.message.created", "thread.message.in_progress",
+		"thread.run.cancelling", "thread.run.cancelled", "done")
+	var got runObj
+	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
+	if got.Status != "cancelled" || got.CancelledAt == nil {
+		t.Errorf("run after cancel %+v", got)
+	}
+	c.call(http.MethodPost, "/threads/"+run.ThreadID+"/runs/"+run.ID+"/cancel", nil, http.StatusBadRequest, nil)
+}
+
+func TestCancelWhileAwaitingOutputs(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	var queued runObj
+	c.call(http.MethodPost, "/threads/runs", map[string]any{
+		"assistant_id": testAgent, "tools": json.RawMessage(testTools),
+		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
+	}, http.StatusOK, &queued)
+	var got runObj
+	c.call(http.MethodPost, "/threads/"+queued.ThreadID+"/runs/"+queued.ID+"/cancel", nil, http.StatusOK, &got)
+	if got.Status != "cancelling" {
+		t.Errorf("cancel answered %q", got.Status)
+	}
+	c.call(http.MethodGet, "/threads/"+queued.ThreadID+"/runs/"+queued.ID, nil, http.StatusOK, &got)
+	if got.Status != "cancelled" {
+		t.Errorf("run status %q", got.Status)
+	}
+}
+
+// TestDisconnectFreesHandler: a client that goes away mid-pause releases
+// the handler at once, and the run still reaches requires_action.
+func TestDisconnectFreesHandler(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New(simulator.Config{ChunkDelay: time.Minute, Now: func() time.Time { return testClock }})
+	var inFlight atomic.Int32
+	returned := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer func() {
+			inFlight.Add(-1)
+			returned <- struct{}{}
+		}()
+		sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := &client{t: t, base: srv.URL, hc: srv.Client()}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := c.request(ctx, http.MethodPost, "/threads/runs", map[string]any{
+		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
+		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
+	})
+	p := newSSEReader(resp.Body)
+	var run runObj
+	for {
+		f, err := p.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Event == "thread.run.created" {
+			run = decodeAs[runObj](t, f)
+		}
+		if f.Event == "thread.message.in_progress" {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler still running 5s after the client left")
+	}
+	var got runObj
+	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
+	<-returned
+	if got.Status != "requires_action" || got.RequiredAction == nil {
+		t.Errorf("run after disconnect %+v", got)
+	}
+	if n := inFlight.Load(); n != 0 {
+		t.Errorf("%d handlers still running", n)
+	}
+}
+
+func TestNonStreamed(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	var th struct {
+		ID string `json:"id"`
+	}
+	c.call(http.MethodPost, "/threads", map[string]any{"messages": []any{userMessage("Renew my passport")}}, http.StatusOK, &th)
+	var queued runObj
+	c.call(http.MethodPost, "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": testAgent, "tools": json.RawMessage(testTools)}, http.StatusOK, &queued)
+	if queued.Status != "queued" || queued.ThreadID != th.ID {
+		t.Fatalf("create answered %+v", queued)
+	}
+	var r runObj
+	c.call(http.MethodGet, "/threads/"+th.ID+"/runs/"+queued.ID, nil, http.StatusOK, &r)
+	if r.Status != "requires_action" || len(r.RequiredAction.SubmitToolOutputs.ToolCalls) != 1 {
+		t.Fatalf("run %+v", r)
+	}
+	call := r.RequiredAction.SubmitToolOutputs.ToolCalls[0]
+	if a := fileCall(t, call); a.Bucket != "Admin" {
+		t.Errorf("arguments %+v", a)
+	}
+	// A thread with a run awaiting outputs takes no messages or runs.
+	c.call(http.MethodPost, "/threads/"+th.ID+"/messages", userMessage("more"), http.StatusBadRequest, nil)
+	c.call(http.MethodPost, "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": testAgent}, http.StatusBadRequest, nil)
+
+	c.call(http.MethodPost, "/threads/"+th.ID+"/runs/"+r.ID+"/submit_tool_outputs",
+		map[string]any{"tool_outputs": toolOutputs(map[string]string{call.ID: `{"bucket":"Admin"}`})}, http.StatusOK, &r)
+	if r.Status != "queued" {
+		t.Errorf("submit answered %q", r.Status)
+	}
+	c.call(http.MethodGet, "/threads/"+th.ID+"/runs/"+r.ID, nil, http.StatusOK, &r)
+	if r.Status != "completed" || r.Usage == nil || r.Usage.TotalTokens != r.Usage.PromptTokens+r.Usage.CompletionTokens {
+		t.Errorf("run %+v", r)
+	}
+	var list struct {
+		Data    []messageObj `json:"data"`
+		FirstID string       `json:"first_id"`
+	}
+	c.call(http.MethodGet, "/threads/"+th.ID+"/messages?limit=1", nil, http.StatusOK, &list)
+	if len(list.Data) != 1 || list.Data[0].Role != "assistant" || list.Data[0].Content[0].Text.Value != "Filed to Admin." {
+		t.Errorf("newest message %+v", list.Data)
+	}
+}
+
+func TestProtocolErrors(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simConfig())
+	type errBody struct {
+		Error struct {
+			Code    *string `json:"code"`
+			Message *string `json:"message"`
+			Type    *string `json:"type"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}
+	check := func(t *testing.T, resp *http.Response, status int, code string) {
+		t.Helper()
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var e errBody
+		if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != status || e.Error.Code == nil || *e.Error.Code != code ||
+			e.Error.Message == nil || *e.Error.Message == "" || e.Error.Type == nil {
+			t.Errorf("status %d body %s, want %d %s", resp.StatusCode, b, status, code)
+		}
+		var raw map[string]map[string]json.RawMessage
+		_ = json.Unmarshal(b, &raw)
+		if _, ok := raw["error"]["param"]; !ok {
+			t.Errorf("error without param: %s", b)
+		}
+	}
+	do := func(method, path, auth string) *http.Response {
+		req, _ := http.NewRequest(method, c.base+path, strings.NewReader(`{}`))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	t.Run("missing api-version", func(t *testing.T) {
+		resp := do(http.MethodPost, "/threads/runs", "Bearer x")
+		check(t, resp, http.StatusBadRequest, "MissingApiVersionParameter")
+	})
+	t.Run("missing token", func(t *testing.T) {
+		check(t, do(http.MethodGet, "/threads/thread_x?api-version=v1", ""), http.StatusUnauthorized, "unauthorized")
+		check(t, do(http.MethodGet, "/threads/thread_x?api-version=v1", "Basic abc"), http.StatusUnauthorized, "unauthorized")
+	})
+	t.Run("unknown thread", func(t *testing.T) {
+		check(t, c.request(context.Background(), http.MethodGet, "/threads/thread_nope/runs/run_nope", nil), http.StatusNotFound, "not_found")
+		check(t, c.request(context.Background(), http.MethodPost, "/threads/thread_nope/runs", map[string]any{"assistant_id": testAgent}), http.StatusNotFound, "not_found")
+		check(t, c.request(context.Background(), http.MethodGet, "/threads/thread_nope/messages", nil), http.StatusNotFound, "not_found")
+	})
+	t.Run("unknown run", func(t *testing.T) {
+		s := c.createAndRun("#no-tool hello there")
+		r := lastRun(t, s)
+		check(t, c.request(context.Background(), http.MethodGet, "/threads/"+r.ThreadID+"/runs/run_nope", nil), http.StatusNotFound, "not_found")
+		check(t, c.request(context.Background(), http.MethodPost, "/threads/"+r.ThreadID+"/runs/run_nope/submit_tool_outputs",
+			map[string]any{"tool_outputs": []any{}}), http.StatusNotFound, "not_found")
+	})
+	t.Run("missing assistant", func(t *testing.T) {
+		check(t, c.request(context.Background(), http.MethodPost, "/threads/runs", map[string]any{"stream": true}), http.StatusBadRequest, "invalid_request")
+	})
+	t.Run("bare paths", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(c.base, simulator.ProjectPath)+"/assistants/"+simulator.DefaultAgentID+"?api-version=v1", nil)
+		req.Header.Set("Authorization", "Bearer x")
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("bare path: status %d", resp.StatusCode)
+		}
+	})
+	t.Run("bad submit", func(t *testing.T) {
+		s1 := c.createAndRun("#two-calls Call mom and finish the deck")
+		r, calls := pendingCalls(t, s1)
+		path := "/threads/" + r.ThreadID + "/runs/" + r.ID + "/submit_tool_outputs"
+		bad := map[string][]map[string]any{
+			"missing one":  {{"tool_call_id": calls[0].ID, "output": "ok"}},
+			"unknown id":   {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": "call_other", "output": "ok"}},
+			"duplicate id": {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": calls[0].ID, "output": "ok"}},
+			"not a string": {{"tool_call_id": calls[0].ID, "output": map[string]any{"a": 1}}, {"tool_call_id": calls[1].ID, "output": "ok"}},
+			"no id":        {{"output": "ok"}, {"tool_call_id": calls[1].ID, "output": "ok"}},
+		}
+		for name, outs := range bad {
+			resp := c.request(context.Background(), http.MethodPost, path, map[string]any{"tool_outputs": outs, "stream": true})
+			t.Run(name, func(t *testing.T) { check(t, resp, http.StatusBadRequest, "invalid_request") })
+		}
+		var still runObj
+		c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &still)
+		if still.Status != "requires_action" {
+			t.Fatalf("after bad submits: status %q", still.Status)
+		}
+		done := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: "ok", calls[1].ID: "ok"})
+		wantShape(t, done, finalTurn()...)
+		resp := c.request(context.Background(), http.MethodPost, path,
+			map[string]any{"tool_outputs": []any{map[string]any{"tool_call_id": calls[0].ID, "output": "ok"}}})
+		check(t, resp, http.StatusBadRequest, "invalid_request") // not in requires_action any more
+	})
+}
+
+func TestEvictsLeastRecentlyUsedThreads(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simulator.Config{MaxThreads: 2})
+	ids := make([]string, 3)
+	for i := range ids {
+		var th struct {
+			ID string `json:"id"`
+		}
+		c.call(http.MethodPost, "/threads", map[string]any{}, http.StatusOK, &th)
+		ids[i] = th.ID
+		if i == 1 {
+			c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil) // ids[0] is now the newer one
+		}
+	}
+	c.call(http.MethodGet, "/threads/"+ids[1], nil, http.StatusNotFound, nil)
+	c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil)
+	c.call(http.MethodGet, "/threads/"+ids[2], nil, http.StatusOK, nil)
+}
+
+// TestServe runs the simulator on a real listener until its context ends.
+func TestServe(t *testing.T) {
+	t.Parallel()
+	sim := simulator.New(simulator.Config{ChunkDelay: -1})
+	ln, err := newLoopbackListener()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- sim.Serve(ctx, ln) }()
+	c := &client{t: t, base: "http://" + ln.Addr().String() + simulator.ProjectPath, hc: &http.Client{}}
+	c.createAndRun("Call mom")
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}

@@ -1,0 +1,175 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// sseEvent is one frame ready to write.
+type sseEvent struct {
+	name string
+	data []byte
+}
+
+// stream writes a turn as server-sent events, pacing message chunks. A
+// cancel ends it with cancelling/cancelled; a client that goes away leaves
+// the run to finish at once, as the service keeps running it.
+func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if err := flush(rc); err != nil {
+		s.runDetachedLocked(t, t.frames)
+		return
+	}
+	delay := s.chunkDelay()
+	for i, f := range t.frames {
+		if f.pace && delay > 0 {
+			pause(ctx, t, delay)
+		}
+		if ctx.Err() != nil {
+			s.runDetachedLocked(t, t.frames[i:])
+			return
+		}
+		s.mu.Lock()
+		if t.cancelled {
+			tail := s.finishCancel(t)
+			s.mu.Unlock()
+			writeAll(w, rc, tail)
+			return
+		}
+		payload := f.apply(s.now())
+		var data []byte
+		var err error
+		if f.event != "" {
+			data, err = marshalLine(payload)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			// Unreachable with the wire types above; end the run rather than the process.
+			s.runDetachedLocked(t, t.frames[i+1:])
+			writeAll(w, rc, []sseEvent{errorFrame(fmt.Errorf("simulator: %w", err))})
+			return
+		}
+		if f.event == "" {
+			continue
+		}
+		if err := writeEvent(w, rc, sseEvent{f.event, data}); err != nil {
+			s.runDetachedLocked(t, t.frames[i+1:])
+			return
+		}
+	}
+	s.mu.Lock()
+	var tail []sseEvent
+	if t.cancelled {
+		tail = s.finishCancel(t)
+	} else {
+		s.release(t)
+		if t.done {
+			tail = []sseEvent{doneFrame()}
+		}
+	}
+	s.mu.Unlock()
+	writeAll(w, rc, tail)
+}
+
+// pause waits d, or less if the run is cancelled or the client goes away.
+func pause(ctx context.Context, t *turn, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.cancelCh:
+	case <-ctx.Done():
+	}
+}
+
+// runDetachedLocked is runDetached for callers not holding s.mu.
+func (s *Simulator) runDetachedLocked(t *turn, frames []frame) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runDetached(t, frames)
+}
+
+// runDetached applies frames without writing them; the caller holds s.mu.
+func (s *Simulator) runDetached(t *turn, frames []frame) {
+	for _, f := range frames {
+		if t.cancelled {
+			s.finishCancel(t)
+			return
+		}
+		f.apply(s.now())
+	}
+	if t.cancelled {
+		s.finishCancel(t)
+		return
+	}
+	s.release(t)
+}
+
+// finishCancel moves the run to cancelled and returns the closing frames;
+// the caller holds s.mu.
+func (s *Simulator) finishCancel(t *turn) []sseEvent {
+	r := t.run
+	var out []sseEvent
+	r.obj.Status = "cancelling"
+	if b, err := marshalLine(r.obj); err == nil {
+		out = append(out, sseEvent{"thread.run.cancelling", b})
+	}
+	cancelRun(&r.obj, s.now())
+	r.pending, r.toolStep = nil, nil
+	if b, err := marshalLine(r.obj); err == nil {
+		out = append(out, sseEvent{"thread.run.cancelled", b})
+	}
+	s.release(t)
+	return append(out, doneFrame())
+}
+
+// release marks the turn delivered; the caller holds s.mu.
+func (s *Simulator) release(t *turn) {
+	if t.run.active == t {
+		t.run.active = nil
+	}
+}
+
+func doneFrame() sseEvent { return sseEvent{"done", []byte("[DONE]")} }
+
+func errorFrame(err error) sseEvent {
+	b, _ := marshalLine(errorEvent{Code: "server_error", Message: err.Error()}) // two strings always encode
+	return sseEvent{"error", b}
+}
+
+func writeAll(w io.Writer, rc *http.ResponseController, events []sseEvent) {
+	for _, e := range events {
+		if writeEvent(w, rc, e) != nil {
+			return // the client is gone; the run's state is already final
+		}
+	}
+}
+
+func writeEvent(w io.Writer, rc *http.ResponseController, e sseEvent) error {
+	buf := make([]byte, 0, len(e.name)+len(e.data)+16)
+	buf = append(buf, "event: "...)
+	buf = append(buf, e.name...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, e.data...)
+	buf = append(buf, "\n\n"...)
+	if _, err := w.Write(buf); err != nil {
+		return fmt.Errorf("write event %s: %w", e.name, err)
+	}
+	return flush(rc)
+}
+
+func flush(rc *http.ResponseController) error {
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}

@@ -1,33 +1,21 @@
 package simulator_test
 
 import (
+	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/brainwire/brainwire/internal/recordings"
 )
 
-const recordingsDir = "../../shared/foundry-recordings"
-
 // The recorded streams of one real run, in the order they were received.
-var recordingFiles = []string{
-	"main_stream_response.txt",
-	"fetch_current_datetime_and_weather_stream_response.txt",
-	"send_email_stream_response.txt",
-}
-
 func loadRecordings(t *testing.T) [][]frame {
 	t.Helper()
 	var out [][]frame
-	for _, name := range recordingFiles {
-		f, err := os.Open(filepath.Join(recordingsDir, name))
-		if err != nil {
-			t.Skipf("recordings not available: %v", err)
-		}
-		frames := parseSSE(t, f)
-		f.Close()
+	for _, name := range recordings.Names {
+		frames := parseSSE(t, bytes.NewReader(recordings.Read(t, name)))
 		checkFraming(t, frames)
 		out = append(out, frames)
 	}

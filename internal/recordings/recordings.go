@@ -1,0 +1,53 @@
+// Package recordings locates the recorded Foundry Agent Service streams that
+// tests use as parser test vectors. They live in shared/foundry-recordings
+// beside the repository; tests skip without them locally and fail under CI,
+// where they must be present.
+package recordings
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Names of the recorded streams, in the order the run produced them.
+var Names = []string{
+	"main_stream_response.txt",
+	"fetch_current_datetime_and_weather_stream_response.txt",
+	"send_email_stream_response.txt",
+}
+
+// Dir returns the recordings directory.
+func Dir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		p := filepath.Join(dir, "shared", "foundry-recordings")
+		if _, err := os.Stat(filepath.Join(p, Names[0])); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("shared/foundry-recordings not found beside the repository")
+	}
+	t.Skip("shared/foundry-recordings not found beside the repository")
+	return ""
+}
+
+// Read returns one recording's bytes.
+func Read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/azureblob"
+	"github.com/brainwire/brainwire/cosmos"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/localblob"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/transcription"
+)
+
+// backends are the dependencies `serve` wires into the server.
+type backends struct {
+	provider    brainwire.Provider
+	store       brainwire.Store
+	blobs       brainwire.BlobStore
+	transcriber brainwire.Transcriber
+	// closers run in reverse order on shutdown.
+	closers []func()
+}
+
+func (b *backends) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// credential returns DefaultAzureCredential, created once on first use, so
+// a configuration that needs no Entra token never touches it.
+type credential struct {
+	cred azcore.TokenCredential
+	err  error
+	done bool
+}
+
+func (c *credential) get() (azcore.TokenCredential, error) {
+	if !c.done {
+		c.cred, c.err = azidentity.NewDefaultAzureCredential(nil)
+		c.done = true
+	}
+	return c.cred, c.err
+}
+
+func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger) (_ *backends, err error) {
+	b := &backends{}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	var cred credential
+	if b.provider, err = openProvider(ctx, cfg, &cred, b, log); err != nil {
+		return nil, err
+	}
+	if b.store, err = openStore(ctx, cfg, getenv, &cred, initDB, log); err != nil {
+		return nil, err
+	}
+	b.closers = append(b.closers, func() { _ = b.store.Close() })
+	if b.blobs, err = openBlobs(ctx, cfg, getenv, &cred, log); err != nil {
+		return nil, err
+	}
+	if b.transcriber, err = openTranscriber(getenv, &cred, log); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// upstreamClient is the HTTP client for the agent service: no overall
+// timeout (runs stream for as long as the run timeout allows), but bounded
+// connection set-up and time to the first response byte.
+func upstreamClient(auth func(http.RoundTripper) http.RoundTripper) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = 30 * time.Second
+	return &http.Client{Transport: auth(t)}
+}
+
+func openProvider(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (brainwire.Provider, error) {
+	endpoint, agentID, token := cfg.FoundryEndpoint, cfg.FoundryAgentID, cfg.FoundryToken
+	if endpoint == "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("starting the simulator: %w", err)
+		}
+		sim := simulator.New(simulator.Config{ChunkDelay: cfg.SimChunkDelay})
+		simCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
+		b.closers = append(b.closers, func() { stop(); <-done })
+		endpoint = "http://" + l.Addr().String() + simulator.ProjectPath
+		agentID, token = simulator.DefaultAgentID, "simulator"
+		log.Warn("AZURE_AI_PROJECT_ENDPOINT is not set: captures go to the built-in offline simulator "+
+			"(a deterministic keyword classifier, not an LLM)", "endpoint", endpoint)
+	}
+	var auth func(http.RoundTripper) http.RoundTripper
+	if token != "" {
+		auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }
+	} else {
+		c, err := cred.get()
+		if err != nil {
+			return nil, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
+		}
+		auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }
+	}
+	client, err := foundry.NewClient(endpoint, upstreamClient(auth), foundry.WithAPIVersion(cfg.FoundryAPIVersion))
+	if err != nil {
+		return nil, fmt.Errorf("AZURE_AI_PROJECT_ENDPOINT: %w", err)
+	}
+	if cfg.FoundryEndpoint != "" {
+		log.Info("agent: Azure AI Foundry Agent Service", "endpoint", endpoint, "agent_id", agentID, "api_version", cfg.FoundryAPIVersion)
+	}
+	return foundry.NewProvider(client, agentID), nil
+}
+
+func openStore(ctx context.Context, cfg config, getenv func(string) string, cred *credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {
+	endpoint := getenv("COSMOS_ENDPOINT")
+	if endpoint == "" {
+		if initDB {
+			log.Info("--init-db: the SQLite store creates its schema on open")
+		}
+		path := filepath.Join(cfg.DataDir, "brainwire.db")
+		st, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("store: SQLite", "path", path)
+		return st, nil
+	}
+	cc := cosmos.Config{Endpoint: endpoint, Key: getenv("COSMOS_KEY"), Database: getenv("COSMOS_DATABASE"), Logger: log}
+	if cc.Key == "" {
+		c, err := cred.get()
+		if err != nil {
+			return nil, fmt.Errorf("Cosmos DB credentials (set COSMOS_KEY or configure Entra ID): %w", err)
+		}
+		cc.Credential = c
+	}
+	st, err := cosmos.Open(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	if initDB {
+		if err := st.EnsureContainers(ctx); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("--init-db: %w", err)
+		}
+		log.Info("--init-db: database and containers are in place")
+	}
+	log.Info("store: Azure Cosmos DB", "endpoint", endpoint, "database", st.Database())
+	return st, nil
+}
+
+func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.BlobStore, error) {
+	container := getenv("AZURE_STORAGE_CONTAINER")
+	if container == "" {
+		container = "voice-captures"
+	}
+	var bc azureblob.Config
+	switch {
+	case getenv("AZURE_STORAGE_CONNECTION_STRING") != "":
+		var err error
+		if bc, err = azureblob.ConfigFromConnectionString(getenv("AZURE_STORAGE_CONNECTION_STRING"), container); err != nil {
+			return nil, fmt.Errorf("AZURE_STORAGE_CONNECTION_STRING: %w", err)
+		}
+	case getenv("AZURE_STORAGE_ACCOUNT_URL") != "":
+		c, err := cred.get()
+		if err != nil {
+			return nil, fmt.Errorf("Blob Storage credentials: %w", err)
+		}
+		bc = azureblob.Config{AccountURL: getenv("AZURE_STORAGE_ACCOUNT_URL"), Container: container, TokenCredential: c}
+	default:
+		dir := filepath.Join(cfg.DataDir, "audio")
+		st, err := localblob.New(dir)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("audio storage: local directory", "dir", dir)
+		return st, nil
+	}
+	st, err := azureblob.New(bc)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.EnsureContainer(ctx); err != nil {
+		return nil, fmt.Errorf("audio container %q: %w", container, err)
+	}
+	log.Info("audio storage: Azure Blob Storage", "container", container)
+	return st, nil
+}
+
+func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
+	endpoint := getenv("AZURE_OPENAI_ENDPOINT")
+	if endpoint == "" {
+		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures get a clear tool error")
+		return nil, nil
+	}
+	tc := transcription.Config{
+		Endpoint:   endpoint,
+		Deployment: getenv("AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT"),
+		APIVersion: getenv("AZURE_OPENAI_API_VERSION"),
+		APIKey:     getenv("AZURE_OPENAI_API_KEY"),
+		Language:   getenv("AZURE_OPENAI_TRANSCRIPTION_LANGUAGE"),
+	}
+	if tc.Deployment == "" {
+		return nil, errors.New("AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT is required with AZURE_OPENAI_ENDPOINT")
+	}
+	if tc.APIKey == "" {
+		c, err := cred.get()
+		if err != nil {
+			return nil, fmt.Errorf("Azure OpenAI credentials (set AZURE_OPENAI_API_KEY or configure Entra ID): %w", err)
+		}
+		tc.TokenCredential = c
+	}
+	t, err := transcription.New(tc, &http.Client{Timeout: 2 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("transcription: Azure OpenAI", "endpoint", endpoint, "deployment", tc.Deployment)
+	return t, nil
+}

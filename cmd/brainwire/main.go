@@ -1,0 +1,68 @@
+// Command brainwire is the capture backend's one binary.
+//
+//	brainwire serve    run the capture server
+//	brainwire sim      run the offline Foundry simulator on its own
+//
+// Configuration comes from the environment; see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "brainwire:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `usage: brainwire <command> [flags]
+
+commands:
+  serve   run the capture server (simulator + SQLite unless Azure is configured)
+  sim     run the offline Foundry Agent Service simulator (not an LLM)
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	logger := newLogger(getenv("BRAINWIRE_LOG_FORMAT"), stderr)
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, logger)
+	case "sim":
+		return sim(ctx, args[1:], getenv, stdout, logger)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}

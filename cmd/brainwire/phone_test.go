@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire/internal/npmtest"
+)
+
+const phoneKey = "phone-test-key-0123456789"
+
+// startServe runs `brainwire serve` in-process on embedded defaults (the
+// simulator and SQLite) and returns its base URL.
+func startServe(t *testing.T, extraEnv map[string]string) string {
+	t.Helper()
+	env := map[string]string{
+		"BRAINWIRE_ADDR":            "127.0.0.1:0",
+		"BRAINWIRE_DATA_DIR":        t.TempDir(),
+		"BRAINWIRE_API_KEYS":        phoneKey + ":phone-user",
+		"BRAINWIRE_SIM_CHUNK_DELAY": "2ms",
+	}
+	for k, v := range extraEnv {
+		env[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	logs := &bytes.Buffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case addr := <-addrc:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("serve exited: %v\n%s", err, logs)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not start:\n%s", logs)
+	}
+	return ""
+}
+
+// TestPhoneClientParsesTheStream drives the phone app's own SSE client
+// (react-native-sse under Node) against the real server and checks it
+// receives the whole capture-v2 sequence through its message listener.
+func TestPhoneClientParsesTheStream(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	npmtest.Bin(t, "cosmosdb-server") // proves testenv/node_modules is installed
+	base := startServe(t, nil)
+	script, _ := filepath.Abs("../../testenv/phone-client.cjs")
+
+	cases := []struct {
+		text    string
+		outcome string
+	}{
+		{"Call mom about her birthday on Sunday", "CLASSIFIED"},
+		{"asdf qwerty zxcv", "MISUNDERSTOOD"},
+		{"Renew the car insurance before Friday #fail", "ERROR"},
+	}
+	for _, c := range cases {
+		t.Run(c.outcome, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]string{"text": c.text})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, script, base+"/api/capture", phoneKey, string(body))
+			cmd.Dir = filepath.Dir(script)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("phone client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+			}
+			var got struct {
+				Events []map[string]any
+				Errors []any
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("phone client output %q: %v", out, err)
+			}
+			var types []string
+			for _, e := range got.Events {
+				types = append(types, fmt.Sprint(e["type"]))
+			}
+			want := []string{"STEP_START", "STEP_END", c.outcome, "COMPLETE"}
+			if c.outcome == "ERROR" {
+				want = []string{"STEP_START", "ERROR", "COMPLETE"}
+			}
+			if fmt.Sprint(types) != fmt.Sprint(want) || len(got.Errors) != 0 {
+				t.Fatalf("phone received %v (errors %v), want %v", types, got.Errors, want)
+			}
+		})
+	}
+}
+
+// runWithReady is run with a fixed environment and a ready callback.
+func runWithReady(ctx context.Context, env map[string]string, logs io.Writer, ready func(net.Addr)) error {
+	getenv := func(k string) string { return env[k] }
+	return serveReady(ctx, getenv, io.Discard, newLogger("", logs), false, ready)
+}

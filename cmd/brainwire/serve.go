@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
+)
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	initDB := fs.Bool("init-db", false, "create the Cosmos DB database and containers when missing")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	return serveReady(ctx, getenv, stdout, log, *initDB, nil)
+}
+
+// serveReady serves until ctx ends; ready, if set, is told the address.
+func serveReady(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger, initDB bool, ready func(net.Addr)) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	b, err := openBackends(ctx, cfg, getenv, initDB, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+
+	srv, err := server.New(server.Config{
+		Keys:        cfg.Keys,
+		Provider:    b.provider,
+		Store:       b.store,
+		Blobs:       b.blobs,
+		Transcriber: b.transcriber,
+		Observer:    brainwire.Observers{server.LogObserver{Logger: log}},
+		Logger:      log,
+		RunTimeout:  cfg.RunTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	return srv.ListenAndServe(ctx, cfg.Addr, func(addr net.Addr) {
+		log.Info("brainwire is listening", "addr", addr.String())
+		if cfg.GeneratedKey != "" {
+			fmt.Fprintf(stdout, "\nNo BRAINWIRE_API_KEYS set: generated an API key for this run:\n\n  %s\n\n"+
+				"Try a capture:\n\n  curl -N http://%s/api/capture -H 'Authorization: Bearer %s' "+
+				"-H 'Content-Type: application/json' -d '{\"text\":\"Call mom about her birthday on Sunday\"}'\n\n",
+				cfg.GeneratedKey, addr, cfg.GeneratedKey)
+		}
+		if ready != nil {
+			ready(addr)
+		}
+	})
+}
+
+func sim(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	addr := fs.String("addr", envOr(getenv, "BRAINWIRE_SIM_ADDR", "127.0.0.1:8100"), "listen address")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	delay, err := envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 0)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", *addr, err)
+	}
+	fmt.Fprintf(stdout, "Foundry Agent Service simulator (a keyword classifier, not an LLM)\n"+
+		"  AZURE_AI_PROJECT_ENDPOINT=http://%s%s\n  AZURE_AI_AGENT_ID=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n",
+		l.Addr(), simulator.ProjectPath, simulator.DefaultAgentID)
+	log.Info("simulator listening", "addr", l.Addr().String())
+	return simulator.New(simulator.Config{ChunkDelay: delay}).Serve(ctx, l)
+}

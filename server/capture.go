@@ -51,7 +51,7 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		text:  text,
 		ids:   ids,
 		user:  user,
-		run:   brainwire.RunRequest{Message: text, Tools: set},
+		run:   brainwire.RunRequest{Message: text},
 		tools: set,
 	})
 }
@@ -114,6 +114,10 @@ type capture struct {
 // away cancels it (the provider then cancels the upstream run).
 func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
 	c.ids.Kind = c.kind
+	c.run.Tools = c.tools
+	if s.cfg.WrapTools != nil {
+		c.run.Tools = s.cfg.WrapTools(c.tools)
+	}
 	start := s.cfg.Now()
 	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), brainwire.CaptureInfo{
 		Kind: c.kind, ThreadID: c.ids.ThreadID, RunID: c.ids.RunID, UserID: c.user,

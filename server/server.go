@@ -37,6 +37,9 @@ type Config struct {
 	// Observer watches every capture: reasoning chunks as they arrive,
 	// provider events, the outcome. Nil observes nothing.
 	Observer brainwire.Observer
+	// WrapTools, if set, wraps each capture's tool set (e.g. to trace
+	// every tool call); it must return a set that calls through.
+	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	Logger   *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string

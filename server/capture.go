@@ -25,6 +25,10 @@ type captureRequest struct {
 }
 
 func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "multipart/form-data" {
+		s.handleVoice(w, r)
+		return
+	}
 	var req captureRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		writeError(w, err)

@@ -40,13 +40,14 @@ type Config struct {
 	// WrapTools, if set, wraps each capture's tool set (e.g. to trace
 	// every tool call); it must return a set that calls through.
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	Logger   *slog.Logger
+	Logger    *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string
 
 	RunTimeout    time.Duration // per capture run; DefaultRunTimeout when 0
 	MaxBodyBytes  int64         // JSON request bodies; DefaultMaxBodyBytes when 0
 	MaxTextLength int           // capture text, in characters
+	MaxAudioBytes int64         // voice uploads; DefaultMaxAudioBytes when 0
 	KeepAlive     time.Duration // SSE comment interval; negative disables
 
 	// NewID and Now are replaceable so replays are deterministic.
@@ -115,6 +116,12 @@ func (s *Server) routes() *mux.Router {
 	api := r.PathPrefix("/api").Subrouter()
 	api.Use(s.requireKey)
 	api.HandleFunc("/capture", s.handleCapture).Methods(http.MethodPost)
+	api.HandleFunc("/capture/voice", s.handleVoice).Methods(http.MethodPost)
+	api.HandleFunc("/capture/follow-up", s.handleFollowUp).Methods(http.MethodPost)
+	api.HandleFunc("/inbox", s.handleListInbox).Methods(http.MethodGet)
+	api.HandleFunc("/inbox/{id}", s.handleGetInbox).Methods(http.MethodGet)
+	api.HandleFunc("/inbox/{id}", s.handleDeleteInbox).Methods(http.MethodDelete)
+	api.HandleFunc("/inbox/{id}/recategorize", s.handleRecategorize).Methods(http.MethodPost, http.MethodPatch)
 	return r
 }
 

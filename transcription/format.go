@@ -49,11 +49,11 @@ var typeFormats = map[string]string{
 	"video/webm":      "webm",
 }
 
-// audioFormat checks that the upload is in a format the service takes and
+// AudioFormat checks that an upload is in a format the service takes and
 // returns the file name and content type to send. The service goes by the
 // file name's extension, so one is added when only the content type tells
 // the format.
-func audioFormat(filename, contentType string) (string, string, error) {
+func AudioFormat(filename, contentType string) (string, string, error) {
 	name := path.Base(strings.ReplaceAll(filename, `\`, "/"))
 	if name == "." || name == "/" {
 		name = "audio"

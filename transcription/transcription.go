@@ -118,7 +118,7 @@ func New(cfg Config, hc *http.Client) (*Client, error) {
 // cannot decode. Failures of the service or its credentials are EUpstream
 // errors, with the service's answer in an *APIError.
 func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, contentType string) (string, error) {
-	filename, contentType, err := audioFormat(filename, contentType)
+	filename, contentType, err := AudioFormat(filename, contentType)
 	if err != nil {
 		return "", err
 	}

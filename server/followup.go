@@ -1,0 +1,103 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/tools"
+)
+
+// MaxFollowUpRounds bounds the clarifying conversation on one capture.
+const MaxFollowUpRounds = 3
+
+type followUpRequest struct {
+	InboxItemID   string `json:"inbox_item_id"`
+	FollowUpText  string `json:"follow_up_text"`
+	FollowUpRound int    `json:"follow_up_round"`
+	ThreadID      string `json:"thread_id"`
+	RunID         string `json:"run_id"`
+}
+
+// followUpInstructions tell the agent, for this run only, what the new
+// message is: the answer to its own question, to be filed on the same item.
+const followUpInstructions = "The person is answering the clarifying question you asked about " +
+	"their capture (follow-up round %d of %d). Classify the capture again using their answer " +
+	"and call file_capture once. If it is still unclear, mark it misunderstood with a new question."
+
+// handleFollowUp continues the agent's run on the Foundry thread stored on a
+// misunderstood inbox item and files the result onto that same item.
+func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
+	var req followUpRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	text := strings.TrimSpace(req.FollowUpText)
+	switch {
+	case !validID(req.InboxItemID):
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required"))
+		return
+	case text == "":
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required"))
+		return
+	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
+		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "follow_up_text is over %d characters", s.cfg.MaxTextLength))
+		return
+	case req.FollowUpRound < 1 || req.FollowUpRound > MaxFollowUpRounds:
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_round must be 1 to %d", MaxFollowUpRounds))
+		return
+	}
+	user := userFrom(r.Context())
+	item, err := s.cfg.Store.GetInboxItem(r.Context(), user, req.InboxItemID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if item.Status != brainwire.StatusMisunderstood {
+		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s is %s, not misunderstood: there is nothing to follow up", item.ID, item.Status))
+		return
+	}
+	if item.FoundryThreadID == "" {
+		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has no agent conversation to continue", item.ID))
+		return
+	}
+	ids, err := s.captureIDs(req.ThreadID, req.RunID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	set := tools.New(s.toolDeps(), tools.Capture{
+		UserID:      user,
+		Source:      item.Source,
+		RawText:     item.RawText + "\n" + text,
+		InboxItemID: item.ID,
+	})
+	s.runCapture(w, r, capture{
+		kind: brainwire.KindFollowUp,
+		text: text,
+		ids:  ids,
+		user: user,
+		run: brainwire.RunRequest{
+			ThreadID:               item.FoundryThreadID,
+			Message:                text,
+			AdditionalInstructions: fmt.Sprintf(followUpInstructions, req.FollowUpRound, MaxFollowUpRounds),
+		},
+		tools: set,
+	})
+}
+
+// validID accepts the ids this server and its stores hand out.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x21 || r == 0x7f || r == '/' || r == '\\' || r == '?' || r == '#' {
+			return false
+		}
+	}
+	return true
+}

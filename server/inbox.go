@@ -1,0 +1,109 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/brainwire/brainwire"
+)
+
+// ClassifiedByUser is recorded as the classifier when the person picks
+// the bucket themselves.
+const ClassifiedByUser = "user"
+
+type inboxPage struct {
+	Items      []brainwire.InboxItem `json:"items"`
+	NextCursor string                `json:"nextCursor,omitempty"`
+}
+
+// handleListInbox answers GET /api/inbox?status=&limit=&cursor=, newest first.
+func (s *Server) handleListInbox(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opts := brainwire.ListOptions{Status: q.Get("status"), Cursor: q.Get("cursor")}
+	switch opts.Status {
+	case "", brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
+	default:
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "status must be classified, pending or misunderstood"))
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeError(w, brainwire.Errorf(brainwire.EInvalid, "limit must be 1 to 100"))
+			return
+		}
+		opts.Limit = n
+	}
+	page, err := s.cfg.Store.ListInbox(r.Context(), userFrom(r.Context()), opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if page.Items == nil {
+		page.Items = []brainwire.InboxItem{}
+	}
+	writeJSON(w, http.StatusOK, inboxPage{Items: page.Items, NextCursor: page.NextCursor})
+}
+
+func (s *Server) handleGetInbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	item, err := s.cfg.Store.GetInboxItem(r.Context(), userFrom(r.Context()), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, item)
+}
+
+func (s *Server) handleDeleteInbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Store.DeleteInboxItem(r.Context(), userFrom(r.Context()), id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type recategorizeRequest struct {
+	Bucket string `json:"bucket"`
+}
+
+// handleRecategorize moves an item to the bucket the person chose.
+func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	var req recategorizeRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if !brainwire.ValidBucket(req.Bucket) {
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "bucket must be one of People, Projects, Ideas, Admin"))
+		return
+	}
+	item, err := s.cfg.Store.Recategorize(r.Context(), userFrom(r.Context()), id, req.Bucket, s.cfg.NewID(), ClassifiedByUser, s.cfg.Now())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, item)
+}
+
+func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := mux.Vars(r)["id"]
+	if !validID(id) {
+		writeError(w, brainwire.Errorf(brainwire.EInvalid, "invalid inbox item id"))
+		return "", false
+	}
+	return id, true
+}

@@ -1,0 +1,391 @@
+package foundry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+)
+
+// DefaultAPIVersion is the api-version of the stable SDKs.
+const DefaultAPIVersion = "v1"
+
+// Client calls the Foundry Agent Service threads/runs API of one project.
+// It is safe for concurrent use.
+type Client struct {
+	prefix string // scheme, host and escaped path of the endpoint
+	query  string // the endpoint's query with api-version
+	hc     *http.Client
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*clientConfig)
+
+type clientConfig struct {
+	apiVersion string
+}
+
+// WithAPIVersion sets the api-version query parameter sent with every call
+// (for example "2025-05-15-preview"); empty keeps DefaultAPIVersion.
+func WithAPIVersion(v string) ClientOption {
+	return func(c *clientConfig) {
+		if v != "" {
+			c.apiVersion = v
+		}
+	}
+}
+
+// NewClient returns a client for the project endpoint
+// https://<resource>.services.ai.azure.com/api/projects/<project>.
+// Requests go through hc, whose transport is expected to add authorization
+// (see NewTokenTransport); nil means http.DefaultClient. Runs stream for as
+// long as the agent works, so hc should have no overall Timeout: bound
+// calls with their context instead.
+func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("parsing project endpoint: %w", err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("project endpoint %q: want an absolute http(s) URL", endpoint)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	cfg := clientConfig{apiVersion: DefaultAPIVersion}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	q := u.Query()
+	q.Set("api-version", cfg.apiVersion)
+	return &Client{
+		prefix: u.Scheme + "://" + u.Host + u.EscapedPath(),
+		query:  q.Encode(),
+		hc:     hc,
+	}, nil
+}
+
+// Message is a message to add to a thread.
+type Message struct {
+	Role    string `json:"role"` // "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// UserMessage returns a message from the user.
+func UserMessage(text string) Message { return Message{Role: "user", Content: text} }
+
+// CreateThreadAndRunRequest starts a run on a new thread.
+type CreateThreadAndRunRequest struct {
+	AssistantID string
+	Messages    []Message // the new thread's messages
+	// Tools replace the agent's tools for this run; nil keeps them.
+	Tools []brainwire.ToolDefinition
+}
+
+// CreateRunRequest starts a run on an existing thread.
+type CreateRunRequest struct {
+	AssistantID string
+	// AdditionalMessages are added to the thread before the run starts.
+	AdditionalMessages []Message
+	// AdditionalInstructions are appended to the agent's instructions for
+	// this run only.
+	AdditionalInstructions string
+	// Tools replace the agent's tools for this run; nil keeps them.
+	Tools []brainwire.ToolDefinition
+}
+
+// ToolOutput answers one tool call of a run that requires action.
+type ToolOutput struct {
+	ToolCallID string `json:"tool_call_id"`
+	Output     string `json:"output"`
+}
+
+// Thread is a thread object.
+type Thread struct {
+	ID        string `json:"id"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+// ThreadMessage is a message object.
+type ThreadMessage struct {
+	ID        string `json:"id"`
+	ThreadID  string `json:"thread_id"`
+	Role      string `json:"role"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+// Run is the part of a run object this package reads.
+type Run struct {
+	ID             string              `json:"id"`
+	ThreadID       string              `json:"thread_id"`
+	AssistantID    string              `json:"assistant_id"`
+	Status         brainwire.RunStatus `json:"status"`
+	Model          string              `json:"model"`
+	CreatedAt      int64               `json:"created_at"`
+	RequiredAction *RequiredAction     `json:"required_action"`
+	LastError      *RunError           `json:"last_error"`
+	Usage          *RunUsage           `json:"usage"`
+}
+
+// RequiredAction says what a run waits for.
+type RequiredAction struct {
+	Type              string             `json:"type"`
+	SubmitToolOutputs *SubmitToolOutputs `json:"submit_tool_outputs"`
+}
+
+// SubmitToolOutputs lists the tool calls a run waits for.
+type SubmitToolOutputs struct {
+	ToolCalls []RequiredToolCall `json:"tool_calls"`
+}
+
+// RequiredToolCall is one function call the agent asked for.
+type RequiredToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"` // a JSON object, as text
+	} `json:"function"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// RunUsage is a run's token count.
+type RunUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// Stream is a streamed run response. Read it with Next until io.EOF or an
+// error, and always Close it.
+type Stream struct {
+	*Decoder
+	body io.ReadCloser
+}
+
+// Close releases the response.
+func (s *Stream) Close() error { return s.body.Close() }
+
+// Wire bodies.
+type (
+	functionTool struct {
+		Type     string       `json:"type"`
+		Function functionSpec `json:"function"`
+	}
+	functionSpec struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	}
+	threadOptions struct {
+		Messages []Message `json:"messages,omitempty"`
+	}
+	createThreadAndRunBody struct {
+		AssistantID string         `json:"assistant_id"`
+		Thread      *threadOptions `json:"thread,omitempty"`
+		Tools       []functionTool `json:"tools,omitempty"`
+		Stream      bool           `json:"stream"`
+	}
+	createRunBody struct {
+		AssistantID            string         `json:"assistant_id"`
+		AdditionalMessages     []Message      `json:"additional_messages,omitempty"`
+		AdditionalInstructions string         `json:"additional_instructions,omitempty"`
+		Tools                  []functionTool `json:"tools,omitempty"`
+		Stream                 bool           `json:"stream"`
+	}
+	submitToolOutputsBody struct {
+		ToolOutputs []ToolOutput `json:"tool_outputs"`
+		Stream      bool         `json:"stream"`
+	}
+)
+
+func functionTools(defs []brainwire.ToolDefinition) []functionTool {
+	if len(defs) == 0 {
+		return nil
+	}
+	out := make([]functionTool, len(defs))
+	for i, d := range defs {
+		out[i] = functionTool{Type: "function", Function: functionSpec{Name: d.Name, Description: d.Description, Parameters: d.Parameters}}
+	}
+	return out
+}
+
+// CreateThreadAndRun creates a thread with the given messages and starts a
+// streamed run on it (POST /threads/runs). The service takes no additional
+// instructions here; use CreateThread and CreateRun for those.
+func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunRequest) (*Stream, error) {
+	body := createThreadAndRunBody{AssistantID: req.AssistantID, Tools: functionTools(req.Tools), Stream: true}
+	if len(req.Messages) > 0 {
+		body.Thread = &threadOptions{Messages: req.Messages}
+	}
+	s, err := c.stream(ctx, c.url("threads", "runs"), body)
+	if err != nil {
+		return nil, fmt.Errorf("creating thread and run: %w", err)
+	}
+	return s, nil
+}
+
+// CreateRun starts a streamed run on an existing thread
+// (POST /threads/{thread}/runs).
+func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRequest) (*Stream, error) {
+	body := createRunBody{
+		AssistantID:            req.AssistantID,
+		AdditionalMessages:     req.AdditionalMessages,
+		AdditionalInstructions: req.AdditionalInstructions,
+		Tools:                  functionTools(req.Tools),
+		Stream:                 true,
+	}
+	s, err := c.stream(ctx, c.url("threads", threadID, "runs"), body)
+	if err != nil {
+		return nil, fmt.Errorf("creating run on thread %s: %w", threadID, err)
+	}
+	s.SetRun(threadID, "")
+	return s, nil
+}
+
+// SubmitToolOutputs answers the tool calls of a run that requires action
+// and streams the rest of the run
+// (POST /threads/{thread}/runs/{run}/submit_tool_outputs).
+func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, outputs []ToolOutput) (*Stream, error) {
+	if outputs == nil {
+		outputs = []ToolOutput{}
+	}
+	body := submitToolOutputsBody{ToolOutputs: outputs, Stream: true}
+	s, err := c.stream(ctx, c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
+	if err != nil {
+		return nil, fmt.Errorf("submitting tool outputs for run %s: %w", runID, err)
+	}
+	s.SetRun(threadID, runID)
+	return s, nil
+}
+
+// CreateThread creates a thread holding messages (POST /threads).
+func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, error) {
+	var th Thread
+	if err := c.do(ctx, http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+		return Thread{}, fmt.Errorf("creating thread: %w", err)
+	}
+	return th, nil
+}
+
+// CreateMessage adds a message to a thread (POST /threads/{thread}/messages).
+func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (ThreadMessage, error) {
+	var m ThreadMessage
+	if err := c.do(ctx, http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
+		return ThreadMessage{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
+	}
+	return m, nil
+}
+
+// CancelRun asks the service to cancel a run
+// (POST /threads/{thread}/runs/{run}/cancel).
+func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (Run, error) {
+	var r Run
+	if err := c.do(ctx, http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+		return Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// GetRun fetches a run (GET /threads/{thread}/runs/{run}).
+func (c *Client) GetRun(ctx context.Context, threadID, runID string) (Run, error) {
+	var r Run
+	if err := c.do(ctx, http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+		return Run{}, fmt.Errorf("getting run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// url joins the operation path to the endpoint; each segment is escaped.
+func (c *Client) url(segments ...string) string {
+	var b strings.Builder
+	b.WriteString(c.prefix)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	b.WriteByte('?')
+	b.WriteString(c.query)
+	return b.String()
+}
+
+func (c *Client) newRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request body: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// stream POSTs body and returns the event stream of a 2xx answer.
+func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
+	req, err := c.newRequest(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+			defer resp.Body.Close()
+			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			return nil, &upstreamError{
+				msg: "the agent service did not answer with an event stream",
+				err: fmt.Errorf("expected an event stream, got %s: %s", mt, truncate(snippet)),
+			}
+		}
+	}
+	return &Stream{Decoder: NewDecoder(resp.Body), body: resp.Body}, nil
+}
+
+// do sends a JSON request and decodes the JSON answer into out.
+func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
+	req, err := c.newRequest(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("decoding response: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package foundry_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
+)
+
+func TestNewClientEndpoint(t *testing.T) {
+	for _, bad := range []string{"", "services.ai.azure.com/api/projects/p", "ftp://x/api", "https:///api/projects/p", "http://[::1"} {
+		if _, err := foundry.NewClient(bad, nil); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestClientCalls(t *testing.T) {
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/{t}/messages", foundrytest.JSON(200,
+			`{"id":"msg_1","object":"thread.message","created_at":1735945041,"thread_id":"thread_1","role":"user","content":[]}`)),
+	)
+	c, err := foundry.NewClient(srv.Endpoint()+"/", srv.Client(), foundry.WithAPIVersion("2025-05-15-preview"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	m, err := c.CreateMessage(ctx, "thread_1", foundry.UserMessage("hello"))
+	if err != nil || m.ID != "msg_1" || m.ThreadID != "thread_1" || m.Role != "user" {
+		t.Fatalf("CreateMessage: %+v, %v", m, err)
+	}
+	run, err := c.GetRun(ctx, "thread_1", "run_1")
+	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != brainwire.RunInProgress || run.AssistantID == "" {
+		t.Fatalf("GetRun: %+v, %v", run, err)
+	}
+	run, err = c.CancelRun(ctx, "thread_1", "run_1")
+	if err != nil || run.Status != brainwire.RunCancelling {
+		t.Fatalf("CancelRun: %+v, %v", run, err)
+	}
+	if run, _ := c.GetRun(ctx, "thread_1", "run_1"); run.Status != brainwire.RunCancelling {
+		t.Fatalf("GetRun after cancel: %s", run.Status)
+	}
+
+	want := []string{"POST /threads/thread_1/messages", "GET /threads/thread_1/runs/run_1", "POST /threads/thread_1/runs/run_1/cancel", "GET /threads/thread_1/runs/run_1"}
+	reqs := srv.Requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("requests %v", reqs)
+	}
+	for i, r := range reqs {
+		if r.String() != want[i] || r.Query.Get("api-version") != "2025-05-15-preview" || len(r.Query) != 1 {
+			t.Errorf("request %d: %s ?%s, want %s", i, r, r.Query.Encode(), want[i])
+		}
+	}
+	if got := canonical(t, reqs[0].RawBody); got != `{"content":"hello","role":"user"}` {
+		t.Errorf("message body %s", got)
+	}
+	for _, i := range []int{1, 2} {
+		if len(reqs[i].RawBody) != 0 || reqs[i].Header.Get("Content-Type") != "" {
+			t.Errorf("%s with a body: %q", reqs[i], reqs[i].RawBody)
+		}
+	}
+}
+
+func TestClientStreamWantsEventStream(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.JSON(200, r.Object("queued"))))
+	c, _ := foundry.NewClient(srv.Endpoint(), srv.Client())
+	_, err := c.CreateThreadAndRun(t.Context(), foundry.CreateThreadAndRunRequest{AssistantID: "a"})
+	if err == nil || !strings.Contains(err.Error(), "expected an event stream, got application/json") || brainwire.ErrorCode(err) != brainwire.EUpstream {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAPIErrorBodies(t *testing.T) {
+	long := strings.Repeat("é", 400) // 800 bytes, cut on a rune boundary
+	tests := []struct {
+		name string
+		resp foundrytest.Response
+		want foundry.APIError
+	}{
+		{"full", foundrytest.JSON(429, `{"error":{"message":"Too many","type":"rate_limit","param":"x","code":"429"}}`),
+			foundry.APIError{StatusCode: 429, Message: "Too many", Type: "rate_limit", Param: "x", Code: "429"}},
+		{"nulls and numbers", foundrytest.JSON(400, `{"error":{"message":"Bad","type":null,"param":null,"code":400}}`),
+			foundry.APIError{StatusCode: 400, Message: "Bad", Code: "400"}},
+		{"error string", foundrytest.JSON(403, `{"error":"Forbidden"}`), foundry.APIError{StatusCode: 403, Message: "Forbidden"}},
+		{"empty", foundrytest.Raw(503, "text/plain", ""), foundry.APIError{StatusCode: 503}},
+		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{StatusCode: 500, Message: long[:512] + "…"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := foundrytest.NewServer(t, foundrytest.Expect("GET /threads/t/runs/r", tt.resp))
+			c, _ := foundry.NewClient(srv.Endpoint(), srv.Client())
+			_, err := c.GetRun(t.Context(), "t", "r")
+			var apiErr *foundry.APIError
+			if !errors.As(err, &apiErr) {
+				t.Fatalf("got %v", err)
+			}
+			if *apiErr != tt.want {
+				t.Fatalf("got %+v\nwant %+v", *apiErr, tt.want)
+			}
+			var be *brainwire.Error
+			if !errors.As(err, &be) || be.Code != brainwire.EUpstream || be.Message == "" {
+				t.Fatalf("brainwire error %+v", be)
+			}
+			if !strings.Contains(err.Error(), "getting run r") {
+				t.Fatalf("error %q", err)
+			}
+		})
+	}
+}
+
+func TestStaticTokenTransport(t *testing.T) {
+	srv := foundrytest.NewServer(t)
+	hc := &http.Client{Transport: foundry.NewStaticTokenTransport("secret", srv.Client().Transport)}
+	c, _ := foundry.NewClient(srv.Endpoint(), hc)
+	if _, err := c.GetRun(t.Context(), "t", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer secret" {
+		t.Fatalf("Authorization %q", got)
+	}
+}

@@ -1,0 +1,302 @@
+package foundry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+// ProviderName is what Provider.Name returns.
+const ProviderName = "azure.ai.agents"
+
+const (
+	defaultMaxToolRounds = 16
+	defaultCancelTimeout = 5 * time.Second
+)
+
+// Provider runs a Foundry agent: it starts a streamed run, executes the
+// tools the agent asks for and submits their outputs until the run ends.
+type Provider struct {
+	client        *Client
+	agentID       string
+	maxToolRounds int
+	cancelTimeout time.Duration
+}
+
+var _ brainwire.Provider = (*Provider)(nil)
+
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithMaxToolRounds bounds how many times one run may ask for tools before
+// the provider gives up on it (default 16).
+func WithMaxToolRounds(n int) ProviderOption {
+	return func(p *Provider) {
+		if n > 0 {
+			p.maxToolRounds = n
+		}
+	}
+}
+
+// WithCancelTimeout bounds the best-effort cancel call sent when a run is
+// abandoned (default 5s).
+func WithCancelTimeout(d time.Duration) ProviderOption {
+	return func(p *Provider) {
+		if d > 0 {
+			p.cancelTimeout = d
+		}
+	}
+}
+
+// NewProvider returns a provider running the agent agentID (its assistant
+// id on the wire) through client.
+func NewProvider(client *Client, agentID string, opts ...ProviderOption) *Provider {
+	p := &Provider{client: client, agentID: agentID, maxToolRounds: defaultMaxToolRounds, cancelTimeout: defaultCancelTimeout}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Name returns "azure.ai.agents".
+func (p *Provider) Name() string { return ProviderName }
+
+// Run runs the agent once over req. It starts a run on a new thread (or on
+// req.ThreadID), yields the run's events, and whenever the run requires
+// action executes the requested tools in parallel, yields one
+// EventToolResult per call in the order of the calls, and submits the
+// outputs, until the run reaches a terminal state.
+//
+// A failure is yielded once as a zero Event with the error, and ends the
+// sequence. When the sequence ends early (ctx done, the consumer stopped,
+// the stream broke) while the upstream run is still going, the run is
+// cancelled, best effort, before Run returns.
+func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
+	return func(yield func(brainwire.Event, error) bool) {
+		r := &runner{p: p, req: req, yield: yield}
+		if err := r.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("agent run %s stopped: %w", r.runIDOr(nil), ctx.Err())
+			}
+			r.cancel(ctx)
+			yield(brainwire.Event{}, err)
+			return
+		}
+		if r.stopped {
+			r.cancel(ctx)
+		}
+	}
+}
+
+// runner is the state of one Run.
+type runner struct {
+	p       *Provider
+	req     brainwire.RunRequest
+	yield   func(brainwire.Event, error) bool
+	stopped bool // the consumer stopped iterating
+
+	threadID string
+	runID    string
+	status   brainwire.RunStatus
+}
+
+// emit yields ev and reports whether to go on.
+func (r *runner) emit(ev brainwire.Event) bool {
+	if !r.yield(ev, nil) {
+		r.stopped = true
+		return false
+	}
+	return true
+}
+
+func (r *runner) run(ctx context.Context) error {
+	stream, err := r.start(ctx)
+	if err != nil {
+		return err
+	}
+	for round := 0; ; round++ {
+		calls, sawError, err := r.consume(stream)
+		if err != nil || r.stopped {
+			return err
+		}
+		switch {
+		case r.status.Terminal():
+			return nil
+		case r.status != brainwire.RunRequiresAction:
+			if sawError {
+				// The error event told the consumer what went wrong.
+				r.cancel(ctx)
+				return nil
+			}
+			return &upstreamError{
+				msg: "the agent service ended the stream before the run finished",
+				err: fmt.Errorf("stream of run %s ended while the run was %q", r.runID, r.status),
+			}
+		case round >= r.p.maxToolRounds:
+			return &upstreamError{
+				msg: "the agent kept asking for tools",
+				err: fmt.Errorf("run %s asked for tools more than %d times", r.runID, r.p.maxToolRounds),
+			}
+		case len(calls) == 0:
+			return &upstreamError{
+				msg: "the agent asked for an action this service cannot take",
+				err: fmt.Errorf("run %s requires action but asked for no function calls", r.runID),
+			}
+		}
+
+		results := r.callTools(ctx, calls)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		outputs := make([]ToolOutput, len(calls))
+		for i, call := range calls {
+			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.threadID, RunID: r.runID, Tool: call, Result: results[i]}
+			if !r.emit(ev) {
+				return nil
+			}
+			outputs[i] = ToolOutput{ToolCallID: call.ID, Output: results[i].Output}
+		}
+		stream, err = r.p.client.SubmitToolOutputs(ctx, r.threadID, r.runID, outputs)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// start opens the run's first stream. Creating a thread and run in one
+// call takes no additional instructions, so with those the thread is
+// created first.
+func (r *runner) start(ctx context.Context) (*Stream, error) {
+	var tools []brainwire.ToolDefinition
+	if r.req.Tools != nil {
+		tools = r.req.Tools.Definitions()
+	}
+	var msgs []Message
+	if r.req.Message != "" {
+		msgs = []Message{UserMessage(r.req.Message)}
+	}
+	threadID := r.req.ThreadID
+	if threadID == "" && r.req.AdditionalInstructions == "" {
+		return r.p.client.CreateThreadAndRun(ctx, CreateThreadAndRunRequest{AssistantID: r.p.agentID, Messages: msgs, Tools: tools})
+	}
+	if threadID == "" {
+		th, err := r.p.client.CreateThread(ctx, msgs)
+		if err != nil {
+			return nil, err
+		}
+		threadID, msgs = th.ID, nil
+	}
+	r.threadID = threadID
+	return r.p.client.CreateRun(ctx, threadID, CreateRunRequest{
+		AssistantID:            r.p.agentID,
+		AdditionalMessages:     msgs,
+		AdditionalInstructions: r.req.AdditionalInstructions,
+		Tools:                  tools,
+	})
+}
+
+// consume yields the events of one stream until it ends or the consumer
+// stops, and returns the tool calls the run asked for and whether an error
+// event came. The stream is read to its end (done) so that it is whole for
+// whatever records the traffic; once the run is terminal or waiting for
+// tool outputs, a connection that breaks before done loses nothing.
+func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, sawError bool, err error) {
+	defer s.Close()
+	for {
+		ev, err := s.Next()
+		if err == io.EOF {
+			return calls, sawError, nil
+		}
+		if err != nil {
+			if r.status.Terminal() || r.status == brainwire.RunRequiresAction {
+				return calls, sawError, nil
+			}
+			return nil, sawError, &upstreamError{
+				msg: "the agent service's event stream broke off",
+				err: fmt.Errorf("reading events of run %s: %w", r.runIDOr(s), err),
+			}
+		}
+		if ev.ThreadID != "" {
+			r.threadID = ev.ThreadID
+		}
+		if ev.RunID != "" {
+			r.runID = ev.RunID
+		}
+		switch ev.Kind {
+		case brainwire.EventToolCall:
+			calls = append(calls, ev.Tool)
+		case brainwire.EventError:
+			sawError = true
+		case brainwire.EventRunStatus:
+			r.status = ev.Status
+		}
+		if !r.emit(ev) {
+			return nil, sawError, nil
+		}
+	}
+}
+
+// runIDOr names the run for messages: the stream's, or the last known.
+func (r *runner) runIDOr(s *Stream) string {
+	if s != nil && s.RunID() != "" {
+		return s.RunID()
+	}
+	if r.runID != "" {
+		return r.runID
+	}
+	return "(not yet created)"
+}
+
+// callTools runs all calls at once and returns their results in order.
+func (r *runner) callTools(ctx context.Context, calls []brainwire.ToolCall) []brainwire.ToolResult {
+	results := make([]brainwire.ToolResult, len(calls))
+	if len(calls) == 1 {
+		results[0] = r.callTool(ctx, calls[0])
+		return results
+	}
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Go(func() { results[i] = r.callTool(ctx, call) })
+	}
+	wg.Wait()
+	return results
+}
+
+func (r *runner) callTool(ctx context.Context, call brainwire.ToolCall) (res brainwire.ToolResult) {
+	defer func() {
+		// A tool bug must not take the process down with it; the agent
+		// gets an error result like for any failed tool.
+		if v := recover(); v != nil {
+			res = brainwire.ToolResult{Output: `{"error":"tool_failed","message":"the tool crashed"}`, IsError: true}
+		}
+		if res.CallID == "" {
+			res.CallID = call.ID
+		}
+		if res.Name == "" {
+			res.Name = call.Name
+		}
+	}()
+	if r.req.Tools == nil {
+		return brainwire.ToolResult{Output: `{"error":"unknown_tool","message":"no tools are available"}`, IsError: true}
+	}
+	return r.req.Tools.Call(ctx, call)
+}
+
+// cancel asks the service to cancel the run if it is known and still
+// going. It uses its own short deadline so that it also works when ctx is
+// already done, and ignores failures: the run expires upstream anyway.
+func (r *runner) cancel(ctx context.Context) {
+	if r.runID == "" || r.threadID == "" || r.status.Terminal() || r.status == brainwire.RunCancelling {
+		return
+	}
+	cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), r.p.cancelTimeout)
+	defer stop()
+	if _, err := r.p.client.CancelRun(cctx, r.threadID, r.runID); err == nil {
+		r.status = brainwire.RunCancelling
+	}
+}

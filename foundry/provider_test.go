@@ -1,0 +1,572 @@
+package foundry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
+)
+
+// tools is a ToolSet for tests.
+type tools struct {
+	defs []brainwire.ToolDefinition
+	call func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult
+}
+
+func (ts tools) Definitions() []brainwire.ToolDefinition { return ts.defs }
+func (ts tools) Call(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {
+	return ts.call(ctx, c)
+}
+
+// checkNoRunnerGoroutines fails if a goroutine of a provider run (a tool
+// call) outlived its run.
+func checkNoRunnerGoroutines(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	if bytes.Contains(buf, []byte("foundry.(*runner)")) {
+		t.Fatalf("goroutines of a finished run are still running:\n%s", buf)
+	}
+}
+
+func fileCaptureDef() brainwire.ToolDefinition {
+	t := foundrytest.FileCaptureTool()
+	return brainwire.ToolDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+}
+
+// echoTools answers every call with {"ok":"<name>"}.
+func echoTools() tools {
+	return tools{
+		defs: []brainwire.ToolDefinition{fileCaptureDef()},
+		call: func(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
+			return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: fmt.Sprintf(`{"ok":%q}`, c.Name)}
+		},
+	}
+}
+
+func newProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.ProviderOption) *foundry.Provider {
+	t.Helper()
+	hc := &http.Client{Transport: foundry.NewStaticTokenTransport("test-token", srv.Client().Transport)}
+	c, err := foundry.NewClient(srv.Endpoint(), hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return foundry.NewProvider(c, "asst_classifier", opts...)
+}
+
+// collect runs the provider and returns its events and final error,
+// checking that an error comes once, last, with a zero event.
+func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([]brainwire.Event, error) {
+	t.Helper()
+	var evs []brainwire.Event
+	var final error
+	for ev, err := range seq {
+		if final != nil {
+			t.Fatalf("yielded after the error %v: %+v, %v", final, ev, err)
+		}
+		if err != nil {
+			if !reflect.DeepEqual(ev, brainwire.Event{}) {
+				t.Fatalf("error %v came with a non-zero event %+v", err, ev)
+			}
+			final = err
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	return evs, final
+}
+
+func TestRunSingleToolRound(t *testing.T) {
+	c := foundrytest.NewClassify("thread_1", "run_1", 3)
+	srv := foundrytest.NewServer(t, c.Script()...)
+	p := newProvider(t, srv)
+	if p.Name() != "azure.ai.agents" {
+		t.Fatalf("name %q", p.Name())
+	}
+
+	var calls []brainwire.ToolCall
+	ts := tools{
+		defs: []brainwire.ToolDefinition{fileCaptureDef()},
+		call: func(_ context.Context, call brainwire.ToolCall) brainwire.ToolResult {
+			calls = append(calls, call)
+			return brainwire.ToolResult{Output: c.Output}
+		},
+	}
+	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "Call Sarah about the offsite", Tools: ts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run_status:queued run_status:queued run_status:in_progress text_chunk text_chunk text_chunk " +
+		"tool_call run_status:requires_action tool_result " +
+		"run_status:queued run_status:in_progress text_chunk text_chunk text_chunk text_chunk usage run_status:completed"
+	if got := kinds(evs); got != want {
+		t.Fatalf("events:\n got  %s\n want %s", got, want)
+	}
+	checkIDs(t, evs, "thread_1", "run_1")
+
+	if len(calls) != 1 || calls[0].ID != c.Call.ID || calls[0].Name != "file_capture" || string(calls[0].Arguments) != c.Call.Arguments ||
+		calls[0].ThreadID != "thread_1" || calls[0].RunID != "run_1" {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	res := evs[8]
+	if res.Tool.ID != c.Call.ID || res.Result.Output != c.Output || res.Result.CallID != c.Call.ID || res.Result.Name != "file_capture" {
+		t.Fatalf("tool result event %+v", res)
+	}
+	if u := evs[len(evs)-2].Usage; u != (brainwire.Usage{PromptTokens: 1200, CompletionTokens: 180, TotalTokens: 1380}) {
+		t.Fatalf("usage %+v", u)
+	}
+
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("requests %v", reqs)
+	}
+	create, submit := reqs[0], reqs[1]
+	for _, r := range reqs {
+		if r.Query.Get("api-version") != "v1" || r.Header.Get("Authorization") != "Bearer test-token" ||
+			r.Header.Get("Content-Type") != "application/json" || r.Header.Get("Accept") != "text/event-stream" {
+			t.Errorf("%s: query %v, headers %v", r, r.Query, r.Header)
+		}
+	}
+	wantCreate := `{"assistant_id":"asst_classifier","stream":true,` +
+		`"thread":{"messages":[{"content":"Call Sarah about the offsite","role":"user"}]},` +
+		`"tools":[{"function":{"description":"Files the capture into one of the four buckets.","name":"file_capture","parameters":` +
+		canonical(t, foundrytest.FileCaptureTool().Parameters) + `},"type":"function"}]}`
+	if got := canonical(t, create.RawBody); got != wantCreate {
+		t.Errorf("create body:\n got  %s\n want %s", got, wantCreate)
+	}
+	wantSubmit := `{"stream":true,"tool_outputs":[{"output":` + mustJSON(c.Output) + `,"tool_call_id":"call_file_1"}]}`
+	if got := canonical(t, submit.RawBody); got != wantSubmit {
+		t.Errorf("submit body:\n got  %s\n want %s", got, wantSubmit)
+	}
+	if n := len(srv.Cancels()); n != 0 {
+		t.Errorf("%d cancels for a completed run", n)
+	}
+}
+
+// canonical re-encodes JSON with sorted keys.
+func canonical(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestRunParallelToolCalls(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	a := foundrytest.ToolCall{ID: "call_a", Name: "slow_a", Arguments: `{"n":1}`}
+	b := foundrytest.ToolCall{ID: "call_b", Name: "slow_b", Arguments: `{"n":2}`}
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(append(append(
+			[]foundrytest.Event{r.ThreadCreated(), r.Created(), r.InProgress()},
+			r.ToolCallStep("step_1", a, b)...), r.RequiresAction(a, b), foundrytest.Done())...)),
+		foundrytest.Expect("POST /threads/{t}/runs/{r}/submit_tool_outputs", foundrytest.Stream(
+			r.ToolStepCompleted("step_1", []foundrytest.ToolCall{a, b}, []string{"A", "B"}, foundrytest.Usage{}),
+			r.InProgress(), r.Completed(foundrytest.Usage{Prompt: 10, Completion: 5, Total: 15}), foundrytest.Done())),
+	)
+	p := newProvider(t, srv)
+
+	// Each call waits until both have started: run one after the other,
+	// they would time out.
+	var started sync.WaitGroup
+	started.Add(2)
+	bothStarted := make(chan struct{})
+	go func() { started.Wait(); close(bothStarted) }()
+	ts := tools{call: func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {
+		started.Done()
+		select {
+		case <-bothStarted:
+		case <-time.After(5 * time.Second):
+			return brainwire.ToolResult{Output: "not parallel", IsError: true}
+		}
+		if c.ID == "call_a" {
+			time.Sleep(20 * time.Millisecond) // finish last, be yielded first
+		}
+		return brainwire.ToolResult{Output: strings.ToUpper(c.Name)}
+	}}
+	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: ts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []brainwire.Event
+	for _, ev := range evs {
+		if ev.Kind == brainwire.EventToolResult {
+			results = append(results, ev)
+		}
+	}
+	if len(results) != 2 || results[0].Tool.ID != "call_a" || results[0].Result.Output != "SLOW_A" ||
+		results[1].Tool.ID != "call_b" || results[1].Result.Output != "SLOW_B" {
+		t.Fatalf("results %+v", results)
+	}
+	var body struct {
+		ToolOutputs []foundry.ToolOutput `json:"tool_outputs"`
+	}
+	json.Unmarshal(srv.Requests()[1].RawBody, &body)
+	if want := []foundry.ToolOutput{{ToolCallID: "call_a", Output: "SLOW_A"}, {ToolCallID: "call_b", Output: "SLOW_B"}}; !reflect.DeepEqual(body.ToolOutputs, want) {
+		t.Fatalf("outputs %+v", body.ToolOutputs)
+	}
+	if kinds(evs[len(evs)-1:]) != "run_status:completed" {
+		t.Fatalf("last event %s", kinds(evs))
+	}
+	checkNoRunnerGoroutines(t)
+}
+
+// roundsScript scripts a run that asks for one tool n times, then completes.
+func roundsScript(r foundrytest.Run, n int) []foundrytest.Call {
+	call := func(i int) foundrytest.ToolCall {
+		return foundrytest.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "lookup", Arguments: fmt.Sprintf(`{"round":%d}`, i)}
+	}
+	script := []foundrytest.Call{foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(), r.RequiresAction(call(1)), foundrytest.Done()))}
+	for i := 2; i <= n+1; i++ {
+		last := r.Completed(foundrytest.Usage{Total: 1})
+		if i <= n {
+			last = r.RequiresAction(call(i))
+		}
+		script = append(script, foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs",
+			foundrytest.Stream(r.Queued(), r.InProgress(), foundrytest.MessageDelta("msg", fmt.Sprintf("round %d", i)), last, foundrytest.Done())))
+	}
+	return script
+}
+
+func TestRunMultipleToolRounds(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, roundsScript(r, 3)...)
+	p := newProvider(t, srv)
+	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: echoTools()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, ev := range evs {
+		if ev.Kind == brainwire.EventToolResult {
+			results = append(results, ev.Tool.ID)
+		}
+	}
+	if strings.Join(results, ",") != "call_1,call_2,call_3" {
+		t.Fatalf("results %v", results)
+	}
+	subs := srv.Find("POST /threads/{t}/runs/{r}/submit_tool_outputs")
+	if len(subs) != 3 {
+		t.Fatalf("%d submits", len(subs))
+	}
+	for i, s := range subs {
+		outs := s.Body["tool_outputs"].([]any)
+		if id := outs[0].(map[string]any)["tool_call_id"]; id != fmt.Sprintf("call_%d", i+1) || s.Body["stream"] != true {
+			t.Errorf("submit %d: %s", i, s.RawBody)
+		}
+	}
+	if kinds(evs[len(evs)-2:]) != "usage run_status:completed" {
+		t.Fatalf("events %s", kinds(evs))
+	}
+}
+
+func TestRunTooManyToolRounds(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, roundsScript(r, 3)[:3]...)
+	p := newProvider(t, srv, foundry.WithMaxToolRounds(2))
+	_, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: echoTools()}))
+	if err == nil || !strings.Contains(err.Error(), "more than 2 times") || brainwire.ErrorCode(err) != brainwire.EUpstream {
+		t.Fatalf("got %v", err)
+	}
+	if n := len(srv.Cancels()); n != 1 {
+		t.Fatalf("%d cancels, want 1", n)
+	}
+}
+
+func TestRunAPIErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		resp foundrytest.Response
+		want foundry.APIError
+	}{
+		{
+			name: "json",
+			resp: foundrytest.Error(http.StatusBadRequest, "invalid_request", "No assistant found with id 'asst_classifier'."),
+			want: foundry.APIError{StatusCode: 400, Code: "invalid_request", Message: "No assistant found with id 'asst_classifier'.", Type: "invalid_request_error"},
+		},
+		{
+			name: "not json",
+			resp: foundrytest.Raw(http.StatusBadGateway, "text/html", "<html>Bad gateway</html>"),
+			want: foundry.APIError{StatusCode: 502, Message: "<html>Bad gateway</html>"},
+		},
+		{
+			name: "top-level message",
+			resp: foundrytest.JSON(http.StatusUnauthorized, `{"statusCode":401,"message":"Access denied due to invalid subscription key."}`),
+			want: foundry.APIError{StatusCode: 401, Message: "Access denied due to invalid subscription key."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", tt.resp))
+			p := newProvider(t, srv)
+			evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+			var apiErr *foundry.APIError
+			if len(evs) != 0 || !errors.As(err, &apiErr) {
+				t.Fatalf("events %s, error %v", kinds(evs), err)
+			}
+			if *apiErr != tt.want {
+				t.Fatalf("got %+v, want %+v", *apiErr, tt.want)
+			}
+			if brainwire.ErrorCode(err) != brainwire.EUpstream || brainwire.ErrorMessage(err) != tt.want.Message {
+				t.Fatalf("brainwire code %q message %q", brainwire.ErrorCode(err), brainwire.ErrorMessage(err))
+			}
+			if len(srv.Cancels()) != 0 {
+				t.Fatal("cancel sent for a run that was never created")
+			}
+		})
+	}
+}
+
+func TestRunSubmitError(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
+		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
+	)
+	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	var apiErr *foundry.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !strings.Contains(err.Error(), "submitting tool outputs for run run_1") {
+		t.Fatalf("got %v", err)
+	}
+	if len(srv.Cancels()) != 1 {
+		t.Fatal("run left running after a failed submit")
+	}
+}
+
+func TestRunConnectionReset(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(),
+		foundrytest.MessageDelta("msg_1", "thinking"),
+		foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture")),
+	)))
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	if err == nil || errors.Is(err, io.EOF) || brainwire.ErrorCode(err) != brainwire.EUpstream {
+		t.Fatalf("got error %v", err)
+	}
+	if got := kinds(evs); got != "run_status:queued run_status:in_progress text_chunk" {
+		t.Fatalf("events %s", got)
+	}
+	cancels := srv.Cancels()
+	if len(cancels) != 1 || cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {
+		t.Fatalf("cancels %v", cancels)
+	}
+}
+
+func TestRunFailed(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done())))
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != brainwire.EventRunStatus || last.Status != brainwire.RunFailed ||
+		last.ErrorCode != "rate_limit_exceeded" || last.ErrorMessage != "Rate limit is exceeded. Try again in 7 seconds." {
+		t.Fatalf("last event %+v", last)
+	}
+	if len(srv.Cancels()) != 0 {
+		t.Fatal("cancel sent for a failed run")
+	}
+}
+
+func TestRunErrorEvent(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(),
+		foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`))))
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != brainwire.EventError || last.ErrorMessage != "The service is overloaded." || last.ErrorCode != "server_overloaded" || last.RunID != "run_1" {
+		t.Fatalf("events %s, last %+v", kinds(evs), last)
+	}
+	if len(srv.Cancels()) != 1 {
+		t.Fatal("run left running after an error event")
+	}
+}
+
+func TestRunDoneBeforeTerminal(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.InProgress(), foundrytest.Done())))
+	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x"}))
+	if err == nil || !strings.Contains(err.Error(), `"in_progress"`) || brainwire.ErrorCode(err) != brainwire.EUpstream {
+		t.Fatalf("got %v", err)
+	}
+	if len(srv.Cancels()) != 1 {
+		t.Fatal("no cancel")
+	}
+}
+
+func TestRunHangPastDeadline(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "hmm"), foundrytest.Hang())))
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	evs, err := collect(t, newProvider(t, srv).Run(ctx, brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatalf("took %v", time.Since(start))
+	}
+	if kinds(evs) != "run_status:queued run_status:in_progress text_chunk" {
+		t.Fatalf("events %s", kinds(evs))
+	}
+	cancels := srv.Cancels()
+	if len(cancels) != 1 || cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" || cancels[0].Header.Get("Authorization") != "Bearer test-token" {
+		t.Fatalf("cancels %v", cancels)
+	}
+}
+
+func TestRunConsumerStopsEarly(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "one"), foundrytest.MessageDelta("m", "two"), foundrytest.Hang())))
+	n := 0
+	for ev, err := range newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if ev.Kind == brainwire.EventTextChunk {
+			break
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d events", n)
+	}
+	if len(srv.Cancels()) != 1 {
+		t.Fatal("no cancel after the consumer stopped")
+	}
+}
+
+func TestRunContextCancelledDuringTools(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+		r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "slow", Arguments: "{}"}, foundrytest.ToolCall{ID: "c2", Name: "slow", Arguments: "{}"}), foundrytest.Done())))
+	ctx, cancel := context.WithCancel(t.Context())
+	var running atomic.Int32
+	ts := tools{call: func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {
+		if running.Add(1) == 2 {
+			cancel()
+		}
+		<-ctx.Done()
+		return brainwire.ToolResult{Output: "late", IsError: true}
+	}}
+	evs, err := collect(t, newProvider(t, srv).Run(ctx, brainwire.RunRequest{Message: "x", Tools: ts}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	for _, ev := range evs {
+		if ev.Kind == brainwire.EventToolResult {
+			t.Fatal("tool result yielded after cancellation")
+		}
+	}
+	if len(srv.Cancels()) != 1 {
+		t.Fatal("no cancel")
+	}
+	checkNoRunnerGoroutines(t)
+}
+
+func TestRunExistingThread(t *testing.T) {
+	r := foundrytest.NewRun("thread_old", "run_2")
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/thread_old/runs", foundrytest.Stream(
+		r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "ok"), r.Completed(foundrytest.Usage{Total: 3}), foundrytest.Done())))
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{
+		ThreadID: "thread_old", Message: "It was about the Q3 offsite", AdditionalInstructions: "This is follow-up round 1.", Tools: echoTools(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, evs, "thread_old", "run_2")
+	body := srv.Requests()[0].Body
+	msgs := body["additional_messages"].([]any)
+	if body["assistant_id"] != "asst_classifier" || body["additional_instructions"] != "This is follow-up round 1." || body["stream"] != true ||
+		len(msgs) != 1 || msgs[0].(map[string]any)["role"] != "user" || msgs[0].(map[string]any)["content"] != "It was about the Q3 offsite" ||
+		len(body["tools"].([]any)) != 1 || body["thread"] != nil {
+		t.Fatalf("body %s", srv.Requests()[0].RawBody)
+	}
+}
+
+func TestRunNewThreadWithInstructions(t *testing.T) {
+	r := foundrytest.NewRun("thread_new", "run_1")
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_new"}, {Key: "object", Value: "thread"}})),
+		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r.Created(), r.Completed(foundrytest.Usage{}), foundrytest.Done())),
+	)
+	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "hello", AdditionalInstructions: "Be brief."}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if got := canonical(t, reqs[0].RawBody); got != `{"messages":[{"content":"hello","role":"user"}]}` {
+		t.Errorf("thread body %s", got)
+	}
+	if got := canonical(t, reqs[1].RawBody); got != `{"additional_instructions":"Be brief.","assistant_id":"asst_classifier","stream":true}` {
+		t.Errorf("run body %s", got)
+	}
+}
+
+func TestRunToolPanics(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "bad", Arguments: "{}"}), foundrytest.Done())),
+		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Stream(r.Completed(foundrytest.Usage{}), foundrytest.Done())),
+	)
+	ts := tools{call: func(context.Context, brainwire.ToolCall) brainwire.ToolResult { panic("bug") }}
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: ts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := evs[3]
+	if res.Kind != brainwire.EventToolResult || !res.Result.IsError || res.Result.CallID != "c1" || res.Result.Name != "bad" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+func TestRunResetAfterRequiresAction(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	call := foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(call), foundrytest.Cut(foundrytest.Done()))),
+		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Stream(r.Completed(foundrytest.Usage{}), foundrytest.Done())),
+	)
+	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(evs); got != "run_status:queued tool_call run_status:requires_action tool_result usage run_status:completed" {
+		t.Fatalf("events %s", got)
+	}
+	if len(srv.Cancels()) != 0 {
+		t.Fatal("completed run cancelled")
+	}
+}

@@ -1,0 +1,360 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+)
+
+const (
+	upThread = "thread_01"
+	upRun    = "run_01"
+	complete = `{"type":"COMPLETE","threadId":"thread-id1","runId":"run-id2"}`
+)
+
+func classify(call ft.ToolCall, reasoning int) ft.Classify {
+	c := ft.NewClassify(upThread, upRun, reasoning)
+	c.Call = call
+	return c
+}
+
+func submitPath() string { return "POST /threads/" + upThread + "/runs/" + upRun + "/submit_tool_outputs" }
+
+// toolOutputs returns the tool_outputs of the n-th submit_tool_outputs call.
+func toolOutputs(t *testing.T, h *harness, n int) []map[string]any {
+	t.Helper()
+	subs := h.up.Find(submitPath())
+	if len(subs) <= n {
+		t.Fatalf("only %d submit_tool_outputs calls", len(subs))
+	}
+	var out []map[string]any
+	for _, o := range subs[n].Body["tool_outputs"].([]any) {
+		out = append(out, o.(map[string]any))
+	}
+	if subs[n].Body["stream"] != true {
+		t.Errorf("submit_tool_outputs without stream:true: %v", subs[n].Body)
+	}
+	return out
+}
+
+func TestCaptureClassified(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah about the offsite", "People", 0.9, "classified"), 5)
+	cont := c.Continuation()
+	// The run completes well after the tool ran: the outcome must not wait.
+	cont[len(cont)-2] = cont[len(cont)-2].After(400 * time.Millisecond)
+	h := newHarness(t, []ft.Call{
+		ft.Expect("POST /threads/runs", ft.Stream(c.Stream()...)),
+		ft.Expect(submitPath(), ft.Stream(cont...)),
+	})
+	frames := h.capture("Call Sarah about the offsite")
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"STEP_END","stepName":"Classifying"}`,
+		`{"type":"CLASSIFIED","value":{"inboxItemId":"id3","bucket":"People","confidence":0.9}}`,
+		complete,
+	}, "\n")
+	if got := payloads(frames); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if gap := frames[3].At - frames[2].At; gap < 300*time.Millisecond {
+		t.Errorf("CLASSIFIED arrived only %v before COMPLETE: it waited for the run to end", gap)
+	}
+
+	items := h.inbox(testUser)
+	if len(items) != 1 {
+		t.Fatalf("%d inbox items", len(items))
+	}
+	it := items[0]
+	if it.ID != "id3" || it.Status != "classified" || it.RawText != "Call Sarah about the offsite" ||
+		it.FoundryThreadID != upThread || it.ClassificationMeta.Bucket != "People" || it.Source != brainwire.KindText {
+		t.Fatalf("inbox item %+v", it)
+	}
+	rec, err := h.store.GetBucketRecord(context.Background(), testUser, "People", it.FiledRecordID)
+	if err != nil || rec.InboxRecordID != it.ID {
+		t.Fatalf("bucket record %+v, %v", rec, err)
+	}
+
+	// What went upstream: the agent, the tools, streaming; then the output.
+	create := h.up.Find("POST /threads/runs")[0].Body
+	if create["assistant_id"] != "asst_test" || create["stream"] != true {
+		t.Errorf("create run body %v", create)
+	}
+	tools, _ := create["tools"].([]any)
+	if len(tools) != 1 || !strings.Contains(mustJSON(tools[0]), `"name":"file_capture"`) {
+		t.Errorf("tools sent: %s", mustJSON(tools))
+	}
+	outs := toolOutputs(t, h, 0)
+	if len(outs) != 1 || outs[0]["tool_call_id"] != "call_1" || !strings.Contains(outs[0]["output"].(string), `"item_id":"id3"`) {
+		t.Errorf("tool outputs %v", outs)
+	}
+	if n := len(h.up.Cancels()); n != 0 {
+		t.Errorf("%d cancels for a run that completed", n)
+	}
+}
+
+func TestCapturePending(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "that thing about the place", "Ideas", 0.4, "pending"), 2)
+	h := newHarness(t, c.Script())
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"STEP_END","stepName":"Classifying"}`,
+		`{"type":"LOW_CONFIDENCE","value":{"inboxItemId":"id3","bucket":"Ideas","confidence":0.4}}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("that thing about the place")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].Status != "pending" || items[0].FiledRecordID == "" {
+		t.Fatalf("inbox %+v", items)
+	}
+	if _, err := h.store.GetBucketRecord(context.Background(), testUser, "Ideas", items[0].FiledRecordID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCaptureMisunderstood(t *testing.T) {
+	call := ft.ToolCall{ID: "call_1", Name: "file_capture",
+		Arguments: `{"text":"asdf qwerty","bucket":"Ideas","confidence":0.1,"status":"misunderstood","question":"What did you mean by \"asdf\"?"}`}
+	h := newHarness(t, classify(call, 3).Script())
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"STEP_END","stepName":"Classifying"}`,
+		`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-id1","inboxItemId":"id3","questionText":"What did you mean by \"asdf\"?","foundryConversationId":"thread_01"}}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("asdf qwerty")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].Status != "misunderstood" || items[0].FiledRecordID != "" || items[0].FoundryThreadID != upThread {
+		t.Fatalf("inbox %+v", items)
+	}
+}
+
+func TestCaptureWithoutToolCallIsUnresolved(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	evs := []ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.MessageStepCreated("step_01", "msg_01")}
+	evs = append(evs, r.Message("msg_01", "I am not", " sure what", " to do.")...)
+	evs = append(evs, r.MessageStepCompleted("step_01", "msg_01", ft.Usage{Prompt: 10, Completion: 5, Total: 15}), r.Completed(ft.Usage{Prompt: 10, Completion: 5, Total: 15}), ft.Done())
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))})
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"STEP_END","stepName":"Classifying"}`,
+		`{"type":"UNRESOLVED","value":{"inboxItemId":""}}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("hmm")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if items := h.inbox(testUser); len(items) != 0 {
+		t.Fatalf("stored %d items", len(items))
+	}
+}
+
+func TestCaptureInvalidBucketThenRetry(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	bad := ft.FileCaptureCall("call_1", "Pay the water bill", "Misc", 0.8, "classified")
+	good := ft.FileCaptureCall("call_2", "Pay the water bill", "Admin", 0.8, "classified")
+	first := append([]ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}, r.ToolCallStep("step_01", bad)...)
+	first = append(first, r.RequiresAction(bad), ft.Done())
+	second := append([]ft.Event{r.ToolStepCompleted("step_01", []ft.ToolCall{bad}, []string{`{"error":"invalid_bucket"}`}, ft.Usage{}), r.Queued(), r.InProgress()},
+		r.ToolCallStep("step_02", good)...)
+	second = append(second, r.RequiresAction(good), ft.Done())
+	third := []ft.Event{r.ToolStepCompleted("step_02", []ft.ToolCall{good}, []string{`{}`}, ft.Usage{}), r.Queued(), r.InProgress(), r.Completed(ft.Usage{Prompt: 1, Completion: 1, Total: 2}), ft.Done()}
+	h := newHarness(t, []ft.Call{
+		ft.Expect("POST /threads/runs", ft.Stream(first...)),
+		ft.Expect(submitPath(), ft.Stream(second...)),
+		ft.Expect(submitPath(), ft.Stream(third...)),
+	})
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"STEP_END","stepName":"Classifying"}`,
+		`{"type":"CLASSIFIED","value":{"inboxItemId":"id3","bucket":"Admin","confidence":0.8}}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("Pay the water bill")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if out := toolOutputs(t, h, 0)[0]["output"].(string); !strings.Contains(out, `"error":"invalid_bucket"`) || !strings.Contains(out, "Admin") {
+		t.Errorf("the agent was not told the bucket was invalid and which are valid: %s", out)
+	}
+	if items := h.inbox(testUser); len(items) != 1 || items[0].ClassificationMeta.Bucket != "Admin" {
+		t.Fatalf("inbox %+v", items)
+	}
+}
+
+func TestCaptureTwoToolCallsInOneRequiresAction(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	a := ft.FileCaptureCall("call_1", "Plan the launch with Sam", "Projects", 0.8, "classified")
+	b := ft.FileCaptureCall("call_2", "Plan the launch with Sam", "People", 0.7, "classified")
+	first := append([]ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}, r.ToolCallStep("step_01", a, b)...)
+	first = append(first, r.RequiresAction(a, b), ft.Done())
+	cont := []ft.Event{r.ToolStepCompleted("step_01", []ft.ToolCall{a, b}, []string{`{}`, `{}`}, ft.Usage{}), r.Queued(), r.InProgress(), r.Completed(ft.Usage{Prompt: 1, Completion: 1, Total: 2}), ft.Done()}
+	h := newHarness(t, []ft.Call{
+		ft.Expect("POST /threads/runs", ft.Stream(first...)),
+		ft.Expect(submitPath(), ft.Stream(cont...)),
+	})
+	frames := h.capture("Plan the launch with Sam")
+	var types []string
+	for _, f := range frames {
+		types = append(types, f.Data["type"].(string))
+	}
+	if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" {
+		t.Fatalf("stream:\n%s", payloads(frames))
+	}
+	// Both calls ran and both outputs went back in one submission; only
+	// one of them filed the capture.
+	outs := toolOutputs(t, h, 0)
+	if len(outs) != 2 || outs[0]["tool_call_id"] != "call_1" || outs[1]["tool_call_id"] != "call_2" {
+		t.Fatalf("tool outputs %v", outs)
+	}
+	filed := 0
+	for _, o := range outs {
+		if strings.Contains(o["output"].(string), `"item_id"`) {
+			filed++
+		} else if !strings.Contains(o["output"].(string), "already_filed") {
+			t.Errorf("unexpected output %v", o["output"])
+		}
+	}
+	if items := h.inbox(testUser); filed != 1 || len(items) != 1 {
+		t.Fatalf("%d filed outputs, %d items", filed, len(items))
+	}
+	if got := frames[2].Data["value"].(map[string]any)["inboxItemId"]; got != h.inbox(testUser)[0].ID {
+		t.Errorf("outcome names item %v", got)
+	}
+}
+
+func TestCaptureRunFailed(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.Failed("server_error", "Sorry, something went wrong."), ft.Done()))})
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"ERROR","message":"The agent run failed: Sorry, something went wrong."}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("anything")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if items := h.inbox(testUser); len(items) != 0 {
+		t.Fatalf("stored %d items", len(items))
+	}
+}
+
+func TestCaptureErrorEvent(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+		r.ThreadCreated(), r.Created(), r.InProgress(), ft.ErrorEvent(`{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`)))})
+	frames := h.capture("anything")
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"ERROR","message":"The agent service reported an error: Rate limit is exceeded."}`,
+		complete,
+	}, "\n")
+	if got := payloads(frames); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	// The run may still be alive upstream after an in-stream error.
+	h.waitForCancel(upRun)
+}
+
+func TestCaptureConnectionResetMidStream(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "x", "People", 0.9, "classified"), 4)
+	evs := c.Stream()
+	// Cut the connection in the middle of the fifth event's data.
+	evs = append(evs[:5:5], ft.Cut(evs[5]))
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))})
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"ERROR","message":"The agent service failed: the agent service's event stream broke off"}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("x")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	h.waitForCancel(upRun)
+	if items := h.inbox(testUser); len(items) != 0 {
+		t.Fatalf("stored %d items", len(items))
+	}
+}
+
+func TestCaptureNon2xx(t *testing.T) {
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests, retry later."))})
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"ERROR","message":"The agent service failed: Too many requests, retry later."}`,
+		complete,
+	}, "\n")
+	if got := payloads(h.capture("x")); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if n := len(h.up.Cancels()); n != 0 {
+		t.Errorf("%d cancels without a run", n)
+	}
+}
+
+func TestCaptureHangPastTimeoutCancelsTheRun(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.Hang()))}, withRunTimeout(300*time.Millisecond))
+	start := time.Now()
+	frames := h.capture("x")
+	want := strings.Join([]string{
+		`{"type":"STEP_START","stepName":"Classifying"}`,
+		`{"type":"ERROR","message":"The agent took too long to respond"}`,
+		complete,
+	}, "\n")
+	if got := payloads(frames); got != want {
+		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("timed-out capture took %v", took)
+	}
+	h.waitForCancel(upRun)
+}
+
+func TestClientDisconnectCancelsTheRun(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
+
+	// A raw connection, closed as soon as STEP_START arrives, like a
+	// phone losing its network.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"text":"x"}`
+	_, _ = conn.Write([]byte("POST /api/capture HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testKey +
+		"\r\nContent-Type: application/json\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n" + body))
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := ""
+	for !strings.Contains(got, "STEP_START") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("reading: %v (got %q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	// Wait until the upstream run exists before going away.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	conn.Close()
+	h.waitForCancel(upRun)
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }

@@ -1,0 +1,191 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/localblob"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+)
+
+const (
+	testKey  = "test-key-0123456789abcdef"
+	testUser = "alice"
+	otherKey = "other-key-0123456789abcdef"
+)
+
+var fixedNow = time.Date(2026, 11, 23, 8, 30, 0, 0, time.UTC)
+
+// harness is a real server (SQLite store, local audio, the Foundry
+// provider) in front of a scripted upstream speaking the wire protocol.
+type harness struct {
+	t     *testing.T
+	up    *foundrytest.Server
+	store *sqlite.Store
+	srv   *httptest.Server
+}
+
+type option func(*server.Config)
+
+func withRunTimeout(d time.Duration) option { return func(c *server.Config) { c.RunTimeout = d } }
+
+func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harness {
+	t.Helper()
+	up := foundrytest.NewServer(t, script...)
+	client, err := foundry.NewClient(up.Endpoint(), up.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	blobs, err := localblob.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	cfg := server.Config{
+		Keys:     server.Keys{testKey: testUser, otherKey: "bob"},
+		Provider: foundry.NewProvider(client, "asst_test"),
+		Store:    st,
+		Blobs:    blobs,
+		NewID:    func() string { return fmt.Sprintf("id%d", n.Add(1)) },
+		Now:      func() time.Time { return fixedNow },
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &harness{t: t, up: up, store: st, srv: srv}
+}
+
+// frame is one SSE frame the phone received, with when it arrived.
+type frame struct {
+	Data map[string]any
+	Raw  string
+	At   time.Duration
+}
+
+// post sends a request with the test key and returns the response.
+func (h *harness) post(path, contentType, body string) *http.Response {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
+// capture posts a text capture and reads the whole SSE stream.
+func (h *harness) capture(text string) []frame {
+	h.t.Helper()
+	body, _ := json.Marshal(map[string]string{"text": text})
+	return h.readStream(h.post("/api/capture", "application/json", string(body)))
+}
+
+func (h *harness) readStream(resp *http.Response) []frame {
+	h.t.Helper()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		h.t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	for k, v := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Connection": "keep-alive", "X-Accel-Buffering": "no"} {
+		if got := resp.Header.Get(k); got != v {
+			h.t.Errorf("header %s = %q, want %q", k, got, v)
+		}
+	}
+	return readFrames(h.t, resp.Body)
+}
+
+// readFrames parses capture-v2 frames strictly: every frame must be
+// exactly one `data: <json>` line and a blank line (comments aside).
+func readFrames(t *testing.T, r io.Reader) []frame {
+	t.Helper()
+	start := time.Now()
+	var frames []frame
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if err == io.EOF && line == "" {
+			return frames
+		}
+		if err != nil {
+			t.Fatalf("reading stream: %v (after %d frames)", err, len(frames))
+		}
+		if strings.HasPrefix(line, ":") {
+			if blank, _ := br.ReadString('\n'); blank != "\n" {
+				t.Fatalf("comment not followed by a blank line: %q", blank)
+			}
+			continue
+		}
+		if !strings.HasPrefix(line, "data: ") {
+			t.Fatalf("line is not a data line: %q", line)
+		}
+		if blank, _ := br.ReadString('\n'); blank != "\n" {
+			t.Fatalf("data line not followed by a blank line: %q", blank)
+		}
+		payload := strings.TrimSuffix(strings.TrimPrefix(line, "data: "), "\n")
+		var data map[string]any
+		if err := json.Unmarshal([]byte(payload), &data); err != nil {
+			t.Fatalf("frame payload is not JSON: %q", payload)
+		}
+		frames = append(frames, frame{Data: data, Raw: payload, At: time.Since(start)})
+	}
+}
+
+func payloads(frames []frame) string {
+	var out []string
+	for _, f := range frames {
+		out = append(out, f.Raw)
+	}
+	return strings.Join(out, "\n")
+}
+
+func (h *harness) inbox(user string) []brainwire.InboxItem {
+	h.t.Helper()
+	page, err := h.store.ListInbox(context.Background(), user, brainwire.ListOptions{Limit: 100})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return page.Items
+}
+
+// waitForCancel waits until the upstream received a cancel for runID.
+func (h *harness) waitForCancel(runID string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range h.up.Cancels() {
+			if strings.Contains(r.Path, "/runs/"+runID+"/cancel") {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.t.Fatalf("no cancel for run %s; requests: %v", runID, h.up.Requests())
+}

@@ -25,7 +25,9 @@ func classify(call ft.ToolCall, reasoning int) ft.Classify {
 	return c
 }
 
-func submitPath() string { return "POST /threads/" + upThread + "/runs/" + upRun + "/submit_tool_outputs" }
+func submitPath() string {
+	return "POST /threads/" + upThread + "/runs/" + upRun + "/submit_tool_outputs"
+}
 
 // toolOutputs returns the tool_outputs of the n-th submit_tool_outputs call.
 func toolOutputs(t *testing.T, h *harness, n int) []map[string]any {

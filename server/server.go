@@ -104,24 +104,28 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) routes() *mux.Router {
-	r := mux.NewRouter()
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not found"})
 	})
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	notAllowed := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method not allowed"})
 	})
+	r := mux.NewRouter()
+	r.NotFoundHandler, r.MethodNotAllowedHandler = notFound, notAllowed
 	r.HandleFunc("/health", s.handleHealth).Methods(http.MethodGet)
 
-	api := r.PathPrefix("/api").Subrouter()
-	api.Use(s.requireKey)
-	api.HandleFunc("/capture", s.handleCapture).Methods(http.MethodPost)
-	api.HandleFunc("/capture/voice", s.handleVoice).Methods(http.MethodPost)
-	api.HandleFunc("/capture/follow-up", s.handleFollowUp).Methods(http.MethodPost)
-	api.HandleFunc("/inbox", s.handleListInbox).Methods(http.MethodGet)
-	api.HandleFunc("/inbox/{id}", s.handleGetInbox).Methods(http.MethodGet)
-	api.HandleFunc("/inbox/{id}", s.handleDeleteInbox).Methods(http.MethodDelete)
-	api.HandleFunc("/inbox/{id}/recategorize", s.handleRecategorize).Methods(http.MethodPost, http.MethodPatch)
+	// Routes are registered on the root router, each wrapped in the key
+	// check: mux subrouters answer 404 instead of 405 on a wrong method.
+	api := func(path string, h http.HandlerFunc, methods ...string) {
+		r.Handle(path, s.requireKey(h)).Methods(methods...)
+	}
+	api("/api/capture", s.handleCapture, http.MethodPost)
+	api("/api/capture/voice", s.handleVoice, http.MethodPost)
+	api("/api/capture/follow-up", s.handleFollowUp, http.MethodPost)
+	api("/api/inbox", s.handleListInbox, http.MethodGet)
+	api("/api/inbox/{id}", s.handleGetInbox, http.MethodGet)
+	api("/api/inbox/{id}", s.handleDeleteInbox, http.MethodDelete)
+	api("/api/inbox/{id}/recategorize", s.handleRecategorize, http.MethodPost, http.MethodPatch)
 	return r
 }
 

@@ -1,0 +1,228 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+type reply struct {
+	status int
+	detail string
+	body   string
+}
+
+func (h *harness) do(method, path, key, keyHeader, contentType, body string) reply {
+	h.t.Helper()
+	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	switch keyHeader {
+	case "bearer":
+		req.Header.Set("Authorization", "Bearer "+key)
+	case "x-api-key":
+		req.Header.Set("X-API-Key", key)
+	}
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var d struct{ Detail string }
+	_ = json.Unmarshal(b, &d)
+	return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
+}
+
+func TestAuth(t *testing.T) {
+	h := newHarness(t, nil)
+	routes := []struct{ method, path string }{
+		{"POST", "/api/capture"}, {"POST", "/api/capture/voice"}, {"POST", "/api/capture/follow-up"},
+		{"GET", "/api/inbox"}, {"GET", "/api/inbox/x"}, {"DELETE", "/api/inbox/x"}, {"PATCH", "/api/inbox/x/recategorize"},
+	}
+	for _, rt := range routes {
+		for name, c := range map[string]struct{ key, header string }{
+			"no key":            {"", ""},
+			"wrong bearer":      {"wrong-key-0123456789abcdef", "bearer"},
+			"wrong x-api-key":   {"wrong-key-0123456789abcdef", "x-api-key"},
+			"prefix of the key": {testKey[:10], "bearer"},
+			"key plus suffix":   {testKey + "x", "bearer"},
+		} {
+			r := h.do(rt.method, rt.path, c.key, c.header, "application/json", `{"text":"x"}`)
+			if r.status != http.StatusUnauthorized || r.detail != "Invalid or missing API key" {
+				t.Errorf("%s %s with %s: %d %s", rt.method, rt.path, name, r.status, r.body)
+			}
+		}
+	}
+	// Both headers are accepted.
+	if r := h.do("GET", "/api/inbox", testKey, "x-api-key", "", ""); r.status != http.StatusOK {
+		t.Errorf("X-API-Key: %d %s", r.status, r.body)
+	}
+	if r := h.do("GET", "/api/inbox", testKey, "bearer", "", ""); r.status != http.StatusOK {
+		t.Errorf("Bearer: %d %s", r.status, r.body)
+	}
+	// Health is open.
+	if r := h.do("GET", "/health", "", "", "", ""); r.status != http.StatusOK || !strings.Contains(r.body, `"status":"ok"`) {
+		t.Errorf("health: %d %s", r.status, r.body)
+	}
+}
+
+func TestCaptureRejectsBadRequestsBeforeStreaming(t *testing.T) {
+	// No upstream call is scripted: any call would fail the test.
+	h := newHarness(t, nil)
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		detail                  string
+	}{
+		{"malformed JSON", "application/json", `{"text":`, 400, "malformed JSON body"},
+		{"not an object", "application/json", `["x"]`, 400, "malformed JSON body"},
+		{"unknown field", "application/json", `{"txt":"hello"}`, 400, "unknown field"},
+		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, 400, "more than one JSON value"},
+		{"empty text", "application/json", `{"text":"   "}`, 400, "text is required"},
+		{"text too long", "application/json", `{"text":"` + strings.Repeat("é", 10001) + `"}`, 413, "the limit is 10000"},
+		{"body too large", "application/json", `{"text":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "request body is over"},
+		{"wrong content type", "text/plain", `{"text":"x"}`, 415, "Content-Type must be"},
+		{"no content type", "", `{"text":"x"}`, 415, "Content-Type must be"},
+		{"thread id with spaces", "application/json", `{"text":"x","thread_id":"a b"}`, 400, "thread_id"},
+		{"run id too long", "application/json", `{"text":"x","run_id":"` + strings.Repeat("r", 129) + `"}`, 400, "run_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.do("POST", "/api/capture", testKey, "bearer", c.contentType, c.body)
+			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
+				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
+			}
+		})
+	}
+	if n := len(h.up.Requests()); n != 0 {
+		t.Fatalf("%d upstream calls for rejected requests", n)
+	}
+}
+
+func TestUnknownRouteAndMethod(t *testing.T) {
+	h := newHarness(t, nil)
+	if r := h.do("GET", "/nope", "", "", "", ""); r.status != 404 || r.detail == "" {
+		t.Errorf("unknown route: %d %s", r.status, r.body)
+	}
+	if r := h.do("GET", "/api/capture", testKey, "bearer", "", ""); r.status != 405 {
+		t.Errorf("GET capture: %d %s", r.status, r.body)
+	}
+}
+
+// file stores an item directly, as a finished capture would have.
+func (h *harness) file(user, id, status, bucket string, at time.Time) brainwire.InboxItem {
+	h.t.Helper()
+	item, err := h.store.File(context.Background(), brainwire.Filing{
+		UserID: user, NewInboxID: id, NewRecordID: "rec-" + id, RawText: "text of " + id, Title: id,
+		Source: brainwire.KindText, Status: status,
+		Classification:  brainwire.Classification{Bucket: bucket, Confidence: 0.9, ClassifiedBy: "Classifier", ClassifiedAt: at},
+		FoundryThreadID: "thread_" + id, Now: at,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return item
+}
+
+func TestInboxAPI(t *testing.T) {
+	h := newHarness(t, nil)
+	for i, id := range []string{"a1", "a2", "a3"} {
+		h.file(testUser, id, "classified", "People", fixedNow.Add(time.Duration(i)*time.Minute))
+	}
+	h.file(testUser, "m1", "misunderstood", "", fixedNow.Add(10*time.Minute))
+	h.file("bob", "b1", "classified", "Ideas", fixedNow)
+
+	var page struct {
+		Items      []brainwire.InboxItem
+		NextCursor string
+	}
+	r := h.do("GET", "/api/inbox?limit=2", testKey, "bearer", "", "")
+	if err := json.Unmarshal([]byte(r.body), &page); err != nil || r.status != 200 {
+		t.Fatalf("list: %d %s", r.status, r.body)
+	}
+	if len(page.Items) != 2 || page.Items[0].ID != "m1" || page.Items[1].ID != "a3" || page.NextCursor == "" {
+		t.Fatalf("first page: %s", r.body)
+	}
+	r = h.do("GET", "/api/inbox?limit=2&cursor="+page.NextCursor, testKey, "bearer", "", "")
+	page.NextCursor = ""
+	_ = json.Unmarshal([]byte(r.body), &page)
+	if len(page.Items) != 2 || page.Items[0].ID != "a2" || page.Items[1].ID != "a1" || page.NextCursor != "" {
+		t.Fatalf("second page: %s", r.body)
+	}
+	r = h.do("GET", "/api/inbox?status=misunderstood", testKey, "bearer", "", "")
+	_ = json.Unmarshal([]byte(r.body), &page)
+	if len(page.Items) != 1 || page.Items[0].ID != "m1" {
+		t.Fatalf("filtered: %s", r.body)
+	}
+	for _, bad := range []string{"?status=weird", "?limit=0", "?limit=101", "?limit=x"} {
+		if r := h.do("GET", "/api/inbox"+bad, testKey, "bearer", "", ""); r.status != 400 {
+			t.Errorf("list %s: %d %s", bad, r.status, r.body)
+		}
+	}
+	if r := h.do("GET", "/api/inbox?cursor=garbage!!", testKey, "bearer", "", ""); r.status != 400 {
+		t.Errorf("bad cursor: %d %s", r.status, r.body)
+	}
+
+	// Get: own item, other user's item, unknown, bad id.
+	if r := h.do("GET", "/api/inbox/a1", testKey, "bearer", "", ""); r.status != 200 || !strings.Contains(r.body, `"rawText":"text of a1"`) {
+		t.Errorf("get: %d %s", r.status, r.body)
+	}
+	for path, want := range map[string]int{"/api/inbox/b1": 404, "/api/inbox/nope": 404, "/api/inbox/" + strings.Repeat("x", 200): 400} {
+		if r := h.do("GET", path, testKey, "bearer", "", ""); r.status != want {
+			t.Errorf("get %s: %d %s, want %d", path, r.status, r.body, want)
+		}
+	}
+
+	// Recategorize: moves the record, records the person as classifier.
+	r = h.do("PATCH", "/api/inbox/a1/recategorize", testKey, "bearer", "application/json", `{"bucket":"Projects"}`)
+	if r.status != 200 {
+		t.Fatalf("recategorize: %d %s", r.status, r.body)
+	}
+	item, _ := h.store.GetInboxItem(context.Background(), testUser, "a1")
+	if item.ClassificationMeta.Bucket != "Projects" || item.ClassificationMeta.ClassifiedBy != "user" {
+		t.Fatalf("after recategorize: %+v", item.ClassificationMeta)
+	}
+	if _, err := h.store.GetBucketRecord(context.Background(), testUser, "Projects", item.FiledRecordID); err != nil {
+		t.Fatalf("record not in Projects: %v", err)
+	}
+	if _, err := h.store.GetBucketRecord(context.Background(), testUser, "People", "rec-a1"); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("old People record still there: %v", err)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/api/inbox/a2/recategorize", `{"bucket":"Misc"}`},
+		{"/api/inbox/a2/recategorize", `{"bucket":`},
+		{"/api/inbox/a2/recategorize", `{"bucket":"Ideas","x":1}`},
+	} {
+		if r := h.do("PATCH", c.path, testKey, "bearer", "application/json", c.body); r.status != 400 {
+			t.Errorf("recategorize %s: %d %s", c.body, r.status, r.body)
+		}
+	}
+	if r := h.do("PATCH", "/api/inbox/b1/recategorize", testKey, "bearer", "application/json", `{"bucket":"People"}`); r.status != 404 {
+		t.Errorf("recategorize other user's: %d %s", r.status, r.body)
+	}
+
+	// Delete: removes the bucket record too; other user's item untouched.
+	if r := h.do("DELETE", "/api/inbox/a2", testKey, "bearer", "", ""); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if _, err := h.store.GetBucketRecord(context.Background(), testUser, "People", "rec-a2"); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("record survived delete: %v", err)
+	}
+	if r := h.do("DELETE", "/api/inbox/b1", testKey, "bearer", "", ""); r.status != 404 {
+		t.Errorf("delete other user's: %d %s", r.status, r.body)
+	}
+	if _, err := h.store.GetInboxItem(context.Background(), "bob", "b1"); err != nil {
+		t.Fatalf("bob's item was touched: %v", err)
+	}
+	if r := h.do("DELETE", "/api/inbox/a2", testKey, "bearer", "", ""); r.status != 404 {
+		t.Errorf("delete twice: %d %s", r.status, r.body)
+	}
+}

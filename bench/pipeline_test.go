@@ -1,0 +1,122 @@
+// Package bench measures brainwire's hot paths end to end. Figures and the
+// commands that produced them are kept in RESULTS.md.
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adapter"
+	"github.com/brainwire/brainwire/foundry"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/protocol/capturev2"
+)
+
+// tokens are delta texts the size a model streams them (as in the
+// recordings: "The", " current", " weather", ...).
+var tokens = strings.Fields("The capture mentions calling Sarah about the offsite next week , " +
+	"which is about a person in their life ; the People bucket fits best with high confidence .")
+
+// longRun is a recorded-shape run: the create-run stream with n reasoning
+// deltas around the run, step and tool-call events, and the continuation
+// after the tool output. It returns both bodies and their event count.
+// With sentences set, each delta is a ~50-byte sentence instead.
+func longRun(n int, sentences bool) (first, second []byte, events int) {
+	c := ft.NewClassify("thread_01", "run_01", n)
+	for i := range c.Reasoning {
+		if !sentences {
+			c.Reasoning[i] = " " + tokens[i%len(tokens)]
+		}
+	}
+	wire := func(evs []ft.Event) []byte {
+		var b strings.Builder
+		for _, e := range evs {
+			b.WriteString(e.Wire())
+		}
+		return []byte(b.String())
+	}
+	s, k := c.Stream(), c.Continuation()
+	return wire(s), wire(k), len(s) + len(k)
+}
+
+// pipeline runs both bodies through decoder -> adapter -> encoder, the
+// path every upstream event takes on its way to the phone. The tool result
+// the provider would produce is fed in at requires_action.
+func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
+	a := adapter.New(adapter.Config{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
+	var enc capturev2.Encoder
+	frames := 0
+	evs = a.Start(evs[:0])
+	for _, body := range [][]byte{first, second} {
+		dec := foundry.NewDecoder(bytes.NewReader(body))
+		for {
+			ev, err := dec.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			evs = a.Handle(ev, evs[:0])
+			if ev.Kind == brainwire.EventToolCall {
+				evs = a.Handle(brainwire.Event{Kind: brainwire.EventToolResult, Tool: ev.Tool,
+					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name,
+						Output: `{"bucket":"People","confidence":0.9,"item_id":"item_1","status":"classified"}`}}, evs)
+			}
+			out = out[:0]
+			for _, ce := range evs {
+				out = enc.Encode(out, ce)
+			}
+			frames += len(evs)
+		}
+	}
+	if !a.Done() || a.Outcome() != brainwire.CaptureClassified {
+		tb.Fatalf("run did not complete with an outcome (outcome %v)", a.Outcome())
+	}
+	return frames, out
+}
+
+// BenchmarkAdapterPath: upstream SSE bytes -> normalized events -> capture
+// events -> capture-v2 bytes, over 10,000 message deltas plus the run, step
+// and tool-call events around them. Run with -cpu 1 for the one-core figure.
+func BenchmarkAdapterPath(b *testing.B) {
+	for _, sentences := range []bool{false, true} {
+		name := "token-deltas"
+		if sentences {
+			name = "sentence-deltas"
+		}
+		b.Run(name, func(b *testing.B) {
+			first, second, events := longRun(10000, sentences)
+			out := make([]byte, 0, 4096)
+			evs := make([]brainwire.CaptureEvent, 0, 16)
+			b.SetBytes(int64(len(first) + len(second)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_, out = pipeline(b, first, second, out, evs)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
+			b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = pipeline(b, first, second, out, evs) }))/float64(events), "allocs/event")
+		})
+	}
+}
+
+// TestAdapterPathAllocations bounds allocations per upstream event: one
+// for each reasoning chunk's text and a little for the rare run objects.
+func TestAdapterPathAllocations(t *testing.T) {
+	first, second, events := longRun(2000, false)
+	out := make([]byte, 0, 4096)
+	evs := make([]brainwire.CaptureEvent, 0, 16)
+	allocs := testing.AllocsPerRun(5, func() {
+		_, out = pipeline(t, first, second, out, evs)
+	})
+	if perEvent := allocs / float64(events); perEvent > 1.5 {
+		t.Fatalf("%.2f allocations per upstream event", perEvent)
+	}
+}

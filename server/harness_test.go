@@ -19,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
 )
 
@@ -42,6 +43,27 @@ type harness struct {
 type option func(*server.Config)
 
 func withRunTimeout(d time.Duration) option { return func(c *server.Config) { c.RunTimeout = d } }
+
+func withBlobs(b brainwire.BlobStore) option { return func(c *server.Config) { c.Blobs = b } }
+
+func withTranscriber(tr brainwire.Transcriber) option {
+	return func(c *server.Config) { c.Transcriber = tr }
+}
+
+func withMaxAudio(n int64) option { return func(c *server.Config) { c.MaxAudioBytes = n } }
+
+// withSimulator puts the offline simulator, over real HTTP, upstream
+// instead of the scripted server.
+func withSimulator(t *testing.T) option {
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	t.Cleanup(sim.Close)
+	client, err := foundry.NewClient(sim.URL+simulator.ProjectPath,
+		&http.Client{Transport: foundry.NewStaticTokenTransport("simulator", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *server.Config) { c.Provider = foundry.NewProvider(client, simulator.DefaultAgentID) }
+}
 
 func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harness {
 	t.Helper()

@@ -1,0 +1,268 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/azureblob"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/internal/npmtest"
+	"github.com/brainwire/brainwire/internal/testaudio"
+	"github.com/brainwire/brainwire/transcription"
+)
+
+// transcriptionAPI answers like Azure OpenAI's audio/transcriptions: it
+// parses the multipart request and returns the configured transcript.
+type transcriptionAPI struct {
+	srv        *httptest.Server
+	transcript string
+	mu         sync.Mutex
+	received   [][]byte
+}
+
+func newTranscriptionAPI(t *testing.T, transcript string) (*transcriptionAPI, *transcription.Client) {
+	api := &transcriptionAPI{transcript: transcript}
+	api.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("api-key") != "test-key" || !strings.HasSuffix(r.URL.Path, "/openai/deployments/whisper/audio/transcriptions") {
+			http.Error(w, `{"error":{"code":"401","message":"Access denied"}}`, http.StatusUnauthorized)
+			return
+		}
+		f, _, err := r.FormFile("file")
+		if err != nil || r.FormValue("response_format") != "json" {
+			http.Error(w, `{"error":{"code":"invalid_request","message":"no file"}}`, http.StatusBadRequest)
+			return
+		}
+		b, _ := io.ReadAll(f)
+		api.mu.Lock()
+		api.received = append(api.received, b)
+		api.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"text":%q}`, api.transcript)
+	}))
+	t.Cleanup(api.srv.Close)
+	c, err := transcription.New(transcription.Config{Endpoint: api.srv.URL, Deployment: "whisper", APIKey: "test-key"}, api.srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api, c
+}
+
+// azurite starts Azurite once per test and returns a store on a fresh
+// container.
+func azurite(t *testing.T) *azureblob.Store {
+	t.Helper()
+	srv := npmtest.Start(t, "azurite-blob", "--blobHost", "127.0.0.1", "--blobPort", "{port}", "--location", "{dir}",
+		"--skipApiVersionCheck", "--loose", "--disableTelemetry", "--silent")
+	cfg, err := azureblob.ConfigFromConnectionString(azureblob.DevConnectionString, "voice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AccountURL = "http://" + srv.Addr + "/devstoreaccount1"
+	st, err := azureblob.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnsureContainer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func voiceBody(t *testing.T, filename, contentType string, audio []byte) (string, string) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, filename))
+	h.Set("Content-Type", contentType)
+	w, _ := mw.CreatePart(h)
+	_, _ = w.Write(audio)
+	mw.Close()
+	return mw.FormDataContentType(), buf.String()
+}
+
+// assertGone checks the capture's audio no longer exists.
+func assertGone(t *testing.T, blobs *azureblob.Store, url string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rc, _, err := blobs.Open(context.Background(), url)
+		if brainwire.ErrorCode(err) == brainwire.ENotFound {
+			return
+		}
+		if err == nil {
+			rc.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audio %s still there (%v)", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestVoiceCaptureEndToEnd(t *testing.T) {
+	audio := testaudio.WAV(t, "Call mom about her birthday on Sunday")
+	blobs := azurite(t)
+	api, tr := newTranscriptionAPI(t, "Call mom about her birthday on Sunday.")
+	h := newHarness(t, nil, withSimulator(t), withBlobs(blobs), withTranscriber(tr))
+
+	for _, path := range []string{"/api/capture/voice", "/api/capture"} {
+		t.Run(path, func(t *testing.T) {
+			before := len(h.inbox(testUser))
+			ct, body := voiceBody(t, "note.wav", "audio/wav", audio)
+			frames := h.readStream(h.post(path, ct, body))
+			var types []string
+			for _, f := range frames {
+				types = append(types, f.Data["type"].(string))
+			}
+			if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" ||
+				frames[0].Data["stepName"] != "Processing" || frames[1].Data["stepName"] != "Processing" {
+				t.Fatalf("stream:\n%s", payloads(frames))
+			}
+			value := frames[2].Data["value"].(map[string]any)
+			if value["bucket"] != "People" {
+				t.Fatalf("outcome %v", value)
+			}
+			item, err := h.store.GetInboxItem(context.Background(), testUser, value["inboxItemId"].(string))
+			if err != nil || item.Source != brainwire.KindVoice || item.RawText != "Call mom about her birthday on Sunday." {
+				t.Fatalf("item %+v, %v", item, err)
+			}
+			if n := len(h.inbox(testUser)); n != before+1 {
+				t.Fatalf("%d new items", n-before)
+			}
+			api.mu.Lock()
+			got := api.received[len(api.received)-1]
+			api.mu.Unlock()
+			if !bytes.Equal(got, audio) {
+				t.Fatalf("transcription got %d bytes, uploaded %d", len(got), len(audio))
+			}
+		})
+	}
+	// Both captures' audio is gone: the container is empty.
+	for i := 3; i <= 8; i++ {
+		assertGone(t, blobs, fmt.Sprintf("%s/voice-id%d.wav", blobs.URL(), i))
+	}
+}
+
+// voiceScript is an upstream that asks for transcribe_audio first.
+func voiceRun(r ft.Run, tail ...ft.Event) []ft.Event {
+	evs := []ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}
+	return append(evs, tail...)
+}
+
+func TestVoiceAudioIsDeletedWhenTheRunFails(t *testing.T) {
+	audio := testaudio.WAV(t, "Pay the water bill")
+	blobs := azurite(t)
+	_, tr := newTranscriptionAPI(t, "Pay the water bill")
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(voiceRun(r, r.Failed("server_error", "model overloaded"), ft.Done())...))},
+		withBlobs(blobs), withTranscriber(tr))
+	ct, body := voiceBody(t, "bill.wav", "audio/wav", audio)
+	frames := h.readStream(h.post("/api/capture/voice", ct, body))
+	if got := payloads(frames); !strings.Contains(got, `"type":"ERROR"`) || !strings.HasPrefix(got, `{"type":"STEP_START","stepName":"Processing"}`) {
+		t.Fatalf("stream:\n%s", got)
+	}
+	// The agent was told where the audio is; that audio is now gone.
+	msg := fmt.Sprint(h.up.Find("POST /threads/runs")[0].Body["thread"])
+	url := blobs.URL() + "/voice-id3.wav"
+	if !strings.Contains(msg, "audio: "+url) {
+		t.Fatalf("run message does not carry the audio URL %s: %s", url, msg)
+	}
+	assertGone(t, blobs, url)
+}
+
+func TestVoiceAudioIsDeletedWhenTheClientDisconnects(t *testing.T) {
+	audio := testaudio.WAV(t, "Idea for a garden app")
+	blobs := azurite(t)
+	_, tr := newTranscriptionAPI(t, "Idea for a garden app")
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(voiceRun(r, ft.Hang())...))},
+		withBlobs(blobs), withTranscriber(tr))
+	ct, body := voiceBody(t, "idea.wav", "audio/wav", audio)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /api/capture/voice HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		testKey, ct, len(body), body)
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := ""
+	for !strings.Contains(got, "STEP_START") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("reading: %v (%q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	url := blobs.URL() + "/voice-id3.wav"
+	if rc, _, err := blobs.Open(context.Background(), url); err != nil {
+		t.Fatalf("audio not stored while the capture runs: %v", err)
+	} else {
+		rc.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn.Close()
+	h.waitForCancel(upRun)
+	assertGone(t, blobs, url)
+}
+
+func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
+	h := newHarness(t, nil, withMaxAudio(1024))
+	wav := []byte("RIFF\x24\x00\x00\x00WAVEfmt ")
+	cases := []struct {
+		name        string
+		contentType string
+		body        string
+		status      int
+		detail      string
+	}{
+		{"not multipart", "application/octet-stream", string(wav), 415, "multipart/form-data"},
+		{"unsupported type", "", "", 400, "unsupported audio format"},
+		{"too large", "", "", 413, "over 1024 bytes"},
+		{"no file part", "", "", 400, "file part"},
+		{"empty file", "", "", 400, "empty"},
+		{"broken multipart", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nabc", 400, "malformed multipart"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ct, body := c.contentType, c.body
+			switch c.name {
+			case "unsupported type":
+				ct, body = voiceBody(t, "notes.txt", "text/plain", []byte("hello"))
+			case "too large":
+				ct, body = voiceBody(t, "big.wav", "audio/wav", bytes.Repeat([]byte{1}, 2048))
+			case "no file part":
+				var buf bytes.Buffer
+				mw := multipart.NewWriter(&buf)
+				_ = mw.WriteField("thread_id", "t1")
+				mw.Close()
+				ct, body = mw.FormDataContentType(), buf.String()
+			case "empty file":
+				ct, body = voiceBody(t, "empty.wav", "audio/wav", nil)
+			}
+			r := h.do("POST", "/api/capture/voice", testKey, "bearer", ct, body)
+			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
+				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
+			}
+		})
+	}
+	if n := len(h.up.Requests()); n != 0 {
+		t.Fatalf("%d upstream calls for rejected uploads", n)
+	}
+}

@@ -273,3 +273,6 @@ func checkName(name string) error {
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
+
+// Kind names the backend in health reports.
+func (s *Store) Kind() string { return "azure_blob" }

@@ -291,3 +291,6 @@ func (s *Store) Close() error { return nil }
 func (s *Store) detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), s.compensate)
 }
+
+// Kind names the backend in health reports.
+func (s *Store) Kind() string { return "cosmos" }

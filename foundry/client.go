@@ -309,6 +309,23 @@ func (c *Client) GetRun(ctx context.Context, threadID, runID string) (Run, error
 	return r, nil
 }
 
+// Agent is the part of an agent (assistant) object the server reads.
+type Agent struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Model string `json:"model"`
+}
+
+// GetAgent fetches an agent (GET /assistants/{id}); on the wire agents are
+// assistants.
+func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
+	var a Agent
+	if err := c.do(ctx, http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, err)
+	}
+	return a, nil
+}
+
 // url joins the operation path to the endpoint; each segment is escaped.
 func (c *Client) url(segments ...string) string {
 	var b strings.Builder

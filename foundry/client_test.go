@@ -1,6 +1,7 @@
 package foundry_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -123,5 +124,24 @@ func TestStaticTokenTransport(t *testing.T) {
 	}
 	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer secret" {
 		t.Fatalf("Authorization %q", got)
+	}
+}
+
+func TestProviderPingGetsTheAgent(t *testing.T) {
+	up := foundrytest.NewServer(t,
+		foundrytest.Expect("GET /assistants/asst_ok", foundrytest.JSON(200, map[string]any{"id": "asst_ok", "object": "assistant", "name": "Classifier"})),
+		foundrytest.Expect("GET /assistants/asst_gone", foundrytest.Error(404, "not_found", "No assistant found with id 'asst_gone'.")),
+	)
+	c, err := foundry.NewClient(up.Endpoint(), up.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := foundry.NewProvider(c, "asst_ok").Ping(context.Background()); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	err = foundry.NewProvider(c, "asst_gone").Ping(context.Background())
+	var apiErr *foundry.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "not_found" {
+		t.Fatalf("ping of a missing agent: %v", err)
 	}
 }

@@ -66,6 +66,13 @@ func NewProvider(client *Client, agentID string, opts ...ProviderOption) *Provid
 // Name returns "azure.ai.agents".
 func (p *Provider) Name() string { return ProviderName }
 
+// Ping checks that the service answers and knows the agent, for health
+// checks: it proves the endpoint, the credentials and the agent id.
+func (p *Provider) Ping(ctx context.Context) error {
+	_, err := p.client.GetAgent(ctx, p.agentID)
+	return err
+}
+
 // Run runs the agent once over req. It starts a run on a new thread (or on
 // req.ThreadID), yields the run's events, and whenever the run requires
 // action executes the requested tools in parallel, yields one

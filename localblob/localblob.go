@@ -253,3 +253,6 @@ func (r ctxReader) Read(p []byte) (int, error) {
 	}
 	return r.r.Read(p)
 }
+
+// Kind names the backend in health reports.
+func (s *Store) Kind() string { return "local_directory" }

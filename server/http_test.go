@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 )
 
 type reply struct {
@@ -42,7 +43,7 @@ func (h *harness) do(method, path, key, keyHeader, contentType, body string) rep
 }
 
 func TestAuth(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, []ft.Call{ft.Expect("GET /assistants/asst_test", ft.JSON(200, map[string]any{"id": "asst_test", "object": "assistant"}))})
 	routes := []struct{ method, path string }{
 		{"POST", "/api/capture"}, {"POST", "/api/capture/voice"}, {"POST", "/api/capture/follow-up"},
 		{"GET", "/api/inbox"}, {"GET", "/api/inbox/x"}, {"DELETE", "/api/inbox/x"}, {"PATCH", "/api/inbox/x/recategorize"},
@@ -68,9 +69,21 @@ func TestAuth(t *testing.T) {
 	if r := h.do("GET", "/api/inbox", testKey, "bearer", "", ""); r.status != http.StatusOK {
 		t.Errorf("Bearer: %d %s", r.status, r.body)
 	}
-	// Health is open.
-	if r := h.do("GET", "/health", "", "", "", ""); r.status != http.StatusOK || !strings.Contains(r.body, `"status":"ok"`) {
-		t.Errorf("health: %d %s", r.status, r.body)
+	// Health is open, checks the agent once and reuses the answer.
+	for range 2 {
+		if r := h.do("GET", "/health", "", "", "", ""); r.status != http.StatusOK ||
+			!strings.Contains(r.body, `"status":"ok"`) || !strings.Contains(r.body, `"agent":{"configured":true,"kind":"azure.ai.agents","reachable":true}`) {
+			t.Errorf("health: %d %s", r.status, r.body)
+		}
+	}
+}
+
+func TestHealthDegradedWhenTheAgentIsUnknown(t *testing.T) {
+	h := newHarness(t, []ft.Call{ft.Expect("GET /assistants/asst_test", ft.Error(404, "not_found", "No assistant found with id 'asst_test'."))})
+	r := h.do("GET", "/health", "", "", "", "")
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"status":"degraded"`) ||
+		!strings.Contains(r.body, `"reachable":false`) || strings.Contains(r.body, "asst_test") {
+		t.Fatalf("health: %d %s", r.status, r.body)
 	}
 }
 

@@ -61,6 +61,7 @@ type Server struct {
 	auth   *authenticator
 	router *mux.Router
 	log    *slog.Logger
+	health healthCache
 }
 
 // New validates cfg and returns a Server.

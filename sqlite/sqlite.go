@@ -156,3 +156,6 @@ func isConflict(err error) bool {
 	}
 	return false
 }
+
+// Kind names the backend in health reports.
+func (s *Store) Kind() string { return "sqlite" }

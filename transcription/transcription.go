@@ -216,3 +216,6 @@ func (c *Client) authorize(ctx context.Context, req *http.Request) error {
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
 	return nil
 }
+
+// Kind names the backend in health reports.
+func (c *Client) Kind() string { return "azure_openai" }

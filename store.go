@@ -2,6 +2,7 @@ package brainwire
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -95,7 +96,7 @@ type Filing struct {
 // ListOptions selects a page of a user's inbox, newest first.
 type ListOptions struct {
 	Status string // optional filter
-	Limit  int    // page size; 0 means the store's default
+	Limit  int    // page size; see PageSize
 	Cursor string // opaque, from the previous page's NextCursor
 }
 
@@ -123,4 +124,76 @@ type Store interface {
 	// Ping checks that the store is reachable.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// Page sizes of ListInbox, the same on every store.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
+// PageSize checks the options and returns the page size to use: 0 means
+// DefaultPageSize and larger values are cut to MaxPageSize.
+func (o ListOptions) PageSize() (int, error) {
+	switch o.Status {
+	case "", StatusClassified, StatusPending, StatusMisunderstood:
+	default:
+		return 0, Errorf(EInvalid, "invalid status %q", o.Status)
+	}
+	switch {
+	case o.Limit < 0:
+		return 0, Errorf(EInvalid, "invalid page size %d", o.Limit)
+	case o.Limit == 0:
+		return DefaultPageSize, nil
+	case o.Limit > MaxPageSize:
+		return MaxPageSize, nil
+	}
+	return o.Limit, nil
+}
+
+// Validate checks a filing before a store writes anything: EInvalid for a
+// missing user, time or id, an unknown status or source, a bucket that a
+// classified or pending filing needs, or numbers JSON cannot hold.
+func (f Filing) Validate() error {
+	if f.UserID == "" {
+		return Errorf(EInvalid, "missing user id")
+	}
+	if f.Now.IsZero() {
+		return Errorf(EInvalid, "missing filing time")
+	}
+	b := f.Classification.Bucket
+	switch f.Status {
+	case StatusClassified, StatusPending:
+		if !ValidBucket(b) {
+			return Errorf(EInvalid, "unknown bucket %q", b)
+		}
+		if f.NewRecordID == "" {
+			return Errorf(EInvalid, "missing bucket record id")
+		}
+	case StatusMisunderstood:
+		if b != "" && !ValidBucket(b) {
+			return Errorf(EInvalid, "unknown bucket %q", b)
+		}
+	default:
+		return Errorf(EInvalid, "unknown status %q", f.Status)
+	}
+	if f.InboxItemID == "" {
+		// A refile keeps the item's id and source; a new capture needs both.
+		if f.NewInboxID == "" {
+			return Errorf(EInvalid, "missing inbox item id")
+		}
+		if f.Source != KindText && f.Source != KindVoice {
+			return Errorf(EInvalid, "unknown source %q", f.Source)
+		}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if !finite(f.Classification.Confidence) {
+		return Errorf(EInvalid, "confidence is not a number")
+	}
+	for b, x := range f.Classification.AllScores {
+		if !finite(x) {
+			return Errorf(EInvalid, "score of %q is not a number", b)
+		}
+	}
+	return nil
 }

@@ -24,8 +24,8 @@ import (
 // DefaultContentType is stored when Put is given no content type.
 const DefaultContentType = "application/octet-stream"
 
-// MaxNameLen is the longest blob name accepted.
-const MaxNameLen = 200
+// MaxNameLen bounds blob names (brainwire.ValidBlobName says which are valid).
+const MaxNameLen = brainwire.MaxBlobNameLen
 
 // Upload tuning used when Config leaves it zero: an upload holds at most
 // about BlockSize*Concurrency bytes in memory.
@@ -131,7 +131,7 @@ func (s *Store) EnsureContainer(ctx context.Context) error {
 // the blob's URL. The body is streamed in blocks, so memory stays bounded
 // whatever its length; an upload that fails part-way commits nothing.
 func (s *Store) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
-	if err := checkName(name); err != nil {
+	if err := brainwire.ValidBlobName(name); err != nil {
 		return "", err
 	}
 	if contentType == "" {
@@ -206,7 +206,7 @@ func (s *Store) nameOf(rawURL string) (string, error) {
 	if !ok {
 		return "", brainwire.Errorf(brainwire.EInvalid, "not a URL of the audio container: %q", rawURL)
 	}
-	if err := checkName(name); err != nil {
+	if err := brainwire.ValidBlobName(name); err != nil {
 		return "", err
 	}
 	return name, nil
@@ -249,29 +249,6 @@ func validContainer(name string) bool {
 		}
 	}
 	return true
-}
-
-// checkName accepts the same names as the local store — ASCII letters,
-// digits, '.', '_' and '-', starting with a letter or digit, no ".." — so a
-// name valid on one backend is valid on the other and needs no escaping in
-// a URL.
-func checkName(name string) error {
-	if name == "" || len(name) > MaxNameLen {
-		return brainwire.Errorf(brainwire.EInvalid, "blob name must be 1 to %d characters", MaxNameLen)
-	}
-	if !isAlnum(name[0]) || strings.Contains(name, "..") {
-		return brainwire.Errorf(brainwire.EInvalid, "invalid blob name %q", name)
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return brainwire.Errorf(brainwire.EInvalid, "invalid blob name %q", name)
-		}
-	}
-	return nil
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // Kind names the backend in health reports.

@@ -36,10 +36,10 @@ const InboxContainer = "Inbox"
 // PartitionKeyPath is the partition key of every container.
 const PartitionKeyPath = "/userId"
 
-// Page sizes of ListInbox.
+// Page sizes of ListInbox, the same on every store.
 const (
-	DefaultListLimit = 20
-	MaxListLimit     = 100
+	DefaultListLimit = brainwire.DefaultPageSize
+	MaxListLimit     = brainwire.MaxPageSize
 )
 
 // compensationTimeout bounds the writes that undo a failed operation. They

@@ -45,19 +45,9 @@ func decodeCursor(s string) (cursor, error) {
 
 // ListInbox returns a page of the user's Inbox items, newest first.
 func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.ListOptions) (brainwire.InboxPage, error) {
-	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "invalid limit %d", limit)
-	case limit == 0:
-		limit = DefaultListLimit
-	case limit > MaxListLimit:
-		limit = MaxListLimit
-	}
-	switch opts.Status {
-	case "", brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
-	default:
-		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "invalid status %q", opts.Status)
+	limit, err := opts.PageSize()
+	if err != nil {
+		return brainwire.InboxPage{}, err
 	}
 	if userID == "" {
 		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")

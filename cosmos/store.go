@@ -375,34 +375,13 @@ func filingRecord(f brainwire.Filing, inboxID string) brainwire.BucketRecord {
 	}
 }
 
-// validateFiling checks everything File needs before it writes anything.
+// validateFiling adds to the shared rules what Cosmos ids need.
 func validateFiling(f brainwire.Filing) error {
-	switch f.Status {
-	case brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood:
-	default:
-		return brainwire.Errorf(brainwire.EInvalid, "invalid status %q", f.Status)
+	if err := f.Validate(); err != nil {
+		return err
 	}
-	b := f.Classification.Bucket
-	if filesRecord(f.Status) && !brainwire.ValidBucket(b) {
-		return brainwire.Errorf(brainwire.EInvalid, "invalid bucket %q", b)
-	}
-	if b != "" && !brainwire.ValidBucket(b) {
-		return brainwire.Errorf(brainwire.EInvalid, "invalid bucket %q", b)
-	}
-	if f.UserID == "" {
-		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
-	}
-	if f.Now.IsZero() {
-		return brainwire.Errorf(brainwire.EInvalid, "missing time")
-	}
-	if f.InboxItemID == "" {
-		// A refile keeps the item's id and source; a new capture needs both.
-		if !validID(f.NewInboxID) {
-			return brainwire.Errorf(brainwire.EInvalid, "invalid inbox item id %q", f.NewInboxID)
-		}
-		if f.Source != brainwire.KindText && f.Source != brainwire.KindVoice {
-			return brainwire.Errorf(brainwire.EInvalid, "invalid source %q", f.Source)
-		}
+	if f.InboxItemID == "" && !validID(f.NewInboxID) {
+		return brainwire.Errorf(brainwire.EInvalid, "invalid inbox item id %q", f.NewInboxID)
 	}
 	if filesRecord(f.Status) && !validID(f.NewRecordID) {
 		return brainwire.Errorf(brainwire.EInvalid, "invalid record id %q", f.NewRecordID)

@@ -25,9 +25,8 @@ import (
 // DefaultContentType is recorded when Put is given no content type.
 const DefaultContentType = "application/octet-stream"
 
-// MaxNameLen is the longest blob name accepted. It leaves room for the
-// sidecar's prefix and suffix within the usual 255-byte file name limit.
-const MaxNameLen = 200
+// MaxNameLen bounds blob names (brainwire.ValidBlobName says which are valid).
+const MaxNameLen = brainwire.MaxBlobNameLen
 
 // Store is a brainwire.BlobStore on one local directory. It is safe for
 // concurrent use; concurrent Puts of one name leave one of them whole.
@@ -60,7 +59,7 @@ func (s *Store) Dir() string { return s.root }
 // The blob appears whole or not at all: an earlier blob of the same name is
 // replaced only once the new content is completely on disk.
 func (s *Store) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
-	if err := checkName(name); err != nil {
+	if err := brainwire.ValidBlobName(name); err != nil {
 		return "", err
 	}
 	if contentType == "" {
@@ -211,35 +210,13 @@ func (s *Store) nameOf(rawURL string) (string, error) {
 		return "", brainwire.Errorf(brainwire.EInvalid, "URL is outside the local audio store: %q", rawURL)
 	}
 	name := filepath.Base(p)
-	if err := checkName(name); err != nil {
+	if err := brainwire.ValidBlobName(name); err != nil {
 		return "", err
 	}
 	return name, nil
 }
 
 func sidecarName(name string) string { return "." + name + ".type" }
-
-// checkName accepts names of ASCII letters, digits, '.', '_' and '-' that
-// start with a letter or digit and contain no "..": such a name is one plain
-// file in the directory, on every file system.
-func checkName(name string) error {
-	if name == "" || len(name) > MaxNameLen {
-		return brainwire.Errorf(brainwire.EInvalid, "blob name must be 1 to %d characters", MaxNameLen)
-	}
-	if !isAlnum(name[0]) || strings.Contains(name, "..") {
-		return brainwire.Errorf(brainwire.EInvalid, "invalid blob name %q", name)
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return brainwire.Errorf(brainwire.EInvalid, "invalid blob name %q", name)
-		}
-	}
-	return nil
-}
-
-func isAlnum(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
 
 // ctxReader stops a copy once its context is done.
 type ctxReader struct {

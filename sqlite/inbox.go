@@ -17,12 +17,6 @@ import (
 	"github.com/brainwire/brainwire"
 )
 
-// Page sizes of ListInbox.
-const (
-	defaultLimit = 20
-	maxLimit     = 100
-)
-
 const (
 	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, created_at, updated_at`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
@@ -79,48 +73,13 @@ func filingID(f brainwire.Filing) string {
 	return f.NewInboxID
 }
 
+// validateFiling adds to the shared rules what this store needs: times
+// that fit the Unix nanoseconds they are stored as.
 func validateFiling(f brainwire.Filing) error {
-	if f.UserID == "" {
-		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
-	}
-	if err := checkTime("filing time", f.Now); err != nil {
+	if err := f.Validate(); err != nil {
 		return err
 	}
-	b := f.Classification.Bucket
-	switch f.Status {
-	case brainwire.StatusClassified, brainwire.StatusPending:
-		if !brainwire.ValidBucket(b) {
-			return brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", b)
-		}
-		if f.NewRecordID == "" {
-			return brainwire.Errorf(brainwire.EInvalid, "missing bucket record id")
-		}
-	case brainwire.StatusMisunderstood:
-		if b != "" && !brainwire.ValidBucket(b) {
-			return brainwire.Errorf(brainwire.EInvalid, "unknown bucket %q", b)
-		}
-	default:
-		return brainwire.Errorf(brainwire.EInvalid, "unknown status %q", f.Status)
-	}
-	if f.InboxItemID == "" {
-		if f.NewInboxID == "" {
-			return brainwire.Errorf(brainwire.EInvalid, "missing inbox item id")
-		}
-		if f.Source != brainwire.KindText && f.Source != brainwire.KindVoice {
-			return brainwire.Errorf(brainwire.EInvalid, "unknown source %q", f.Source)
-		}
-	}
-	// JSON cannot hold NaN or infinities.
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	if !finite(f.Classification.Confidence) {
-		return brainwire.Errorf(brainwire.EInvalid, "confidence is not a number")
-	}
-	for b, x := range f.Classification.AllScores {
-		if !finite(x) {
-			return brainwire.Errorf(brainwire.EInvalid, "score of %q is not a number", b)
-		}
-	}
-	return nil
+	return checkTime("filing time", f.Now)
 }
 
 // checkTime rejects times that do not fit the Unix nanoseconds they are
@@ -337,14 +296,9 @@ func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.Lis
 	if userID == "" {
 		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "missing user id")
 	}
-	limit := opts.Limit
-	switch {
-	case limit < 0:
-		return brainwire.InboxPage{}, brainwire.Errorf(brainwire.EInvalid, "negative page size %d", limit)
-	case limit == 0:
-		limit = defaultLimit
-	case limit > maxLimit:
-		limit = maxLimit
+	limit, err := opts.PageSize()
+	if err != nil {
+		return brainwire.InboxPage{}, err
 	}
 
 	var q strings.Builder

@@ -51,8 +51,8 @@ import (
 // Page sizes every store uses, so that the API pages the same whatever the
 // backend.
 const (
-	DefaultLimit = 20
-	MaxLimit     = 100
+	DefaultLimit = brainwire.DefaultPageSize
+	MaxLimit     = brainwire.MaxPageSize
 )
 
 // Run runs the conformance suite. Each subtest calls open for a fresh, empty

@@ -34,10 +34,11 @@ var fixedNow = time.Date(2026, 11, 23, 8, 30, 0, 0, time.UTC)
 // harness is a real server (SQLite store, local audio, the Foundry
 // provider) in front of a scripted upstream speaking the wire protocol.
 type harness struct {
-	t     *testing.T
-	up    *foundrytest.Server
-	store *sqlite.Store
-	srv   *httptest.Server
+	t        *testing.T
+	up       *foundrytest.Server
+	store    *sqlite.Store
+	srv      *httptest.Server
+	provider brainwire.Provider
 }
 
 type option func(*server.Config)
@@ -99,7 +100,7 @@ func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harnes
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{t: t, up: up, store: st, srv: srv}
+	return &harness{t: t, up: up, store: st, srv: srv, provider: cfg.Provider}
 }
 
 // frame is one SSE frame the phone received, with when it arrived.

@@ -1,0 +1,220 @@
+package appinsights
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
+)
+
+// Field limits of the ingestion schema (the contracts' Sanitize methods).
+const (
+	maxMessage       = 32768
+	maxPropertyValue = 8192
+	maxPropertyKey   = 150
+	maxName          = 1024
+	maxTagValue      = 1024
+)
+
+// envelopeNames are the envelope and base type names of the item kinds,
+// as the contracts package derives them from the instrumentation key.
+type envelopeNames struct {
+	message, messageBase string
+	request, requestBase string
+}
+
+func newEnvelopeNames(nameKey string) envelopeNames {
+	m, r := contracts.NewMessageData(), contracts.NewRequestData()
+	return envelopeNames{
+		message: m.EnvelopeName(nameKey), messageBase: m.BaseType(),
+		request: r.EnvelopeName(nameKey), requestBase: r.BaseType(),
+	}
+}
+
+// appendEnvelope appends it as one line of JSON, in the shape
+// json.Marshal gives a contracts.Envelope holding a contracts.Data of
+// MessageData or RequestData (envelope_test.go holds it to that). Written
+// by hand because reflection over those structs and their maps cost
+// several times the rest of the exporter's work per item.
+func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
+	var (
+		name string
+		op   Operation
+		ts   time.Time
+	)
+	if r := it.req; r != nil {
+		name, op, ts = e.names.request, r.Operation, r.Time
+	} else {
+		name, op, ts = e.names.message, it.trace.Operation, it.trace.Time
+	}
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	b = append(b, `{"ver":1,"name":`...)
+	b = appendString(b, name, maxName)
+	b = append(b, `,"time":"`...)
+	b = ts.UTC().AppendFormat(b, "2006-01-02T15:04:05.999999Z")
+	b = append(b, `","sampleRate":100,"seq":"","iKey":`...)
+	b = appendString(b, e.cfg.ConnectionString.InstrumentationKey, 40)
+	b = append(b, `,"tags":{`...)
+	first := true
+	tag := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, k, maxPropertyKey)
+		b = append(b, ':')
+		b = appendString(b, v, maxTagValue)
+	}
+	for _, kv := range e.tags {
+		if kv.Key != contracts.OperationId && kv.Key != contracts.OperationParentId && kv.Key != contracts.OperationName {
+			tag(kv.Key, kv.Value)
+		}
+	}
+	tag(contracts.OperationId, op.ID)
+	tag(contracts.OperationParentId, op.ParentID)
+	tag(contracts.OperationName, op.Name)
+	b = append(b, `},"data":{"baseType":`...)
+	if r := it.req; r != nil {
+		b = appendString(b, e.names.requestBase, maxName)
+		b = append(b, `,"baseData":{"ver":2,"id":`...)
+		b = appendString(b, r.ID, 128)
+		b = append(b, `,"source":"","name":`...)
+		b = appendString(b, r.Name, maxName)
+		b = append(b, `,"duration":"`...)
+		b = append(b, formatDuration(r.Duration)...)
+		b = append(b, `","responseCode":`...)
+		b = appendString(b, r.ResponseCode, maxName)
+		b = append(b, `,"success":`...)
+		b = strconv.AppendBool(b, r.Success)
+		b = append(b, `,"url":`...)
+		b = appendString(b, r.URL, 2048)
+		b = appendProperties(b, nil, r.Properties)
+		if len(r.Measurements) > 0 {
+			b = append(b, `,"measurements":{`...)
+			for i, m := range r.Measurements {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, m.Key, maxPropertyKey)
+				b = append(b, ':')
+				b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
+			}
+			b = append(b, '}')
+		}
+	} else {
+		t := &it.trace
+		b = appendString(b, e.names.messageBase, maxName)
+		b = append(b, `,"baseData":{"ver":2,"message":`...)
+		b = appendString(b, t.Message, maxMessage)
+		b = append(b, `,"severityLevel":`...)
+		b = strconv.AppendInt(b, int64(t.Severity), 10)
+		b = appendProperties(b, t.Common, t.Properties)
+	}
+	return append(b, "}}}\n"...)
+}
+
+// appendProperties writes "properties" (omitted when empty, as the
+// contracts' omitempty does); a key in own wins over the same in common.
+func appendProperties(b []byte, common, own []Property) []byte {
+	if len(common)+len(own) == 0 {
+		return b
+	}
+	b = append(b, `,"properties":{`...)
+	first := true
+	add := func(p Property) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, p.Key, maxPropertyKey)
+		b = append(b, ':')
+		b = appendString(b, p.Value, maxPropertyValue)
+	}
+	for _, p := range common {
+		if !hasKey(own, p.Key) {
+			add(p)
+		}
+	}
+	for i, p := range own {
+		if !hasKey(own[i+1:], p.Key) {
+			add(p)
+		}
+	}
+	return append(b, '}')
+}
+
+func hasKey(ps []Property, k string) bool {
+	for _, p := range ps {
+		if p.Key == k {
+			return true
+		}
+	}
+	return false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s, cut to at most limit bytes on a character
+// boundary, as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string, limit int) []byte {
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// Line and paragraph separators break JavaScript readers.
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,96 @@
+// Package telemetry records captures for the person tuning the agent:
+// OpenTelemetry traces and metrics (OTLP/gRPC) with the GenAI semantic
+// conventions of go.opentelemetry.io/otel/semconv/v1.41.0, and Application
+// Insights items. Nothing it does waits on a backend: a slow, failing or
+// unreachable collector or ingestion endpoint costs captures nothing but
+// the telemetry itself.
+//
+// # Spans
+//
+// One trace per capture:
+//
+//	POST /api/capture                    server span (Middleware); an incoming traceparent is continued
+//	└─ invoke_agent Classifier           the agent run (Telemetry as a brainwire.Observer), kind client
+//	   ├─ process_thread_run             one client span per call to the agent service (WrapTransport)
+//	   ├─ execute_tool file_capture      one per tool call (WrapTools)
+//	   │  └─ store.file                  store operations (WrapStore)
+//	   └─ submit_tool_outputs
+//
+// invoke_agent carries gen_ai.operation.name, gen_ai.provider.name,
+// gen_ai.agent.id and .name, gen_ai.conversation.id (the Foundry thread),
+// gen_ai.response.id (the Foundry run), gen_ai.usage.input_tokens and
+// .output_tokens, run_id and thread_id (the capture's, as COMPLETE echoes
+// them), and the outcome: brainwire.capture.outcome (classified,
+// low_confidence, misunderstood, unresolved, error), .bucket, .confidence,
+// .kind (text, voice, follow_up), .reasoning_chunks and
+// .time_to_outcome_ms. A brainwire.capture.outcome event marks the moment
+// the phone got its outcome. Upstream spans carry the HTTP method, URL
+// (query reduced to api-version), status, the Foundry thread and run ids
+// and foundry.run.status, the last run state seen on that response; a
+// streamed response's span ends when its body ends.
+//
+// # Reasoning chunks, lossless
+//
+// Each chunk of the agent's chain-of-thought becomes, as it arrives, a
+// reasoning.chunk event on the invoke_agent span (run_id, chunk_index,
+// reasoning_text, foundry.run_id, foundry.thread_id) and an Application
+// Insights trace item ("Reasoning chunk", Information, with run_id,
+// chunk_index, reasoning_text, agent_run_id, agent_thread_id, thread_id,
+// and the trace id as operation id, the invoke_agent span as parent).
+//
+// The OpenTelemetry SDK keeps 128 events per span by default and drops the
+// oldest beyond that. The tracer provider Start builds lifts that limit
+// for its spans (SpanLimits: EventCountLimit -1; OTEL_SPAN_EVENT_COUNT_LIMIT
+// is not applied, the other OTEL_SPAN_* limits are), so a run's chunks all
+// stay on the one span, numbered 0..n-1 without a gap, with a dropped
+// count of zero. A provider passed to New must be configured the same way.
+//
+// Continuation spans (a new span every N chunks) were the alternative. They
+// were not chosen: a span's events are held in memory until the span ends
+// either way, so splitting saves nothing while the run lasts; they would
+// scatter one run's reasoning over several spans, whereas Jaeger lists a
+// span's events in order in one place and Tempo queries them on the span
+// (TraceQL { name =~ "invoke_agent.*" } with event:name = "reasoning.chunk").
+// The cost is bounded by the run: about 400 bytes per chunk in memory plus
+// its text, released when the span is exported, and about 240 bytes per
+// chunk on the wire (a 5,000-chunk span encodes to 1.2 MB). Span batches
+// are kept small (16 spans) so that export requests stay under the 4 MiB a
+// gRPC receiver accepts by default; collectors that receive runs of tens of
+// thousands of chunks need a larger limit (the compose configuration in
+// dashboards/ sets 32 MiB).
+//
+// # Application Insights
+//
+// appinsights.Exporter sends to <IngestionEndpoint>/v2/track in the
+// ApplicationInsights-Go wire format. Tracking never blocks: items wait in
+// a bounded queue for one sending goroutine; overflow, refused items and
+// items still queued at Shutdown's deadline are counted
+// (brainwire.appinsights.items.dropped). Each capture also sends a request
+// item with its outcome, duration and counts.
+//
+// # Metrics
+//
+// brainwire.captures (by outcome, bucket, kind), brainwire.captures.active,
+// brainwire.capture.confidence, brainwire.capture.time_to_outcome,
+// brainwire.capture.reasoning_chunks, brainwire.upstream.errors (by
+// error.type: HTTP status, timeout, connection, stream_broken, the run's
+// last_error code; and brainwire.upstream.error.source), the semantic
+// conventions' gen_ai.client.operation.duration (invoke_agent,
+// execute_tool and each upstream operation) and gen_ai.client.token.usage,
+// and the Application Insights exporter's sent and dropped counts.
+//
+// # Content
+//
+// Capture text (gen_ai.input.messages), reasoning text, tool arguments and
+// results (gen_ai.tool.call.arguments, .result), the clarifying question
+// and the Application Insights properties holding any of them are recorded
+// only with Config.CaptureContent (BRAINWIRE_CAPTURE_CONTENT, default on).
+// Off, every signal keeps its ids, indices and counts and loses the text.
+//
+// # Configuration
+//
+// SettingsFromEnv reads the standard OTEL_* variables and
+// APPLICATIONINSIGHTS_CONNECTION_STRING; Start builds what they ask for
+// and nothing when they ask for nothing. No global OpenTelemetry state is
+// set: providers are passed explicitly.
+package telemetry

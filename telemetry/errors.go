@@ -1,0 +1,39 @@
+package telemetry
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// ErrorHandler logs the OpenTelemetry SDK's errors (failed exports, mostly)
+// at WARN, at most one line per interval with a count of the ones left out,
+// so an unreachable collector is visible without flooding the log. Install
+// it with otel.SetErrorHandler.
+type ErrorHandler struct {
+	Logger   *slog.Logger
+	Interval time.Duration // default one minute
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// Handle implements otel.ErrorHandler.
+func (h *ErrorHandler) Handle(err error) {
+	every := h.Interval
+	if every <= 0 {
+		every = time.Minute
+	}
+	h.mu.Lock()
+	now := time.Now()
+	if !h.last.IsZero() && now.Sub(h.last) < every {
+		h.suppressed++
+		h.mu.Unlock()
+		return
+	}
+	n := h.suppressed
+	h.last, h.suppressed = now, 0
+	h.mu.Unlock()
+	h.Logger.Warn("telemetry export failed; captures are not affected", "error", err, "similar_errors_since_last_report", n)
+}

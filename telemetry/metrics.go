@@ -1,0 +1,143 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
+
+	"github.com/brainwire/brainwire/telemetry/appinsights"
+)
+
+// Metric names of this package (besides the GenAI semantic conventions'
+// gen_ai.client.operation.duration and gen_ai.client.token.usage).
+const (
+	MetricCaptures           = "brainwire.captures"
+	MetricActiveCaptures     = "brainwire.captures.active"
+	MetricConfidence         = "brainwire.capture.confidence"
+	MetricTimeToOutcome      = "brainwire.capture.time_to_outcome"
+	MetricReasoningChunks    = "brainwire.capture.reasoning_chunks"
+	MetricUpstreamErrors     = "brainwire.upstream.errors"
+	MetricAppInsightsSent    = "brainwire.appinsights.items.sent"
+	MetricAppInsightsDropped = "brainwire.appinsights.items.dropped"
+	MetricAppInsightsQueue   = "brainwire.appinsights.queue.length"
+)
+
+// Attribute keys of this package.
+const (
+	AttrRunID             = attribute.Key("run_id")    // the capture's run id (COMPLETE's runId)
+	AttrThreadID          = attribute.Key("thread_id") // the capture's thread id
+	AttrChunkIndex        = attribute.Key("chunk_index")
+	AttrReasoningText     = attribute.Key("reasoning_text")
+	AttrFoundryRunID      = attribute.Key("foundry.run_id")
+	AttrFoundryThreadID   = attribute.Key("foundry.thread_id")
+	AttrFoundryRunStatus  = attribute.Key("foundry.run.status")
+	AttrKind              = attribute.Key("brainwire.capture.kind")
+	AttrOutcome           = attribute.Key("brainwire.capture.outcome")
+	AttrBucket            = attribute.Key("brainwire.capture.bucket")
+	AttrConfidence        = attribute.Key("brainwire.capture.confidence")
+	AttrChunkCount        = attribute.Key("brainwire.capture.reasoning_chunks")
+	AttrTimeToOutcomeMS   = attribute.Key("brainwire.capture.time_to_outcome_ms")
+	AttrInboxItemID       = attribute.Key("brainwire.inbox_item_id")
+	AttrQuestion          = attribute.Key("brainwire.capture.question")
+	AttrErrorMessage      = attribute.Key("brainwire.error.message")
+	AttrUpstreamErrSource = attribute.Key("brainwire.upstream.error.source")
+	AttrDropReason        = attribute.Key("brainwire.appinsights.drop_reason")
+)
+
+// Bucket boundaries: the semantic conventions' for the GenAI histograms,
+// and what a person tuning the agent reads for the others.
+var (
+	durationBuckets   = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	tokenBuckets      = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	confidenceBuckets = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1}
+	outcomeBuckets    = []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60}
+	chunkBuckets      = []float64{1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
+)
+
+type instruments struct {
+	captures      metric.Int64Counter
+	active        metric.Int64UpDownCounter
+	confidence    metric.Float64Histogram
+	timeToOutcome metric.Float64Histogram
+	chunks        metric.Int64Histogram
+	upstreamErrs  metric.Int64Counter
+	opDuration    genaiconv.ClientOperationDuration
+	tokens        genaiconv.ClientTokenUsage
+	reg           metric.Registration
+}
+
+func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, error) {
+	var in instruments
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	in.captures, err = m.Int64Counter(MetricCaptures, metric.WithUnit("{capture}"),
+		metric.WithDescription("Captures finished, by outcome, bucket and kind."))
+	add(err)
+	in.active, err = m.Int64UpDownCounter(MetricActiveCaptures, metric.WithUnit("{capture}"),
+		metric.WithDescription("Capture streams open now."))
+	add(err)
+	in.confidence, err = m.Float64Histogram(MetricConfidence, metric.WithUnit("1"),
+		metric.WithDescription("Confidence of filed captures."), metric.WithExplicitBucketBoundaries(confidenceBuckets...))
+	add(err)
+	in.timeToOutcome, err = m.Float64Histogram(MetricTimeToOutcome, metric.WithUnit("s"),
+		metric.WithDescription("Time from the capture's start to its outcome (or error) event."),
+		metric.WithExplicitBucketBoundaries(outcomeBuckets...))
+	add(err)
+	in.chunks, err = m.Int64Histogram(MetricReasoningChunks, metric.WithUnit("{chunk}"),
+		metric.WithDescription("Reasoning chunks per capture."), metric.WithExplicitBucketBoundaries(chunkBuckets...))
+	add(err)
+	in.upstreamErrs, err = m.Int64Counter(MetricUpstreamErrors, metric.WithUnit("{error}"),
+		metric.WithDescription("Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors."))
+	add(err)
+	in.opDuration, err = genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(durationBuckets...))
+	add(err)
+	in.tokens, err = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	add(err)
+	if ai != nil {
+		sent, err := m.Int64ObservableCounter(MetricAppInsightsSent, metric.WithUnit("{item}"),
+			metric.WithDescription("Items Application Insights ingestion accepted."))
+		add(err)
+		dropped, err := m.Int64ObservableCounter(MetricAppInsightsDropped, metric.WithUnit("{item}"),
+			metric.WithDescription("Items not sent to Application Insights, by reason; captures never wait for it."))
+		add(err)
+		queue, err := m.Int64ObservableGauge(MetricAppInsightsQueue, metric.WithUnit("{item}"),
+			metric.WithDescription("Items waiting to be sent to Application Insights."))
+		add(err)
+		var (
+			full     = metric.WithAttributes(AttrDropReason.String("queue_full"))
+			failed   = metric.WithAttributes(AttrDropReason.String("send_failed"))
+			shutdown = metric.WithAttributes(AttrDropReason.String("shutdown"))
+		)
+		if len(errs) == 0 {
+			in.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+				s := ai.Stats()
+				o.ObserveInt64(sent, s.Sent)
+				o.ObserveInt64(dropped, s.DroppedQueueFull, full)
+				o.ObserveInt64(dropped, s.DroppedSendFailed, failed)
+				o.ObserveInt64(dropped, s.DroppedShutdown, shutdown)
+				o.ObserveInt64(queue, int64(ai.QueueLen()))
+				return nil
+			}, sent, dropped, queue)
+			add(err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return instruments{}, fmt.Errorf("telemetry: creating instruments: %w", err)
+	}
+	return in, nil
+}
+
+func (in *instruments) unregister() {
+	if in.reg != nil {
+		_ = in.reg.Unregister()
+	}
+}

@@ -1,0 +1,144 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/brainwire/brainwire"
+)
+
+// WrapStore returns a store whose every operation is a client span
+// ("store.file", "store.get_inbox_item", ...) under the span in its
+// context: a file_capture's writes appear under its execute_tool span.
+// The wrapper names the same Kind as st, when st has one.
+func (t *Telemetry) WrapStore(st brainwire.Store) brainwire.Store {
+	if st == nil {
+		return nil
+	}
+	s := &store{t: t, next: st}
+	if k, ok := st.(interface{ Kind() string }); ok {
+		s.kind = k.Kind()
+	}
+	switch s.kind {
+	case "sqlite":
+		s.system = semconv.DBSystemNameSQLite
+	case "cosmos":
+		s.system = semconv.DBSystemNameAzureCosmosDB
+	default:
+		s.system = semconv.DBSystemNameKey.String(s.kind)
+		if s.kind == "" {
+			s.system = semconv.DBSystemNameOtherSQL
+		}
+	}
+	return s
+}
+
+type store struct {
+	t      *Telemetry
+	next   brainwire.Store
+	kind   string
+	system attribute.KeyValue
+}
+
+// Kind names the wrapped store, for health reports.
+func (s *store) Kind() string { return s.kind }
+
+// Unwrap returns the wrapped store.
+func (s *store) Unwrap() brainwire.Store { return s.next }
+
+func (s *store) start(ctx context.Context, op string, kv ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !s.t.tracing {
+		return s.t.tracer.Start(ctx, "store."+op)
+	}
+	attrs := append([]attribute.KeyValue{s.system, semconv.DBOperationName(op)}, kv...)
+	return s.t.tracer.Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// end finishes a store span; a missing document is an answer, not a
+// failure, so it only gets its error.type.
+func (s *store) end(span trace.Span, err error) {
+	if err != nil {
+		code := brainwire.ErrorCode(err)
+		switch {
+		case errors.Is(err, context.Canceled):
+			code = "canceled"
+		case errors.Is(err, context.DeadlineExceeded):
+			code = "timeout"
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		if code != brainwire.ENotFound {
+			span.SetStatus(codes.Error, brainwire.ErrorMessage(err))
+		}
+	}
+	span.End()
+}
+
+func (s *store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
+	kv := []attribute.KeyValue{attribute.String("brainwire.filing.status", f.Status)}
+	if f.Classification.Bucket != "" {
+		kv = append(kv, AttrBucket.String(f.Classification.Bucket))
+	}
+	if f.InboxItemID != "" {
+		kv = append(kv, AttrInboxItemID.String(f.InboxItemID))
+	}
+	ctx, span := s.start(ctx, "file", kv...)
+	item, err := s.next.File(ctx, f)
+	if err == nil && f.InboxItemID == "" {
+		span.SetAttributes(AttrInboxItemID.String(item.ID))
+	}
+	s.end(span, err)
+	return item, err
+}
+
+func (s *store) GetInboxItem(ctx context.Context, userID, id string) (brainwire.InboxItem, error) {
+	ctx, span := s.start(ctx, "get_inbox_item", AttrInboxItemID.String(id))
+	item, err := s.next.GetInboxItem(ctx, userID, id)
+	s.end(span, err)
+	return item, err
+}
+
+func (s *store) ListInbox(ctx context.Context, userID string, opts brainwire.ListOptions) (brainwire.InboxPage, error) {
+	ctx, span := s.start(ctx, "list_inbox")
+	page, err := s.next.ListInbox(ctx, userID, opts)
+	if err == nil {
+		span.SetAttributes(attribute.Int("db.response.returned_rows", len(page.Items)))
+	}
+	s.end(span, err)
+	return page, err
+}
+
+func (s *store) DeleteInboxItem(ctx context.Context, userID, id string) error {
+	ctx, span := s.start(ctx, "delete_inbox_item", AttrInboxItemID.String(id))
+	err := s.next.DeleteInboxItem(ctx, userID, id)
+	s.end(span, err)
+	return err
+}
+
+func (s *store) Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (brainwire.InboxItem, error) {
+	ctx, span := s.start(ctx, "recategorize", AttrInboxItemID.String(id), AttrBucket.String(bucket))
+	item, err := s.next.Recategorize(ctx, userID, id, bucket, newRecordID, classifiedBy, now)
+	s.end(span, err)
+	return item, err
+}
+
+func (s *store) GetBucketRecord(ctx context.Context, userID, bucket, id string) (brainwire.BucketRecord, error) {
+	ctx, span := s.start(ctx, "get_bucket_record", AttrBucket.String(bucket))
+	rec, err := s.next.GetBucketRecord(ctx, userID, bucket, id)
+	s.end(span, err)
+	return rec, err
+}
+
+func (s *store) Ping(ctx context.Context) error {
+	ctx, span := s.start(ctx, "ping")
+	err := s.next.Ping(ctx)
+	s.end(span, err)
+	return err
+}
+
+func (s *store) Close() error { return s.next.Close() }

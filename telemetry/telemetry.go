@@ -1,0 +1,159 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/brainwire/brainwire/telemetry/appinsights"
+)
+
+// ScopeName is the instrumentation scope of every span and metric.
+const ScopeName = "github.com/brainwire/brainwire/telemetry"
+
+// Agent describes the agent the captures run, for the GenAI attributes.
+type Agent struct {
+	Name     string // display name: gen_ai.agent.name, and the span name "invoke_agent <Name>"
+	ID       string // gen_ai.agent.id (the Foundry assistant id)
+	Provider string // gen_ai.provider.name (the brainwire.Provider's Name)
+}
+
+// Config wires a Telemetry to its backends. The zero value records nothing.
+type Config struct {
+	// TracerProvider creates the spans; nil records none. Its per-span
+	// event limit must not drop events (see the package documentation):
+	// Start configures its own provider that way.
+	TracerProvider trace.TracerProvider
+	// MeterProvider creates the instruments; nil records no metrics.
+	MeterProvider metric.MeterProvider
+	// Propagator reads the incoming trace context and writes it on
+	// upstream calls; nil means W3C trace context and baggage.
+	Propagator propagation.TextMapPropagator
+	// AppInsights receives one trace item per reasoning chunk and one
+	// request item per capture; nil sends nothing there.
+	AppInsights *appinsights.Exporter
+	Agent       Agent
+	// CaptureContent records capture text, reasoning text and tool
+	// arguments and results. Off, only ids, indices and counts remain.
+	CaptureContent bool
+	Logger         *slog.Logger
+	// Now is the clock for durations; time.Now when nil. Captures keep
+	// their own clock: the server's may be a replay's fixed one.
+	Now func() time.Time
+}
+
+// Telemetry records captures as OpenTelemetry spans and metrics and as
+// Application Insights items. It is a brainwire.Observer; WrapTools,
+// WrapTransport, WrapStore and Middleware instrument the rest of a capture.
+// Safe for concurrent use.
+type Telemetry struct {
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	ai      *appinsights.Exporter
+	agent   Agent
+	content bool
+	log     *slog.Logger
+	now     func() time.Time
+	inst    instruments
+
+	// tracing is false when spans are never recorded, to skip building
+	// their attributes.
+	tracing bool
+	enabled bool
+
+	mu        sync.Mutex
+	shutdowns []func(context.Context) error
+	shut      bool
+}
+
+// New returns a Telemetry over the providers in cfg. It owns none of
+// them: Shutdown only stops what Start created.
+func New(cfg Config) (*Telemetry, error) {
+	t := &Telemetry{
+		prop:    cfg.Propagator,
+		ai:      cfg.AppInsights,
+		agent:   cfg.Agent,
+		content: cfg.CaptureContent,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+	}
+	if t.agent.Name == "" {
+		t.agent.Name = "agent"
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.prop == nil {
+		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	_, isNoop := tp.(tracenoop.TracerProvider)
+	t.tracing = !isNoop
+	t.tracer = tp.Tracer(ScopeName)
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	_, noMetrics := mp.(metricnoop.MeterProvider)
+	t.enabled = t.tracing || !noMetrics || t.ai != nil
+	inst, err := newInstruments(mp.Meter(ScopeName), t.ai)
+	if err != nil {
+		return nil, err
+	}
+	t.inst = inst
+	return t, nil
+}
+
+// Enabled reports whether anything is recorded at all; when false the
+// wrappers may be left out.
+func (t *Telemetry) Enabled() bool { return t.enabled }
+
+// CaptureContent reports whether content (capture and reasoning text,
+// tool arguments and results) is recorded.
+func (t *Telemetry) CaptureContent() bool { return t.content }
+
+// Shutdown flushes and stops the exporters Start created, all at once,
+// giving up when ctx ends. Captures still running keep working; what they
+// record afterwards is dropped. Later calls do nothing.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	if t.shut {
+		t.mu.Unlock()
+		return nil
+	}
+	t.shut = true
+	fns := t.shutdowns
+	t.mu.Unlock()
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { errs[i] = fn(ctx) })
+	}
+	wg.Wait()
+	t.inst.unregister()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("telemetry: shutdown: %w", err)
+	}
+	return nil
+}
+
+func (t *Telemetry) onShutdown(fn func(context.Context) error) {
+	t.mu.Lock()
+	t.shutdowns = append(t.shutdowns, fn)
+	t.mu.Unlock()
+}

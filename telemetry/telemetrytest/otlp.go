@@ -1,0 +1,202 @@
+// Package telemetrytest holds the telemetry backends tests run against: an
+// in-process OTLP/gRPC receiver (traces and metrics) and an Application
+// Insights ingestion endpoint.
+package telemetrytest
+
+import (
+	"context"
+	"encoding/hex"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// Receiver is an OTLP/gRPC collector for tests: it implements the trace
+// and metrics collector services on 127.0.0.1 and keeps what it receives.
+type Receiver struct {
+	addr string
+	srv  *grpc.Server
+
+	mu       sync.Mutex
+	spans    []*Span
+	metrics  []*metricspb.ResourceMetrics
+	requests []proto.Message // every request, encoded on demand
+}
+
+// Span is one received span with its resource and scope.
+type Span struct {
+	*tracepb.Span
+	Resource *commonpb.KeyValueList
+	Scope    string
+}
+
+// NewReceiver starts a receiver; it stops when the test ends.
+func NewReceiver(t testing.TB) *Receiver {
+	return newReceiver(t)
+}
+
+// NewDiscardingReceiver starts a receiver that accepts every export
+// without decoding it, as a collector in another process costs the
+// exporting one nothing: for benchmarks. It keeps nothing.
+func NewDiscardingReceiver(t testing.TB) *Receiver {
+	return newReceiver(t, grpc.ForceServerCodec(discardCodec{}))
+}
+
+func newReceiver(t testing.TB, opts ...grpc.ServerOption) *Receiver {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("otlp receiver: %v", err)
+	}
+	r := &Receiver{addr: l.Addr().String(), srv: grpc.NewServer(opts...)}
+	colltrace.RegisterTraceServiceServer(r.srv, traceService{r: r})
+	collmetrics.RegisterMetricsServiceServer(r.srv, metricsService{r: r})
+	go func() { _ = r.srv.Serve(l) }()
+	t.Cleanup(r.srv.Stop)
+	return r
+}
+
+// Endpoint is the receiver's OTLP endpoint URL (http: no TLS).
+func (r *Receiver) Endpoint() string { return "http://" + r.addr }
+
+type traceService struct {
+	colltrace.UnimplementedTraceServiceServer
+	r *Receiver
+}
+
+func (s traceService) Export(_ context.Context, req *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	s.r.requests = append(s.r.requests, req)
+	for _, rs := range req.GetResourceSpans() {
+		res := &commonpb.KeyValueList{Values: rs.GetResource().GetAttributes()}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, sp := range ss.GetSpans() {
+				s.r.spans = append(s.r.spans, &Span{Span: sp, Resource: res, Scope: ss.GetScope().GetName()})
+			}
+		}
+	}
+	return &colltrace.ExportTraceServiceResponse{}, nil
+}
+
+type metricsService struct {
+	collmetrics.UnimplementedMetricsServiceServer
+	r *Receiver
+}
+
+func (s metricsService) Export(_ context.Context, req *collmetrics.ExportMetricsServiceRequest) (*collmetrics.ExportMetricsServiceResponse, error) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	s.r.requests = append(s.r.requests, req)
+	s.r.metrics = append(s.r.metrics, req.GetResourceMetrics()...)
+	return &collmetrics.ExportMetricsServiceResponse{}, nil
+}
+
+// Spans returns the spans received so far.
+func (r *Receiver) Spans() []*Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Span(nil), r.spans...)
+}
+
+// Trace returns the spans of one trace (hex trace id).
+func (r *Receiver) Trace(traceID string) []*Span {
+	var out []*Span
+	for _, s := range r.Spans() {
+		if hex.EncodeToString(s.TraceId) == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SpanSize is the encoded size of a span, as it travelled.
+func SpanSize(s *Span) int { return proto.Size(s.Span) }
+
+// Contains reports whether any received payload (traces or metrics, as
+// protobuf JSON, strings unescaped) contains s.
+func (r *Receiver) Contains(s string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.requests {
+		p, _ := protojson.Marshal(m)
+		if strings.Contains(string(p), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Metric returns the last received data of the metric called name, or nil.
+func (r *Receiver) Metric(name string) *metricspb.Metric {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last *metricspb.Metric
+	for _, rm := range r.metrics {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				if m.GetName() == name {
+					last = m
+				}
+			}
+		}
+	}
+	return last
+}
+
+// MetricNames lists the names of every metric received.
+func (r *Receiver) MetricNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, rm := range r.metrics {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				if !seen[m.GetName()] {
+					seen[m.GetName()] = true
+					out = append(out, m.GetName())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Attr returns the attribute key of kvs as a Go value (string, int64,
+// float64, bool), or nil when absent.
+func Attr(kvs []*commonpb.KeyValue, key string) any {
+	for _, kv := range kvs {
+		if kv.GetKey() != key {
+			continue
+		}
+		switch v := kv.GetValue().GetValue().(type) {
+		case *commonpb.AnyValue_StringValue:
+			return v.StringValue
+		case *commonpb.AnyValue_IntValue:
+			return v.IntValue
+		case *commonpb.AnyValue_DoubleValue:
+			return v.DoubleValue
+		case *commonpb.AnyValue_BoolValue:
+			return v.BoolValue
+		}
+		return kv.GetValue().String()
+	}
+	return nil
+}
+
+// discardCodec leaves requests undecoded and encodes the (empty) answers.
+type discardCodec struct{}
+
+func (discardCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+func (discardCodec) Unmarshal([]byte, any) error   { return nil }
+func (discardCodec) Name() string                  { return "proto" }

@@ -1,0 +1,262 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/telemetry/appinsights"
+	"github.com/brainwire/brainwire/telemetry/telemetrytest"
+)
+
+func recorded(t *testing.T, content bool) (*telemetry.Telemetry, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))
+	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp, CaptureContent: content,
+		Agent: telemetry.Agent{Name: "Classifier", Provider: "azure.ai.agents"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tel, rec
+}
+
+func spanAttr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func TestMiddlewareNamesSpansByRoute(t *testing.T) {
+	tel, rec := recorded(t, true)
+	r := mux.NewRouter()
+	r.HandleFunc("/api/inbox/{id}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush through the middleware: %v", err)
+		}
+		if _, ok := w.(http.Flusher); !ok {
+			t.Error("the middleware hides http.Flusher")
+		}
+	}).Methods(http.MethodGet)
+	sm := http.NewServeMux()
+	sm.HandleFunc("POST /api/capture/{kind}", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+
+	for _, c := range []struct {
+		h            http.Handler
+		method, path string
+		name         string
+		code         int
+	}{
+		{tel.Middleware(r), "GET", "/api/inbox/abc", "GET /api/inbox/{id}", 200},
+		{tel.Middleware(r), "GET", "/nowhere", "GET", 404},
+		{tel.Middleware(r), "DELETE", "/api/inbox/abc", "DELETE", 405},
+		{tel.Middleware(sm), "POST", "/api/capture/voice", "POST /api/capture/{kind}", 500},
+		{tel.Middleware(http.NotFoundHandler()), "BREW", "/pot", "HTTP", 404},
+	} {
+		w := httptest.NewRecorder()
+		c.h.ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil))
+		spans := rec.Ended()
+		s := spans[len(spans)-1]
+		code, _ := spanAttr(s, "http.response.status_code")
+		if s.Name() != c.name || code.AsInt64() != int64(c.code) {
+			t.Errorf("%s %s: span %q, status %d; want %q, %d", c.method, c.path, s.Name(), code.AsInt64(), c.name, c.code)
+		}
+		if (c.code >= 500) != (s.Status().Code == codes.Error) {
+			t.Errorf("%s %s: span status %v", c.method, c.path, s.Status())
+		}
+	}
+}
+
+type fakeTools struct {
+	result brainwire.ToolResult
+	panics bool
+}
+
+func (f fakeTools) Definitions() []brainwire.ToolDefinition {
+	return []brainwire.ToolDefinition{{Name: "file_capture"}}
+}
+
+func (f fakeTools) Call(context.Context, brainwire.ToolCall) brainwire.ToolResult {
+	if f.panics {
+		panic("boom")
+	}
+	return f.result
+}
+
+func TestWrapTools(t *testing.T) {
+	tel, rec := recorded(t, false)
+	call := brainwire.ToolCall{ID: "call_1", Name: "file_capture", Arguments: json.RawMessage(`{"text":"secret"}`)}
+	set := tel.WrapTools(fakeTools{result: brainwire.ToolResult{Output: `{"error":"invalid_bucket","message":"Misc"}`, IsError: true}})
+	if len(set.Definitions()) != 1 {
+		t.Error("definitions not passed through")
+	}
+	if res := set.Call(context.Background(), call); !res.IsError {
+		t.Error("result not passed through")
+	}
+	s := rec.Ended()[0]
+	typ, _ := spanAttr(s, "error.type")
+	if s.Name() != "execute_tool file_capture" || s.Status().Code != codes.Error || typ.AsString() != "invalid_bucket" {
+		t.Errorf("span %s, status %v, error.type %v", s.Name(), s.Status(), typ)
+	}
+	for _, k := range []string{"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
+		if _, ok := spanAttr(s, k); ok {
+			t.Errorf("%s recorded with content capture off", k)
+		}
+	}
+
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed")
+			}
+		}()
+		tel.WrapTools(fakeTools{panics: true}).Call(context.Background(), call)
+	}()
+	if s := rec.Ended()[1]; s.Status().Code != codes.Error {
+		t.Errorf("panicking tool: span status %v", s.Status())
+	}
+}
+
+func TestWrapStore(t *testing.T) {
+	tel, rec := recorded(t, true)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ws := tel.WrapStore(st)
+	if k, ok := ws.(interface{ Kind() string }); !ok || k.Kind() != "sqlite" {
+		t.Error("the wrapper hides the store's kind from /health")
+	}
+	if _, err := ws.GetInboxItem(context.Background(), "alice", "missing"); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("GetInboxItem: %v", err)
+	}
+	if err := ws.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rec.Ended()
+	typ, _ := spanAttr(spans[0], "error.type")
+	if spans[0].Name() != "store.get_inbox_item" || typ.AsString() != "not_found" || spans[0].Status().Code == codes.Error {
+		t.Errorf("not found: span %s, error.type %v, status %v", spans[0].Name(), typ, spans[0].Status())
+	}
+	if spans[1].Name() != "store.ping" {
+		t.Errorf("span %s", spans[1].Name())
+	}
+}
+
+// TestAppInsightsWithoutTracing sends chunks to Application Insights with
+// no tracer: items of one capture still share an operation id.
+func TestAppInsightsWithoutTracing(t *testing.T) {
+	in := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
+	cs, _ := appinsights.ParseConnectionString(in.ConnectionString())
+	ai, err := appinsights.New(appinsights.Config{ConnectionString: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := telemetry.New(telemetry.Config{AppInsights: ai, CaptureContent: true, Agent: telemetry.Agent{Name: "Classifier"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, obs := tel.StartCapture(context.Background(), brainwire.CaptureInfo{Kind: brainwire.KindText, RunID: "run-1", ThreadID: "thread-1"})
+	for i := range 3 {
+		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{RunID: "run-1", Index: i, Text: "x"}})
+	}
+	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureUnresolved})
+	obs.End(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ai.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs, reqs := in.Messages("Reasoning chunk"), in.RequestItems()
+	if len(msgs) != 3 || len(reqs) != 1 {
+		t.Fatalf("%d traces, %d requests", len(msgs), len(reqs))
+	}
+	op := reqs[0].Tags["ai.operation.id"]
+	if len(op) != 32 || reqs[0].Data.BaseData.Properties["outcome"] != "unresolved" {
+		t.Errorf("request %+v", reqs[0])
+	}
+	for _, m := range msgs {
+		if m.Tags["ai.operation.id"] != op || m.Tags["ai.operation.parentId"] != reqs[0].Data.BaseData.ID {
+			t.Errorf("chunk not correlated with its capture: %v", m.Tags)
+		}
+	}
+}
+
+func TestConsoleExporters(t *testing.T) {
+	var out syncBuffer
+	s, err := telemetry.SettingsFromEnv(func(k string) string {
+		return map[string]string{"BRAINWIRE_TELEMETRY_CONSOLE": "true"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := telemetry.Start(context.Background(), s, telemetry.Options{Agent: telemetry.Agent{Name: "Classifier"}, Console: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, obs := tel.StartCapture(context.Background(), brainwire.CaptureInfo{Kind: brainwire.KindText, RunID: "run-1"})
+	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{RunID: "run-1", Text: "thinking"}})
+	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{Bucket: "Ideas", Confidence: 0.8}})
+	obs.End(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Name":"invoke_agent Classifier"`, `"reasoning.chunk"`, `"thinking"`, `"brainwire.captures"`, `"gen_ai.client.operation.duration"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("console output lacks %s:\n%.2000s", want, out.String())
+		}
+	}
+}
+
+func TestErrorHandlerRateLimits(t *testing.T) {
+	var out syncBuffer
+	h := &telemetry.ErrorHandler{Logger: slog.New(slog.NewTextHandler(&out, nil)), Interval: time.Hour}
+	for range 50 {
+		h.Handle(errors.New("export failed: connection refused"))
+	}
+	if n := strings.Count(out.String(), "connection refused"); n != 1 {
+		t.Errorf("%d log lines for 50 errors in an interval, want 1", n)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -2,6 +2,8 @@
 //
 //	brainwire serve    run the capture server
 //	brainwire sim      run the offline Foundry simulator on its own
+//	brainwire record   record one capture into a fixture and its golden files
+//	brainwire replay   replay fixtures: print the phone's SSE, or -check it
 //
 // Configuration comes from the environment; see README.md.
 package main
@@ -39,6 +41,8 @@ const usage = `usage: brainwire <command> [flags]
 commands:
   serve   run the capture server (simulator + SQLite unless Azure is configured)
   sim     run the offline Foundry Agent Service simulator (not an LLM)
+  record  record one capture (-text or -audio) into a fixture plus its golden files
+  replay  replay fixtures through the server: print the phone's SSE, or -check goldens
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -52,6 +56,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, logger)
 	case "sim":
 		return sim(ctx, args[1:], getenv, stdout, logger)
+	case "record":
+		return record(ctx, args[1:], getenv, stdout, stderr, logger)
+	case "replay":
+		return replayCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,611 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/replay"
+	"github.com/brainwire/brainwire/simulator"
+)
+
+const recordUsage = `usage: brainwire record [flags]
+
+Runs one capture through the real server path against the configured agent
+service (the built-in simulator when AZURE_AI_PROJECT_ENDPOINT is unset, or
+with -sim), records it into DIR/NAME.json, replays the fixture to check it
+reproduces what the phone got, and writes its golden files
+(NAME.sse.golden, NAME.telemetry.golden).
+
+flags:
+`
+
+// recordFlags are the flags of `brainwire record`.
+type recordFlags struct {
+	text, audio, transcript, followUp string
+	round                             int
+	name, description, dir            string
+	sim, force                        bool
+	simDelay                          time.Duration
+	cut, httpError                    string
+	splitUTF8                         int
+}
+
+func record(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
+	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
+	var f recordFlags
+	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.text, "text", "", "the capture's text")
+	fs.StringVar(&f.audio, "audio", "", "a voice capture: the audio `file` to upload")
+	fs.StringVar(&f.transcript, "transcript", "", "a voice capture transcribed as this text by an offline stand-in instead of the transcription service; without -audio, one second of silence is uploaded")
+	fs.StringVar(&f.followUp, "follow-up", "", "answer the -text capture's clarifying question with this text and record the follow-up (the -text capture must come back MISUNDERSTOOD)")
+	fs.IntVar(&f.round, "round", 1, "with -follow-up: the follow_up_round")
+	fs.StringVar(&f.name, "name", "", "fixture name (default: made from the text)")
+	fs.StringVar(&f.description, "description", "", "what the fixture tests")
+	fs.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
+	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when AZURE_AI_PROJECT_ENDPOINT is set")
+	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default: BRAINWIRE_SIM_CHUNK_DELAY or 25ms; 0 for none)")
+	fs.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
+	fs.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
+	fs.IntVar(&f.splitUTF8, "split-utf8", 0, "make replay split its writes inside the first `N` multibyte UTF-8 characters of the first streamed response")
+	fs.BoolVar(&f.force, "force", false, "overwrite an existing fixture")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("record: unexpected arguments %q", fs.Args())}
+	}
+	setup, req, err := f.requests()
+	if err != nil {
+		return err
+	}
+	name := f.name
+	if name == "" {
+		name = slug(f.text + " " + f.followUp + " " + f.transcript)
+	}
+	path := filepath.Join(f.dir, recorder.FileName(name))
+	if _, err := os.Stat(path); err == nil && !f.force {
+		return fmt.Errorf("%s exists (use -force to record it again)", path)
+	}
+
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	rc, stop, err := f.recordConfig(ctx, cfg, getenv, name, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	got, err := replay.Record(ctx, rc, setup, req)
+	if err != nil {
+		return err
+	}
+	fx := got.Fixture
+	fx.Name, fx.Description = name, f.description
+	if f.splitUTF8 > 0 {
+		if err := splitInsideRunes(fx, f.splitUTF8); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return fmt.Errorf("fixtures directory: %w", err)
+	}
+	if err := recorder.WriteFile(path, fx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "recorded %s: %s\n", path, describe(fx))
+
+	// The golden files are what replay makes of the file just written;
+	// they must also be what the phone got while it was recorded.
+	written, err := recorder.Load(path)
+	if err != nil {
+		return err
+	}
+	res, err := replay.Run(ctx, written, replay.Options{})
+	if err != nil {
+		return fmt.Errorf("the new fixture does not replay: %w", err)
+	}
+	if !bytes.Equal(res.SSE, got.Response.Body) {
+		return fmt.Errorf("the new fixture replays to different bytes than the phone got:\n%s",
+			replay.Diff(string(got.Response.Body), string(res.SSE), "recorded live", "replayed"))
+	}
+	ssePath, telPath := replay.GoldenPaths(path)
+	if err := recorder.WriteFileAtomic(ssePath, res.SSE); err != nil {
+		return err
+	}
+	if err := recorder.WriteFileAtomic(telPath, res.Summary.Text()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "golden   %s\ngolden   %s\n\n", ssePath, telPath)
+	_, err = stdout.Write(res.SSE)
+	return err
+}
+
+// requests returns the phone's requests the flags describe.
+func (f *recordFlags) requests() (setup *replay.Request, req replay.Request, err error) {
+	switch {
+	case (f.audio != "" || f.transcript != "") && (f.text != "" || f.followUp != ""):
+		return nil, req, usageError{"record: -audio and -transcript go without -text and -follow-up"}
+	case f.audio == "" && f.transcript != "":
+		return nil, replay.Request{Kind: brainwire.KindVoice, Audio: replay.SilentWAV(16000), AudioName: "capture.wav", AudioType: "audio/wav"}, nil
+	case f.audio != "":
+		b, err := os.ReadFile(f.audio)
+		if err != nil {
+			return nil, req, fmt.Errorf("reading the audio: %w", err)
+		}
+		return nil, replay.Request{Kind: brainwire.KindVoice, Audio: b, AudioName: filepath.Base(f.audio),
+			AudioType: mime.TypeByExtension(filepath.Ext(f.audio))}, nil
+	case strings.TrimSpace(f.text) == "":
+		return nil, req, usageError{"record: -text, -audio or -transcript is required"}
+	case f.followUp != "":
+		return &replay.Request{Kind: brainwire.KindText, Text: f.text},
+			replay.Request{Kind: brainwire.KindFollowUp, Text: f.followUp, FollowUpRound: f.round}, nil
+	}
+	return nil, replay.Request{Kind: brainwire.KindText, Text: f.text}, nil
+}
+
+// recordConfig sets up the upstream: the configured agent service, or an
+// in-process simulator with ids and clock seeded from the fixture name so
+// that recording a fixture again gives the same ids.
+func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(string) string, name string, log *slog.Logger) (replay.RecordConfig, func(), error) {
+	rc := replay.RecordConfig{
+		Endpoint:   cfg.FoundryEndpoint,
+		AgentID:    cfg.FoundryAgentID,
+		APIVersion: cfg.FoundryAPIVersion,
+		Secrets:    secretsFromEnv(getenv),
+		Upstream:   "foundry",
+		Logger:     log,
+		RunTimeout: cfg.RunTimeout,
+	}
+	stop := func() {}
+	var cred credential
+	token := cfg.FoundryToken
+	if f.sim || cfg.FoundryEndpoint == "" {
+		delay := cfg.SimChunkDelay
+		if f.simDelay >= 0 {
+			delay = f.simDelay
+		}
+		if delay == 0 {
+			delay = -1 // the simulator's "no pause"
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return rc, stop, fmt.Errorf("starting the simulator: %w", err)
+		}
+		start := time.Now()
+		sim := simulator.New(simulator.Config{
+			ChunkDelay: delay,
+			NewID:      seededIDs(name),
+			Now:        func() time.Time { return replay.Clock().Add(time.Since(start)) },
+		})
+		simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
+		stop = func() { cancel(); <-done }
+		rc.Endpoint = "http://" + l.Addr().String() + simulator.ProjectPath
+		rc.AgentID, rc.APIVersion, rc.Upstream = simulator.DefaultAgentID, "v1", "simulator"
+		if token == "" {
+			token = "simulator"
+		}
+	}
+	if token != "" {
+		rc.Auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }
+	} else {
+		c, err := cred.get()
+		if err != nil {
+			stop()
+			return rc, func() {}, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
+		}
+		rc.Auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.ResponseHeaderTimeout = 30 * time.Second
+	rc.Transport = base
+	if f.cut != "" {
+		n, e, err := parsePair("cut", f.cut)
+		if err != nil {
+			stop()
+			return rc, func() {}, err
+		}
+		rc.Transport = &cutTransport{next: rc.Transport, stream: n, event: e}
+	}
+	if f.httpError != "" {
+		n, status, err := parsePair("http-error", f.httpError)
+		if err != nil || status < 400 || status > 599 {
+			stop()
+			return rc, func() {}, usageError{fmt.Sprintf("record: -http-error %q: want N:STATUS with a 4xx or 5xx status", f.httpError)}
+		}
+		rc.Transport = &statusTransport{next: rc.Transport, request: n, status: status}
+	}
+	switch {
+	case f.transcript != "":
+		rc.Transcriber = replay.StaticTranscriber{Text: f.transcript}
+	case f.audio != "":
+		t, err := openTranscriber(getenv, &cred, log)
+		if err != nil {
+			stop()
+			return rc, func() {}, err
+		}
+		rc.Transcriber = t
+	}
+	return rc, stop, nil
+}
+
+// secretsFromEnv lists the configured credentials, to be redacted from
+// recordings wherever they appear.
+func secretsFromEnv(getenv func(string) string) []string {
+	var out []string
+	for _, name := range []string{"AZURE_AI_PROJECT_TOKEN", "AZURE_OPENAI_API_KEY", "COSMOS_KEY",
+		"AZURE_STORAGE_CONNECTION_STRING", "APPLICATIONINSIGHTS_CONNECTION_STRING"} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		out = append(out, v)
+		// Connection strings: each key and signature on its own too.
+		for part := range strings.SplitSeq(v, ";") {
+			if k, val, ok := strings.Cut(part, "="); ok && val != "" {
+				switch strings.ToLower(strings.TrimSpace(k)) {
+				case "accountkey", "sharedaccesssignature", "instrumentationkey", "accesskey":
+					out = append(out, val)
+				}
+			}
+		}
+	}
+	for key := range strings.SplitSeq(getenv("BRAINWIRE_API_KEYS"), ",") {
+		if k, _, _ := strings.Cut(strings.TrimSpace(key), ":"); k != "" {
+			out = append(out, k)
+		}
+	}
+	for s := range strings.SplitSeq(getenv("BRAINWIRE_RECORD_SECRETS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// seededIDs returns simulator ids (thread_…, run_…: 24 letters and digits
+// like the service's) drawn from a generator seeded by name.
+func seededIDs(name string) func(prefix string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	seed := h.Sum64()
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var mu sync.Mutex
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	return func(prefix string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		b := make([]byte, 24)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return prefix + "_" + string(b)
+	}
+}
+
+// slug makes a fixture name from text.
+func slug(text string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(text) {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9'
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 48 {
+			break
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "capture"
+	}
+	return s
+}
+
+func describe(fx *recorder.Fixture) string {
+	events := 0
+	for _, ex := range fx.Exchanges {
+		if ex.Response != nil {
+			events += len(ex.Response.Events)
+		}
+	}
+	outcome := fx.Result.Outcome
+	if outcome == "" {
+		outcome = "no outcome"
+	}
+	return fmt.Sprintf("%d exchanges, %d events, %d tool calls, %d reasoning chunks, %s",
+		len(fx.Exchanges), events, len(fx.Tools), fx.Result.ReasoningChunks, outcome)
+}
+
+// parsePair reads a flag value N:M of two numbers from 1.
+func parsePair(flag, s string) (n, m int, err error) {
+	a, b, ok := strings.Cut(s, ":")
+	n, err1 := strconv.Atoi(a)
+	m, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || m < 1 {
+		return 0, 0, usageError{fmt.Sprintf("record: -%s %q: want N:M, both numbers from 1", flag, s)}
+	}
+	return n, m, nil
+}
+
+// statusTransport answers the chosen request with an error status and the
+// service's error body, as a throttled or failing service would, without
+// sending it.
+type statusTransport struct {
+	next            http.RoundTripper
+	request, status int
+
+	mu   sync.Mutex
+	seen int
+}
+
+func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.seen++
+	n := t.seen
+	t.mu.Unlock()
+	if n != t.request {
+		return t.next.RoundTrip(req)
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	code, msg := "server_error", "The service encountered an internal error."
+	h := http.Header{"Content-Type": {"application/json"}}
+	if t.status == http.StatusTooManyRequests {
+		code, msg = "rate_limit_exceeded", "Rate limit is exceeded. Try again in 20 seconds."
+		h.Set("Retry-After", "20")
+	}
+	body := fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", t.status, http.StatusText(t.status)),
+		StatusCode:    t.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
+}
+
+// splitInsideRunes sets split offsets in the first streamed response: one
+// inside each of its first n multibyte characters.
+func splitInsideRunes(fx *recorder.Fixture, n int) error {
+	for i := range fx.Exchanges {
+		rs := fx.Exchanges[i].Response
+		if rs == nil || len(rs.Events) == 0 {
+			continue
+		}
+		var wire []byte
+		for _, ev := range rs.Events {
+			wire = ev.AppendWire(wire)
+		}
+		wire = append(wire, rs.PartialBytes()...)
+		var at []int
+		for off := 0; off < len(wire) && len(at) < n; {
+			r, size := utf8.DecodeRune(wire[off:])
+			if r != utf8.RuneError && size > 1 {
+				at = append(at, off+size/2)
+			}
+			off += size
+		}
+		if len(at) == 0 {
+			return errors.New("record: -split-utf8: the first streamed response has no multibyte characters")
+		}
+		rs.SplitAt = at
+		return nil
+	}
+	return errors.New("record: -split-utf8: the recording has no streamed response")
+}
+
+// errCut is the read error of a stream cut by -cut.
+var errCut = errors.New("read: connection reset by peer (injected by brainwire record -cut)")
+
+// cutTransport breaks one streamed response the way a dropped connection
+// does: the reader gets the events before the chosen one, half of it,
+// and then a read error.
+type cutTransport struct {
+	next          http.RoundTripper
+	stream, event int
+
+	mu   sync.Mutex
+	seen int
+}
+
+func (c *cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return resp, nil
+	}
+	c.mu.Lock()
+	c.seen++
+	n := c.seen
+	c.mu.Unlock()
+	if n == c.stream {
+		resp.Body = &cutBody{rc: resp.Body, event: c.event}
+	}
+	return resp, nil
+}
+
+// cutBody passes events through until the chosen one, which it holds until
+// it is complete, then delivers its first half and fails.
+type cutBody struct {
+	rc     io.ReadCloser
+	event  int    // the event to cut, from 1
+	done   int    // complete events passed through
+	lf     bool   // the last byte seen was '\n'
+	held   []byte // the event being cut
+	out    []byte // bytes ready for the reader
+	err    error
+	closed bool
+	buf    [4096]byte
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	buf := b.buf[:]
+	for {
+		if len(b.out) > 0 {
+			n := copy(p, b.out)
+			b.out = b.out[n:]
+			return n, nil
+		}
+		if b.err != nil {
+			return 0, b.err
+		}
+		n, err := b.rc.Read(buf)
+		b.take(buf[:n])
+		if err != nil && b.err == nil {
+			b.out = append(b.out, b.held...) // the stream ended before the event to cut
+			b.held = nil
+			b.err = err
+		}
+	}
+}
+
+func (b *cutBody) take(data []byte) {
+	for _, c := range data {
+		if b.err != nil {
+			return
+		}
+		if b.done < b.event-1 {
+			b.out = append(b.out, c)
+		} else {
+			b.held = append(b.held, c)
+		}
+		end := c == '\n' && b.lf
+		b.lf = c == '\n'
+		if !end {
+			continue
+		}
+		b.done++
+		if b.done == b.event {
+			b.out = append(b.out, b.held[:len(b.held)/2]...)
+			b.held = nil
+			b.err = errCut
+			b.rc.Close() // the rest of the stream is never delivered
+			b.closed = true
+			return
+		}
+	}
+}
+
+func (b *cutBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.rc.Close()
+}
+
+// recording is live recording for `serve`: an observer for the server
+// and a tap for the agent service's transport, both inert when
+// BRAINWIRE_RECORD_DIR is unset.
+type recording struct {
+	observer brainwire.Observer
+	tap      func(http.RoundTripper) http.RoundTripper
+	close    func()
+}
+
+// setupRecording reads BRAINWIRE_RECORD_DIR (where fixtures go) and
+// BRAINWIRE_RECORD_SAMPLE (the share of captures recorded, 0..1, default
+// 1). Secrets from the environment are redacted from every recording.
+func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, error) {
+	off := &recording{
+		observer: brainwire.Observers(nil),
+		tap:      func(next http.RoundTripper) http.RoundTripper { return next },
+		close:    func() {},
+	}
+	dir := getenv("BRAINWIRE_RECORD_DIR")
+	if dir == "" {
+		return off, nil
+	}
+	sample := 1.0
+	if v := getenv("BRAINWIRE_RECORD_SAMPLE"); v != "" {
+		s, err := strconv.ParseFloat(v, 64)
+		if err != nil || s < 0 || s > 1 {
+			return nil, fmt.Errorf("BRAINWIRE_RECORD_SAMPLE: %q is not a number from 0 to 1", v)
+		}
+		sample = s
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("BRAINWIRE_RECORD_DIR: %w", err)
+	}
+	upstream := "simulator"
+	if getenv("AZURE_AI_PROJECT_ENDPOINT") != "" {
+		upstream = "foundry"
+	}
+	rec, err := recorder.New(recorder.Config{
+		Sink:     recorder.DirSink{Dir: dir},
+		Sample:   sample,
+		Secrets:  secretsFromEnv(getenv),
+		Upstream: upstream,
+		Logger:   log.With("component", "recorder"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("recording captures", "dir", dir, "sample", sample)
+	return &recording{
+		observer: rec,
+		tap:      rec.Transport,
+		close: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := rec.Close(ctx); err != nil {
+				log.Error("recorder", "error", err)
+			}
+		},
+	}, nil
+}
+
+// quiet drops records below level: a replay's per-capture INFO lines would
+// bury the SSE it prints.
+type quiet struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= q.level && q.Handler.Enabled(ctx, l)
+}
+
+func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quiet{q.Handler.WithAttrs(attrs), q.level}
+}
+
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name), q.level} }

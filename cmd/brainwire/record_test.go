@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/replay"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sqlite"
+)
+
+const recordToken = "tok-9b1e5c0a7d2f4e8b8c3a6f1e0d9c2b7a"
+
+func envFunc(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+func runCmd(t *testing.T, env map[string]string, args ...string) (stdout string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = run(t.Context(), args, envFunc(env), &out, &errb)
+	if err != nil {
+		t.Logf("brainwire %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), err
+}
+
+// TestRecordThenReplay records a capture with `brainwire record` (the
+// simulator answering, a static token configured), then replays it with
+// `brainwire replay`: the output is the golden file, -check passes, and
+// fails with a diff once the golden file no longer matches. The fixture
+// holds no trace of the token, which also appears in the capture text.
+func TestRecordThenReplay(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"AZURE_AI_PROJECT_TOKEN": recordToken, "BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}
+	out, err := runCmd(t, env, "record", "-dir", dir, "-name", "people",
+		"-text", "Call mom about her birthday, token "+recordToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "people.json")
+	ssePath, telPath := replay.GoldenPaths(path)
+	for _, p := range []string{path, ssePath, telPath} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("record did not write %s: %v\n%s", p, err, out)
+		}
+	}
+	raw, _ := os.ReadFile(path)
+	if bytes.Contains(raw, []byte(recordToken)) {
+		t.Fatal("the fixture contains the configured token")
+	}
+	golden, _ := os.ReadFile(ssePath)
+	if !strings.Contains(string(golden), `"type":"CLASSIFIED"`) {
+		t.Fatalf("golden = %s", golden)
+	}
+
+	printed, err := runCmd(t, env, "replay", path)
+	if err != nil || printed != string(golden) {
+		t.Fatalf("replay printed\n%s\nwant the golden file\n%s", printed, golden)
+	}
+	if out, err := runCmd(t, env, "replay", "-check", path); err != nil || !strings.HasPrefix(out, "ok ") {
+		t.Fatalf("replay -check: %v\n%s", err, out)
+	}
+	os.WriteFile(ssePath, bytes.Replace(golden, []byte("People"), []byte("Ideas"), 1), 0o644)
+	out, err = runCmd(t, env, "replay", "-check", path)
+	if err == nil || !strings.Contains(out, "FAIL "+path) || !strings.Contains(out, `-data: {"type":"CLASSIFIED","value":{"inboxItemId":"00000000-0000-4000-8000-000000000003","bucket":"Ideas"`) {
+		t.Fatalf("replay -check of a changed golden: err %v\n%s", err, out)
+	}
+}
+
+func TestRecordFaultsAndVoice(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "0"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-name", "cut", "-cut", "1:8", "-text", "Finish the launch deck"}, `"message":"The agent service failed: the agent service's event stream broke off"`},
+		{[]string{"-name", "throttled", "-http-error", "1:429", "-text", "Finish the launch deck"}, "Rate limit is exceeded"},
+		{[]string{"-name", "voice", "-transcript", "Call my sister about the tickets"}, `"stepName":"Processing"`},
+		{[]string{"-name", "utf8", "-split-utf8", "4", "-text", "Lunch with 李明 🍜 on Sunday"}, `"type":"CLASSIFIED"`},
+	} {
+		out, err := runCmd(t, env, append([]string{"record", "-dir", dir}, c.args...)...)
+		if err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("record %v: %v\n%s", c.args, err, out)
+		}
+	}
+	fx, err := recorder.Load(filepath.Join(dir, "utf8.json"))
+	if err != nil || len(fx.Exchanges[0].Response.SplitAt) != 4 {
+		t.Errorf("split offsets not recorded: %v", err)
+	}
+	if _, err := runCmd(t, env, "record", "-dir", dir, "-name", "cut", "-text", "again"); err == nil {
+		t.Error("record overwrote a fixture without -force")
+	}
+	var u usageError
+	if _, err := runCmd(t, env, "record", "-dir", dir); !errors.As(err, &u) {
+		t.Errorf("record without a capture: %v", err)
+	}
+}
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// TestLiveRecording wires setupRecording the way `serve` does (the
+// observer in the server's observers, the tap under the token transport)
+// and checks that a capture served with production ids is recorded,
+// redacted, and replays to the same bytes up to those ids.
+func TestLiveRecording(t *testing.T) {
+	dir := t.TempDir()
+	getenv := envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": dir, "BRAINWIRE_RECORD_SAMPLE": "1", "AZURE_AI_PROJECT_TOKEN": recordToken})
+	log := slog.New(slog.DiscardHandler)
+	rec, err := setupRecording(getenv, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	defer sim.Close()
+	auth := func(next http.RoundTripper) http.RoundTripper {
+		return foundry.NewStaticTokenTransport(recordToken, next)
+	}
+	client, err := foundry.NewClient(sim.URL+simulator.ProjectPath,
+		upstreamClient(func(next http.RoundTripper) http.RoundTripper { return auth(rec.tap(next)) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv, err := server.New(server.Config{
+		Keys:     server.Keys{"live-recording-key-0123": "me"},
+		Provider: foundry.NewProvider(client, simulator.DefaultAgentID),
+		Store:    store,
+		Observer: brainwire.Observers{server.LogObserver{Logger: log}, rec.observer},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/capture", strings.NewReader(`{"text":"Renew my passport and pay the bill"}`))
+	req.Header.Set("Authorization", "Bearer live-recording-key-0123")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	rec.close()
+
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("%d files in the recording directory, want 1", len(entries))
+	}
+	path := filepath.Join(dir, entries[0].Name())
+	raw, _ := os.ReadFile(path)
+	if bytes.Contains(raw, []byte(recordToken)) {
+		t.Fatal("the live recording contains the token")
+	}
+	fx, err := recorder.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := replay.Run(context.Background(), fx, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := func(b []byte) string { return uuidRE.ReplaceAllString(string(b), "<id>") }
+	if mask(res.SSE) != mask(live) {
+		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(res.SSE), "live", "replay"))
+	}
+}
+
+func TestSetupRecordingConfig(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	rec, err := setupRecording(envFunc(nil), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := http.DefaultTransport
+	if rec.tap(base) != base {
+		t.Error("recording is off but the transport was wrapped")
+	}
+	rec.close()
+	for _, bad := range []string{"1.5", "-0.1", "half"} {
+		_, err := setupRecording(envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": bad}), log)
+		if err == nil {
+			t.Errorf("BRAINWIRE_RECORD_SAMPLE=%s accepted", bad)
+		}
+	}
+}
+
+func TestSecretsFromEnv(t *testing.T) {
+	got := secretsFromEnv(envFunc(map[string]string{
+		"AZURE_AI_PROJECT_TOKEN":          "tok",
+		"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=S3cr3tKey==;EndpointSuffix=core.windows.net",
+		"BRAINWIRE_API_KEYS":              "phone-key-0123456789:me, other-key-0123456789",
+	}))
+	for _, want := range []string{"tok", "S3cr3tKey==", "phone-key-0123456789", "other-key-0123456789"} {
+		found := false
+		for _, s := range got {
+			found = found || s == want
+		}
+		if !found {
+			t.Errorf("%q is not among the secrets %q", want, got)
+		}
+	}
+}
+
+// TestServeRecordsLive runs `brainwire serve` with BRAINWIRE_RECORD_DIR:
+// every capture is recorded there, without the token, and replays.
+func TestServeRecordsLive(t *testing.T) {
+	dir := t.TempDir()
+	base := startServe(t, map[string]string{"BRAINWIRE_RECORD_DIR": dir, "BRAINWIRE_RECORD_SAMPLE": "1", "AZURE_AI_PROJECT_TOKEN": recordToken})
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday"}`))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var entries []os.DirEntry
+	for len(entries) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		entries, _ = os.ReadDir(dir)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	if bytes.Contains(raw, []byte(recordToken)) {
+		t.Fatal("the recording contains the token")
+	}
+	fx, err := recorder.Unmarshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(context.Background(), fx, replay.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}

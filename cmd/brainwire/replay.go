@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/replay"
+)
+
+const replayUsage = `usage: brainwire replay [flags] FIXTURE...
+
+Replays recorded capture runs through the real server path, with a fake
+agent service serving each fixture's recorded exchanges, and prints the SSE
+the phone would get. With -check, compares the output with the fixture's
+golden files instead and exits non-zero on any difference.
+
+flags:
+`
+
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
+	speed := fs.Float64("speed", 0, "timing: 0 replays at once, 1 in real time, 2 twice as fast, ...")
+	check := fs.Bool("check", false, "compare with the golden files; exit non-zero on a difference")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usageError{"replay: no fixture given"}
+	}
+	if *speed < 0 {
+		return usageError{"replay: -speed must not be negative"}
+	}
+	// The server's logs would bury the SSE; failures come back as errors.
+	opts := replay.Options{Speed: *speed}
+	failed := 0
+	for _, path := range fs.Args() {
+		if *check {
+			report, err := replay.Check(ctx, path, opts)
+			switch {
+			case err != nil:
+				fmt.Fprintf(stdout, "FAIL %s\n%v\n", path, err)
+				failed++
+			case report != "":
+				fmt.Fprintf(stdout, "FAIL %s\n%s", path, report)
+				failed++
+			default:
+				fmt.Fprintf(stdout, "ok   %s\n", path)
+			}
+			continue
+		}
+		if fs.NArg() > 1 {
+			// An SSE comment line: the output stays a valid event stream.
+			fmt.Fprintf(stdout, ": %s\n", path)
+		}
+		fx, err := recorder.Load(path)
+		if err != nil {
+			return err
+		}
+		if _, err := replay.Run(ctx, fx, replay.Options{Speed: *speed, Out: stdout}); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d fixtures differ from their golden files", failed, fs.NArg())
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/telemetry"
+)
+
+// The phone's credentials in an Env.
+const (
+	APIKey = "replay-api-key-0123456789"
+	UserID = "replay-user"
+)
+
+// Clock is the time every capture in an Env runs at.
+func Clock() time.Time { return time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC) }
+
+// ID returns the n-th deterministic id: shaped like the UUIDs the server
+// makes in production, so outputs have the same shape.
+func ID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+
+// EnvConfig configures an Env. Dir, Endpoint and HTTPClient are required.
+type EnvConfig struct {
+	// Dir holds the Env's SQLite store.
+	Dir string
+	// Endpoint is the agent service's project endpoint; HTTPClient reaches it.
+	Endpoint   string
+	HTTPClient *http.Client
+	AgentID    string
+	APIVersion string
+	// Observer also watches every capture.
+	Observer brainwire.Observer
+	// WrapTools wraps each capture's tools (server.Config.WrapTools).
+	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
+	// Blobs keeps voice uploads; an in-memory store when nil.
+	Blobs       brainwire.BlobStore
+	Transcriber brainwire.Transcriber
+	// Telemetry, when set, instruments the Env as serve does: the HTTP
+	// server span, the capture observer, upstream calls, tools and store.
+	Telemetry  *telemetry.Telemetry
+	Logger     *slog.Logger
+	RunTimeout time.Duration
+}
+
+// Env is the capture server as the golden suite runs it: the real server
+// (server.New) behind a loopback HTTP listener, with deterministic ids and
+// a fixed clock, its own SQLite store, and the Foundry provider talking to
+// the given endpoint. Keep-alive comments are off, so the bytes of a
+// capture depend only on what the upstream answered.
+type Env struct {
+	store     *sqlite.Store
+	ids       *idSource
+	http      *httptest.Server
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewEnv starts an Env; Close it when done.
+func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
+	if cfg.Dir == "" || cfg.Endpoint == "" || cfg.HTTPClient == nil {
+		return nil, errors.New("replay: EnvConfig needs Dir, Endpoint and HTTPClient")
+	}
+	if cfg.Blobs == nil {
+		cfg.Blobs = newMemoryBlobStore(nil)
+	}
+	store, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "replay.db"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the replay store: %w", err)
+	}
+	hc, st, obs, wrap := cfg.HTTPClient, brainwire.Store(store), cfg.Observer, cfg.WrapTools
+	if tel := cfg.Telemetry; tel != nil {
+		next := hc.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		hc = &http.Client{Transport: tel.WrapTransport(next)}
+		st = tel.WrapStore(st)
+		if obs == nil {
+			obs = tel
+		} else {
+			obs = brainwire.Observers{tel, obs}
+		}
+		// The ordering of tool calls waits outside their spans.
+		inner := wrap
+		wrap = func(set brainwire.ToolSet) brainwire.ToolSet {
+			set = tel.WrapTools(set)
+			if inner != nil {
+				set = inner(set)
+			}
+			return set
+		}
+	}
+	client, err := foundry.NewClient(cfg.Endpoint, hc, foundry.WithAPIVersion(cfg.APIVersion))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("agent service client: %w", err)
+	}
+	ids := &idSource{}
+	srv, err := server.New(server.Config{
+		Keys:        server.Keys{APIKey: UserID},
+		Provider:    foundry.NewProvider(client, cfg.AgentID),
+		Store:       st,
+		Blobs:       cfg.Blobs,
+		Transcriber: cfg.Transcriber,
+		Observer:    obs,
+		WrapTools:   wrap,
+		AgentName:   AgentName,
+		Logger:      cfg.Logger,
+		RunTimeout:  cfg.RunTimeout,
+		KeepAlive:   -1,
+		NewID:       ids.next,
+		Now:         Clock,
+	})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("capture server: %w", err)
+	}
+	h := srv.Handler()
+	if cfg.Telemetry != nil {
+		h = cfg.Telemetry.Middleware(h)
+	}
+	return &Env{store: store, ids: ids, http: httptest.NewServer(h)}, nil
+}
+
+// Close stops the server, once every request it is serving has ended, and
+// closes the store.
+func (e *Env) Close() error {
+	e.closeOnce.Do(func() {
+		e.http.Close()
+		e.closeErr = e.store.Close()
+	})
+	return e.closeErr
+}
+
+// Store is the Env's store.
+func (e *Env) Store() brainwire.Store { return e.store }
+
+// Request is one capture as the phone sends it.
+type Request struct {
+	Kind brainwire.CaptureKind
+	// Text is the typed text, or a follow-up's answer.
+	Text string
+	// Audio is a voice upload.
+	Audio     []byte
+	AudioName string
+	AudioType string
+	// InboxItemID and FollowUpRound make a follow-up.
+	InboxItemID   string
+	FollowUpRound int
+	// IDBase offsets this capture's ids: its n-th id is ID(IDBase+n).
+	// Every capture restarts its ids, so a capture's output does not
+	// depend on what ran before it.
+	IDBase int
+}
+
+// Response is what the server answered.
+type Response struct {
+	Status int
+	Header http.Header
+	// Body is the SSE stream (or a JSON error), byte for byte.
+	Body []byte
+}
+
+// Send makes one capture request and reads the answer to its end,
+// copying it to out as it arrives when out is not nil.
+func (e *Env) Send(ctx context.Context, req Request, out io.Writer) (*Response, error) {
+	route, ctype, body, err := encodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.http.URL+route, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("capture request: %w", err)
+	}
+	hr.Header.Set("Authorization", "Bearer "+APIKey)
+	hr.Header.Set("Content-Type", ctype)
+	hr.Header.Set("Accept", "text/event-stream")
+	e.ids.reset(req.IDBase)
+	resp, err := e.http.Client().Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("capture request: %w", err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	w := io.Writer(&buf)
+	if out != nil {
+		w = io.MultiWriter(&buf, flushWriter{out})
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return nil, fmt.Errorf("reading the capture stream: %w", err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes()}, nil
+}
+
+// flushWriter flushes after each write when the writer can, so a person
+// watching a real-time replay sees each event as it comes.
+type flushWriter struct{ w io.Writer }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if fl, ok := f.w.(interface{ Flush() error }); ok && err == nil {
+		err = fl.Flush()
+	}
+	return n, err
+}
+
+func encodeRequest(req Request) (route, ctype string, body []byte, err error) {
+	switch req.Kind {
+	case brainwire.KindText, "":
+		body, err = json.Marshal(map[string]string{"text": req.Text})
+		return "/api/capture", "application/json", body, err
+	case brainwire.KindFollowUp:
+		body, err = json.Marshal(map[string]any{
+			"inbox_item_id":   req.InboxItemID,
+			"follow_up_text":  req.Text,
+			"follow_up_round": max(req.FollowUpRound, 1),
+		})
+		return "/api/capture/follow-up", "application/json", body, err
+	case brainwire.KindVoice:
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		name, typ, audio := req.AudioName, req.AudioType, req.Audio
+		if name == "" {
+			name = "capture.wav"
+		}
+		if typ == "" {
+			typ = "audio/wav"
+		}
+		if len(audio) == 0 {
+			audio = SilentWAV(8000)
+		}
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", multipart.FileContentDisposition("file", name))
+		h.Set("Content-Type", typ)
+		part, err := mw.CreatePart(h)
+		if err != nil {
+			return "", "", nil, fmt.Errorf("voice upload: %w", err)
+		}
+		part.Write(audio)
+		if err := mw.Close(); err != nil {
+			return "", "", nil, fmt.Errorf("voice upload: %w", err)
+		}
+		return "/api/capture/voice", mw.FormDataContentType(), buf.Bytes(), nil
+	}
+	return "", "", nil, fmt.Errorf("replay: unknown capture kind %q", req.Kind)
+}
+
+// SilentWAV returns n samples of 16-bit mono silence at 16 kHz: a real
+// audio file for uploads whose bytes do not matter.
+func SilentWAV(n int) []byte {
+	data := 2 * n
+	b := make([]byte, 44+data)
+	copy(b[0:], "RIFF")
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+data))
+	copy(b[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(b[16:], 16)
+	binary.LittleEndian.PutUint16(b[20:], 1) // PCM
+	binary.LittleEndian.PutUint16(b[22:], 1) // mono
+	binary.LittleEndian.PutUint32(b[24:], 16000)
+	binary.LittleEndian.PutUint32(b[28:], 32000)
+	binary.LittleEndian.PutUint16(b[32:], 2)
+	binary.LittleEndian.PutUint16(b[34:], 16)
+	copy(b[36:], "data")
+	binary.LittleEndian.PutUint32(b[40:], uint32(data))
+	return b
+}
+
+// Seed puts an inbox item in the store, as an earlier capture would have.
+func (e *Env) Seed(ctx context.Context, s recorder.InboxSeed) error {
+	source := s.Source
+	if source == "" {
+		source = brainwire.KindText
+	}
+	bucket := s.Bucket
+	if !brainwire.ValidBucket(bucket) {
+		bucket = ""
+	}
+	_, err := e.store.File(ctx, brainwire.Filing{
+		UserID:     UserID,
+		NewInboxID: s.ID,
+		RawText:    s.RawText,
+		Title:      s.Title,
+		Source:     source,
+		Status:     brainwire.StatusMisunderstood,
+		Classification: brainwire.Classification{
+			Bucket: bucket, Confidence: s.Confidence, ClassifiedBy: "Classifier",
+			AgentChain: []string{"Classifier"}, ClassifiedAt: Clock(),
+		},
+		FoundryThreadID: s.FoundryThreadID,
+		Now:             Clock(),
+	})
+	if err != nil {
+		return fmt.Errorf("seeding inbox item %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// idSource hands out ID(base+1), ID(base+2), ... for one capture.
+type idSource struct {
+	mu      sync.Mutex
+	base, n int
+}
+
+func (s *idSource) next() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return ID(s.base + s.n)
+}
+
+func (s *idSource) reset(base int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base, s.n = base, 0
+}

@@ -1,0 +1,211 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/recorder"
+)
+
+// DefaultSeedID is the inbox item a follow-up files onto when its
+// recording did not name one.
+const DefaultSeedID = "00000000-0000-4000-8000-900000000001"
+
+// Options configures Run.
+type Options struct {
+	// Speed scales the recorded timing: 0 replays at once, 1 in real
+	// time, 2 twice as fast.
+	Speed float64
+	// Dir holds the SQLite store; a temporary directory when empty.
+	Dir string
+	// Out receives the phone's SSE bytes as they arrive.
+	Out io.Writer
+	// Observer also watches the capture, e.g. a telemetry pipeline.
+	Observer brainwire.Observer
+	Logger   *slog.Logger
+	// RunTimeout bounds the capture run (server.DefaultRunTimeout when 0).
+	RunTimeout time.Duration
+}
+
+// Result is what a replayed capture produced.
+type Result struct {
+	// Status and SSE are the server's answer to the phone, byte for byte.
+	Status int
+	SSE    []byte
+	// Summary is what the capture's observers saw.
+	Summary Summary
+}
+
+// Run replays a fixture through the full capture path: the fixture's
+// exchanges are served by an Upstream on loopback, an Env sends the
+// fixture's capture as the phone would, and the server's answer is
+// returned. The error reports requests that did not match the recording
+// (with a diff) and recorded requests that never came; the Result is
+// returned with it when the capture ran.
+func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, error) {
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "brainwire-replay-*")
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	up := NewUpstream(fx.Exchanges, opts.Speed)
+	hs := httptest.NewServer(up)
+	defer hs.Close()
+	defer up.Close()
+
+	prefix, apiVersion, agentID := upstreamParams(fx)
+	sum := &summaryObserver{}
+	obs := brainwire.Observers{sum}
+	if opts.Observer != nil {
+		obs = append(obs, opts.Observer)
+	}
+	tr, err := newTracing(agentID)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.shutdown(context.WithoutCancel(ctx))
+	blobURL := recordedBlobURL(fx)
+	var urlFor func(string) string
+	if blobURL != "" {
+		urlFor = func(string) string { return blobURL }
+	}
+	env, err := NewEnv(ctx, EnvConfig{
+		Dir:         dir,
+		Endpoint:    hs.URL + prefix,
+		HTTPClient:  hs.Client(),
+		AgentID:     agentID,
+		APIVersion:  apiVersion,
+		Observer:    obs,
+		WrapTools:   orderTools(fx),
+		Blobs:       newMemoryBlobStore(urlFor),
+		Transcriber: recordedTranscriber(fx),
+		Telemetry:   tr.tel,
+		Logger:      opts.Logger,
+		RunTimeout:  opts.RunTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+
+	req := RequestFor(fx)
+	if fu := fx.Capture.FollowUp; fu != nil {
+		seed := fu.Item
+		seed.ID = req.InboxItemID
+		if err := env.Seed(ctx, seed); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := env.Send(ctx, req, opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	env.Close() // waits for the server's spans to end
+	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.Summary()}
+	res.Summary.Spans = tr.lines()
+	if err := up.Err(); err != nil {
+		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)
+	}
+	return res, nil
+}
+
+// RequestFor returns the phone's request of a fixture's capture.
+func RequestFor(fx *recorder.Fixture) Request {
+	c := fx.Capture
+	req := Request{Kind: c.Kind, Text: c.Text}
+	if c.Audio != nil {
+		req.AudioName, req.AudioType = c.Audio.Filename, c.Audio.ContentType
+	}
+	if fu := c.FollowUp; fu != nil {
+		req.InboxItemID, req.FollowUpRound = fu.Item.ID, fu.Round
+		if req.InboxItemID == "" {
+			req.InboxItemID = DefaultSeedID
+		}
+	}
+	return req
+}
+
+var assistantID = regexp.MustCompile(`"assistant_id":\s*"([^"]+)"`)
+
+// upstreamParams reads from the first recorded request what the client
+// must be configured with to make the same requests.
+func upstreamParams(fx *recorder.Fixture) (prefix, apiVersion, agentID string) {
+	prefix, apiVersion, agentID = "/api/projects/replay", "v1", "asst_replay"
+	if len(fx.Exchanges) == 0 {
+		return
+	}
+	rq := fx.Exchanges[0].Request
+	if p := projectPrefix(rq.Path); p != "" {
+		prefix = p
+	}
+	if v := rq.Query["api-version"]; v != "" {
+		apiVersion = v
+	}
+	if m := assistantID.FindSubmatch(rq.BodyBytes()); m != nil {
+		agentID = string(m[1])
+	}
+	return
+}
+
+// GoldenPaths returns the golden files of the fixture at path: the phone's
+// SSE bytes and the telemetry summary.
+func GoldenPaths(fixturePath string) (sse, telemetry string) {
+	base := strings.TrimSuffix(fixturePath, filepath.Ext(fixturePath))
+	return base + SSEGoldenSuffix, base + TelemetryGoldenSuffix
+}
+
+// Golden file suffixes, after the fixture's name.
+const (
+	SSEGoldenSuffix       = ".sse.golden"
+	TelemetryGoldenSuffix = ".telemetry.golden"
+)
+
+// Check replays the fixture at path and compares its output with its
+// golden files. It returns a readable report of every difference, or ""
+// when the output matches; err is a failure to replay at all.
+func Check(ctx context.Context, path string, opts Options) (report string, err error) {
+	fx, err := recorder.Load(path)
+	if err != nil {
+		return "", err
+	}
+	res, runErr := Run(ctx, fx, opts)
+	if res == nil {
+		return "", runErr
+	}
+	var b strings.Builder
+	if runErr != nil {
+		b.WriteString(runErr.Error() + "\n")
+	}
+	ssePath, telPath := GoldenPaths(path)
+	for _, g := range []struct {
+		path string
+		got  []byte
+	}{{ssePath, res.SSE}, {telPath, res.Summary.Text()}} {
+		want, err := os.ReadFile(g.path)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.path)
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading golden: %w", err)
+		}
+		if d := Diff(string(want), string(g.got), g.path, "replay"); d != "" {
+			b.WriteString(d)
+		}
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,195 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Summary is what telemetry should say about a capture, gathered from the
+// events the capture pipeline hands its observers: the outcome attributes,
+// the reasoning chunks (count and indices: telemetry must number them
+// 0, 1, 2, ... with none lost), the tool calls and the upstream run's
+// states. Spans is filled when a telemetry pipeline ran alongside.
+type Summary struct {
+	Kind            brainwire.CaptureKind
+	Outcome         string // outcome event, or ERROR
+	Bucket          string
+	Confidence      float64
+	HasConfidence   bool
+	ErrorMessage    string // the ERROR event's message
+	ReasoningChunks int
+	ChunkIndices    []int
+	ChunkRunIDs     []string // distinct run_id values on the chunks
+	Tools           []string
+	Statuses        []string // upstream run states, repeats folded
+	Usage           brainwire.Usage
+	RunError        string // the run's error, as the server logged it
+	Spans           []string
+}
+
+// Text renders the summary as the telemetry golden file holds it: one
+// fact per line, so a regression shows as a changed line.
+func (s Summary) Text() []byte {
+	var b strings.Builder
+	line := func(k, v string) {
+		if v == "" {
+			v = "-"
+		}
+		b.WriteString(k + ": " + v + "\n")
+	}
+	line("kind", string(s.Kind))
+	line("outcome", s.Outcome)
+	line("bucket", s.Bucket)
+	if s.HasConfidence {
+		line("confidence", strconv.FormatFloat(s.Confidence, 'f', -1, 64))
+	} else {
+		line("confidence", "")
+	}
+	line("error_message", s.ErrorMessage)
+	line("reasoning_chunks", strconv.Itoa(s.ReasoningChunks))
+	line("reasoning_chunk_indices", ranges(s.ChunkIndices))
+	line("reasoning_run_id", strings.Join(s.ChunkRunIDs, ", "))
+	line("upstream_run_states", strings.Join(s.Statuses, " > "))
+	if s.Usage != (brainwire.Usage{}) {
+		line("usage_tokens", fmt.Sprintf("prompt=%d completion=%d total=%d", s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens))
+	} else {
+		line("usage_tokens", "")
+	}
+	line("run_error", s.RunError)
+	b.WriteString("tool_calls:\n")
+	for _, t := range s.Tools {
+		b.WriteString("  " + t + "\n")
+	}
+	if len(s.Spans) > 0 {
+		b.WriteString("spans:\n")
+		for _, sp := range s.Spans {
+			b.WriteString("  " + sp + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// ranges writes 0,1,2,3,7 as "0-3, 7".
+func ranges(xs []int) string {
+	var parts []string
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(xs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// summaryObserver gathers a Summary from the captures it watches.
+type summaryObserver struct {
+	mu sync.Mutex
+	s  Summary
+}
+
+// StartCapture implements brainwire.Observer.
+func (o *summaryObserver) StartCapture(ctx context.Context, c brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
+	o.mu.Lock()
+	o.s = Summary{Kind: c.Kind}
+	o.mu.Unlock()
+	return ctx, o
+}
+
+// Summary returns what was gathered.
+func (o *summaryObserver) Summary() Summary {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.s
+	s.ChunkIndices = slices.Clone(s.ChunkIndices)
+	s.Tools = slices.Clone(s.Tools)
+	s.Statuses = slices.Clone(s.Statuses)
+	return s
+}
+
+// ProviderEvent implements brainwire.CaptureObserver.
+func (o *summaryObserver) ProviderEvent(ev brainwire.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch ev.Kind {
+	case brainwire.EventRunStatus:
+		st := string(ev.Status)
+		if ev.Status == brainwire.RunFailed && ev.ErrorCode != "" {
+			st += " (" + ev.ErrorCode + ")"
+		}
+		if n := len(o.s.Statuses); n == 0 || o.s.Statuses[n-1] != st {
+			o.s.Statuses = append(o.s.Statuses, st)
+		}
+	case brainwire.EventError:
+		o.s.Statuses = append(o.s.Statuses, "error event")
+	case brainwire.EventUsage:
+		o.s.Usage = ev.Usage
+	case brainwire.EventToolResult:
+		res := "ok"
+		if ev.Result.IsError {
+			res = "error " + errorCode(ev.Result.Output)
+		}
+		o.s.Tools = append(o.s.Tools, fmt.Sprintf("%s %s: %s", ev.Tool.Name, ev.Tool.ID, res))
+	}
+}
+
+// CaptureEvent implements brainwire.CaptureObserver.
+func (o *summaryObserver) CaptureEvent(ev brainwire.CaptureEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case ev.Type == brainwire.CaptureReasoning:
+		o.s.ReasoningChunks++
+		o.s.ChunkIndices = append(o.s.ChunkIndices, ev.Chunk.Index)
+		if !slices.Contains(o.s.ChunkRunIDs, ev.Chunk.RunID) {
+			o.s.ChunkRunIDs = append(o.s.ChunkRunIDs, ev.Chunk.RunID)
+		}
+	case ev.Type.IsOutcome():
+		o.s.Outcome = ev.Type.String()
+		o.s.Bucket = ev.Outcome.Bucket
+		if ev.Type != brainwire.CaptureUnresolved && ev.Type != brainwire.CaptureMisunderstood || ev.Outcome.Confidence != 0 {
+			o.s.Confidence, o.s.HasConfidence = ev.Outcome.Confidence, true
+		}
+	case ev.Type == brainwire.CaptureError:
+		o.s.Outcome = ev.Type.String()
+		o.s.ErrorMessage = ev.Message
+	}
+}
+
+// End implements brainwire.CaptureObserver.
+func (o *summaryObserver) End(err error) {
+	if err == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.s.RunError = addrPattern.ReplaceAllString(err.Error(), "<addr>")
+}
+
+// addrPattern matches network addresses, which differ between runs (the
+// upstream's loopback port).
+var addrPattern = regexp.MustCompile(`(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost):\d+`)
+
+func errorCode(output string) string {
+	i := strings.Index(output, `"error":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := output[i+len(`"error":"`):]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}

@@ -40,7 +40,10 @@ type Config struct {
 	// WrapTools, if set, wraps each capture's tool set (e.g. to trace
 	// every tool call); it must return a set that calls through.
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	Logger    *slog.Logger
+	// Middleware, if set, wraps the whole HTTP API (e.g. telemetry's
+	// server span); it is given the router, so it can name routes.
+	Middleware func(http.Handler) http.Handler
+	Logger     *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string
 
@@ -57,11 +60,12 @@ type Config struct {
 
 // Server serves the capture API.
 type Server struct {
-	cfg    Config
-	auth   *authenticator
-	router *mux.Router
-	log    *slog.Logger
-	health healthCache
+	cfg     Config
+	auth    *authenticator
+	router  *mux.Router
+	handler http.Handler // the router, wrapped in Config.Middleware
+	log     *slog.Logger
+	health  healthCache
 }
 
 // New validates cfg and returns a Server.
@@ -101,6 +105,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger}
 	s.router = s.routes()
+	s.handler = s.router
+	if cfg.Middleware != nil {
+		s.handler = cfg.Middleware(s.router)
+	}
 	return s, nil
 }
 
@@ -131,7 +139,7 @@ func (s *Server) routes() *mux.Router {
 }
 
 // Handler returns the HTTP handler of the API.
-func (s *Server) Handler() http.Handler { return s.router }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 type userKey struct{}
 

@@ -55,7 +55,9 @@ func (c *credential) get() (azcore.TokenCredential, error) {
 	return c.cred, c.err
 }
 
-func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger) (_ *backends, err error) {
+// tap goes under the agent service's authorization: the live recorder, or
+// the identity when recording is off.
+func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger, tap func(http.RoundTripper) http.RoundTripper) (_ *backends, err error) {
 	b := &backends{}
 	defer func() {
 		if err != nil {
@@ -63,7 +65,7 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 		}
 	}()
 	var cred credential
-	if b.provider, err = openProvider(ctx, cfg, &cred, b, log); err != nil {
+	if b.provider, err = openProvider(ctx, cfg, &cred, b, log, tap); err != nil {
 		return nil, err
 	}
 	if b.store, err = openStore(ctx, cfg, getenv, &cred, initDB, log); err != nil {
@@ -88,7 +90,7 @@ func upstreamClient(auth func(http.RoundTripper) http.RoundTripper) *http.Client
 	return &http.Client{Transport: auth(t)}
 }
 
-func openProvider(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (brainwire.Provider, error) {
+func openProvider(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger, tap func(http.RoundTripper) http.RoundTripper) (brainwire.Provider, error) {
 	endpoint, agentID, token := cfg.FoundryEndpoint, cfg.FoundryAgentID, cfg.FoundryToken
 	if endpoint == "" {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -115,7 +117,8 @@ func openProvider(ctx context.Context, cfg config, cred *credential, b *backends
 		}
 		auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }
 	}
-	client, err := foundry.NewClient(endpoint, upstreamClient(auth), foundry.WithAPIVersion(cfg.FoundryAPIVersion))
+	wire := func(next http.RoundTripper) http.RoundTripper { return auth(tap(next)) }
+	client, err := foundry.NewClient(endpoint, upstreamClient(wire), foundry.WithAPIVersion(cfg.FoundryAPIVersion))
 	if err != nil {
 		return nil, fmt.Errorf("AZURE_AI_PROJECT_ENDPOINT: %w", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 
-	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -28,22 +28,41 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
-	b, err := openBackends(ctx, cfg, getenv, initDB, log)
+	rec, err := setupRecording(getenv, log)
+	if err != nil {
+		return err
+	}
+	defer rec.close()
+	tel, err := setupTelemetry(ctx, cfg, getenv, stdout, log)
+	if err != nil {
+		return err
+	}
+	// Deferred first, so it runs last: after the server has let running
+	// captures finish and the backends are closed.
+	defer tel.shutdown()
+	// Telemetry goes under the recorder, so recorded requests carry no
+	// traceparent.
+	tap := func(next http.RoundTripper) http.RoundTripper { return rec.tap(tel.WrapTransport(next)) }
+	b, err := openBackends(ctx, cfg, getenv, initDB, log, tap)
 	if err != nil {
 		return err
 	}
 	defer b.close()
 
-	srv, err := server.New(server.Config{
+	scfg := server.Config{
 		Keys:        cfg.Keys,
 		Provider:    b.provider,
 		Store:       b.store,
 		Blobs:       b.blobs,
 		Transcriber: b.transcriber,
-		Observer:    brainwire.Observers{server.LogObserver{Logger: log}},
+		Observer:    rec.observer,
 		Logger:      log,
 		RunTimeout:  cfg.RunTimeout,
-	})
+	}
+	// The reasoning log, telemetry, the HTTP server span and the traced
+	// tools and store.
+	tel.instrument(&scfg)
+	srv, err := server.New(scfg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/telemetry/telemetrytest"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// telemetryServer wires setupTelemetry's result into a real server (the
+// Foundry provider against the simulator, SQLite) as serve does, and runs
+// one capture.
+func telemetryServer(t *testing.T, env map[string]string) (*telemetrySetup, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	ctx := context.Background()
+	tel, err := setupTelemetry(ctx, config{}, func(k string) string { return env[k] }, io.Discard, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	t.Cleanup(sim.Close)
+	auth := func(next http.RoundTripper) http.RoundTripper {
+		return foundry.NewStaticTokenTransport("simulator", next)
+	}
+	hc := &http.Client{Transport: tel.WrapTransport(auth(http.DefaultTransport.(*http.Transport).Clone()))}
+	fc, err := foundry.NewClient(sim.URL+simulator.ProjectPath, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := server.Config{Keys: server.Keys{phoneKey: "phone-user"}, Provider: foundry.NewProvider(fc, simulator.DefaultAgentID), Store: st, Logger: log}
+	tel.instrument(&cfg)
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(tel.Middleware(srv.Handler()))
+	t.Cleanup(hs.Close)
+
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday #long:3"}`))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	complete := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"COMPLETE"`) {
+			complete = true
+		}
+	}
+	if !complete {
+		t.Fatal("no COMPLETE")
+	}
+	// As serve does: the server finishes its handlers (the capture's span
+	// ends after COMPLETE), then telemetry flushes.
+	hs.Close()
+	tel.shutdown()
+	return tel, logs
+}
+
+func TestSetupTelemetryOff(t *testing.T) {
+	tel, logs := telemetryServer(t, nil)
+	if tel.WrapTools != nil {
+		t.Error("tools are wrapped with telemetry off")
+	}
+	if !strings.Contains(logs.String(), "reasoning chunk") || !strings.Contains(logs.String(), "traces=off") {
+		t.Errorf("logs:\n%s", logs)
+	}
+	obs, ok := tel.Observer.(brainwire.Observers)
+	if !ok || len(obs) != 1 {
+		t.Errorf("observer %#v, want the reasoning log alone", tel.Observer)
+	}
+}
+
+func TestSetupTelemetryWiresServe(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
+	_, logs := telemetryServer(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":           recv.Endpoint(),
+		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
+	})
+	seen := map[string]bool{}
+	chunks := 0
+	for _, s := range recv.Spans() {
+		seen[s.Name] = true
+		if s.Name == "invoke_agent Classifier" {
+			for _, ev := range s.Events {
+				if ev.Name == "reasoning.chunk" {
+					chunks++
+				}
+			}
+			if telemetrytest.Attr(s.Attributes, "gen_ai.agent.id") != simulator.DefaultAgentID {
+				t.Errorf("agent id %v", telemetrytest.Attr(s.Attributes, "gen_ai.agent.id"))
+			}
+		}
+	}
+	for _, name := range []string{"POST /api/capture", "invoke_agent Classifier", "process_thread_run", "execute_tool file_capture", "store.file", "submit_tool_outputs"} {
+		if !seen[name] {
+			t.Errorf("no %s span (got %v)", name, seen)
+		}
+	}
+	if chunks < 3 || len(ingest.Messages("Reasoning chunk")) != chunks {
+		t.Errorf("%d chunk events, %d Application Insights traces", chunks, len(ingest.Messages("Reasoning chunk")))
+	}
+	if !strings.Contains(logs.String(), "reasoning chunk") {
+		t.Error("the reasoning log is gone with content capture on")
+	}
+}
+
+func TestSetupTelemetryContentOff(t *testing.T) {
+	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
+	_, logs := telemetryServer(t, map[string]string{
+		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
+		"BRAINWIRE_CAPTURE_CONTENT":             "false",
+	})
+	if strings.Contains(logs.String(), "reasoning_text") || strings.Contains(logs.String(), "Call mom") {
+		t.Errorf("content in the logs with content capture off:\n%s", logs)
+	}
+	if len(ingest.Messages("Reasoning chunk")) < 3 || ingest.Contains("reasoning_text") {
+		t.Error("Application Insights: chunks missing or carrying text")
+	}
+}
+
+func TestSetupTelemetryRejectsBadSettings(t *testing.T) {
+	_, err := setupTelemetry(context.Background(), config{}, func(k string) string {
+		return map[string]string{"BRAINWIRE_CAPTURE_CONTENT": "sometimes"}[k]
+	}, io.Discard, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "BRAINWIRE_CAPTURE_CONTENT") {
+		t.Errorf("error %v", err)
+	}
+}
+
+// TestServeExportsTelemetry runs `brainwire serve` configured by the
+// environment alone and checks one capture's trace reached the collector,
+// continuing the caller's traceparent, flushed when serve stopped.
+func TestServeExportsTelemetry(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	env := map[string]string{
+		"BRAINWIRE_ADDR":              "127.0.0.1:0",
+		"BRAINWIRE_DATA_DIR":          t.TempDir(),
+		"BRAINWIRE_API_KEYS":          phoneKey + ":phone-user",
+		"BRAINWIRE_SIM_CHUNK_DELAY":   "1ms",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- runWithReady(ctx, env, io.Discard, func(a net.Addr) { addrc <- a.String() })
+	}()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday"}`))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	names := map[string]bool{}
+	for _, s := range recv.Trace("4bf92f3577b34da6a3ce929d0e0e4736") {
+		names[s.Name] = true
+	}
+	for _, n := range []string{"POST /api/capture", "invoke_agent Classifier", "process_thread_run", "execute_tool file_capture", "store.file", "submit_tool_outputs"} {
+		if !names[n] {
+			t.Errorf("no %s span in the caller's trace (got %v)", n, names)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
+
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // Field limits of the ingestion schema (the contracts' Sanitize methods).
@@ -158,8 +160,6 @@ func hasKey(ps []Property, k string) bool {
 	return false
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends s, cut to at most limit bytes on a character
 // boundary, as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string, limit int) []byte {
@@ -170,51 +170,5 @@ func appendString(b []byte, s string, limit int) []byte {
 		}
 		s = s[:cut]
 	}
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// Line and paragraph separators break JavaScript readers.
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = append(b, hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonw.String(b, s)
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/syncbuf"
+
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/recorder"
 )
@@ -265,7 +267,7 @@ func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
 // TestRecorderOverLimitDropsTheRecordingNotTheStream: past MaxBytes the
 // reader still gets every byte; the recording is dropped and logged.
 func TestRecorderOverLimitDropsTheRecordingNotTheStream(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	sink := &collect{}
 	rec := newRecorder(t, recorder.Config{Sink: sink, MaxBytes: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	wire := strings.Repeat("event: thread.message.delta\ndata: {\"v\":\"chunk\"}\n\n", 200)
@@ -293,7 +295,7 @@ func TestRecorderOverLimitDropsTheRecordingNotTheStream(t *testing.T) {
 }
 
 func TestRecorderSinkFailureIsOnlyLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	rec := newRecorder(t, recorder.Config{
 		Sink:   recorder.DirSink{Dir: filepath.Join(t.TempDir(), "does-not-exist")},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -357,21 +359,4 @@ func TestDirSinkWritesNamedFiles(t *testing.T) {
 	if fx.Capture.Text != recorder.Redacted {
 		t.Errorf("configured secret not redacted from the capture text: %q", fx.Capture.Text)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

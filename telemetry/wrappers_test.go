@@ -9,9 +9,10 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/syncbuf"
 
 	"github.com/gorilla/mux"
 	"go.opentelemetry.io/otel/attribute"
@@ -206,7 +207,7 @@ func TestAppInsightsWithoutTracing(t *testing.T) {
 }
 
 func TestConsoleExporters(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s, err := telemetry.SettingsFromEnv(func(k string) string {
 		return map[string]string{"BRAINWIRE_TELEMETRY_CONSOLE": "true"}[k]
 	})
@@ -234,7 +235,7 @@ func TestConsoleExporters(t *testing.T) {
 }
 
 func TestErrorHandlerRateLimits(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	h := &telemetry.ErrorHandler{Logger: slog.New(slog.NewTextHandler(&out, nil)), Interval: time.Hour}
 	for range 50 {
 		h.Handle(errors.New("export failed: connection refused"))
@@ -242,21 +243,4 @@ func TestErrorHandlerRateLimits(t *testing.T) {
 	if n := strings.Count(out.String(), "connection refused"); n != 1 {
 		t.Errorf("%d log lines for 50 errors in an interval, want 1", n)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/syncbuf"
+
 	"github.com/brainwire/brainwire/internal/npmtest"
 )
 
@@ -32,7 +34,7 @@ func startServe(t *testing.T, extraEnv map[string]string) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
-	logs := &bytes.Buffer{}
+	logs := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() })

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -11,8 +10,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/brainwire/brainwire/internal/syncbuf"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
@@ -22,30 +22,12 @@ import (
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // telemetryServer wires setupTelemetry's result into a real server (the
 // Foundry provider against the simulator, SQLite) as serve does, and runs
 // one capture.
-func telemetryServer(t *testing.T, env map[string]string) (*telemetrySetup, *syncBuffer) {
+func telemetryServer(t *testing.T, env map[string]string) (*telemetrySetup, *syncbuf.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ctx := context.Background()
 	tel, err := setupTelemetry(ctx, config{}, func(k string) string { return env[k] }, io.Discard, log)

@@ -8,7 +8,6 @@
 package npmtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -17,9 +16,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/syncbuf"
 )
 
 // Server is a running npm-provided server.
@@ -68,7 +68,7 @@ func Start(t testing.TB, name string, args ...string) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, expanded...)
 	cmd.Dir = dir
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -126,22 +126,4 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// syncBuffer collects a child's output for error messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

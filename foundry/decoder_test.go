@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/brainwire/brainwire/internal/recordings"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
@@ -17,11 +17,7 @@ import (
 
 func recording(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../shared/foundry-recordings", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(recordings.Read(t, name))
 }
 
 // decodeAll reads every event of d until it returns an error.

@@ -3,10 +3,11 @@ package foundry
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/brainwire/brainwire/internal/recordings"
 )
 
 // referenceTexts is what encoding/json makes of a delta payload: ok is
@@ -122,10 +123,7 @@ func TestDeltaTextsDepth(t *testing.T) {
 }
 
 func TestDeltaTextsRecordings(t *testing.T) {
-	b, err := os.ReadFile("../../shared/foundry-recordings/send_email_stream_response.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := recordings.Read(t, "send_email_stream_response.txt")
 	n := 0
 	for line := range strings.Lines(string(b)) {
 		if data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "data: "); ok && data != "[DONE]" {
@@ -141,10 +139,7 @@ func TestDeltaTextsRecordings(t *testing.T) {
 // TestFastPathTakesRecordedLayout guards the speed of the common case: the
 // deltas the service sends must not fall back to the general scanner.
 func TestFastPathTakesRecordedLayout(t *testing.T) {
-	b, err := os.ReadFile("../../shared/foundry-recordings/send_email_stream_response.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := recordings.Read(t, "send_email_stream_response.txt")
 	n := 0
 	for block := range strings.SplitSeq(string(b), "\n\n") {
 		if data, ok := strings.CutPrefix(block, "event: thread.message.delta\ndata: "); ok {

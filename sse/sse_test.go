@@ -5,16 +5,14 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/brainwire/brainwire/internal/recordings"
+
 	"github.com/brainwire/brainwire/sse"
 )
-
-const recordingsDir = "../../shared/foundry-recordings"
 
 type rec struct{ name, data string }
 
@@ -47,19 +45,11 @@ func expectedFromRecording(t *testing.T, text string) []rec {
 	return out
 }
 
-func recordings(t testing.TB) map[string]string {
+func recorded(t testing.TB) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(recordingsDir, "*.txt"))
-	if err != nil || len(files) != 3 {
-		t.Fatalf("want 3 recordings in %s, got %d (%v)", recordingsDir, len(files), err)
-	}
 	out := make(map[string]string)
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = string(b)
+	for _, name := range recordings.Names {
+		out[name] = string(recordings.Read(t, name))
 	}
 	return out
 }
@@ -87,7 +77,7 @@ func TestRecordings(t *testing.T) {
 		"fetch_current_datetime_and_weather_stream_response.txt": 85,
 		"send_email_stream_response.txt":                         71,
 	}
-	for file, text := range recordings(t) {
+	for file, text := range recorded(t) {
 		want := expectedFromRecording(t, text)
 		if len(want) != wantCounts[file] {
 			t.Fatalf("%s: reference parse found %d events, want %d", file, len(want), wantCounts[file])
@@ -131,7 +121,7 @@ func TestRecordings(t *testing.T) {
 // offset, so every byte boundary (inside UTF-8 sequences and CRLF pairs
 // included) is a read boundary once.
 func TestRecordingsEverySplit(t *testing.T) {
-	text := strings.ReplaceAll(recordings(t)["main_stream_response.txt"], "\n", "\r\n")
+	text := strings.ReplaceAll(recorded(t)["main_stream_response.txt"], "\n", "\r\n")
 	want := expectedFromRecording(t, strings.ReplaceAll(text, "\r\n", "\n"))
 	for i := 0; i <= len(text); i += 7 {
 		r := io.MultiReader(strings.NewReader(text[:i]), strings.NewReader(text[i:]))
@@ -141,7 +131,7 @@ func TestRecordingsEverySplit(t *testing.T) {
 		}
 	}
 	// Every boundary inside the multibyte text of send_email.
-	text = recordings(t)["send_email_stream_response.txt"]
+	text = recorded(t)["send_email_stream_response.txt"]
 	want = expectedFromRecording(t, text)
 	for i := 0; i <= len(text); i++ {
 		if i < len(text) && text[i] < 0x80 && text[i] != '\n' {
@@ -331,7 +321,7 @@ func (l *loopReader) Read(p []byte) (int, error) {
 }
 
 func BenchmarkReader(b *testing.B) {
-	text := recordings(b)["send_email_stream_response.txt"]
+	text := recorded(b)["send_email_stream_response.txt"]
 	var deltas bytes.Buffer
 	for _, block := range strings.Split(text, "\n\n") {
 		if strings.HasPrefix(block, "event: thread.message.delta\n") {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/brainwire/brainwire/internal/recordings"
 
 	"github.com/brainwire/brainwire/foundry/foundrytest"
 )
@@ -89,11 +89,8 @@ func TestScriptRecordsRequests(t *testing.T) {
 // the recorded ones, in the same order.
 func TestPayloadsMatchRecordings(t *testing.T) {
 	recorded := map[string][]string{} // event name -> top-level keys
-	for _, f := range []string{"main_stream_response.txt", "fetch_current_datetime_and_weather_stream_response.txt", "send_email_stream_response.txt"} {
-		b, err := os.ReadFile(filepath.Join("../../../shared/foundry-recordings", f))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range recordings.Names {
+		b := recordings.Read(t, f)
 		for block := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n\n") {
 			name, data, _ := strings.Cut(block, "\n")
 			name = strings.TrimPrefix(name, "event: ")

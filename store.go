@@ -57,8 +57,10 @@ type InboxItem struct {
 	ClassificationMeta *Classification `json:"classificationMeta"`
 	FiledRecordID      string          `json:"filedRecordId"`
 	FoundryThreadID    string          `json:"foundryThreadId"`
-	CreatedAt          time.Time       `json:"createdAt"`
-	UpdatedAt          time.Time       `json:"updatedAt"`
+	// FollowUpRounds counts the follow-ups filed onto the item.
+	FollowUpRounds int       `json:"followUpRounds"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
 }
 
 // BucketRecord is the document a classified or pending capture adds to its
@@ -90,7 +92,10 @@ type Filing struct {
 	Status          string
 	Classification  Classification
 	FoundryThreadID string
-	Now             time.Time
+	// FollowUpRound is the follow-up this refile answers (1, 2, ...); the
+	// item keeps it as FollowUpRounds. 0 keeps the item's count.
+	FollowUpRound int
+	Now           time.Time
 }
 
 // ListOptions selects a page of a user's inbox, newest first.

@@ -59,6 +59,7 @@ type inboxDoc struct {
 	ClassificationMeta *classDoc             `json:"classificationMeta"`
 	FiledRecordID      string                `json:"filedRecordId"`
 	FoundryThreadID    string                `json:"foundryThreadId"`
+	FollowUpRounds     int                   `json:"followUpRounds"`
 	CreatedAt          stamp                 `json:"createdAt"`
 	UpdatedAt          stamp                 `json:"updatedAt"`
 }
@@ -112,6 +113,7 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 		ClassificationMeta: toClassDoc(it.ClassificationMeta),
 		FiledRecordID:      it.FiledRecordID,
 		FoundryThreadID:    it.FoundryThreadID,
+		FollowUpRounds:     it.FollowUpRounds,
 		CreatedAt:          stamp(it.CreatedAt),
 		UpdatedAt:          stamp(it.UpdatedAt),
 	}
@@ -128,6 +130,7 @@ func (d inboxDoc) item() brainwire.InboxItem {
 		ClassificationMeta: d.ClassificationMeta.classification(),
 		FiledRecordID:      d.FiledRecordID,
 		FoundryThreadID:    d.FoundryThreadID,
+		FollowUpRounds:     d.FollowUpRounds,
 		CreatedAt:          d.CreatedAt.time(),
 		UpdatedAt:          d.UpdatedAt.time(),
 	}

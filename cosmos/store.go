@@ -38,6 +38,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 		Status:             f.Status,
 		ClassificationMeta: filingMeta(f),
 		FoundryThreadID:    f.FoundryThreadID,
+		FollowUpRounds:     f.FollowUpRound,
 		CreatedAt:          f.Now,
 		UpdatedAt:          f.Now,
 	}
@@ -79,6 +80,9 @@ func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.Inbox
 	item.FiledRecordID = ""
 	if f.FoundryThreadID != "" {
 		item.FoundryThreadID = f.FoundryThreadID
+	}
+	if f.FollowUpRound != 0 {
+		item.FollowUpRounds = f.FollowUpRound
 	}
 
 	var undo func(error) error

@@ -205,9 +205,9 @@ func testStoredDocuments(t *testing.T, e *emulator) {
 		t.Fatal(err)
 	}
 	keys, doc := jsonKeys(t, resp.Value)
-	// DESIGN §6, literally.
+	// DESIGN §6, literally, plus the follow-up round count.
 	want := sorted("id", "userId", "rawText", "title", "source", "status", "classificationMeta",
-		"filedRecordId", "foundryThreadId", "createdAt", "updatedAt")
+		"filedRecordId", "foundryThreadId", "followUpRounds", "createdAt", "updatedAt")
 	if !slices.Equal(keys, want) {
 		t.Errorf("Inbox document keys = %v, want %v", keys, want)
 	}

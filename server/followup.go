@@ -64,16 +64,27 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has no agent conversation to continue", item.ID))
 		return
 	}
+	// Rounds go in order, so a retried or stale request cannot skip ahead
+	// or run past the limit.
+	if next := item.FollowUpRounds + 1; req.FollowUpRound != next {
+		if next > MaxFollowUpRounds {
+			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", item.ID, MaxFollowUpRounds))
+		} else {
+			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s expects follow-up round %d, not %d", item.ID, next, req.FollowUpRound))
+		}
+		return
+	}
 	ids, err := s.captureIDs(req.ThreadID, req.RunID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	set := tools.New(s.toolDeps(), tools.Capture{
-		UserID:      user,
-		Source:      item.Source,
-		RawText:     item.RawText + "\n" + text,
-		InboxItemID: item.ID,
+		UserID:        user,
+		Source:        item.Source,
+		RawText:       item.RawText + "\n" + text,
+		InboxItemID:   item.ID,
+		FollowUpRound: req.FollowUpRound,
 	})
 	s.runCapture(w, r, capture{
 		kind: brainwire.KindFollowUp,

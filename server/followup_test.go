@@ -41,7 +41,7 @@ func TestFollowUpFilesOntoTheSameItem(t *testing.T) {
 		t.Fatalf("inbox has %d items, want the one refiled", len(items))
 	}
 	it := items[0]
-	if it.ID != itemID || it.Status != brainwire.StatusClassified || it.FoundryThreadID != conversation ||
+	if it.ID != itemID || it.Status != brainwire.StatusClassified || it.FoundryThreadID != conversation || it.FollowUpRounds != 1 ||
 		!strings.Contains(it.RawText, "asdf qwerty zxcv") || !strings.Contains(it.RawText, "Sam") {
 		t.Fatalf("item %+v", it)
 	}
@@ -73,7 +73,7 @@ func TestFollowUpContinuesTheStoredThread(t *testing.T) {
 	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
 	if _, err := h.store.File(context.Background(), brainwire.Filing{UserID: testUser, InboxItemID: "m1", NewInboxID: "unused", NewRecordID: "unused2",
 		RawText: "launch thing", Source: brainwire.KindText, Status: brainwire.StatusMisunderstood,
-		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, FoundryThreadID: "thread_stored", Now: fixedNow}); err != nil {
+		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, FoundryThreadID: "thread_stored", FollowUpRound: 1, Now: fixedNow}); err != nil {
 		t.Fatal(err)
 	}
 	frames := h.readStream(h.post("/api/capture/follow-up", "application/json",
@@ -87,7 +87,7 @@ func TestFollowUpContinuesTheStoredThread(t *testing.T) {
 		!strings.Contains(run["additional_instructions"].(string), "round 2 of 3") {
 		t.Fatalf("run on the stored thread: %s", mustJSON(run))
 	}
-	if items := h.inbox(testUser); len(items) != 1 || items[0].ID != "m1" || items[0].Status != "classified" {
+	if items := h.inbox(testUser); len(items) != 1 || items[0].ID != "m1" || items[0].Status != "classified" || items[0].FollowUpRounds != 2 {
 		t.Fatalf("inbox %+v", items)
 	}
 }
@@ -97,6 +97,12 @@ func TestFollowUpRejections(t *testing.T) {
 	h.file(testUser, "c1", brainwire.StatusClassified, "Ideas", fixedNow)
 	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
 	h.file("bob", "bm1", brainwire.StatusMisunderstood, "", fixedNow)
+	spent := h.file(testUser, "m3", brainwire.StatusMisunderstood, "", fixedNow)
+	if _, err := h.store.File(context.Background(), brainwire.Filing{UserID: testUser, InboxItemID: spent.ID, NewInboxID: "x", NewRecordID: "y",
+		RawText: "?", Source: brainwire.KindText, Status: brainwire.StatusMisunderstood,
+		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, FollowUpRound: 3, Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		body   string
 		status int
@@ -106,6 +112,8 @@ func TestFollowUpRejections(t *testing.T) {
 		{`{"inbox_item_id":"bm1","follow_up_text":"x","follow_up_round":1}`, 404, ""},
 		{`{"inbox_item_id":"c1","follow_up_text":"x","follow_up_round":1}`, 409, "not misunderstood"},
 		{`{"inbox_item_id":"m1","follow_up_text":"","follow_up_round":1}`, 400, "follow_up_text"},
+		{`{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":2}`, 409, "expects follow-up round 1, not 2"},
+		{`{"inbox_item_id":"m3","follow_up_text":"x","follow_up_round":3}`, 409, "all 3 follow-up rounds"},
 		{`{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":0}`, 400, "follow_up_round"},
 		{`{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":4}`, 400, "follow_up_round"},
 		{`{"inbox_item_id":"","follow_up_text":"x","follow_up_round":1}`, 400, "inbox_item_id"},

@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, created_at, updated_at`
+	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, created_at, updated_at`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
 )
 
@@ -107,6 +107,7 @@ func newItem(f brainwire.Filing) brainwire.InboxItem {
 		Status:             f.Status,
 		ClassificationMeta: &c,
 		FoundryThreadID:    f.FoundryThreadID,
+		FollowUpRounds:     f.FollowUpRound,
 		CreatedAt:          now,
 		UpdatedAt:          now,
 	}
@@ -125,6 +126,9 @@ func refiledItem(before brainwire.InboxItem, f brainwire.Filing) brainwire.Inbox
 	it.CreatedAt = before.CreatedAt
 	if it.FoundryThreadID == "" {
 		it.FoundryThreadID = before.FoundryThreadID
+	}
+	if it.FollowUpRounds == 0 {
+		it.FollowUpRounds = before.FollowUpRounds
 	}
 	return it
 }
@@ -192,9 +196,9 @@ func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
 	}
@@ -212,10 +216,10 @@ func updateItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	}
 	_, err = tx.ExecContext(ctx, `
 UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification = ?,
-	filed_record_id = ?, foundry_thread_id = ?, updated_at = ?
+	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, updated_at = ?
 WHERE user_id = ? AND id = ?`,
 		it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.UpdatedAt.UnixNano(),
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, it.UpdatedAt.UnixNano(),
 		it.UserID, it.ID)
 	if err != nil {
 		return fmt.Errorf("updating inbox item: %w", err)
@@ -256,7 +260,7 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.FoundryThreadID, &created, &updated)
+		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &created, &updated)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}

@@ -45,6 +45,8 @@ CREATE TABLE bucket_records (
 	FOREIGN KEY (user_id, inbox_record_id) REFERENCES inbox (user_id, id) ON DELETE CASCADE
 ) STRICT;
 `,
+	// 2: how many follow-ups were filed onto an item.
+	`ALTER TABLE inbox ADD COLUMN follow_up_rounds INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

@@ -172,6 +172,7 @@ func newItem(f brainwire.Filing) brainwire.InboxItem {
 		Status:             f.Status,
 		ClassificationMeta: &c,
 		FoundryThreadID:    f.FoundryThreadID,
+		FollowUpRounds:     f.FollowUpRound,
 		CreatedAt:          f.Now,
 		UpdatedAt:          f.Now,
 	}
@@ -189,6 +190,9 @@ func refiledItem(before brainwire.InboxItem, f brainwire.Filing) brainwire.Inbox
 	it.CreatedAt = before.CreatedAt
 	if f.FoundryThreadID == "" {
 		it.FoundryThreadID = before.FoundryThreadID
+	}
+	if f.FollowUpRound == 0 {
+		it.FollowUpRounds = before.FollowUpRounds
 	}
 	return it
 }
@@ -260,6 +264,9 @@ func diffItem(got, want brainwire.InboxItem, tol time.Duration) []string {
 	str("Status", got.Status, want.Status)
 	str("FiledRecordID", got.FiledRecordID, want.FiledRecordID)
 	str("FoundryThreadID", got.FoundryThreadID, want.FoundryThreadID)
+	if got.FollowUpRounds != want.FollowUpRounds {
+		d = append(d, fmt.Sprintf("FollowUpRounds = %d, want %d", got.FollowUpRounds, want.FollowUpRounds))
+	}
 	d = append(d, diffTime("CreatedAt", got.CreatedAt, want.CreatedAt, tol)...)
 	d = append(d, diffTime("UpdatedAt", got.UpdatedAt, want.UpdatedAt, tol)...)
 	d = append(d, diffClassification(got.ClassificationMeta, want.ClassificationMeta, tol)...)

@@ -181,6 +181,7 @@ var refileTests = []test{
 	{"ReplacesRecord", testRefileReplacesRecord},
 	{"ClassifiedToMisunderstood", testRefileClassifiedToMisunderstood},
 	{"KeepsThread", testRefileKeepsThread},
+	{"CountsRounds", testRefileCountsRounds},
 	{"Unknown", testRefileUnknown},
 	{"Invalid", testRefileInvalid},
 	{"RecordIDTaken", testRefileRecordIDTaken},
@@ -194,7 +195,29 @@ func (e *env) refiling(item brainwire.InboxItem, status, bucket string) brainwir
 	f.FoundryThreadID = item.FoundryThreadID
 	f.RawText = item.RawText + "\nfollow-up: it is about the community garden"
 	f.Source = brainwire.KindFollowUp
+	f.FollowUpRound = item.FollowUpRounds + 1
 	return f
+}
+
+func testRefileCountsRounds(t *testing.T, e *env) {
+	item := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	if item.FollowUpRounds != 0 {
+		t.Fatalf("new item has FollowUpRounds %d", item.FollowUpRounds)
+	}
+	for round := 1; round <= 2; round++ {
+		item = e.file(e.refiling(item, brainwire.StatusMisunderstood, ""))
+		if item.FollowUpRounds != round {
+			t.Fatalf("after follow-up %d: FollowUpRounds = %d", round, item.FollowUpRounds)
+		}
+	}
+	// A refile that names no round keeps the count; a read sees it stored.
+	f := e.refiling(item, brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.FollowUpRound = 0
+	e.file(f)
+	got, err := e.s.GetInboxItem(e.ctx, e.user, item.ID)
+	if err != nil || got.FollowUpRounds != 2 {
+		t.Fatalf("stored FollowUpRounds = %d (%v), want 2", got.FollowUpRounds, err)
+	}
 }
 
 func testRefileMisunderstoodToClassified(t *testing.T, e *env) {

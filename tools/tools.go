@@ -35,8 +35,10 @@ type Capture struct {
 	RawText string                // the person's words, when typed
 	// AudioURL is the uploaded audio; transcribe_audio accepts no other.
 	AudioURL string
-	// InboxItemID is the existing item a follow-up files onto.
-	InboxItemID string
+	// InboxItemID is the existing item a follow-up files onto, and
+	// FollowUpRound which follow-up this is.
+	InboxItemID   string
+	FollowUpRound int
 }
 
 // Set is the ToolSet of one capture. Safe for concurrent use.
@@ -190,6 +192,7 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 			ClassifiedAt: now,
 		},
 		FoundryThreadID: call.ThreadID,
+		FollowUpRound:   s.capture.FollowUpRound,
 		Now:             now,
 	})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/syncbuf"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -376,8 +378,8 @@ func testInboxWriteFailsAfterRecord(t *testing.T, e *emulator) {
 
 func testInboxWriteFailsCleanupFails(t *testing.T, e *emulator) {
 	f := newFaults()
-	logs := &logBuffer{}
-	s := e.open(t, storeOptions{faults: f, logger: logs.logger()})
+	logs := &syncbuf.Buffer{}
+	s := e.open(t, storeOptions{faults: f, logger: textLogger(logs)})
 	fl := filing(&ids{}, "alice", brainwire.BucketAdmin, brainwire.StatusClassified, baseTime)
 	f.add(&fault{method: http.MethodPost, path: "/colls/Inbox/docs", err: errInjected})
 	f.add(&fault{method: http.MethodDelete, path: "/colls/Admin/docs/" + fl.NewRecordID, err: errInjected})
@@ -489,8 +491,8 @@ func testRefileConcurrentChange(t *testing.T, e *emulator) {
 
 func testRefileOldRecordDeleteFails(t *testing.T, e *emulator) {
 	f := newFaults()
-	logs := &logBuffer{}
-	s := e.open(t, storeOptions{faults: f, logger: logs.logger()})
+	logs := &syncbuf.Buffer{}
+	s := e.open(t, storeOptions{faults: f, logger: textLogger(logs)})
 	g := &ids{}
 	first := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusPending, baseTime))
 	f.add(&fault{method: http.MethodDelete, path: "/colls/People/docs/" + first.FiledRecordID, err: errInjected})

@@ -1,5 +1,7 @@
 package brainwire
 
+import "time"
+
 // CaptureKind says how a capture came in.
 type CaptureKind string
 
@@ -16,20 +18,150 @@ const (
 	StepProcessing  = "Processing"
 )
 
+// Capture is one capture: who sent it, how, under which ids, and what it
+// says. The server makes one per request; the adapter, the tools and every
+// observer read that same value.
+type Capture struct {
+	Kind   CaptureKind
+	UserID string
+	// ThreadID and RunID are the capture's ids, echoed to the phone in
+	// COMPLETE; RunID also marks every reasoning chunk.
+	ThreadID string
+	RunID    string
+	// Text is what the person typed: the capture's text, or a follow-up's
+	// answer. Empty for voice.
+	Text string
+	// AudioURL is a voice capture's uploaded audio; transcribe_audio reads
+	// no other.
+	AudioURL string
+	// FollowUp is set on a follow-up: the misunderstood item it answers.
+	FollowUp *FollowUp
+}
+
+// FollowUp is what a follow-up capture answers.
+type FollowUp struct {
+	// Item is the misunderstood inbox item, as it was before the run. The
+	// follow-up files onto it and continues its agent conversation.
+	Item InboxItem
+	// Round is follow_up_round: 1, 2, ...
+	Round int
+}
+
+// Step is the step name the phone shows while the capture runs.
+func (c Capture) Step() string {
+	if c.Kind == KindVoice {
+		return StepProcessing
+	}
+	return StepClassifying
+}
+
+// Source is how the capture came in, as its inbox item records it: a
+// follow-up refiles an item, which keeps its own source.
+func (c Capture) Source() CaptureKind {
+	if c.FollowUp != nil {
+		return c.FollowUp.Item.Source
+	}
+	if c.Kind == KindVoice {
+		return KindVoice
+	}
+	return KindText
+}
+
+// RawText is the person's words as a filing stores them: the typed text,
+// or for a follow-up the item's text followed by the answer. Empty for
+// voice, whose words are the transcript.
+func (c Capture) RawText() string {
+	if c.FollowUp != nil {
+		return c.FollowUp.Item.RawText + "\n" + c.Text
+	}
+	return c.Text
+}
+
+// UpstreamThreadID is the agent conversation the run continues (a
+// follow-up's), or "" when the run starts a new one.
+func (c Capture) UpstreamThreadID() string {
+	if c.FollowUp != nil {
+		return c.FollowUp.Item.FoundryThreadID
+	}
+	return ""
+}
+
+// Outcome is what became of a capture. It has one spelling everywhere
+// (telemetry, logs, recordings); each phone protocol names it in its own
+// words.
+type Outcome string
+
+// Outcomes. Classified, LowConfidence and Misunderstood mean file_capture
+// filed the capture.
+const (
+	OutcomeClassified    Outcome = "classified"
+	OutcomeLowConfidence Outcome = "low_confidence" // the person picks the bucket
+	OutcomeMisunderstood Outcome = "misunderstood"  // the agent asks a question
+	OutcomeUnresolved    Outcome = "unresolved"     // the run ended without a filing
+	OutcomeError         Outcome = "error"          // the phone got ERROR
+)
+
+// Outcomes lists every outcome, in the order dashboards show them.
+var Outcomes = []Outcome{OutcomeClassified, OutcomeLowConfidence, OutcomeMisunderstood, OutcomeUnresolved, OutcomeError}
+
+// Filed reports whether the outcome is a filing.
+func (o Outcome) Filed() bool {
+	return o == OutcomeClassified || o == OutcomeLowConfidence || o == OutcomeMisunderstood
+}
+
+// CaptureResult is how a capture ended: what the phone was told and what
+// the agent's run did. The adapter builds it from the run's events; every
+// observer reads it at the end instead of working it out again.
+type CaptureResult struct {
+	// Outcome is "" until the phone has been told one.
+	Outcome Outcome
+	// InboxItemID, Bucket and Confidence are what file_capture filed;
+	// Question is a misunderstood capture's clarifying question.
+	InboxItemID string
+	Bucket      string
+	Confidence  float64
+	Question    string
+	// ReasoningChunks counts the chain-of-thought chunks.
+	ReasoningChunks int
+	// UpstreamThreadID and UpstreamRunID are the agent service's ids of
+	// the conversation and the run, once known.
+	UpstreamThreadID string
+	UpstreamRunID    string
+	// RunStatus is the last state of the upstream run seen.
+	RunStatus RunStatus
+	// Usage sums the token usage the run reported; HasUsage says whether
+	// it reported any.
+	Usage    Usage
+	HasUsage bool
+	// ErrorType says why the capture failed, for metrics: "timeout",
+	// "canceled", an upstream error code, an application error code...;
+	// "" when it did not fail. A failure after the outcome was sent has a
+	// type but no ERROR.
+	ErrorType string
+	// ErrorMessage is what the phone was told in ERROR.
+	ErrorMessage string
+	// Err is the provider's final error, if its stream ended in one.
+	Err error
+	// TimeToOutcome is how long after the capture started the phone got
+	// its outcome (or ERROR), by the server's clock.
+	TimeToOutcome time.Duration
+}
+
+// HasConfidence reports whether Confidence is the agent's: the capture was
+// filed.
+func (r *CaptureResult) HasConfidence() bool { return r.Outcome.Filed() }
+
 // CaptureEventType is the type of a protocol-neutral capture event.
 type CaptureEventType uint8
 
 // Capture events, in the order a capture produces them: StepStart, StepEnd,
-// at most one outcome (Classified, LowConfidence, Misunderstood, Unresolved),
-// Complete; or on failure StepStart, [StepEnd], Error, Complete. Reasoning
-// events interleave anywhere before Complete and never reach the phone.
+// at most one Outcome, Complete; or on failure StepStart, [StepEnd], Error,
+// Complete. Reasoning events interleave anywhere before Complete and never
+// reach the phone.
 const (
 	CaptureStepStart CaptureEventType = iota + 1
 	CaptureStepEnd
-	CaptureClassified
-	CaptureLowConfidence
-	CaptureMisunderstood
-	CaptureUnresolved
+	CaptureOutcome
 	CaptureError
 	CaptureComplete
 	CaptureReasoning
@@ -38,30 +170,19 @@ const (
 func (t CaptureEventType) String() string {
 	switch t {
 	case CaptureStepStart:
-		return "STEP_START"
+		return "step_start"
 	case CaptureStepEnd:
-		return "STEP_END"
-	case CaptureClassified:
-		return "CLASSIFIED"
-	case CaptureLowConfidence:
-		return "LOW_CONFIDENCE"
-	case CaptureMisunderstood:
-		return "MISUNDERSTOOD"
-	case CaptureUnresolved:
-		return "UNRESOLVED"
+		return "step_end"
+	case CaptureOutcome:
+		return "outcome"
 	case CaptureError:
-		return "ERROR"
+		return "error"
 	case CaptureComplete:
-		return "COMPLETE"
+		return "complete"
 	case CaptureReasoning:
-		return "REASONING"
+		return "reasoning"
 	}
-	return "UNKNOWN"
-}
-
-// IsOutcome reports whether t is one of the outcome events.
-func (t CaptureEventType) IsOutcome() bool {
-	return t >= CaptureClassified && t <= CaptureUnresolved
+	return "unknown"
 }
 
 // CaptureEvent is one protocol-neutral event of a capture; encoders turn it
@@ -69,23 +190,17 @@ func (t CaptureEventType) IsOutcome() bool {
 type CaptureEvent struct {
 	Type CaptureEventType
 
-	StepName string         // StepStart, StepEnd
-	Outcome  Outcome        // Classified, LowConfidence, Misunderstood, Unresolved
-	Message  string         // Error
-	ThreadID string         // Complete: the capture's thread id
-	RunID    string         // Complete: the capture's run id
+	StepName string // StepStart, StepEnd
+	// Result is the capture's result as of an Outcome event: Outcome,
+	// InboxItemID, Bucket, Confidence, Question and UpstreamThreadID are
+	// set. It belongs to the adapter: read it during the call, never keep
+	// it.
+	Result  *CaptureResult
+	Message string // Error
+	// ThreadID and RunID are the capture's ids (Outcome, Complete).
+	ThreadID string
+	RunID    string
 	Chunk    ReasoningChunk // Reasoning
-}
-
-// Outcome is what became of a capture.
-type Outcome struct {
-	InboxItemID string
-	Bucket      string
-	Confidence  float64
-	// Misunderstood only.
-	ThreadID              string // the capture's thread id
-	QuestionText          string // the agent's clarifying question
-	FoundryConversationID string // upstream thread to continue on follow-up
 }
 
 // ReasoningChunk is one piece of the agent's chain-of-thought, numbered

@@ -9,7 +9,7 @@ const (
 	EventTextChunk  EventKind = iota + 1 // a piece of the agent's text (chain-of-thought)
 	EventToolCall                        // the agent asked for a tool; the provider runs it
 	EventToolResult                      // a tool the provider ran has returned
-	EventUsage                           // token usage of the run
+	EventUsage                           // token usage of one upstream response; a run's usage is their sum
 	EventRunStatus                       // the upstream run changed state
 	EventError                           // the upstream reported an error in-stream
 )
@@ -76,7 +76,7 @@ type Event struct {
 	ErrorMessage string
 }
 
-// Usage is a run's token count.
+// Usage is a token count.
 type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64

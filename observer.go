@@ -1,17 +1,16 @@
 package brainwire
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Observer watches captures on behalf of telemetry (traces, logs, metrics,
-// Application Insights). Its methods run on the capture's hot path, once
-// per event: implementations must return quickly and never block on I/O.
+// Application Insights) and the recorder. Its methods run on the capture's
+// hot path, once per event: implementations must return quickly and never
+// block on I/O.
 type Observer interface {
 	// StartCapture is called before STEP_START; the returned context
-	// carries whatever the observer needs downstream (e.g. a span).
-	StartCapture(ctx context.Context, c CaptureInfo) (context.Context, CaptureObserver)
+	// carries whatever the observer needs downstream (e.g. a span) to the
+	// provider's upstream calls and the tool calls.
+	StartCapture(ctx context.Context, c Capture) (context.Context, CaptureObserver)
 }
 
 // CaptureObserver watches one capture.
@@ -21,27 +20,15 @@ type CaptureObserver interface {
 	// CaptureEvent sees every capture event, including each reasoning
 	// chunk as it arrives and the outcome.
 	CaptureEvent(ev CaptureEvent)
-	// End is called once, after COMPLETE; err is the run's error, if any.
-	End(err error)
-}
-
-// CaptureInfo describes a capture as it starts.
-type CaptureInfo struct {
-	Kind     CaptureKind
-	ThreadID string // the capture's thread id
-	RunID    string // the capture's run id
-	UserID   string
-	Text     string // typed text; empty for voice
-	// UpstreamThreadID is set when the run continues an existing thread.
-	UpstreamThreadID string
-	Start            time.Time
+	// End is called once, after COMPLETE, with how the capture ended.
+	End(res CaptureResult)
 }
 
 // Observers fans out to several observers.
 type Observers []Observer
 
 // StartCapture implements Observer.
-func (os Observers) StartCapture(ctx context.Context, c CaptureInfo) (context.Context, CaptureObserver) {
+func (os Observers) StartCapture(ctx context.Context, c Capture) (context.Context, CaptureObserver) {
 	obs := make(captureObservers, 0, len(os))
 	for _, o := range os {
 		var co CaptureObserver
@@ -65,8 +52,8 @@ func (cs captureObservers) CaptureEvent(ev CaptureEvent) {
 	}
 }
 
-func (cs captureObservers) End(err error) {
+func (cs captureObservers) End(res CaptureResult) {
 	for _, c := range cs {
-		c.End(err)
+		c.End(res)
 	}
 }

@@ -21,11 +21,29 @@ type ToolCall struct {
 }
 
 // ToolResult is what a tool returned; Output is sent back to the agent.
+// The typed fields say the same for the server, so nothing downstream
+// parses Output again.
 type ToolResult struct {
 	CallID  string
 	Name    string
 	Output  string // JSON text returned to the agent
 	IsError bool   // Output describes an error the agent should handle
+	// ErrorCode is the error's code ("invalid_bucket", ...) when IsError.
+	ErrorCode string
+	// Filed is file_capture's result when it filed the capture.
+	Filed *FileCaptureResult
+}
+
+// FileCaptureResult is file_capture's answer: the JSON the agent gets, and
+// what the phone is told.
+type FileCaptureResult struct {
+	Bucket     string  `json:"bucket"`
+	Confidence float64 `json:"confidence"`
+	ItemID     string  `json:"item_id"`
+	Status     string  `json:"status"`
+	// Question is a misunderstood capture's clarifying question, as the
+	// agent asked it; the agent is not sent it back.
+	Question string `json:"-"`
 }
 
 // ToolDefinition describes one function tool to the agent.

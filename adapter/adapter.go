@@ -1,7 +1,7 @@
 // Package adapter turns a provider's normalized event stream into the
-// protocol-neutral capture events the phone protocols are encoded from. It
-// is pure: no I/O, no clock, no goroutines, so any stream can be replayed
-// through it deterministically.
+// protocol-neutral capture events the phone protocols are encoded from, and
+// keeps the capture's result. It is pure: no I/O, no clock, no goroutines,
+// so any stream can be replayed through it deterministically.
 //
 // It decides the steps and the outcome. The outcome goes out as soon as the
 // file_capture tool's result is known, not when the run ends; COMPLETE
@@ -12,53 +12,34 @@ package adapter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // DefaultQuestion is asked when the agent marks a capture misunderstood
 // without saying what it wants to know.
 const DefaultQuestion = "Could you tell me a bit more about what you meant?"
 
-// Config identifies one capture.
-type Config struct {
-	Kind     brainwire.CaptureKind
-	ThreadID string // the capture's thread id, echoed in COMPLETE
-	RunID    string // the capture's run id, echoed in COMPLETE and on reasoning
-}
+// maxUpstreamDetail bounds how much of the agent service's own words an
+// ERROR message carries.
+const maxUpstreamDetail = 200
 
 // Adapter tracks one capture run. Use one per capture; not safe for
 // concurrent use.
 type Adapter struct {
-	cfg      Config
+	c        brainwire.Capture
 	step     string
 	started  bool
 	stepDone bool
-	outcome  brainwire.CaptureEventType // 0 until an outcome was sent
 	done     bool
-	chunks   int
-
-	upstreamThread string
-	upstreamRun    string
-	calls          []fileCall // file_capture calls awaiting their result
-}
-
-type fileCall struct {
-	id       string
-	status   string
-	question string
+	res      brainwire.CaptureResult
 }
 
 // New returns an Adapter for one capture.
-func New(cfg Config) *Adapter {
-	step := brainwire.StepClassifying
-	if cfg.Kind == brainwire.KindVoice {
-		step = brainwire.StepProcessing
-	}
-	return &Adapter{cfg: cfg, step: step}
+func New(c brainwire.Capture) *Adapter {
+	return &Adapter{c: c, step: c.Step()}
 }
 
 // Start appends STEP_START. Send it before the upstream answers.
@@ -73,11 +54,9 @@ func (a *Adapter) Start(out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 // Done reports whether COMPLETE has been produced; nothing follows it.
 func (a *Adapter) Done() bool { return a.done }
 
-// Outcome returns the outcome event type sent so far, or 0.
-func (a *Adapter) Outcome() brainwire.CaptureEventType { return a.outcome }
-
-// Chunks returns how many reasoning chunks were seen.
-func (a *Adapter) Chunks() int { return a.chunks }
+// Result returns the capture's result so far; it is final once Done. The
+// pointer stays the Adapter's.
+func (a *Adapter) Result() *brainwire.CaptureResult { return &a.res }
 
 // Handle appends the capture events that ev causes.
 func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
@@ -86,32 +65,36 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 	}
 	out = a.Start(out)
 	if ev.ThreadID != "" {
-		a.upstreamThread = ev.ThreadID
+		a.res.UpstreamThreadID = ev.ThreadID
 	}
 	if ev.RunID != "" {
-		a.upstreamRun = ev.RunID
+		a.res.UpstreamRunID = ev.RunID
 	}
 	switch ev.Kind {
 	case brainwire.EventTextChunk:
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{
-			RunID:            a.cfg.RunID,
-			Index:            a.chunks,
+			RunID:            a.c.RunID,
+			Index:            a.res.ReasoningChunks,
 			Text:             ev.Text,
-			UpstreamRunID:    a.upstreamRun,
-			UpstreamThreadID: a.upstreamThread,
+			UpstreamRunID:    a.res.UpstreamRunID,
+			UpstreamThreadID: a.res.UpstreamThreadID,
 		}})
-		a.chunks++
-	case brainwire.EventToolCall:
-		if ev.Tool.Name == brainwire.ToolFileCapture {
-			a.calls = append(a.calls, parseCall(ev.Tool))
-		}
+		a.res.ReasoningChunks++
 	case brainwire.EventToolResult:
 		if ev.Tool.Name == brainwire.ToolFileCapture {
 			out = a.fileResult(ev, out)
 		}
+	case brainwire.EventUsage:
+		u := &a.res.Usage
+		u.PromptTokens += ev.Usage.PromptTokens
+		u.CompletionTokens += ev.Usage.CompletionTokens
+		u.TotalTokens += ev.Usage.TotalTokens
+		a.res.HasUsage = true
 	case brainwire.EventRunStatus:
+		a.res.RunStatus = ev.Status
 		out = a.runStatus(ev, out)
 	case brainwire.EventError:
+		a.res.ErrorType = orDefault(ev.ErrorCode, "stream_error")
 		out = a.fail(upstreamMessage("The agent service reported an error", ev.ErrorMessage), out)
 	}
 	return out
@@ -120,6 +103,10 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 // Finish appends what ends the capture when the provider's stream ends:
 // err is the stream's final error, nil when it ended normally.
 func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+	if err != nil {
+		a.res.Err = err
+		a.res.ErrorType = ErrorType(err)
+	}
 	if a.done {
 		return out
 	}
@@ -127,7 +114,7 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 	if err != nil {
 		return a.fail(ErrorMessage(err), out)
 	}
-	if a.outcome == 0 {
+	if a.res.Outcome == "" {
 		// The stream ended cleanly without a terminal run state.
 		return a.fail("The agent run ended unexpectedly", out)
 	}
@@ -135,57 +122,41 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 }
 
 func (a *Adapter) fileResult(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
-	call := a.takeCall(ev.Tool.ID)
-	if ev.Result.IsError || a.outcome != 0 {
+	f := ev.Result.Filed
+	if ev.Result.IsError || f == nil || a.res.Outcome != "" {
 		// The agent sees the error and may retry; only the first filing
 		// is the capture's outcome.
 		return out
 	}
-	var res struct {
-		Bucket     string  `json:"bucket"`
-		Confidence float64 `json:"confidence"`
-		ItemID     string  `json:"item_id"`
-		Status     string  `json:"status"`
+	r := &a.res
+	r.InboxItemID, r.Bucket, r.Confidence = f.ItemID, f.Bucket, f.Confidence
+	if ev.Tool.ThreadID != "" {
+		r.UpstreamThreadID = ev.Tool.ThreadID
 	}
-	if err := json.Unmarshal([]byte(ev.Result.Output), &res); err != nil || res.ItemID == "" {
-		return out
-	}
-	status := res.Status
-	if status == "" {
-		status = call.status
-	}
-	o := brainwire.Outcome{InboxItemID: res.ItemID, Bucket: res.Bucket, Confidence: res.Confidence}
-	var typ brainwire.CaptureEventType
-	switch status {
+	switch f.Status {
 	case brainwire.StatusClassified:
-		typ = brainwire.CaptureClassified
+		return a.sendOutcome(brainwire.OutcomeClassified, out)
 	case brainwire.StatusPending:
-		typ = brainwire.CaptureLowConfidence
+		return a.sendOutcome(brainwire.OutcomeLowConfidence, out)
 	case brainwire.StatusMisunderstood:
-		typ = brainwire.CaptureMisunderstood
-		o.ThreadID = a.cfg.ThreadID
-		o.QuestionText = call.question
-		if o.QuestionText == "" {
-			o.QuestionText = DefaultQuestion
+		r.Question = f.Question
+		if r.Question == "" {
+			r.Question = DefaultQuestion
 		}
-		o.FoundryConversationID = ev.Tool.ThreadID
-		if o.FoundryConversationID == "" {
-			o.FoundryConversationID = a.upstreamThread
-		}
-	default:
-		typ = brainwire.CaptureUnresolved
+		return a.sendOutcome(brainwire.OutcomeMisunderstood, out)
 	}
-	return a.sendOutcome(brainwire.CaptureEvent{Type: typ, Outcome: o}, out)
+	return a.sendOutcome(brainwire.OutcomeUnresolved, out)
 }
 
 func (a *Adapter) runStatus(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	switch ev.Status {
 	case brainwire.RunCompleted:
-		if a.outcome == 0 {
-			out = a.sendOutcome(brainwire.CaptureEvent{Type: brainwire.CaptureUnresolved}, out)
+		if a.res.Outcome == "" {
+			out = a.sendOutcome(brainwire.OutcomeUnresolved, out)
 		}
 		return a.complete(out)
 	case brainwire.RunFailed:
+		a.res.ErrorType = orDefault(ev.ErrorCode, "run_failed")
 		return a.fail(upstreamMessage("The agent run failed", ev.ErrorMessage), out)
 	case brainwire.RunCancelled:
 		return a.fail("The agent run was cancelled", out)
@@ -197,19 +168,23 @@ func (a *Adapter) runStatus(ev brainwire.Event, out []brainwire.CaptureEvent) []
 	return out
 }
 
-func (a *Adapter) sendOutcome(ev brainwire.CaptureEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+func (a *Adapter) sendOutcome(o brainwire.Outcome, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	if !a.stepDone {
 		a.stepDone = true
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: a.step})
 	}
-	a.outcome = ev.Type
-	return append(out, ev)
+	a.res.Outcome = o
+	return append(out, brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &a.res, ThreadID: a.c.ThreadID, RunID: a.c.RunID})
 }
 
 // fail ends the capture. A failure after the outcome was sent is not the
 // phone's concern: the capture was filed, so it just completes.
 func (a *Adapter) fail(msg string, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
-	if a.outcome == 0 {
+	if a.res.Outcome == "" {
+		a.res.Outcome, a.res.ErrorMessage = brainwire.OutcomeError, msg
+		if a.res.ErrorType == "" {
+			a.res.ErrorType = "capture_error"
+		}
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg})
 	}
 	return a.complete(out)
@@ -217,26 +192,11 @@ func (a *Adapter) fail(msg string, out []brainwire.CaptureEvent) []brainwire.Cap
 
 func (a *Adapter) complete(out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	a.done = true
-	return append(out, brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: a.cfg.ThreadID, RunID: a.cfg.RunID})
-}
-
-func (a *Adapter) takeCall(id string) fileCall {
-	for i, c := range a.calls {
-		if c.id == id {
-			a.calls = append(a.calls[:i], a.calls[i+1:]...)
-			return c
-		}
+	if a.res.Outcome != brainwire.OutcomeError && a.res.Err == nil {
+		// An upstream failure after the outcome does not fail the capture.
+		a.res.ErrorType = ""
 	}
-	return fileCall{id: id}
-}
-
-func parseCall(tc brainwire.ToolCall) fileCall {
-	var args struct {
-		Status   string `json:"status"`
-		Question string `json:"question"`
-	}
-	_ = json.Unmarshal(tc.Arguments, &args) // malformed arguments fail in the tool, not here
-	return fileCall{id: tc.ID, status: args.Status, question: args.Question}
+	return append(out, brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: a.c.ThreadID, RunID: a.c.RunID})
 }
 
 // ErrorMessage is the phone-facing message for a stream that ended in err:
@@ -255,17 +215,28 @@ func ErrorMessage(err error) string {
 	return "The agent service could not be reached"
 }
 
+// ErrorType names why a stream ended in err: cancellations and timeouts by
+// name, else the application error code.
+func ErrorType(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return brainwire.ErrorCode(err)
+}
+
 func upstreamMessage(prefix, detail string) string {
 	if detail == "" {
 		return prefix
 	}
-	const max = 200
-	if len(detail) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(detail[cut]) {
-			cut--
-		}
-		detail = detail[:cut] + "…"
+	return prefix + ": " + textcut.Runes(detail, maxUpstreamDetail)
+}
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
 	}
-	return prefix + ": " + detail
+	return def
 }

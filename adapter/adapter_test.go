@@ -29,10 +29,29 @@ func callEvent(id, args string) brainwire.Event {
 		Tool: brainwire.ToolCall{ID: id, Name: brainwire.ToolFileCapture, Arguments: json.RawMessage(args), ThreadID: upThread, RunID: upRun}}
 }
 
+// resultEvent is file_capture's result as the tools hand it over: the
+// output the agent gets, and the same typed. A "question" in output stands
+// for the one the agent asked.
 func resultEvent(id, output string, isErr bool) brainwire.Event {
+	res := brainwire.ToolResult{CallID: id, Name: brainwire.ToolFileCapture, Output: output, IsError: isErr}
+	var v struct {
+		brainwire.FileCaptureResult
+		Question string `json:"question"`
+		Error    string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(output), &v); err != nil {
+		panic(err)
+	}
+	if isErr {
+		res.ErrorCode = v.Error
+	} else {
+		f := v.FileCaptureResult
+		f.Question = v.Question
+		res.Filed = &f
+	}
 	return brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: upThread, RunID: upRun,
 		Tool:   brainwire.ToolCall{ID: id, Name: brainwire.ToolFileCapture, ThreadID: upThread, RunID: upRun},
-		Result: brainwire.ToolResult{CallID: id, Name: brainwire.ToolFileCapture, Output: output, IsError: isErr}}
+		Result: res}
 }
 
 // describe renders capture events compactly for comparison; reasoning
@@ -42,11 +61,14 @@ func describe(evs []brainwire.CaptureEvent) string {
 	for _, e := range evs {
 		switch e.Type {
 		case brainwire.CaptureStepStart, brainwire.CaptureStepEnd:
-			parts = append(parts, e.Type.String()+"("+e.StepName+")")
-		case brainwire.CaptureClassified, brainwire.CaptureLowConfidence, brainwire.CaptureUnresolved:
-			parts = append(parts, fmt.Sprintf("%s(%s,%s,%v)", e.Type, e.Outcome.InboxItemID, e.Outcome.Bucket, e.Outcome.Confidence))
-		case brainwire.CaptureMisunderstood:
-			parts = append(parts, fmt.Sprintf("%s(%s,%s,%q,%s)", e.Type, e.Outcome.ThreadID, e.Outcome.InboxItemID, e.Outcome.QuestionText, e.Outcome.FoundryConversationID))
+			parts = append(parts, strings.ToUpper(e.Type.String())+"("+e.StepName+")")
+		case brainwire.CaptureOutcome:
+			r := e.Result
+			if r.Outcome == brainwire.OutcomeMisunderstood {
+				parts = append(parts, fmt.Sprintf("%s(%s,%s,%q,%s)", r.Outcome, e.ThreadID, r.InboxItemID, r.Question, r.UpstreamThreadID))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s(%s,%s,%v)", r.Outcome, r.InboxItemID, r.Bucket, r.Confidence))
+			}
 		case brainwire.CaptureError:
 			parts = append(parts, fmt.Sprintf("ERROR(%s)", e.Message))
 		case brainwire.CaptureComplete:
@@ -59,7 +81,7 @@ func describe(evs []brainwire.CaptureEvent) string {
 }
 
 func run(kind brainwire.CaptureKind, evs []brainwire.Event, final error) string {
-	a := New(Config{Kind: kind, ThreadID: "thread-1", RunID: "run-1"})
+	a := New(brainwire.Capture{Kind: kind, ThreadID: "thread-1", RunID: "run-1"})
 	out := a.Start(nil)
 	for _, ev := range evs {
 		out = a.Handle(ev, out)
@@ -81,47 +103,42 @@ func TestAdapterSequences(t *testing.T) {
 			callEvent("c1", classifiedArgs), status(brainwire.RunRequiresAction),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			status(brainwire.RunInProgress), text("Filed."), status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) R0:Mentions  R1:mom. STEP_END(Classifying) CLASSIFIED(i1,People,0.9) R2:Filed. COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) R0:Mentions  R1:mom. STEP_END(Classifying) classified(i1,People,0.9) R2:Filed. COMPLETE(thread-1,run-1)"},
 		{"pending", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", `{"bucket":"Ideas","confidence":0.4,"status":"pending"}`),
 			resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) LOW_CONFIDENCE(i2,Ideas,0.4) COMPLETE(thread-1,run-1)"},
-		{"result status wins over the call's", brainwire.KindText, []brainwire.Event{
-			callEvent("c1", `{"bucket":"Ideas","confidence":0.4,"status":"classified"}`),
-			resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false),
-			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) LOW_CONFIDENCE(i2,Ideas,0.4) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) STEP_END(Classifying) low_confidence(i2,Ideas,0.4) COMPLETE(thread-1,run-1)"},
 		{"misunderstood carries question and upstream thread", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", `{"bucket":"","confidence":0.1,"status":"misunderstood","question":"Who is Sam?"}`),
-			resultEvent("c1", `{"bucket":"","confidence":0.1,"item_id":"i3","status":"misunderstood"}`, false),
+			resultEvent("c1", `{"bucket":"","confidence":0.1,"item_id":"i3","status":"misunderstood","question":"Who is Sam?"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, `STEP_START(Classifying) STEP_END(Classifying) MISUNDERSTOOD(thread-1,i3,"Who is Sam?",thread_up) COMPLETE(thread-1,run-1)`},
+		}, nil, `STEP_START(Classifying) STEP_END(Classifying) misunderstood(thread-1,i3,"Who is Sam?",thread_up) COMPLETE(thread-1,run-1)`},
 		{"misunderstood without a question gets the default", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", `{"status":"misunderstood"}`),
 			resultEvent("c1", `{"item_id":"i3","status":"misunderstood"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, `STEP_START(Classifying) STEP_END(Classifying) MISUNDERSTOOD(thread-1,i3,"` + DefaultQuestion + `",thread_up) COMPLETE(thread-1,run-1)`},
+		}, nil, `STEP_START(Classifying) STEP_END(Classifying) misunderstood(thread-1,i3,"` + DefaultQuestion + `",thread_up) COMPLETE(thread-1,run-1)`},
 		{"no tool call", brainwire.KindText, []brainwire.Event{text("hmm"), status(brainwire.RunCompleted)}, nil,
-			"STEP_START(Classifying) R0:hmm STEP_END(Classifying) UNRESOLVED(,,0) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) R0:hmm STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)"},
 		{"unknown status", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", `{"status":"weird"}`),
 			resultEvent("c1", `{"bucket":"Admin","confidence":0.7,"item_id":"i4","status":"weird"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) UNRESOLVED(i4,Admin,0.7) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) STEP_END(Classifying) unresolved(i4,Admin,0.7) COMPLETE(thread-1,run-1)"},
 		{"invalid bucket then retry", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", `{"bucket":"Misc","confidence":0.8,"status":"classified"}`),
 			resultEvent("c1", `{"error":"invalid_bucket"}`, true),
 			callEvent("c2", `{"bucket":"Admin","confidence":0.8,"status":"classified"}`),
 			resultEvent("c2", `{"bucket":"Admin","confidence":0.8,"item_id":"i5","status":"classified"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) CLASSIFIED(i5,Admin,0.8) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i5,Admin,0.8) COMPLETE(thread-1,run-1)"},
 		{"two filings: only the first is the outcome", brainwire.KindText, []brainwire.Event{
 			callEvent("c1", classifiedArgs), callEvent("c2", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			resultEvent("c2", `{"error":"already_filed"}`, true),
 			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) CLASSIFIED(i1,People,0.9) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
 		{"run failed", brainwire.KindText, []brainwire.Event{text("a"), {Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
 			"STEP_START(Classifying) R0:a ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)"},
 		{"error event", brainwire.KindText, []brainwire.Event{{Kind: brainwire.EventError, ErrorMessage: "rate limited"}, text("ignored")}, nil,
@@ -130,7 +147,7 @@ func TestAdapterSequences(t *testing.T) {
 			callEvent("c1", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			{Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorMessage: "late"},
-		}, nil, "STEP_START(Classifying) STEP_END(Classifying) CLASSIFIED(i1,People,0.9) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
 		{"transport error", brainwire.KindText, []brainwire.Event{text("a")}, errors.New("connection reset by peer"),
 			"STEP_START(Classifying) R0:a ERROR(The agent service could not be reached) COMPLETE(thread-1,run-1)"},
 		{"timeout", brainwire.KindText, nil, fmt.Errorf("reading stream: %w", context.DeadlineExceeded),
@@ -147,7 +164,7 @@ func TestAdapterSequences(t *testing.T) {
 			callEvent("c1", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			status(brainwire.RunCompleted),
-		}, nil, "STEP_START(Processing) STEP_END(Processing) CLASSIFIED(i1,People,0.9) COMPLETE(thread-1,run-1)"},
+		}, nil, "STEP_START(Processing) STEP_END(Processing) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,7 +176,7 @@ func TestAdapterSequences(t *testing.T) {
 }
 
 func TestNothingAfterComplete(t *testing.T) {
-	a := New(Config{Kind: brainwire.KindText, ThreadID: "t", RunID: "r"})
+	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "t", RunID: "r"})
 	out := a.Handle(status(brainwire.RunCompleted), nil)
 	n := len(out)
 	out = a.Handle(text("late"), out)
@@ -171,7 +188,7 @@ func TestNothingAfterComplete(t *testing.T) {
 }
 
 func TestReasoningChunksCarryIDs(t *testing.T) {
-	a := New(Config{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
+	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
 	var chunks []brainwire.ReasoningChunk
 	for i := 0; i < 300; i++ {
 		for _, e := range a.Handle(text(fmt.Sprint(i)), nil) {
@@ -180,7 +197,7 @@ func TestReasoningChunksCarryIDs(t *testing.T) {
 			}
 		}
 	}
-	if len(chunks) != 300 || a.Chunks() != 300 {
+	if len(chunks) != 300 || a.Result().ReasoningChunks != 300 {
 		t.Fatalf("got %d chunks", len(chunks))
 	}
 	for i, c := range chunks {
@@ -198,3 +215,63 @@ func TestLongUpstreamMessageIsCutOnARuneBoundary(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
+
+// result runs evs through a fresh adapter and returns its result.
+func result(evs []brainwire.Event, final error) brainwire.CaptureResult {
+	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
+	var out []brainwire.CaptureEvent
+	for _, ev := range evs {
+		out = a.Handle(ev, out)
+	}
+	a.Finish(final, out)
+	return *a.Result()
+}
+
+func TestResult(t *testing.T) {
+	usage := func(p, c int64) brainwire.Event {
+		return brainwire.Event{Kind: brainwire.EventUsage, Usage: brainwire.Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}}
+	}
+	filed := resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false)
+	late := errors.New("connection reset by peer")
+	cases := []struct {
+		name  string
+		evs   []brainwire.Event
+		final error
+		want  brainwire.CaptureResult
+	}{
+		{"filed; usage of each response adds up", []brainwire.Event{
+			text("a"), usage(10, 2), filed, text("b"), usage(5, 1), status(brainwire.RunCompleted),
+		}, nil, brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
+			ReasoningChunks: 2, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunCompleted,
+			Usage: brainwire.Usage{PromptTokens: 15, CompletionTokens: 3, TotalTokens: 18}, HasUsage: true}},
+		{"failed run", []brainwire.Event{{Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, RunStatus: brainwire.RunFailed, ErrorType: "server_error", ErrorMessage: "The agent run failed: boom"}},
+		{"error event without a code", []brainwire.Event{{Kind: brainwire.EventError, ErrorMessage: "x"}}, nil,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "stream_error", ErrorMessage: "The agent service reported an error: x"}},
+		{"a failed run after the filing is not a failed capture", []brainwire.Event{
+			filed, {Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error"},
+		}, nil, brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
+			UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunFailed}},
+		{"a broken stream after the filing keeps its cause", []brainwire.Event{filed}, late,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
+				UpstreamThreadID: upThread, UpstreamRunID: upRun, ErrorType: brainwire.EInternal, Err: late}},
+		{"timeout", nil, fmt.Errorf("run timed out: %w", context.DeadlineExceeded),
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "timeout", ErrorMessage: "The agent took too long to respond",
+				Err: fmt.Errorf("run timed out: %w", context.DeadlineExceeded)}},
+		{"stream ended early", []brainwire.Event{status(brainwire.RunInProgress)}, nil,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunInProgress,
+				ErrorType: "capture_error", ErrorMessage: "The agent run ended unexpectedly"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := result(c.evs, c.final)
+			if (got.Err == nil) != (c.want.Err == nil) || got.Err != nil && got.Err.Error() != c.want.Err.Error() {
+				t.Fatalf("Err = %v, want %v", got.Err, c.want.Err)
+			}
+			got.Err, c.want.Err = nil, nil
+			if got != c.want {
+				t.Fatalf("\ngot  %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}

@@ -43,11 +43,14 @@ func longRun(n int, sentences bool) (first, second []byte, events int) {
 	return wire(s), wire(k), len(s) + len(k)
 }
 
+// filed is file_capture's result as the tools hand it over.
+var filed = brainwire.FileCaptureResult{Bucket: "People", Confidence: 0.9, ItemID: "item_1", Status: brainwire.StatusClassified}
+
 // pipeline runs both bodies through decoder -> adapter -> encoder, the
 // path every upstream event takes on its way to the phone. The tool result
 // the provider would produce is fed in at requires_action.
 func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
-	a := adapter.New(adapter.Config{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
+	a := adapter.New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
 	var enc capturev2.Encoder
 	frames := 0
 	evs = a.Start(evs[:0])
@@ -64,7 +67,7 @@ func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.C
 			evs = a.Handle(ev, evs[:0])
 			if ev.Kind == brainwire.EventToolCall {
 				evs = a.Handle(brainwire.Event{Kind: brainwire.EventToolResult, Tool: ev.Tool,
-					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name,
+					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name, Filed: &filed,
 						Output: `{"bucket":"People","confidence":0.9,"item_id":"item_1","status":"classified"}`}}, evs)
 			}
 			out = out[:0]
@@ -74,8 +77,8 @@ func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.C
 			frames += len(evs)
 		}
 	}
-	if !a.Done() || a.Outcome() != brainwire.CaptureClassified {
-		tb.Fatalf("run did not complete with an outcome (outcome %v)", a.Outcome())
+	if !a.Done() || a.Result().Outcome != brainwire.OutcomeClassified {
+		tb.Fatalf("run did not complete with an outcome (outcome %q)", a.Result().Outcome)
 	}
 	return frames, out
 }

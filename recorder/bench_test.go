@@ -221,7 +221,7 @@ func BenchmarkTee(b *testing.B) {
 			for b.Loop() {
 				ctx, obs := context.Background(), brainwire.CaptureObserver(nil)
 				if record {
-					ctx, obs = rec.StartCapture(ctx, brainwire.CaptureInfo{RunID: "run-1"})
+					ctx, obs = rec.StartCapture(ctx, brainwire.Capture{RunID: "run-1"})
 				}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/threads/runs", nil)
 				resp, err := rt.RoundTrip(req)
@@ -235,7 +235,7 @@ func BenchmarkTee(b *testing.B) {
 				}
 				resp.Body.Close()
 				if obs != nil {
-					obs.End(nil)
+					obs.End(brainwire.CaptureResult{})
 				}
 			}
 		})

@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,7 +161,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 
 // StartCapture implements brainwire.Observer: a sampled capture gets a
 // recording, carried in the returned context.
-func (r *Recorder) StartCapture(ctx context.Context, c brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
+func (r *Recorder) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	if r.cfg.Sample <= 0 || (r.cfg.Sample < 1 && r.cfg.Rand() >= r.cfg.Sample) {
 		return ctx, noCapture{}
 	}
@@ -181,7 +180,7 @@ type noCapture struct{}
 
 func (noCapture) ProviderEvent(brainwire.Event)       {}
 func (noCapture) CaptureEvent(brainwire.CaptureEvent) {}
-func (noCapture) End(error)                           {}
+func (noCapture) End(brainwire.CaptureResult)         {}
 
 // enqueue hands a finished recording to the writer without waiting.
 func (r *Recorder) enqueue(s *session) {
@@ -240,7 +239,7 @@ func (r *Recorder) save(fx *Fixture) {
 // everything is guarded by mu.
 type session struct {
 	r     *Recorder
-	info  brainwire.CaptureInfo
+	info  brainwire.Capture
 	start time.Time
 
 	mu        sync.Mutex
@@ -333,29 +332,22 @@ func (s *session) ProviderEvent(ev brainwire.Event) {
 	}
 }
 
-// CaptureEvent implements brainwire.CaptureObserver.
-func (s *session) CaptureEvent(ev brainwire.CaptureEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case ev.Type == brainwire.CaptureReasoning:
-		s.result.ReasoningChunks++
-	case ev.Type.IsOutcome(), ev.Type == brainwire.CaptureError && s.result.Outcome == "":
-		s.result.Outcome = ev.Type.String()
-	}
-}
+// CaptureEvent implements brainwire.CaptureObserver; the recording needs
+// only the result at the end.
+func (s *session) CaptureEvent(brainwire.CaptureEvent) {}
 
 // End implements brainwire.CaptureObserver: the recording is finished and
 // queued for the writer. Nothing here waits or builds anything.
-func (s *session) End(err error) {
+func (s *session) End(res brainwire.CaptureResult) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
 		return
 	}
 	s.ended, s.end = true, time.Now()
-	if err != nil {
-		s.result.Error = err.Error()
+	s.result = Result{Outcome: string(res.Outcome), ReasoningChunks: res.ReasoningChunks}
+	if res.Err != nil {
+		s.result.Error = res.Err.Error()
 	}
 	overflow := s.overflow
 	s.mu.Unlock()
@@ -379,7 +371,7 @@ func (s *session) fixture() *Fixture {
 			Text:             c.Text,
 			ThreadID:         c.ThreadID,
 			RunID:            c.RunID,
-			UpstreamThreadID: c.UpstreamThreadID,
+			UpstreamThreadID: c.UpstreamThreadID(),
 		},
 		Exchanges: make([]Exchange, 0, len(s.exchanges)),
 		Tools:     s.tools,
@@ -395,41 +387,33 @@ func (s *session) fixture() *Fixture {
 		fx.Exchanges = append(fx.Exchanges, e.build())
 	}
 	s.exchanges, s.tools = nil, nil
-	s.inferInput(fx)
+	fx.Capture.Audio, fx.Capture.FollowUp = audioOf(c), followUpOf(c)
 	return fx
 }
 
-// inferInput fills in what the observer does not see of the phone's
-// request, from what the run did: the audio upload of a voice capture,
-// the inbox item a follow-up filed onto.
-func (s *session) inferInput(fx *Fixture) {
-	c := &fx.Capture
-	switch c.Kind {
-	case brainwire.KindVoice:
-		name := "audio.wav"
-		for _, t := range fx.Tools {
-			var args struct {
-				BlobURL string `json:"blob_url"`
-			}
-			if t.Name == brainwire.ToolTranscribeAudio && json.Unmarshal(t.Arguments, &args) == nil && args.BlobURL != "" {
-				if u, err := url.Parse(args.BlobURL); err == nil && path.Ext(u.Path) != "" {
-					name = path.Base(u.Path)
-				}
-				break
-			}
-		}
-		c.Audio = &Audio{Filename: name, ContentType: mime.TypeByExtension(path.Ext(name))}
-	case brainwire.KindFollowUp:
-		item := InboxSeed{Source: brainwire.KindText, FoundryThreadID: c.UpstreamThreadID}
-		for _, t := range fx.Tools {
-			var out struct {
-				ItemID string `json:"item_id"`
-			}
-			if t.Name == brainwire.ToolFileCapture && !t.IsError && json.Unmarshal(t.Output, &out) == nil && out.ItemID != "" {
-				item.ID = out.ItemID
-				break
-			}
-		}
-		c.FollowUp = &FollowUp{Item: item}
+// audioOf describes a voice capture's upload by its URL: the bytes are
+// not kept.
+func audioOf(c brainwire.Capture) *Audio {
+	if c.Kind != brainwire.KindVoice {
+		return nil
 	}
+	name := "audio.wav"
+	if u, err := url.Parse(c.AudioURL); err == nil && path.Ext(u.Path) != "" {
+		name = path.Base(u.Path)
+	}
+	return &Audio{Filename: name, ContentType: mime.TypeByExtension(path.Ext(name))}
+}
+
+// followUpOf is the item a follow-up answers, as replay must seed it.
+func followUpOf(c brainwire.Capture) *FollowUp {
+	fu := c.FollowUp
+	if fu == nil {
+		return nil
+	}
+	it := fu.Item
+	seed := InboxSeed{ID: it.ID, RawText: it.RawText, Title: it.Title, Source: it.Source, FoundryThreadID: it.FoundryThreadID}
+	if m := it.ClassificationMeta; m != nil {
+		seed.Bucket, seed.Confidence = m.Bucket, m.Confidence
+	}
+	return &FollowUp{Round: fu.Round, Item: seed}
 }

@@ -56,10 +56,10 @@ func newRecorder(t *testing.T, cfg recorder.Config) *recorder.Recorder {
 // capture runs fn as one observed capture: ctx is what the server would
 // pass to the provider.
 func capture(r *recorder.Recorder, fn func(ctx context.Context, obs brainwire.CaptureObserver)) {
-	ctx, obs := r.StartCapture(context.Background(), brainwire.CaptureInfo{
-		Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1", Text: "Call mom", Start: time.Now()})
+	ctx, obs := r.StartCapture(context.Background(), brainwire.Capture{
+		Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1", Text: "Call mom"})
 	fn(ctx, obs)
-	obs.End(nil)
+	obs.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, ReasoningChunks: 1})
 }
 
 // TestTransportPassesBytesThroughAtOnce streams from an upstream that
@@ -252,15 +252,46 @@ func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
 			Tool:   brainwire.ToolCall{ID: "call_2", Name: "file_capture", Arguments: []byte(`{"bucket":"People"}`)},
 			Result: brainwire.ToolResult{Output: `{"item_id":"i1"}`}})
 		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning})
-		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureClassified})
 	})
 	rec.Close(context.Background())
 	fx := sink.all()[0]
 	if len(fx.Tools) != 2 || fx.Tools[0].Round != 1 || fx.Tools[1].Round != 2 || !fx.Tools[0].IsError {
 		t.Errorf("tools = %+v", fx.Tools)
 	}
-	if fx.Result.Outcome != "CLASSIFIED" || fx.Result.ReasoningChunks != 1 || fx.Capture.Text != "Call mom" || fx.Upstream != "simulator" {
+	if fx.Result.Outcome != "classified" || fx.Result.ReasoningChunks != 1 || fx.Capture.Text != "Call mom" || fx.Upstream != "simulator" {
 		t.Errorf("fixture = %+v", fx)
+	}
+}
+
+// TestRecorderKeepsWhatReplayMustSeed: a follow-up's recording holds the
+// item it answered as it was before the run, and a voice capture's the
+// name of its upload.
+func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
+	sink := &collect{}
+	rec := newRecorder(t, recorder.Config{Sink: sink})
+	item := brainwire.InboxItem{ID: "item-1", RawText: "Sam thing", Title: "Sam", Source: brainwire.KindVoice,
+		Status: brainwire.StatusMisunderstood, FoundryThreadID: "thread_up",
+		ClassificationMeta: &brainwire.Classification{Bucket: "People", Confidence: 0.3}}
+	for _, c := range []brainwire.Capture{
+		{Kind: brainwire.KindFollowUp, RunID: "run-1", Text: "my colleague", FollowUp: &brainwire.FollowUp{Item: item, Round: 2}},
+		{Kind: brainwire.KindVoice, RunID: "run-2", AudioURL: "http://127.0.0.1:1/voice/voice-1.m4a?sig=x"},
+	} {
+		_, obs := rec.StartCapture(context.Background(), c)
+		obs.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified})
+	}
+	rec.Close(context.Background())
+	got := sink.all()
+	if len(got) != 2 {
+		t.Fatalf("%d recordings", len(got))
+	}
+	fu := got[0].Capture.FollowUp
+	want := recorder.InboxSeed{ID: "item-1", RawText: "Sam thing", Title: "Sam", Source: brainwire.KindVoice,
+		Bucket: "People", Confidence: 0.3, FoundryThreadID: "thread_up"}
+	if fu == nil || fu.Round != 2 || fu.Item != want || got[0].Capture.UpstreamThreadID != "thread_up" {
+		t.Errorf("follow-up capture = %+v", got[0].Capture)
+	}
+	if a := got[1].Capture.Audio; a == nil || a.Filename != "voice-1.m4a" {
+		t.Errorf("voice capture audio = %+v", a)
 	}
 }
 

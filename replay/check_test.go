@@ -38,7 +38,7 @@ func TestCheckReportsADiff(t *testing.T) {
 	}
 
 	os.WriteFile(ssePath, []byte(strings.Replace(string(res.SSE), `"type":"STEP_END"`, `"type":"STEP_ENDED"`, 1)), 0o644)
-	os.WriteFile(telPath, []byte(strings.Replace(string(res.Summary.Text()), "outcome: CLASSIFIED", "outcome: UNRESOLVED", 1)), 0o644)
+	os.WriteFile(telPath, []byte(strings.Replace(string(res.Summary.Text()), "outcome: classified", "outcome: unresolved", 1)), 0o644)
 	report, err := replay.Check(t.Context(), path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestCheckReportsADiff(t *testing.T) {
 		"--- " + ssePath, "+++ replay",
 		`-data: {"type":"STEP_ENDED","stepName":"Classifying"}`,
 		`+data: {"type":"STEP_END","stepName":"Classifying"}`,
-		"--- " + telPath, "-outcome: UNRESOLVED", "+outcome: CLASSIFIED",
+		"--- " + telPath, "-outcome: unresolved", "+outcome: classified",
 	} {
 		if !strings.Contains(report, want+"\n") {
 			t.Errorf("the report lacks %q:\n%s", want, report)

@@ -19,7 +19,7 @@ import (
 // states. Spans is filled when a telemetry pipeline ran alongside.
 type Summary struct {
 	Kind            brainwire.CaptureKind
-	Outcome         string // outcome event, or ERROR
+	Outcome         brainwire.Outcome
 	Bucket          string
 	Confidence      float64
 	HasConfidence   bool
@@ -45,7 +45,7 @@ func (s Summary) Text() []byte {
 		b.WriteString(k + ": " + v + "\n")
 	}
 	line("kind", string(s.Kind))
-	line("outcome", s.Outcome)
+	line("outcome", string(s.Outcome))
 	line("bucket", s.Bucket)
 	if s.HasConfidence {
 		line("confidence", strconv.FormatFloat(s.Confidence, 'f', -1, 64))
@@ -101,7 +101,7 @@ type summaryObserver struct {
 }
 
 // StartCapture implements brainwire.Observer.
-func (o *summaryObserver) StartCapture(ctx context.Context, c brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
+func (o *summaryObserver) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	o.mu.Lock()
 	o.s = Summary{Kind: c.Kind}
 	o.mu.Unlock()
@@ -134,62 +134,45 @@ func (o *summaryObserver) ProviderEvent(ev brainwire.Event) {
 		}
 	case brainwire.EventError:
 		o.s.Statuses = append(o.s.Statuses, "error event")
-	case brainwire.EventUsage:
-		o.s.Usage = ev.Usage
 	case brainwire.EventToolResult:
 		res := "ok"
 		if ev.Result.IsError {
-			res = "error " + errorCode(ev.Result.Output)
+			res = "error " + ev.Result.ErrorCode
 		}
 		o.s.Tools = append(o.s.Tools, fmt.Sprintf("%s %s: %s", ev.Tool.Name, ev.Tool.ID, res))
 	}
 }
 
-// CaptureEvent implements brainwire.CaptureObserver.
+// CaptureEvent implements brainwire.CaptureObserver: the reasoning
+// chunks' numbering, as telemetry receives it.
 func (o *summaryObserver) CaptureEvent(ev brainwire.CaptureEvent) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	switch {
-	case ev.Type == brainwire.CaptureReasoning:
-		o.s.ReasoningChunks++
-		o.s.ChunkIndices = append(o.s.ChunkIndices, ev.Chunk.Index)
-		if !slices.Contains(o.s.ChunkRunIDs, ev.Chunk.RunID) {
-			o.s.ChunkRunIDs = append(o.s.ChunkRunIDs, ev.Chunk.RunID)
-		}
-	case ev.Type.IsOutcome():
-		o.s.Outcome = ev.Type.String()
-		o.s.Bucket = ev.Outcome.Bucket
-		if ev.Type != brainwire.CaptureUnresolved && ev.Type != brainwire.CaptureMisunderstood || ev.Outcome.Confidence != 0 {
-			o.s.Confidence, o.s.HasConfidence = ev.Outcome.Confidence, true
-		}
-	case ev.Type == brainwire.CaptureError:
-		o.s.Outcome = ev.Type.String()
-		o.s.ErrorMessage = ev.Message
-	}
-}
-
-// End implements brainwire.CaptureObserver.
-func (o *summaryObserver) End(err error) {
-	if err == nil {
+	if ev.Type != brainwire.CaptureReasoning {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.s.RunError = addrPattern.ReplaceAllString(err.Error(), "<addr>")
+	o.s.ChunkIndices = append(o.s.ChunkIndices, ev.Chunk.Index)
+	if !slices.Contains(o.s.ChunkRunIDs, ev.Chunk.RunID) {
+		o.s.ChunkRunIDs = append(o.s.ChunkRunIDs, ev.Chunk.RunID)
+	}
+}
+
+// End implements brainwire.CaptureObserver.
+func (o *summaryObserver) End(res brainwire.CaptureResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := &o.s
+	s.Outcome, s.Bucket, s.ErrorMessage = res.Outcome, res.Bucket, res.ErrorMessage
+	s.Confidence, s.HasConfidence = res.Confidence, res.HasConfidence()
+	s.ReasoningChunks = res.ReasoningChunks
+	if res.HasUsage {
+		s.Usage = res.Usage
+	}
+	if res.Err != nil {
+		s.RunError = addrPattern.ReplaceAllString(res.Err.Error(), "<addr>")
+	}
 }
 
 // addrPattern matches network addresses, which differ between runs (the
 // upstream's loopback port).
 var addrPattern = regexp.MustCompile(`(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|localhost):\d+`)
-
-func errorCode(output string) string {
-	i := strings.Index(output, `"error":"`)
-	if i < 0 {
-		return ""
-	}
-	rest := output[i+len(`"error":"`):]
-	if j := strings.IndexByte(rest, '"'); j >= 0 {
-		return rest[:j]
-	}
-	return ""
-}

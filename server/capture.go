@@ -43,21 +43,13 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
 		return
 	}
-	ids, err := s.captureIDs(req.ThreadID, req.RunID)
+	c, err := s.newCapture(r, brainwire.KindText, req.ThreadID, req.RunID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	user := userFrom(r.Context())
-	set := tools.New(s.toolDeps(), tools.Capture{UserID: user, Source: brainwire.KindText, RawText: text})
-	s.runCapture(w, r, capture{
-		kind:  brainwire.KindText,
-		text:  text,
-		ids:   ids,
-		user:  user,
-		run:   brainwire.RunRequest{Message: text},
-		tools: set,
-	})
+	c.Text = text
+	s.runCapture(w, r, c)
 }
 
 // decodeJSON reads a JSON object body within the size limit. Unknown
@@ -86,11 +78,12 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 // errUnsupportedMedia is a transport-level code only the HTTP layer uses.
 const errUnsupportedMedia = "unsupported_media_type"
 
-// captureIDs echoes the client's ids or makes new ones.
-func (s *Server) captureIDs(threadID, runID string) (adapter.Config, error) {
+// newCapture starts a capture of the request's user, echoing the client's
+// ids or making new ones.
+func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadID, runID string) (brainwire.Capture, error) {
 	for name, v := range map[string]string{"thread_id": threadID, "run_id": runID} {
 		if len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
-			return adapter.Config{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most 128 printable characters without spaces", name)
+			return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most 128 printable characters without spaces", name)
 		}
 	}
 	if threadID == "" {
@@ -99,54 +92,57 @@ func (s *Server) captureIDs(threadID, runID string) (adapter.Config, error) {
 	if runID == "" {
 		runID = "run-" + s.cfg.NewID()
 	}
-	return adapter.Config{ThreadID: threadID, RunID: runID}, nil
+	return brainwire.Capture{Kind: kind, UserID: userFrom(r.Context()), ThreadID: threadID, RunID: runID}, nil
 }
 
-// capture is one capture to run through the pipeline.
-type capture struct {
-	kind  brainwire.CaptureKind
-	text  string // typed text, for telemetry
-	ids   adapter.Config
-	user  string
-	run   brainwire.RunRequest
-	tools *tools.Set
+// runRequest is what the agent is asked to do for c.
+func runRequest(c brainwire.Capture) brainwire.RunRequest {
+	switch {
+	case c.FollowUp != nil:
+		return brainwire.RunRequest{
+			ThreadID:               c.UpstreamThreadID(),
+			Message:                c.Text,
+			AdditionalInstructions: fmt.Sprintf(followUpInstructions, c.FollowUp.Round, MaxFollowUpRounds),
+		}
+	case c.Kind == brainwire.KindVoice:
+		return brainwire.RunRequest{Message: fmt.Sprintf(voiceMessage, c.AudioURL)}
+	}
+	return brainwire.RunRequest{Message: c.Text}
 }
 
 // runCapture streams one capture to the phone: STEP_START at once, then
 // whatever the agent's run produces, through the adapter and the encoder,
 // until COMPLETE. The run is bounded by the run timeout; a client that goes
 // away cancels it (the provider then cancels the upstream run).
-func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
-	c.ids.Kind = c.kind
-	c.run.Tools = c.tools
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) {
+	run := runRequest(c)
+	run.Tools = tools.New(s.toolDeps(), c)
 	if s.cfg.WrapTools != nil {
-		c.run.Tools = s.cfg.WrapTools(c.tools)
+		run.Tools = s.cfg.WrapTools(run.Tools)
 	}
 	start := s.cfg.Now()
-	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), brainwire.CaptureInfo{
-		Kind: c.kind, ThreadID: c.ids.ThreadID, RunID: c.ids.RunID, UserID: c.user,
-		Text: c.text, UpstreamThreadID: c.run.ThreadID, Start: start,
-	})
+	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), c)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	log := s.log.With("run_id", c.ids.RunID, "thread_id", c.ids.ThreadID, "kind", c.kind, "user", c.user)
+	log := s.log.With("run_id", c.RunID, "thread_id", c.ThreadID, "kind", c.Kind, "user", c.UserID)
 	log.Info("capture started")
 
 	stream := startStream(w, s.cfg.KeepAlive)
 	defer stream.close()
 	p := pipeline{
-		adapter: adapter.New(c.ids),
+		adapter: adapter.New(c),
 		stream:  stream,
 		obs:     obs,
 		// A client that cannot be written to is gone: stop the run.
 		onWriteError: cancel,
+		onOutcome:    func(res *brainwire.CaptureResult) { res.TimeToOutcome = s.cfg.Now().Sub(start) },
 	}
 	p.emit(p.adapter.Start(p.events[:0]))
 
 	runCtx, cancelRun := context.WithTimeout(ctx, s.cfg.RunTimeout)
 	defer cancelRun()
 	var runErr error
-	for ev, err := range s.cfg.Provider.Run(runCtx, c.run) {
+	for ev, err := range s.cfg.Provider.Run(runCtx, run) {
 		if err != nil {
 			runErr = err
 			if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -161,9 +157,10 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c capture) {
 		}
 	}
 	p.emit(p.adapter.Finish(runErr, p.events[:0]))
-	obs.End(runErr)
+	res := *p.adapter.Result()
+	obs.End(res)
 
-	attrs := []any{"outcome", p.adapter.Outcome().String(), "reasoning_chunks", p.adapter.Chunks(),
+	attrs := []any{"outcome", res.Outcome, "reasoning_chunks", res.ReasoningChunks,
 		"duration", s.cfg.Now().Sub(start).Round(time.Millisecond)}
 	switch {
 	case ctx.Err() != nil && r.Context().Err() != nil:
@@ -183,6 +180,7 @@ type pipeline struct {
 	stream       *eventStream
 	obs          brainwire.CaptureObserver
 	onWriteError func()
+	onOutcome    func(*brainwire.CaptureResult)
 
 	events []brainwire.CaptureEvent // reused between calls
 	buf    []byte                   // reused between calls
@@ -192,6 +190,12 @@ func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 	p.events = evs
 	p.buf = p.buf[:0]
 	for _, ev := range evs {
+		switch ev.Type {
+		case brainwire.CaptureOutcome:
+			p.onOutcome(ev.Result)
+		case brainwire.CaptureError:
+			p.onOutcome(p.adapter.Result())
+		}
 		p.obs.CaptureEvent(ev)
 		if ev.Type != brainwire.CaptureReasoning {
 			p.buf = p.encoder.Encode(p.buf, ev)

@@ -1,13 +1,11 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/tools"
 )
 
 // MaxFollowUpRounds bounds the clarifying conversation on one capture.
@@ -74,30 +72,14 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	ids, err := s.captureIDs(req.ThreadID, req.RunID)
+	c, err := s.newCapture(r, brainwire.KindFollowUp, req.ThreadID, req.RunID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	set := tools.New(s.toolDeps(), tools.Capture{
-		UserID:        user,
-		Source:        item.Source,
-		RawText:       item.RawText + "\n" + text,
-		InboxItemID:   item.ID,
-		FollowUpRound: req.FollowUpRound,
-	})
-	s.runCapture(w, r, capture{
-		kind: brainwire.KindFollowUp,
-		text: text,
-		ids:  ids,
-		user: user,
-		run: brainwire.RunRequest{
-			ThreadID:               item.FoundryThreadID,
-			Message:                text,
-			AdditionalInstructions: fmt.Sprintf(followUpInstructions, req.FollowUpRound, MaxFollowUpRounds),
-		},
-		tools: set,
-	})
+	c.Text = text
+	c.FollowUp = &brainwire.FollowUp{Item: item, Round: req.FollowUpRound}
+	s.runCapture(w, r, c)
 }
 
 // validID accepts the ids this server and its stores hand out.

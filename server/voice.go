@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/tools"
 	"github.com/brainwire/brainwire/transcription"
 )
 
@@ -37,7 +35,7 @@ func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	ids, err := s.captureIDs(upload.threadID, upload.runID)
+	c, err := s.newCapture(r, brainwire.KindVoice, upload.threadID, upload.runID)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -58,15 +56,8 @@ func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("deleting voice upload", "url", url, "error", err)
 		}
 	}()
-	user := userFrom(r.Context())
-	set := tools.New(s.toolDeps(), tools.Capture{UserID: user, Source: brainwire.KindVoice, AudioURL: url})
-	s.runCapture(w, r, capture{
-		kind:  brainwire.KindVoice,
-		ids:   ids,
-		user:  user,
-		run:   brainwire.RunRequest{Message: fmt.Sprintf(voiceMessage, url)},
-		tools: set,
-	})
+	c.AudioURL = url
+	s.runCapture(w, r, c)
 }
 
 type voiceUpload struct {

@@ -76,7 +76,7 @@ func BenchmarkReasoningChunk(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			tel, exp := benchTelemetry(b, c.tracing, c.ai, c.content, true, 1<<20)
-			info := brainwire.CaptureInfo{Kind: brainwire.KindText, RunID: "run-8f1c2d3e", ThreadID: "thread-1", Text: "Call mom about her birthday"}
+			info := brainwire.Capture{Kind: brainwire.KindText, RunID: "run-8f1c2d3e", ThreadID: "thread-1", Text: "Call mom about her birthday"}
 			var obs brainwire.CaptureObserver
 			pe := brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: "thread_abc123", RunID: "run_def456", Text: " birthday"}
 			ce := brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{
@@ -87,7 +87,7 @@ func BenchmarkReasoningChunk(b *testing.B) {
 				if i%chunksPerCapture == 0 {
 					b.StopTimer()
 					if obs != nil {
-						obs.End(nil)
+						obs.End(brainwire.CaptureResult{})
 					}
 					_, obs = tel.StartCapture(context.Background(), info)
 					b.StartTimer()
@@ -97,7 +97,7 @@ func BenchmarkReasoningChunk(b *testing.B) {
 				obs.CaptureEvent(ce)
 			}
 			b.StopTimer()
-			obs.End(nil)
+			obs.End(brainwire.CaptureResult{})
 			if exp != nil {
 				st := exp.Stats()
 				b.ReportMetric(float64(st.DroppedQueueFull)/float64(b.N), "dropped/op")

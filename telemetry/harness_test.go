@@ -208,7 +208,7 @@ type chunkRecorder struct {
 	runs map[string][]brainwire.ReasoningChunk
 }
 
-func (r *chunkRecorder) StartCapture(ctx context.Context, info brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
+func (r *chunkRecorder) StartCapture(ctx context.Context, info brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	return ctx, chunkCapture{r: r, run: info.RunID}
 }
 
@@ -224,7 +224,7 @@ type chunkCapture struct {
 }
 
 func (chunkCapture) ProviderEvent(brainwire.Event) {}
-func (chunkCapture) End(error)                     {}
+func (chunkCapture) End(brainwire.CaptureResult)   {}
 func (c chunkCapture) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type == brainwire.CaptureReasoning {
 		c.r.mu.Lock()

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -31,15 +30,6 @@ const (
 // item sent for each reasoning chunk.
 const ReasoningChunkMessage = "Reasoning chunk"
 
-// Outcome values of the brainwire.capture.outcome attribute.
-const (
-	OutcomeClassified    = "classified"
-	OutcomeLowConfidence = "low_confidence"
-	OutcomeMisunderstood = "misunderstood"
-	OutcomeUnresolved    = "unresolved"
-	OutcomeError         = "error"
-)
-
 var _ brainwire.Observer = (*Telemetry)(nil)
 
 type captureKey struct{}
@@ -53,8 +43,8 @@ func captureFrom(ctx context.Context) *capture {
 // StartCapture implements brainwire.Observer: it starts the invoke_agent
 // span, child of the HTTP server span in ctx, and returns a context that
 // carries it to the upstream calls and tool calls of the capture.
-func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
-	c := &capture{t: t, info: info, start: t.now(), upThread: info.UpstreamThreadID}
+func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
+	c := &capture{t: t, info: info, start: t.now()}
 	c.kindAttr = AttrKind.String(string(info.Kind))
 	parent := trace.SpanContextFromContext(ctx)
 	var attrs []attribute.KeyValue
@@ -71,8 +61,8 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.CaptureInfo
 		if t.agent.ID != "" {
 			attrs = append(attrs, semconv.GenAIAgentID(t.agent.ID))
 		}
-		if info.UpstreamThreadID != "" {
-			attrs = append(attrs, semconv.GenAIConversationID(info.UpstreamThreadID), AttrFoundryThreadID.String(info.UpstreamThreadID))
+		if up := info.UpstreamThreadID(); up != "" {
+			attrs = append(attrs, semconv.GenAIConversationID(up), AttrFoundryThreadID.String(up))
 		}
 		if t.content && info.Text != "" {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(userMessages(info.Text)))
@@ -145,7 +135,7 @@ func userMessages(text string) string {
 // through the context from other goroutines and only touch mu's fields.
 type capture struct {
 	t         *Telemetry
-	info      brainwire.CaptureInfo
+	info      brainwire.Capture
 	ctx       context.Context
 	span      trace.Span
 	recording bool
@@ -153,23 +143,6 @@ type capture struct {
 	kindAttr  attribute.KeyValue
 	op        appinsights.Operation
 	requestID string
-
-	chunks        int
-	upThread      string
-	upRun         string
-	status        brainwire.RunStatus
-	inTokens      int64
-	outTokens     int64
-	usage         bool
-	outcome       string
-	outcomeAfter  time.Duration
-	bucket        string
-	confidence    float64
-	hasConfidence bool
-	itemID        string
-	question      string
-	errMessage    string
-	upstreamErr   string // error.type of an in-stream failure
 
 	chunkAttrs [5]attribute.KeyValue
 	aiCommon   []appinsights.Property // properties every chunk item shares
@@ -194,88 +167,61 @@ func (c *capture) clearStream(cs *clientSpan) {
 	c.mu.Unlock()
 }
 
-// ProviderEvent implements brainwire.CaptureObserver. It runs once per
-// text chunk too, so the common case does two comparisons and returns.
+// ProviderEvent implements brainwire.CaptureObserver: upstream failures
+// are counted, and each run state goes on the span of the upstream
+// response it came on. It runs once per text chunk too, so the common case
+// returns at once.
 func (c *capture) ProviderEvent(ev brainwire.Event) {
-	changed := false
-	if ev.ThreadID != "" && ev.ThreadID != c.upThread {
-		c.upThread, changed = ev.ThreadID, true
-	}
-	if ev.RunID != "" && ev.RunID != c.upRun {
-		c.upRun, changed = ev.RunID, true
-	}
-	if changed && c.recording {
-		c.span.SetAttributes(c.upstreamIDs()...)
-	}
 	switch ev.Kind {
-	case brainwire.EventTextChunk:
-		return
-	case brainwire.EventUsage:
-		c.inTokens += ev.Usage.PromptTokens
-		c.outTokens += ev.Usage.CompletionTokens
-		c.usage = true
 	case brainwire.EventRunStatus:
-		c.status = ev.Status
 		if ev.Status == brainwire.RunFailed {
-			c.upstreamErr = orDefault(ev.ErrorCode, "run_failed")
-			c.t.upstreamError(c.ctx, c.upstreamErr, "run")
+			c.t.upstreamError(c.ctx, orDefault(ev.ErrorCode, "run_failed"), "run")
 		}
 		c.mu.Lock()
 		cs := c.stream
 		c.mu.Unlock()
 		if cs != nil {
-			cs.span.SetAttributes(append(c.upstreamIDs(), AttrFoundryRunStatus.String(string(ev.Status)))...)
+			cs.span.SetAttributes(append(upstreamIDs(ev.ThreadID, ev.RunID), AttrFoundryRunStatus.String(string(ev.Status)))...)
 		}
 	case brainwire.EventError:
-		c.upstreamErr = orDefault(ev.ErrorCode, "stream_error")
-		c.t.upstreamError(c.ctx, c.upstreamErr, "stream")
+		c.t.upstreamError(c.ctx, orDefault(ev.ErrorCode, "stream_error"), "stream")
 	}
 }
 
-func (c *capture) upstreamIDs() []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 4)
-	if c.upThread != "" {
-		kv = append(kv, semconv.GenAIConversationID(c.upThread), AttrFoundryThreadID.String(c.upThread))
+// upstreamIDs are the attributes of the agent service's conversation and
+// run ids.
+func upstreamIDs(thread, run string) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 5)
+	if thread != "" {
+		kv = append(kv, semconv.GenAIConversationID(thread), AttrFoundryThreadID.String(thread))
 	}
-	if c.upRun != "" {
-		kv = append(kv, semconv.GenAIResponseID(c.upRun), AttrFoundryRunID.String(c.upRun))
+	if run != "" {
+		kv = append(kv, semconv.GenAIResponseID(run), AttrFoundryRunID.String(run))
 	}
 	return kv
 }
 
-// CaptureEvent implements brainwire.CaptureObserver.
+// CaptureEvent implements brainwire.CaptureObserver: reasoning chunks as
+// they arrive, and an event marking the moment the phone got its outcome.
 func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 	switch ev.Type {
 	case brainwire.CaptureReasoning:
 		c.reasoning(&ev.Chunk)
-	case brainwire.CaptureClassified, brainwire.CaptureLowConfidence, brainwire.CaptureMisunderstood, brainwire.CaptureUnresolved:
-		if c.outcome != "" {
-			return
-		}
-		c.outcome = outcomeName(ev.Type)
-		c.outcomeAfter = c.t.now().Sub(c.start)
-		o := ev.Outcome
-		c.bucket, c.itemID, c.question = o.Bucket, o.InboxItemID, o.QuestionText
-		c.confidence, c.hasConfidence = o.Confidence, ev.Type != brainwire.CaptureUnresolved
+	case brainwire.CaptureOutcome:
 		if c.recording {
-			kv := []attribute.KeyValue{AttrOutcome.String(c.outcome)}
-			if c.bucket != "" {
-				kv = append(kv, AttrBucket.String(c.bucket))
+			r := ev.Result
+			kv := []attribute.KeyValue{AttrOutcome.String(string(r.Outcome))}
+			if r.Bucket != "" {
+				kv = append(kv, AttrBucket.String(r.Bucket))
 			}
-			if c.hasConfidence {
-				kv = append(kv, AttrConfidence.Float64(c.confidence))
+			if r.HasConfidence() {
+				kv = append(kv, AttrConfidence.Float64(r.Confidence))
 			}
 			c.span.AddEvent(EventOutcome, trace.WithAttributes(kv...))
 		}
 	case brainwire.CaptureError:
-		if c.outcome != "" {
-			return
-		}
-		c.outcome = OutcomeError
-		c.outcomeAfter = c.t.now().Sub(c.start)
-		c.errMessage = ev.Message
 		if c.recording {
-			c.span.AddEvent(EventOutcome, trace.WithAttributes(AttrOutcome.String(OutcomeError), AttrErrorMessage.String(ev.Message)))
+			c.span.AddEvent(EventOutcome, trace.WithAttributes(AttrOutcome.String(string(brainwire.OutcomeError)), AttrErrorMessage.String(ev.Message)))
 		}
 	}
 }
@@ -283,7 +229,6 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 // reasoning records one chunk, as it arrives: a span event and an
 // Application Insights trace item, neither of which waits on I/O.
 func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
-	c.chunks++
 	if c.recording {
 		// The event config copies the attributes, so one buffer per
 		// capture serves every chunk.
@@ -327,8 +272,8 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 }
 
 // End implements brainwire.CaptureObserver: it ends the invoke_agent span
-// with the outcome attributes and records the capture's metrics.
-func (c *capture) End(err error) {
+// with the capture's result and records the capture's metrics.
+func (c *capture) End(res brainwire.CaptureResult) {
 	// An upstream response left open ends with the run.
 	c.mu.Lock()
 	cs := c.stream
@@ -338,47 +283,36 @@ func (c *capture) End(err error) {
 	}
 	end := c.t.now()
 	dur := end.Sub(c.start)
-	if c.outcome == "" {
-		c.outcome = OutcomeError
-		c.outcomeAfter = dur
-	}
-	errType := ""
-	switch {
-	case err != nil:
-		errType = errorType(err)
-	case c.outcome == OutcomeError:
-		errType = orDefault(c.upstreamErr, "capture_error")
-	}
-	ttoMS := c.outcomeAfter.Milliseconds()
-
 	if c.recording {
-		kv := make([]attribute.KeyValue, 0, 16)
-		kv = append(kv, AttrOutcome.String(c.outcome), AttrChunkCount.Int(c.chunks), AttrTimeToOutcomeMS.Int64(ttoMS))
-		if c.bucket != "" {
-			kv = append(kv, AttrBucket.String(c.bucket))
+		kv := make([]attribute.KeyValue, 0, 20)
+		kv = append(kv, AttrOutcome.String(string(res.Outcome)), AttrChunkCount.Int(res.ReasoningChunks),
+			AttrTimeToOutcomeMS.Int64(res.TimeToOutcome.Milliseconds()))
+		kv = append(kv, upstreamIDs(res.UpstreamThreadID, res.UpstreamRunID)...)
+		if res.Bucket != "" {
+			kv = append(kv, AttrBucket.String(res.Bucket))
 		}
-		if c.hasConfidence {
-			kv = append(kv, AttrConfidence.Float64(c.confidence))
+		if res.HasConfidence() {
+			kv = append(kv, AttrConfidence.Float64(res.Confidence))
 		}
-		if c.itemID != "" {
-			kv = append(kv, AttrInboxItemID.String(c.itemID))
+		if res.InboxItemID != "" {
+			kv = append(kv, AttrInboxItemID.String(res.InboxItemID))
 		}
-		if c.question != "" && c.t.content {
-			kv = append(kv, AttrQuestion.String(c.question))
+		if res.Question != "" && c.t.content {
+			kv = append(kv, AttrQuestion.String(res.Question))
 		}
-		if c.usage {
-			kv = append(kv, semconv.GenAIUsageInputTokens(int(c.inTokens)), semconv.GenAIUsageOutputTokens(int(c.outTokens)))
+		if res.HasUsage {
+			kv = append(kv, semconv.GenAIUsageInputTokens(int(res.Usage.PromptTokens)), semconv.GenAIUsageOutputTokens(int(res.Usage.CompletionTokens)))
 		}
-		if c.status != "" {
-			kv = append(kv, AttrFoundryRunStatus.String(string(c.status)))
+		if res.RunStatus != "" {
+			kv = append(kv, AttrFoundryRunStatus.String(string(res.RunStatus)))
 		}
-		if errType != "" {
-			kv = append(kv, semconv.ErrorTypeKey.String(errType))
-			msg := c.errMessage
-			if err != nil {
-				c.span.RecordError(err)
+		if res.ErrorType != "" {
+			kv = append(kv, semconv.ErrorTypeKey.String(res.ErrorType))
+			msg := res.ErrorMessage
+			if res.Err != nil {
+				c.span.RecordError(res.Err)
 				if msg == "" {
-					msg = err.Error()
+					msg = res.Err.Error()
 				}
 			}
 			c.span.SetStatus(codes.Error, msg)
@@ -386,85 +320,86 @@ func (c *capture) End(err error) {
 		c.span.SetAttributes(kv...)
 	}
 	c.span.End(trace.WithTimestamp(end))
-	c.record(dur, errType)
+	c.record(&res, dur)
 	if c.t.ai != nil {
-		c.trackRequest(dur, errType, ttoMS)
+		c.trackRequest(&res, dur)
 	}
 }
 
-func (c *capture) record(dur time.Duration, errType string) {
+func (c *capture) record(res *brainwire.CaptureResult, dur time.Duration) {
 	ctx, in, provider := c.ctx, &c.t.inst, genaiconv.ProviderNameAttr(c.t.agent.Provider)
-	outcome := AttrOutcome.String(c.outcome)
+	outcome := AttrOutcome.String(string(res.Outcome))
 	kv := []attribute.KeyValue{outcome, c.kindAttr}
-	if c.bucket != "" {
-		kv = append(kv, AttrBucket.String(c.bucket))
+	if res.Bucket != "" {
+		kv = append(kv, AttrBucket.String(res.Bucket))
 	}
 	in.captures.Add(ctx, 1, metric.WithAttributes(kv...))
 	in.active.Add(ctx, -1, metric.WithAttributes(c.kindAttr))
-	if c.hasConfidence {
-		in.confidence.Record(ctx, c.confidence, metric.WithAttributes(kv...))
+	if res.HasConfidence() {
+		in.confidence.Record(ctx, res.Confidence, metric.WithAttributes(kv...))
 	}
-	in.timeToOutcome.Record(ctx, c.outcomeAfter.Seconds(), metric.WithAttributes(outcome, c.kindAttr))
-	in.chunks.Record(ctx, int64(c.chunks), metric.WithAttributes(outcome, c.kindAttr))
+	in.timeToOutcome.Record(ctx, res.TimeToOutcome.Seconds(), metric.WithAttributes(outcome, c.kindAttr))
+	in.chunks.Record(ctx, int64(res.ReasoningChunks), metric.WithAttributes(outcome, c.kindAttr))
 	var opAttrs []attribute.KeyValue
-	if errType != "" {
-		opAttrs = append(opAttrs, semconv.ErrorTypeKey.String(errType))
+	if res.ErrorType != "" {
+		opAttrs = append(opAttrs, semconv.ErrorTypeKey.String(res.ErrorType))
 	}
 	in.opDuration.Record(ctx, dur.Seconds(), genaiconv.OperationNameInvokeAgent, provider, opAttrs...)
-	if c.usage {
-		in.tokens.Record(ctx, c.inTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeInput)
-		in.tokens.Record(ctx, c.outTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeOutput)
+	if res.HasUsage {
+		in.tokens.Record(ctx, res.Usage.PromptTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeInput)
+		in.tokens.Record(ctx, res.Usage.CompletionTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeOutput)
 	}
 }
 
-func (c *capture) trackRequest(dur time.Duration, errType string, ttoMS int64) {
+func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) {
+	ttoMS := res.TimeToOutcome.Milliseconds()
 	props := []appinsights.Property{
 		{Key: "run_id", Value: c.info.RunID},
 		{Key: "thread_id", Value: c.info.ThreadID},
 		{Key: "kind", Value: string(c.info.Kind)},
-		{Key: "outcome", Value: c.outcome},
-		{Key: "reasoning_chunks", Value: strconv.Itoa(c.chunks)},
+		{Key: "outcome", Value: string(res.Outcome)},
+		{Key: "reasoning_chunks", Value: strconv.Itoa(res.ReasoningChunks)},
 		{Key: "time_to_outcome_ms", Value: strconv.FormatInt(ttoMS, 10)},
-		{Key: "agent_run_id", Value: c.upRun},
-		{Key: "agent_thread_id", Value: c.upThread},
+		{Key: "agent_run_id", Value: res.UpstreamRunID},
+		{Key: "agent_thread_id", Value: res.UpstreamThreadID},
 		{Key: "agent_id", Value: c.t.agent.ID},
 		{Key: "agent_name", Value: c.t.agent.Name},
 	}
 	ms := []appinsights.Measurement{
-		{Key: "reasoning_chunks", Value: float64(c.chunks)},
+		{Key: "reasoning_chunks", Value: float64(res.ReasoningChunks)},
 		{Key: "time_to_outcome_ms", Value: float64(ttoMS)},
 	}
-	if c.bucket != "" {
-		props = append(props, appinsights.Property{Key: "bucket", Value: c.bucket})
+	if res.Bucket != "" {
+		props = append(props, appinsights.Property{Key: "bucket", Value: res.Bucket})
 	}
-	if c.hasConfidence {
-		props = append(props, appinsights.Property{Key: "confidence", Value: strconv.FormatFloat(c.confidence, 'f', -1, 64)})
-		ms = append(ms, appinsights.Measurement{Key: "confidence", Value: c.confidence})
+	if res.HasConfidence() {
+		props = append(props, appinsights.Property{Key: "confidence", Value: strconv.FormatFloat(res.Confidence, 'f', -1, 64)})
+		ms = append(ms, appinsights.Measurement{Key: "confidence", Value: res.Confidence})
 	}
-	if c.itemID != "" {
-		props = append(props, appinsights.Property{Key: "inbox_item_id", Value: c.itemID})
+	if res.InboxItemID != "" {
+		props = append(props, appinsights.Property{Key: "inbox_item_id", Value: res.InboxItemID})
 	}
-	if c.usage {
-		ms = append(ms, appinsights.Measurement{Key: "input_tokens", Value: float64(c.inTokens)},
-			appinsights.Measurement{Key: "output_tokens", Value: float64(c.outTokens)})
+	if res.HasUsage {
+		ms = append(ms, appinsights.Measurement{Key: "input_tokens", Value: float64(res.Usage.PromptTokens)},
+			appinsights.Measurement{Key: "output_tokens", Value: float64(res.Usage.CompletionTokens)})
 	}
-	if errType != "" {
-		props = append(props, appinsights.Property{Key: "error_type", Value: errType})
-		if c.errMessage != "" {
-			props = append(props, appinsights.Property{Key: "error_message", Value: c.errMessage})
+	if res.ErrorType != "" {
+		props = append(props, appinsights.Property{Key: "error_type", Value: res.ErrorType})
+		if res.ErrorMessage != "" {
+			props = append(props, appinsights.Property{Key: "error_message", Value: res.ErrorMessage})
 		}
 	}
 	if c.t.content {
 		if c.info.Text != "" {
 			props = append(props, appinsights.Property{Key: "capture_text", Value: c.info.Text})
 		}
-		if c.question != "" {
-			props = append(props, appinsights.Property{Key: "question", Value: c.question})
+		if res.Question != "" {
+			props = append(props, appinsights.Property{Key: "question", Value: res.Question})
 		}
 	}
 	code := "200"
-	if errType != "" {
-		code = errType
+	if res.ErrorType != "" {
+		code = res.ErrorType
 	}
 	c.t.ai.TrackRequest(appinsights.Request{
 		Time:         c.start,
@@ -472,35 +407,11 @@ func (c *capture) trackRequest(dur time.Duration, errType string, ttoMS int64) {
 		Name:         c.op.Name,
 		Duration:     dur,
 		ResponseCode: code,
-		Success:      errType == "",
+		Success:      res.ErrorType == "",
 		Operation:    c.op,
 		Properties:   props,
 		Measurements: ms,
 	})
-}
-
-func outcomeName(t brainwire.CaptureEventType) string {
-	switch t {
-	case brainwire.CaptureClassified:
-		return OutcomeClassified
-	case brainwire.CaptureLowConfidence:
-		return OutcomeLowConfidence
-	case brainwire.CaptureMisunderstood:
-		return OutcomeMisunderstood
-	}
-	return OutcomeUnresolved
-}
-
-// errorType is the error.type of a run's error: cancellations and
-// timeouts by name, else the application error code.
-func errorType(err error) string {
-	switch {
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return brainwire.ErrorCode(err)
 }
 
 func orDefault(s, def string) string {

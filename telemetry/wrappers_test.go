@@ -180,12 +180,13 @@ func TestAppInsightsWithoutTracing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, obs := tel.StartCapture(context.Background(), brainwire.CaptureInfo{Kind: brainwire.KindText, RunID: "run-1", ThreadID: "thread-1"})
+	_, obs := tel.StartCapture(context.Background(), brainwire.Capture{Kind: brainwire.KindText, RunID: "run-1", ThreadID: "thread-1"})
 	for i := range 3 {
 		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{RunID: "run-1", Index: i, Text: "x"}})
 	}
-	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureUnresolved})
-	obs.End(nil)
+	res := brainwire.CaptureResult{Outcome: brainwire.OutcomeUnresolved, ReasoningChunks: 3}
+	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &res})
+	obs.End(res)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ai.Shutdown(ctx); err != nil {
@@ -218,10 +219,11 @@ func TestConsoleExporters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, obs := tel.StartCapture(context.Background(), brainwire.CaptureInfo{Kind: brainwire.KindText, RunID: "run-1"})
+	_, obs := tel.StartCapture(context.Background(), brainwire.Capture{Kind: brainwire.KindText, RunID: "run-1"})
 	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{RunID: "run-1", Text: "thinking"}})
-	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{Bucket: "Ideas", Confidence: 0.8}})
-	obs.End(nil)
+	res := brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "Ideas", Confidence: 0.8, ReasoningChunks: 1}
+	obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &res})
+	obs.End(res)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := tel.Shutdown(ctx); err != nil {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // Deps are the backends the tools use; shared by every capture.
@@ -28,23 +28,10 @@ type Deps struct {
 	AgentName string
 }
 
-// Capture is what the tools know about the capture they serve.
-type Capture struct {
-	UserID  string
-	Source  brainwire.CaptureKind // text or voice
-	RawText string                // the person's words, when typed
-	// AudioURL is the uploaded audio; transcribe_audio accepts no other.
-	AudioURL string
-	// InboxItemID is the existing item a follow-up files onto, and
-	// FollowUpRound which follow-up this is.
-	InboxItemID   string
-	FollowUpRound int
-}
-
 // Set is the ToolSet of one capture. Safe for concurrent use.
 type Set struct {
 	deps    Deps
-	capture Capture
+	capture brainwire.Capture
 
 	mu         sync.Mutex // serializes filing so one capture files once
 	filedID    string
@@ -52,7 +39,7 @@ type Set struct {
 }
 
 // New returns the tools for one capture.
-func New(deps Deps, c Capture) *Set {
+func New(deps Deps, c brainwire.Capture) *Set {
 	if deps.NewID == nil || deps.Now == nil {
 		panic("tools: Deps.NewID and Deps.Now are required")
 	}
@@ -94,11 +81,14 @@ func (s *Set) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolR
 		if !errors.As(err, &te) {
 			te = &toolError{Code: "tool_failed", Message: err.Error()}
 		}
-		out, res.IsError = te, true
+		out, res.IsError, res.ErrorCode = te, true, te.Code
 	}
 	b, mErr := json.Marshal(out)
 	if mErr != nil {
-		b, res.IsError = []byte(`{"error":"tool_failed","message":"unencodable result"}`), true
+		b, res.IsError, res.ErrorCode = []byte(`{"error":"tool_failed","message":"unencodable result"}`), true, "tool_failed"
+	}
+	if f, ok := out.(*brainwire.FileCaptureResult); ok && !res.IsError {
+		res.Filed = f
 	}
 	res.Output = string(b)
 	return res
@@ -120,14 +110,6 @@ type fileCaptureArgs struct {
 	Status     string   `json:"status"`
 	Title      string   `json:"title"`
 	Question   string   `json:"question"`
-}
-
-// FileCaptureResult is file_capture's answer to the agent.
-type FileCaptureResult struct {
-	Bucket     string  `json:"bucket"`
-	Confidence float64 `json:"confidence"`
-	ItemID     string  `json:"item_id"`
-	Status     string  `json:"status"`
 }
 
 func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, error) {
@@ -167,7 +149,7 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	if s.filedID != "" {
 		return nil, &toolError{Code: "already_filed", Message: "this capture was already filed as item " + s.filedID}
 	}
-	raw := s.capture.RawText
+	raw := s.capture.RawText()
 	if raw == "" {
 		raw = s.transcript
 	}
@@ -175,14 +157,19 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 		raw = a.Text
 	}
 	now := s.deps.Now().UTC()
+	var refile string
+	var round int
+	if fu := s.capture.FollowUp; fu != nil {
+		refile, round = fu.Item.ID, fu.Round
+	}
 	item, err := s.deps.Store.File(ctx, brainwire.Filing{
 		UserID:      s.capture.UserID,
-		InboxItemID: s.capture.InboxItemID,
+		InboxItemID: refile,
 		NewInboxID:  s.deps.NewID(),
 		NewRecordID: s.deps.NewID(),
 		RawText:     raw,
 		Title:       titleFor(a.Title, raw),
-		Source:      s.capture.Source,
+		Source:      s.capture.Source(),
 		Status:      status,
 		Classification: brainwire.Classification{
 			Bucket:       a.Bucket,
@@ -192,37 +179,26 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 			ClassifiedAt: now,
 		},
 		FoundryThreadID: call.ThreadID,
-		FollowUpRound:   s.capture.FollowUpRound,
+		FollowUpRound:   round,
 		Now:             now,
 	})
 	if err != nil {
 		return nil, &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
 	}
 	s.filedID = item.ID
-	return FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status}, nil
+	return &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status, Question: a.Question}, nil
 }
 
 // titleFor keeps the agent's title, or makes one from the text's first words.
 func titleFor(title, text string) string {
 	if t := strings.TrimSpace(title); t != "" {
-		return truncate(t, 120)
+		return textcut.Runes(t, 120)
 	}
 	words := strings.Fields(text)
 	if len(words) > 8 {
 		words = words[:8]
 	}
-	return truncate(strings.Join(words, " "), 80)
-}
-
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return textcut.Runes(strings.Join(words, " "), 80)
 }
 
 type transcribeArgs struct {

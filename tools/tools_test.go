@@ -48,13 +48,13 @@ func decode[T any](t *testing.T, res brainwire.ToolResult) T {
 
 func TestFileCaptureClassifiedWritesLinkedDocuments(t *testing.T) {
 	deps := newDeps(t)
-	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "Call mom about her birthday"})
+	set := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "Call mom about her birthday"})
 	res := set.Call(context.Background(), call(brainwire.ToolFileCapture,
 		`{"text":"call mom","bucket":"People","confidence":0.92,"status":"classified","title":"Mom"}`))
 	if res.IsError {
 		t.Fatalf("error result: %s", res.Output)
 	}
-	got := decode[FileCaptureResult](t, res)
+	got := decode[brainwire.FileCaptureResult](t, res)
 	if got.Bucket != "People" || got.Confidence != 0.92 || got.Status != "classified" || got.ItemID == "" {
 		t.Fatalf("result %+v", got)
 	}
@@ -83,9 +83,9 @@ func TestFileCaptureStatusFollowsTheThreshold(t *testing.T) {
 		{`{"bucket":"Ideas","confidence":0.6,"status":"pending"}`, "classified"},
 		{`{"bucket":"","confidence":0.1,"status":"misunderstood","question":"?"}`, "misunderstood"},
 	} {
-		set := New(newDeps(t), Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+		set := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"})
 		res := set.Call(context.Background(), call(brainwire.ToolFileCapture, c.args))
-		if got := decode[FileCaptureResult](t, res); res.IsError || got.Status != c.want {
+		if got := decode[brainwire.FileCaptureResult](t, res); res.IsError || got.Status != c.want {
 			t.Errorf("%s: got %s, want status %s", c.args, res.Output, c.want)
 		}
 	}
@@ -100,7 +100,7 @@ func TestFileCaptureRejectsBadArgumentsAndStoresNothing(t *testing.T) {
 	}
 	for args, code := range cases {
 		deps := newDeps(t)
-		set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+		set := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"})
 		res := set.Call(context.Background(), call(brainwire.ToolFileCapture, args))
 		e := decode[toolError](t, res)
 		if !res.IsError || e.Code != code {
@@ -111,7 +111,7 @@ func TestFileCaptureRejectsBadArgumentsAndStoresNothing(t *testing.T) {
 			t.Errorf("%s: stored %d items (%v)", args, len(page.Items), err)
 		}
 	}
-	res := New(newDeps(t), Capture{UserID: "u1"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Misc","confidence":0.8,"status":"classified"}`))
+	res := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindText, UserID: "u1"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Misc","confidence":0.8,"status":"classified"}`))
 	if e := decode[toolError](t, res); len(e.Valid) != 4 {
 		t.Errorf("invalid_bucket does not list the valid buckets: %s", res.Output)
 	}
@@ -119,7 +119,7 @@ func TestFileCaptureRejectsBadArgumentsAndStoresNothing(t *testing.T) {
 
 func TestConcurrentFilingsFileOnce(t *testing.T) {
 	deps := newDeps(t)
-	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "x"})
+	set := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"})
 	var wg sync.WaitGroup
 	results := make([]brainwire.ToolResult, 8)
 	for i := range results {
@@ -146,39 +146,55 @@ func TestConcurrentFilingsFileOnce(t *testing.T) {
 
 func TestFollowUpFilesOntoTheExistingItem(t *testing.T) {
 	deps := newDeps(t)
-	first := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "asdf"})
-	res := first.Call(context.Background(), call(brainwire.ToolFileCapture, `{"confidence":0.1,"status":"misunderstood","question":"What?"}`))
-	id := decode[FileCaptureResult](t, res).ItemID
-	follow := New(deps, Capture{UserID: "u1", Source: brainwire.KindText, RawText: "asdf", InboxItemID: id})
-	res = follow.Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Projects","confidence":0.8,"status":"classified"}`))
-	if got := decode[FileCaptureResult](t, res); res.IsError || got.ItemID != id {
-		t.Fatalf("follow-up result %s, want item %s", res.Output, id)
+	ctx := context.Background()
+	first := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: "file:///a.wav"})
+	res := first.Call(ctx, call(brainwire.ToolFileCapture, `{"text":"asdf","confidence":0.1,"status":"misunderstood","question":"What?"}`))
+	if res.IsError || res.Filed == nil || res.Filed.Question != "What?" || res.Filed.Status != brainwire.StatusMisunderstood {
+		t.Fatalf("misunderstood filing: %s %+v", res.Output, res.Filed)
 	}
-	page, _ := deps.Store.ListInbox(context.Background(), "u1", brainwire.ListOptions{})
-	if len(page.Items) != 1 || page.Items[0].Status != "classified" || page.Items[0].FiledRecordID == "" {
+	if strings.Contains(res.Output, "What?") {
+		t.Fatalf("the agent is sent its own question back: %s", res.Output)
+	}
+	item, err := deps.Store.GetInboxItem(ctx, "u1", res.Filed.ItemID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow := New(deps, brainwire.Capture{Kind: brainwire.KindFollowUp, UserID: "u1", Text: "the project",
+		FollowUp: &brainwire.FollowUp{Item: item, Round: 1}})
+	res = follow.Call(ctx, call(brainwire.ToolFileCapture, `{"bucket":"Projects","confidence":0.8,"status":"classified"}`))
+	if got := decode[brainwire.FileCaptureResult](t, res); res.IsError || got.ItemID != item.ID || *res.Filed != got {
+		t.Fatalf("follow-up result %s (%+v), want item %s", res.Output, res.Filed, item.ID)
+	}
+	page, _ := deps.Store.ListInbox(ctx, "u1", brainwire.ListOptions{})
+	if len(page.Items) != 1 {
 		t.Fatalf("inbox after follow-up: %+v", page.Items)
+	}
+	got := page.Items[0]
+	if got.Status != "classified" || got.FiledRecordID == "" || got.RawText != "asdf\nthe project" ||
+		got.Source != brainwire.KindVoice || got.FollowUpRounds != 1 {
+		t.Fatalf("refiled item: %+v", got)
 	}
 }
 
 func TestStoreFailureIsAToolError(t *testing.T) {
 	deps := newDeps(t)
 	deps.Store.Close()
-	res := New(deps, Capture{UserID: "u1", RawText: "x"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Admin","confidence":0.9,"status":"classified"}`))
-	if e := decode[toolError](t, res); !res.IsError || e.Code != "store_failed" {
+	res := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"}).Call(context.Background(), call(brainwire.ToolFileCapture, `{"bucket":"Admin","confidence":0.9,"status":"classified"}`))
+	if e := decode[toolError](t, res); !res.IsError || e.Code != "store_failed" || res.ErrorCode != e.Code || res.Filed != nil {
 		t.Fatalf("got %s", res.Output)
 	}
 }
 
 func TestUnknownTool(t *testing.T) {
-	res := New(newDeps(t), Capture{UserID: "u1"}).Call(context.Background(), call("rm_rf", `{}`))
+	res := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindText, UserID: "u1"}).Call(context.Background(), call("rm_rf", `{}`))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "unknown_tool" {
 		t.Fatalf("got %s", res.Output)
 	}
 }
 
 func TestDefinitions(t *testing.T) {
-	text := New(newDeps(t), Capture{UserID: "u1"}).Definitions()
-	voice := New(newDeps(t), Capture{UserID: "u1", AudioURL: "file:///a.wav"}).Definitions()
+	text := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindText, UserID: "u1"}).Definitions()
+	voice := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: "file:///a.wav"}).Definitions()
 	if len(text) != 1 || text[0].Name != brainwire.ToolFileCapture || len(voice) != 2 || voice[1].Name != brainwire.ToolTranscribeAudio {
 		t.Fatalf("text %v, voice %v", text, voice)
 	}
@@ -221,7 +237,7 @@ func TestTranscribeAudio(t *testing.T) {
 	}
 	deps.Blobs = blobs
 	deps.Transcriber = transcriptionServer(t, 200, `{"text":"Call the dentist on Monday"}`)
-	set := New(deps, Capture{UserID: "u1", Source: brainwire.KindVoice, AudioURL: url})
+	set := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
 
 	res := set.Call(context.Background(), call(brainwire.ToolTranscribeAudio, `{"blob_url":"file:///etc/passwd"}`))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "unknown_blob" {
@@ -233,7 +249,7 @@ func TestTranscribeAudio(t *testing.T) {
 	}
 	// The transcript, not the agent's paraphrase, is what gets filed.
 	res = set.Call(context.Background(), call(brainwire.ToolFileCapture, `{"text":"dentist","bucket":"Admin","confidence":0.9,"status":"classified"}`))
-	item, err := deps.Store.GetInboxItem(context.Background(), "u1", decode[FileCaptureResult](t, res).ItemID)
+	item, err := deps.Store.GetInboxItem(context.Background(), "u1", decode[brainwire.FileCaptureResult](t, res).ItemID)
 	if err != nil || item.RawText != "Call the dentist on Monday" || item.Source != brainwire.KindVoice {
 		t.Fatalf("item %+v, %v", item, err)
 	}
@@ -245,17 +261,17 @@ func TestTranscribeAudioErrorsAreToolErrors(t *testing.T) {
 	url, _ := blobs.Put(context.Background(), "a.wav", "audio/wav", strings.NewReader("not audio"))
 	deps.Blobs = blobs
 
-	res := New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	res := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "transcription_unavailable" {
 		t.Fatalf("unconfigured: %s", res.Output)
 	}
 	deps.Transcriber = transcriptionServer(t, 400, `{"error":{"code":"invalid_value","message":"Invalid file format."}}`)
-	res = New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	res = New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "invalid_audio" {
 		t.Fatalf("undecodable audio: %s", res.Output)
 	}
 	_ = blobs.Delete(context.Background(), url)
-	res = New(deps, Capture{UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	res = New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url}).Call(context.Background(), call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "audio_unavailable" {
 		t.Fatalf("missing audio: %s", res.Output)
 	}

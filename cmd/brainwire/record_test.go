@@ -22,6 +22,7 @@ import (
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/telemetry"
 )
 
 const recordToken = "tok-9b1e5c0a7d2f4e8b8c3a6f1e0d9c2b7a"
@@ -146,7 +147,7 @@ func TestLiveRecording(t *testing.T) {
 		Keys:     server.Keys{"live-recording-key-0123": "me"},
 		Provider: foundry.NewProvider(client, simulator.DefaultAgentID),
 		Store:    store,
-		Observer: brainwire.Observers{server.LogObserver{Logger: log}, rec.observer},
+		Observer: brainwire.Observers{telemetry.LogObserver{Logger: log}, rec.observer},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	}
 	var observers brainwire.Observers
 	if settings.CaptureContent {
-		observers = append(observers, server.LogObserver{Logger: log})
+		observers = append(observers, telemetry.LogObserver{Logger: log})
 	}
 	if tel.Enabled() {
 		// The SDK reports failed exports through its global handler: to

@@ -13,50 +13,84 @@ import (
 // Encoder encodes capture-v2 frames. The zero value is ready to use.
 type Encoder struct{}
 
+// Event types of capture-v2, as the phone parses them.
+const (
+	typeStepStart     = "STEP_START"
+	typeStepEnd       = "STEP_END"
+	typeClassified    = "CLASSIFIED"
+	typeLowConfidence = "LOW_CONFIDENCE"
+	typeMisunderstood = "MISUNDERSTOOD"
+	typeUnresolved    = "UNRESOLVED"
+	typeError         = "ERROR"
+	typeComplete      = "COMPLETE"
+)
+
 // Encode appends the frame for ev to dst. Reasoning events are never part
 // of the phone's stream: they append nothing.
 func (Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
-	if ev.Type == brainwire.CaptureReasoning || ev.Type == 0 {
-		return dst
-	}
-	dst = append(dst, "data: "...)
-	dst = append(dst, `{"type":"`...)
-	dst = append(dst, ev.Type.String()...)
-	dst = append(dst, '"')
 	switch ev.Type {
-	case brainwire.CaptureStepStart, brainwire.CaptureStepEnd:
+	case brainwire.CaptureStepStart:
+		dst = open(dst, typeStepStart)
 		dst = jsonw.Field(dst, "stepName", false)
 		dst = jsonw.String(dst, ev.StepName)
-	case brainwire.CaptureClassified, brainwire.CaptureLowConfidence:
-		dst = append(dst, `,"value":{"inboxItemId":`...)
-		dst = jsonw.String(dst, ev.Outcome.InboxItemID)
-		dst = jsonw.Field(dst, "bucket", false)
-		dst = jsonw.String(dst, ev.Outcome.Bucket)
-		dst = jsonw.Field(dst, "confidence", false)
-		dst = jsonw.Float(dst, ev.Outcome.Confidence)
-		dst = append(dst, '}')
-	case brainwire.CaptureMisunderstood:
-		dst = append(dst, `,"value":{"threadId":`...)
-		dst = jsonw.String(dst, ev.Outcome.ThreadID)
-		dst = jsonw.Field(dst, "inboxItemId", false)
-		dst = jsonw.String(dst, ev.Outcome.InboxItemID)
-		dst = jsonw.Field(dst, "questionText", false)
-		dst = jsonw.String(dst, ev.Outcome.QuestionText)
-		dst = jsonw.Field(dst, "foundryConversationId", false)
-		dst = jsonw.String(dst, ev.Outcome.FoundryConversationID)
-		dst = append(dst, '}')
-	case brainwire.CaptureUnresolved:
-		dst = append(dst, `,"value":{"inboxItemId":`...)
-		dst = jsonw.String(dst, ev.Outcome.InboxItemID)
-		dst = append(dst, '}')
+	case brainwire.CaptureStepEnd:
+		dst = open(dst, typeStepEnd)
+		dst = jsonw.Field(dst, "stepName", false)
+		dst = jsonw.String(dst, ev.StepName)
+	case brainwire.CaptureOutcome:
+		dst = outcome(dst, ev)
 	case brainwire.CaptureError:
+		dst = open(dst, typeError)
 		dst = jsonw.Field(dst, "message", false)
 		dst = jsonw.String(dst, ev.Message)
 	case brainwire.CaptureComplete:
+		dst = open(dst, typeComplete)
 		dst = jsonw.Field(dst, "threadId", false)
 		dst = jsonw.String(dst, ev.ThreadID)
 		dst = jsonw.Field(dst, "runId", false)
 		dst = jsonw.String(dst, ev.RunID)
+	default:
+		return dst
 	}
 	return append(dst, "}\n\n"...)
+}
+
+// open starts the frame of an event of type typ.
+func open(dst []byte, typ string) []byte {
+	dst = append(dst, `data: {"type":"`...)
+	dst = append(dst, typ...)
+	return append(dst, '"')
+}
+
+func outcome(dst []byte, ev brainwire.CaptureEvent) []byte {
+	r := ev.Result
+	switch r.Outcome {
+	case brainwire.OutcomeClassified, brainwire.OutcomeLowConfidence:
+		typ := typeClassified
+		if r.Outcome == brainwire.OutcomeLowConfidence {
+			typ = typeLowConfidence
+		}
+		dst = open(dst, typ)
+		dst = append(dst, `,"value":{"inboxItemId":`...)
+		dst = jsonw.String(dst, r.InboxItemID)
+		dst = jsonw.Field(dst, "bucket", false)
+		dst = jsonw.String(dst, r.Bucket)
+		dst = jsonw.Field(dst, "confidence", false)
+		dst = jsonw.Float(dst, r.Confidence)
+	case brainwire.OutcomeMisunderstood:
+		dst = open(dst, typeMisunderstood)
+		dst = append(dst, `,"value":{"threadId":`...)
+		dst = jsonw.String(dst, ev.ThreadID)
+		dst = jsonw.Field(dst, "inboxItemId", false)
+		dst = jsonw.String(dst, r.InboxItemID)
+		dst = jsonw.Field(dst, "questionText", false)
+		dst = jsonw.String(dst, r.Question)
+		dst = jsonw.Field(dst, "foundryConversationId", false)
+		dst = jsonw.String(dst, r.UpstreamThreadID)
+	default:
+		dst = open(dst, typeUnresolved)
+		dst = append(dst, `,"value":{"inboxItemId":`...)
+		dst = jsonw.String(dst, r.InboxItemID)
+	}
+	return append(dst, '}')
 }

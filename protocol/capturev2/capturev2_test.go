@@ -18,13 +18,13 @@ func TestEncodeMatchesContract(t *testing.T) {
 			`{"type":"STEP_START","stepName":"Classifying"}`},
 		{"step end", brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: "Processing"},
 			`{"type":"STEP_END","stepName":"Processing"}`},
-		{"classified", brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{InboxItemID: "i1", Bucket: "People", Confidence: 0.9}},
+		{"classified", brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i1", Bucket: "People", Confidence: 0.9}},
 			`{"type":"CLASSIFIED","value":{"inboxItemId":"i1","bucket":"People","confidence":0.9}}`},
-		{"low confidence", brainwire.CaptureEvent{Type: brainwire.CaptureLowConfidence, Outcome: brainwire.Outcome{InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4}},
+		{"low confidence", brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4}},
 			`{"type":"LOW_CONFIDENCE","value":{"inboxItemId":"i2","bucket":"Ideas","confidence":0.4}}`},
-		{"misunderstood", brainwire.CaptureEvent{Type: brainwire.CaptureMisunderstood, Outcome: brainwire.Outcome{ThreadID: "thread-1", InboxItemID: "i3", QuestionText: "Did you mean \"Bob\"?", FoundryConversationID: "thread_abc"}},
+		{"misunderstood", brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, ThreadID: "thread-1", Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeMisunderstood, InboxItemID: "i3", Question: "Did you mean \"Bob\"?", UpstreamThreadID: "thread_abc"}},
 			`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-1","inboxItemId":"i3","questionText":"Did you mean \"Bob\"?","foundryConversationId":"thread_abc"}}`},
-		{"unresolved", brainwire.CaptureEvent{Type: brainwire.CaptureUnresolved},
+		{"unresolved", brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeUnresolved}},
 			`{"type":"UNRESOLVED","value":{"inboxItemId":""}}`},
 		{"error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "Agent run failed"},
 			`{"type":"ERROR","message":"Agent run failed"}`},
@@ -66,7 +66,7 @@ func TestEncodeIsOneLineAndFramed(t *testing.T) {
 
 func TestEncodeAllocatesNothing(t *testing.T) {
 	buf := make([]byte, 0, 512)
-	ev := brainwire.CaptureEvent{Type: brainwire.CaptureClassified, Outcome: brainwire.Outcome{InboxItemID: "i1", Bucket: "People", Confidence: 0.9}}
+	ev := brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i1", Bucket: "People", Confidence: 0.9}}
 	if n := testing.AllocsPerRun(100, func() { buf = Encoder{}.Encode(buf[:0], ev) }); n != 0 {
 		t.Fatalf("Encode allocates %v times", n)
 	}

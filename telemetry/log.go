@@ -1,4 +1,4 @@
-package server
+package telemetry
 
 import (
 	"context"
@@ -14,8 +14,10 @@ type LogObserver struct {
 	Logger *slog.Logger
 }
 
+var _ brainwire.Observer = LogObserver{}
+
 // StartCapture implements brainwire.Observer.
-func (l LogObserver) StartCapture(ctx context.Context, _ brainwire.CaptureInfo) (context.Context, brainwire.CaptureObserver) {
+func (l LogObserver) StartCapture(ctx context.Context, _ brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	return ctx, logCapture{ctx: ctx, log: l.Logger}
 }
 
@@ -25,7 +27,7 @@ type logCapture struct {
 }
 
 func (logCapture) ProviderEvent(brainwire.Event) {}
-func (logCapture) End(error)                     {}
+func (logCapture) End(brainwire.CaptureResult)   {}
 
 func (l logCapture) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type != brainwire.CaptureReasoning {

@@ -231,7 +231,7 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 	if len(req.Messages) > 0 {
 		body.Thread = &threadOptions{Messages: req.Messages}
 	}
-	s, err := c.stream(ctx, c.url("threads", "runs"), body)
+	s, err := c.stream(op(ctx, OpProcessThreadRun, "", ""), c.url("threads", "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating thread and run: %w", err)
 	}
@@ -248,7 +248,7 @@ func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRe
 		Tools:                  functionTools(req.Tools),
 		Stream:                 true,
 	}
-	s, err := c.stream(ctx, c.url("threads", threadID, "runs"), body)
+	s, err := c.stream(op(ctx, OpProcessThreadRun, threadID, ""), c.url("threads", threadID, "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating run on thread %s: %w", threadID, err)
 	}
@@ -264,7 +264,7 @@ func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, 
 		outputs = []ToolOutput{}
 	}
 	body := submitToolOutputsBody{ToolOutputs: outputs, Stream: true}
-	s, err := c.stream(ctx, c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
+	s, err := c.stream(op(ctx, OpSubmitToolOutputs, threadID, runID), c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("submitting tool outputs for run %s: %w", runID, err)
 	}
@@ -275,7 +275,7 @@ func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, 
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, error) {
 	var th Thread
-	if err := c.do(ctx, http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+	if err := c.do(op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
 		return Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
@@ -284,7 +284,7 @@ func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, 
 // CreateMessage adds a message to a thread (POST /threads/{thread}/messages).
 func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (ThreadMessage, error) {
 	var m ThreadMessage
-	if err := c.do(ctx, http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
+	if err := c.do(op(ctx, OpCreateMessage, threadID, ""), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
 		return ThreadMessage{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
 	}
 	return m, nil
@@ -294,7 +294,7 @@ func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message
 // (POST /threads/{thread}/runs/{run}/cancel).
 func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (Run, error) {
 	var r Run
-	if err := c.do(ctx, http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+	if err := c.do(op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
 		return Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
 	}
 	return r, nil
@@ -303,7 +303,7 @@ func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (Run, er
 // GetRun fetches a run (GET /threads/{thread}/runs/{run}).
 func (c *Client) GetRun(ctx context.Context, threadID, runID string) (Run, error) {
 	var r Run
-	if err := c.do(ctx, http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+	if err := c.do(op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
 		return Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return r, nil
@@ -320,10 +320,28 @@ type Agent struct {
 // assistants.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(ctx, http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, err)
 	}
 	return a, nil
+}
+
+// Operations of the threads/runs API, as the client names them on each
+// request's context (brainwire.Operation), in the style of the Azure AI
+// Agents SDKs' own spans.
+const (
+	OpProcessThreadRun  = "process_thread_run"
+	OpSubmitToolOutputs = "submit_tool_outputs"
+	OpCancelRun         = "cancel_run"
+	OpGetRun            = "get_run"
+	OpCreateThread      = "create_thread"
+	OpCreateMessage     = "create_message"
+	OpGetAgent          = "get_agent"
+)
+
+// op names the call made with ctx.
+func op(ctx context.Context, name, threadID, runID string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
 }
 
 // url joins the operation path to the endpoint; each segment is escaped.

@@ -40,8 +40,9 @@ type Config struct {
 	// WrapTools, if set, wraps each capture's tool set (e.g. to trace
 	// every tool call); it must return a set that calls through.
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	// Middleware, if set, wraps the whole HTTP API (e.g. telemetry's
-	// server span); it is given the router, so it can name routes.
+	// Middleware, if set, wraps the whole HTTP API (e.g. the HTTP server
+	// span). The handler it wraps has a Route method that names the
+	// route template a request matches ("/api/inbox/{id}").
 	Middleware func(http.Handler) http.Handler
 	Logger     *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
@@ -107,9 +108,24 @@ func New(cfg Config) (*Server, error) {
 	s.router = s.routes()
 	s.handler = s.router
 	if cfg.Middleware != nil {
-		s.handler = cfg.Middleware(s.router)
+		s.handler = cfg.Middleware(routed{s.router})
 	}
 	return s, nil
+}
+
+// routed is the router as middleware sees it: a handler that can name the
+// route a request matches.
+type routed struct{ *mux.Router }
+
+// Route returns the template of the route r matches, or "".
+func (rt routed) Route(r *http.Request) string {
+	var m mux.RouteMatch
+	if rt.Match(r, &m) && m.Route != nil && m.MatchErr == nil {
+		if tpl, err := m.Route.GetPathTemplate(); err == nil {
+			return tpl
+		}
+	}
+	return ""
 }
 
 func (s *Server) routes() *mux.Router {

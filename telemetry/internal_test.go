@@ -5,32 +5,6 @@ import (
 	"testing"
 )
 
-func TestUpstreamOperation(t *testing.T) {
-	cases := []struct {
-		method, path, op, thread, run string
-	}{
-		{"POST", "/api/projects/p/threads/runs", OpProcessThreadRun, "", ""},
-		{"POST", "/api/projects/p/threads/thread_1/runs", OpProcessThreadRun, "thread_1", ""},
-		{"POST", "/threads/thread_1/runs/run_2/submit_tool_outputs", OpSubmitToolOutputs, "thread_1", "run_2"},
-		{"POST", "/api/projects/p/threads/thread_1/runs/run_2/cancel", OpCancelRun, "thread_1", "run_2"},
-		{"GET", "/api/projects/p/threads/thread_1/runs/run_2", OpGetRun, "thread_1", "run_2"},
-		{"GET", "/threads/thread_1/runs", OpListRuns, "thread_1", ""},
-		{"POST", "/api/projects/p/threads/thread_1/messages", OpCreateMessage, "thread_1", ""},
-		{"GET", "/threads/thread_1/messages", OpListMessages, "thread_1", ""},
-		{"POST", "/api/projects/p/threads", OpCreateThread, "", ""},
-		{"GET", "/threads/thread_1", OpGetThread, "thread_1", ""},
-		{"GET", "/api/projects/p/assistants/asst_1", OpGetAgent, "", ""},
-		{"DELETE", "/api/projects/p/threads/thread_1", "DELETE", "", ""},
-		{"GET", "/somewhere/else", "GET", "", ""},
-	}
-	for _, c := range cases {
-		op, th, run := upstreamOperation(c.method, c.path)
-		if op != c.op || th != c.thread || run != c.run {
-			t.Errorf("%s %s: %q %q %q, want %q %q %q", c.method, c.path, op, th, run, c.op, c.thread, c.run)
-		}
-	}
-}
-
 func TestRedactURL(t *testing.T) {
 	u, _ := url.Parse("https://user:pw@x.services.ai.azure.com/api/projects/p/threads/runs?api-version=v1&sig=secret&key=k#frag")
 	if got, want := redactURL(u), "https://x.services.ai.azure.com/api/projects/p/threads/runs?api-version=v1"; got != want {

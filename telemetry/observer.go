@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/telemetry/appinsights"
+	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
 // Span event names.
@@ -83,7 +84,7 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 // operation id is the trace id, and items hang under the invoke_agent
 // span. Without tracing, ids are made up so items still group by capture.
 func (t *Telemetry) aiOperation(ctx context.Context, sc, parent trace.SpanContext) (appinsights.Operation, string) {
-	op := appinsights.Operation{Name: routeFrom(ctx)}
+	op := appinsights.Operation{Name: httpspan.Name(ctx)}
 	if op.Name == "" {
 		op.Name = "invoke_agent " + t.agent.Name
 	}

@@ -53,9 +53,11 @@ type Config struct {
 
 // Telemetry records captures as OpenTelemetry spans and metrics and as
 // Application Insights items. It is a brainwire.Observer; WrapTools,
-// WrapTransport, WrapStore and Middleware instrument the rest of a capture.
+// WrapTransport and WrapStore instrument the rest of a capture, and
+// package httpspan the HTTP requests around it.
 // Safe for concurrent use.
 type Telemetry struct {
+	tp      trace.TracerProvider
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	ai      *appinsights.Exporter
@@ -104,7 +106,7 @@ func New(cfg Config) (*Telemetry, error) {
 	}
 	_, isNoop := tp.(tracenoop.TracerProvider)
 	t.tracing = !isNoop
-	t.tracer = tp.Tracer(ScopeName)
+	t.tp, t.tracer = tp, tp.Tracer(ScopeName)
 	mp := cfg.MeterProvider
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
@@ -118,6 +120,13 @@ func New(cfg Config) (*Telemetry, error) {
 	t.inst = inst
 	return t, nil
 }
+
+// TracerProvider is the provider spans are made with, for the other
+// stages of the pipeline (httpspan).
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
+// Propagator reads and writes trace context on HTTP headers.
+func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
 
 // Enabled reports whether anything is recorded at all; when false the
 // wrappers may be left out.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,27 +18,16 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// Names of the upstream operations (span names and gen_ai.operation.name),
-// in the style of the Azure AI Agents SDKs' own spans.
-const (
-	OpProcessThreadRun  = "process_thread_run"
-	OpSubmitToolOutputs = "submit_tool_outputs"
-	OpCancelRun         = "cancel_run"
-	OpGetRun            = "get_run"
-	OpListRuns          = "list_runs"
-	OpCreateMessage     = "create_message"
-	OpListMessages      = "list_messages"
-	OpCreateThread      = "create_thread"
-	OpGetThread         = "get_thread"
-	OpGetAgent          = "get_agent"
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
 // WrapTransport returns a RoundTripper that gives every call to the agent
-// service a client span (named after the operation: process_thread_run,
-// submit_tool_outputs, ...) under the span in the request's context, and
-// sends the trace context upstream. A streamed answer's span ends when
+// service a client span under the span in the request's context, and sends
+// the trace context upstream. The span is named after the operation the
+// provider put on the request's context (brainwire.Operation:
+// process_thread_run, submit_tool_outputs, ...), or the HTTP method. A streamed answer's span ends when
 // its body reaches its end or is closed; the body is passed through as it
 // is read, never buffered. next nil means http.DefaultTransport.
 func (t *Telemetry) WrapTransport(next http.RoundTripper) http.RoundTripper {
@@ -56,14 +44,23 @@ type transport struct {
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := tr.t
-	op, threadID, runID := upstreamOperation(req.Method, req.URL.Path)
+	op, named := brainwire.OperationFrom(req.Context())
+	if !named {
+		op.Name = httpspan.Method(req.Method).Value.AsString()
+		if op.Name == "_OTHER" {
+			op.Name = "HTTP"
+		}
+	}
+	threadID, runID := op.ThreadID, op.RunID
 	var attrs []attribute.KeyValue
 	if t.tracing {
 		attrs = make([]attribute.KeyValue, 0, 12)
+		if named {
+			attrs = append(attrs, semconv.GenAIOperationNameKey.String(op.Name))
+		}
 		attrs = append(attrs,
-			semconv.GenAIOperationNameKey.String(op),
 			semconv.GenAIProviderNameKey.String(t.agent.Provider),
-			httpMethod(req.Method),
+			httpspan.Method(req.Method),
 			semconv.URLFull(redactURL(req.URL)),
 		)
 		if host, port := hostPort(req.URL); host != "" {
@@ -79,8 +76,8 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			attrs = append(attrs, AttrFoundryRunID.String(runID))
 		}
 	}
-	ctx, span := t.tracer.Start(req.Context(), op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op, start: t.now(), capture: captureFrom(req.Context())}
+	ctx, span := t.tracer.Start(req.Context(), op.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: t.now(), capture: captureFrom(req.Context())}
 
 	out := req.Clone(ctx)
 	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
@@ -192,52 +189,6 @@ func (b *spanBody) Close() error {
 	return err
 }
 
-// upstreamOperation names a threads/runs API call by its method and path
-// (after any /api/projects/<name> prefix) and returns the thread and run
-// ids the path carries.
-func upstreamOperation(method, path string) (op, threadID, runID string) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	i := len(segs)
-	for j, s := range segs {
-		if s == "threads" || s == "assistants" {
-			i = j
-			break
-		}
-	}
-	segs = segs[i:]
-	get, post := method == http.MethodGet, method == http.MethodPost
-	n := len(segs)
-	switch {
-	case n == 2 && segs[0] == "assistants" && get:
-		return OpGetAgent, "", ""
-	case n == 0 || segs[0] != "threads":
-	case n == 1 && post:
-		return OpCreateThread, "", ""
-	case n == 2 && segs[1] == "runs" && post:
-		return OpProcessThreadRun, "", ""
-	case n == 2 && get:
-		return OpGetThread, segs[1], ""
-	case n == 3 && segs[2] == "runs" && post:
-		return OpProcessThreadRun, segs[1], ""
-	case n == 3 && segs[2] == "runs" && get:
-		return OpListRuns, segs[1], ""
-	case n == 3 && segs[2] == "messages" && post:
-		return OpCreateMessage, segs[1], ""
-	case n == 3 && segs[2] == "messages" && get:
-		return OpListMessages, segs[1], ""
-	case n == 4 && segs[2] == "runs" && get:
-		return OpGetRun, segs[1], segs[3]
-	case n == 5 && segs[2] == "runs" && segs[4] == "submit_tool_outputs" && post:
-		return OpSubmitToolOutputs, segs[1], segs[3]
-	case n == 5 && segs[2] == "runs" && segs[4] == "cancel" && post:
-		return OpCancelRun, segs[1], segs[3]
-	}
-	if method == "" {
-		return "HTTP", "", ""
-	}
-	return method, "", ""
-}
-
 func isEventStream(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == "text/event-stream"
@@ -253,24 +204,6 @@ func transportErrorType(ctx context.Context, err error) string {
 		return "timeout"
 	}
 	return "connection"
-}
-
-var knownMethods = map[string]attribute.KeyValue{
-	http.MethodGet:     semconv.HTTPRequestMethodGet,
-	http.MethodPost:    semconv.HTTPRequestMethodPost,
-	http.MethodPut:     semconv.HTTPRequestMethodPut,
-	http.MethodPatch:   semconv.HTTPRequestMethodPatch,
-	http.MethodDelete:  semconv.HTTPRequestMethodDelete,
-	http.MethodHead:    semconv.HTTPRequestMethodHead,
-	http.MethodOptions: semconv.HTTPRequestMethodOptions,
-}
-
-// httpMethod keeps the method attribute to the known set.
-func httpMethod(m string) attribute.KeyValue {
-	if kv, ok := knownMethods[m]; ok {
-		return kv
-	}
-	return semconv.HTTPRequestMethodOther
 }
 
 // redactURL drops credentials and every query parameter but api-version

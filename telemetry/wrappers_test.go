@@ -14,7 +14,6 @@ import (
 
 	"github.com/brainwire/brainwire/internal/syncbuf"
 
-	"github.com/gorilla/mux"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -48,44 +47,38 @@ func spanAttr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
-func TestMiddlewareNamesSpansByRoute(t *testing.T) {
-	tel, rec := recorded(t, true)
-	r := mux.NewRouter()
-	r.HandleFunc("/api/inbox/{id}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		if err := http.NewResponseController(w).Flush(); err != nil {
-			t.Errorf("flush through the middleware: %v", err)
+// TestTransportNamesSpansByOperation: the provider names its calls on
+// the request context; a call without a name is a plain HTTP client span.
+func TestTransportNamesSpansByOperation(t *testing.T) {
+	tel, rec := recorded(t, false)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("traceparent") == "" {
+			t.Error("no traceparent upstream")
 		}
-		if _, ok := w.(http.Flusher); !ok {
-			t.Error("the middleware hides http.Flusher")
-		}
-	}).Methods(http.MethodGet)
-	sm := http.NewServeMux()
-	sm.HandleFunc("POST /api/capture/{kind}", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
-
+	}))
+	defer up.Close()
+	rt := tel.WrapTransport(up.Client().Transport)
 	for _, c := range []struct {
-		h            http.Handler
-		method, path string
-		name         string
-		code         int
+		ctx           context.Context
+		name, op, run string
 	}{
-		{tel.Middleware(r), "GET", "/api/inbox/abc", "GET /api/inbox/{id}", 200},
-		{tel.Middleware(r), "GET", "/nowhere", "GET", 404},
-		{tel.Middleware(r), "DELETE", "/api/inbox/abc", "DELETE", 405},
-		{tel.Middleware(sm), "POST", "/api/capture/voice", "POST /api/capture/{kind}", 500},
-		{tel.Middleware(http.NotFoundHandler()), "BREW", "/pot", "HTTP", 404},
+		{brainwire.WithOperation(context.Background(), brainwire.Operation{Name: "submit_tool_outputs", ThreadID: "thread_1", RunID: "run_2"}),
+			"submit_tool_outputs", "submit_tool_outputs", "run_2"},
+		{context.Background(), "POST", "", ""},
 	} {
-		w := httptest.NewRecorder()
-		c.h.ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil))
+		req, _ := http.NewRequestWithContext(c.ctx, http.MethodPost, up.URL+"/threads/thread_1/runs/run_2/submit_tool_outputs?api-version=v1&sig=x", nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 		spans := rec.Ended()
 		s := spans[len(spans)-1]
-		code, _ := spanAttr(s, "http.response.status_code")
-		if s.Name() != c.name || code.AsInt64() != int64(c.code) {
-			t.Errorf("%s %s: span %q, status %d; want %q, %d", c.method, c.path, s.Name(), code.AsInt64(), c.name, c.code)
-		}
-		if (c.code >= 500) != (s.Status().Code == codes.Error) {
-			t.Errorf("%s %s: span status %v", c.method, c.path, s.Status())
+		op, _ := spanAttr(s, "gen_ai.operation.name")
+		run, _ := spanAttr(s, "foundry.run_id")
+		u, _ := spanAttr(s, "url.full")
+		if s.Name() != c.name || op.AsString() != c.op || run.AsString() != c.run || strings.Contains(u.AsString(), "sig=") {
+			t.Errorf("span %q op %q run %q url %s; want %q %q %q", s.Name(), op.AsString(), run.AsString(), u.AsString(), c.name, c.op, c.run)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/sqlite"
@@ -38,34 +38,33 @@ func Clock() time.Time { return time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC) }
 // makes in production, so outputs have the same shape.
 func ID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
-// EnvConfig configures an Env. Dir, Endpoint and HTTPClient are required.
+// EnvConfig configures an Env. Dir and Agent are required.
 type EnvConfig struct {
 	// Dir holds the Env's SQLite store.
 	Dir string
-	// Endpoint is the agent service's project endpoint; HTTPClient reaches it.
-	Endpoint   string
-	HTTPClient *http.Client
-	AgentID    string
-	APIVersion string
+	// Agent opens the provider (app.Config.Agent), over Transport.
+	Agent     func(http.RoundTripper) (brainwire.Provider, error)
+	Transport http.RoundTripper
 	// Observer also watches every capture.
 	Observer brainwire.Observer
-	// WrapTools wraps each capture's tools (server.Config.WrapTools).
+	// WrapTools wraps each capture's tools (app.Config.WrapTools).
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	// Blobs keeps voice uploads; an in-memory store when nil.
 	Blobs       brainwire.BlobStore
 	Transcriber brainwire.Transcriber
-	// Telemetry, when set, instruments the Env as serve does: the HTTP
-	// server span, the capture observer, upstream calls, tools and store.
+	// Telemetry and Recorder, when set, instrument and record the Env as
+	// they do serve.
 	Telemetry  *telemetry.Telemetry
+	Recorder   *recorder.Recorder
 	Logger     *slog.Logger
 	RunTimeout time.Duration
 }
 
-// Env is the capture server as the golden suite runs it: the real server
-// (server.New) behind a loopback HTTP listener, with deterministic ids and
-// a fixed clock, its own SQLite store, and the Foundry provider talking to
-// the given endpoint. Keep-alive comments are off, so the bytes of a
-// capture depend only on what the upstream answered.
+// Env is the capture server as the golden suite runs it: wired by
+// app.New as serve is, behind a loopback HTTP listener, with deterministic
+// ids and a fixed clock and its own SQLite store. Keep-alive comments are
+// off, so the bytes of a capture depend only on what the upstream
+// answered.
 type Env struct {
 	store     *sqlite.Store
 	ids       *idSource
@@ -76,8 +75,8 @@ type Env struct {
 
 // NewEnv starts an Env; Close it when done.
 func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
-	if cfg.Dir == "" || cfg.Endpoint == "" || cfg.HTTPClient == nil {
-		return nil, errors.New("replay: EnvConfig needs Dir, Endpoint and HTTPClient")
+	if cfg.Dir == "" || cfg.Agent == nil {
+		return nil, errors.New("replay: EnvConfig needs Dir and Agent")
 	}
 	if cfg.Blobs == nil {
 		cfg.Blobs = newMemoryBlobStore(nil)
@@ -86,45 +85,20 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the replay store: %w", err)
 	}
-	hc, st, obs, wrap := cfg.HTTPClient, brainwire.Store(store), cfg.Observer, cfg.WrapTools
-	if tel := cfg.Telemetry; tel != nil {
-		next := hc.Transport
-		if next == nil {
-			next = http.DefaultTransport
-		}
-		hc = &http.Client{Transport: tel.WrapTransport(next)}
-		st = tel.WrapStore(st)
-		if obs == nil {
-			obs = tel
-		} else {
-			obs = brainwire.Observers{tel, obs}
-		}
-		// The ordering of tool calls waits outside their spans.
-		inner := wrap
-		wrap = func(set brainwire.ToolSet) brainwire.ToolSet {
-			set = tel.WrapTools(set)
-			if inner != nil {
-				set = inner(set)
-			}
-			return set
-		}
-	}
-	client, err := foundry.NewClient(cfg.Endpoint, hc, foundry.WithAPIVersion(cfg.APIVersion))
-	if err != nil {
-		store.Close()
-		return nil, fmt.Errorf("agent service client: %w", err)
-	}
 	ids := &idSource{}
-	srv, err := server.New(server.Config{
+	srv, err := app.New(app.Config{
 		Keys:        server.Keys{APIKey: UserID},
-		Provider:    foundry.NewProvider(client, cfg.AgentID),
-		Store:       st,
+		Agent:       cfg.Agent,
+		Transport:   cfg.Transport,
+		Store:       store,
 		Blobs:       cfg.Blobs,
 		Transcriber: cfg.Transcriber,
-		Observer:    obs,
-		WrapTools:   wrap,
-		AgentName:   AgentName,
+		Telemetry:   cfg.Telemetry,
+		Recorder:    cfg.Recorder,
+		Observer:    cfg.Observer,
+		WrapTools:   cfg.WrapTools,
 		Logger:      cfg.Logger,
+		AgentName:   AgentName,
 		RunTimeout:  cfg.RunTimeout,
 		KeepAlive:   -1,
 		NewID:       ids.next,
@@ -134,11 +108,7 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 		store.Close()
 		return nil, fmt.Errorf("capture server: %w", err)
 	}
-	h := srv.Handler()
-	if cfg.Telemetry != nil {
-		h = cfg.Telemetry.Middleware(h)
-	}
-	return &Env{store: store, ids: ids, http: httptest.NewServer(h)}, nil
+	return &Env{store: store, ids: ids, http: httptest.NewServer(srv.Handler())}, nil
 }
 
 // Close stops the server, once every request it is serving has ended, and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 )
 
@@ -27,9 +28,11 @@ type RecordConfig struct {
 	// Auth adds credentials to requests; it sits above the recorder, so
 	// the Authorization header is recorded (redacted) as sent.
 	Auth func(http.RoundTripper) http.RoundTripper
-	// Transport carries the requests under the recorder; a clone of
-	// http.DefaultTransport when nil.
+	// Transport carries the requests under the recorder; app.NewTransport
+	// when nil.
 	Transport http.RoundTripper
+	// Faults are injected into the service's answers, under the recorder.
+	Faults Faults
 	// Secrets are redacted wherever they appear in the fixture.
 	Secrets []string
 	// Upstream labels the fixture ("simulator", "foundry").
@@ -51,9 +54,10 @@ type Recording struct {
 }
 
 // Record runs one capture through the real capture path (an Env with the
-// same deterministic ids and clock as replay) against a live agent service,
-// and records it. With setup, that capture runs first, unrecorded; a
-// follow-up without an InboxItemID then answers the item setup filed.
+// same wiring, deterministic ids and clock as replay) against a live agent
+// service, and records it. With setup, that capture runs first,
+// unrecorded; a follow-up without an InboxItemID then answers the item
+// setup filed.
 func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) (*Recording, error) {
 	dir := cfg.Dir
 	if dir == "" {
@@ -64,118 +68,121 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	var mu sync.Mutex
-	var fixtures []*recorder.Fixture
-	rec, err := recorder.New(recorder.Config{
-		Sink: recorder.SinkFunc(func(_ context.Context, fx *recorder.Fixture) error {
-			mu.Lock()
-			defer mu.Unlock()
-			fixtures = append(fixtures, fx)
-			return nil
-		}),
-		Sample:   1,
-		Secrets:  cfg.Secrets,
-		Upstream: cfg.Upstream,
-		Logger:   cfg.Logger,
-	})
+	rec, fixtures, err := collectingRecorder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	next := cfg.Transport
-	if next == nil {
-		next = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	rt := rec.Transport(next)
-	if cfg.Auth != nil {
-		rt = cfg.Auth(rt)
-	}
-	env, err := NewEnv(ctx, EnvConfig{
-		Dir:         dir,
-		Endpoint:    cfg.Endpoint,
-		HTTPClient:  &http.Client{Transport: rt},
-		AgentID:     cfg.AgentID,
-		APIVersion:  cfg.APIVersion,
-		Observer:    rec,
-		Transcriber: cfg.Transcriber,
-		RunTimeout:  cfg.RunTimeout,
-	})
-	if err != nil {
-		rec.Close(ctx)
-		return nil, err
-	}
-	defer env.Close()
-
-	var seed *recorder.InboxSeed
-	if setup != nil {
-		s := *setup
-		s.IDBase = SetupIDBase
-		resp, err := env.Send(ctx, s, nil)
-		if err != nil {
-			rec.Close(ctx)
-			return nil, fmt.Errorf("setup capture: %w", err)
-		}
-		if resp.Status != http.StatusOK {
-			rec.Close(ctx)
-			return nil, fmt.Errorf("setup capture: the server answered %d: %s", resp.Status, resp.Body)
-		}
-		if req.Kind == brainwire.KindFollowUp && req.InboxItemID == "" {
-			if seed, err = newestItem(ctx, env.Store()); err != nil {
-				rec.Close(ctx)
-				return nil, err
-			}
-			req.InboxItemID = seed.ID
-		}
-	}
-	resp, err := env.Send(ctx, req, nil)
+	resp, err := recordCapture(ctx, cfg, dir, rec, setup, req)
 	if cerr := rec.Close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(fixtures) == 0 {
+	fx := fixtures.last()
+	if fx == nil {
 		return nil, errors.New("record: the capture was not recorded (see the log)")
 	}
-	fx := fixtures[len(fixtures)-1]
-	switch req.Kind {
-	case brainwire.KindVoice:
+	if req.Kind == brainwire.KindVoice {
+		// The upload as the phone made it; the recorder only saw its URL.
 		name, typ := req.AudioName, req.AudioType
 		if name == "" {
 			name, typ = "capture.wav", "audio/wav"
 		}
 		fx.Capture.Audio = &recorder.Audio{Filename: name, ContentType: typ, Size: int64(len(req.Audio))}
-	case brainwire.KindFollowUp:
-		fu := &recorder.FollowUp{Round: max(req.FollowUpRound, 1)}
-		if seed != nil {
-			fu.Item = *seed
-		} else if fx.Capture.FollowUp != nil {
-			fu.Item = fx.Capture.FollowUp.Item
-		}
-		fu.Item.ID = req.InboxItemID
-		fx.Capture.FollowUp = fu
-		recorder.NewRedactor(cfg.Secrets...).Fixture(fx)
+	}
+	if err := cfg.Faults.apply(fx); err != nil {
+		return nil, err
 	}
 	return &Recording{Fixture: fx, Response: resp}, nil
 }
 
-// newestItem returns the most recent inbox item as a seed.
-func newestItem(ctx context.Context, st brainwire.Store) (*recorder.InboxSeed, error) {
+// fixtureList keeps what a recorder saves.
+type fixtureList struct {
+	mu  sync.Mutex
+	fxs []*recorder.Fixture
+}
+
+func (l *fixtureList) Save(_ context.Context, fx *recorder.Fixture) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fxs = append(l.fxs, fx)
+	return nil
+}
+
+func (l *fixtureList) last() *recorder.Fixture {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.fxs) == 0 {
+		return nil
+	}
+	return l.fxs[len(l.fxs)-1]
+}
+
+// collectingRecorder records every capture into a list.
+func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *fixtureList, error) {
+	list := &fixtureList{}
+	rec, err := recorder.New(recorder.Config{
+		Sink:     list,
+		Sample:   1,
+		Secrets:  cfg.Secrets,
+		Upstream: cfg.Upstream,
+		Logger:   cfg.Logger,
+	})
+	return rec, list, err
+}
+
+// recordCapture runs setup (if any) and req through an Env that rec
+// records, and returns what the phone got for req.
+func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
+	base := cfg.Transport
+	if base == nil {
+		base = app.NewTransport()
+	}
+	env, err := NewEnv(ctx, EnvConfig{
+		Dir:         dir,
+		Agent:       app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth),
+		Transport:   cfg.Faults.transport(base),
+		Recorder:    rec,
+		Transcriber: cfg.Transcriber,
+		RunTimeout:  cfg.RunTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	if setup != nil {
+		s := *setup
+		s.IDBase = SetupIDBase
+		resp, err := env.Send(ctx, s, nil)
+		if err != nil {
+			return nil, fmt.Errorf("setup capture: %w", err)
+		}
+		if resp.Status != http.StatusOK {
+			return nil, fmt.Errorf("setup capture: the server answered %d: %s", resp.Status, resp.Body)
+		}
+		if req.Kind == brainwire.KindFollowUp && req.InboxItemID == "" {
+			if req.InboxItemID, err = misunderstoodItem(ctx, env.Store()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return env.Send(ctx, req, nil)
+}
+
+// misunderstoodItem returns the id of the most recent inbox item, which
+// must be misunderstood: the one a follow-up answers.
+func misunderstoodItem(ctx context.Context, st brainwire.Store) (string, error) {
 	page, err := st.ListInbox(ctx, UserID, brainwire.ListOptions{Limit: 1})
 	if err != nil {
-		return nil, fmt.Errorf("reading the setup capture's inbox item: %w", err)
+		return "", fmt.Errorf("reading the setup capture's inbox item: %w", err)
 	}
 	if len(page.Items) == 0 {
-		return nil, errors.New("the setup capture filed no inbox item to follow up on")
+		return "", errors.New("the setup capture filed no inbox item to follow up on")
 	}
 	it := page.Items[0]
 	if it.Status != brainwire.StatusMisunderstood {
-		return nil, fmt.Errorf("the setup capture was filed as %s, not misunderstood: there is nothing to follow up", it.Status)
+		return "", fmt.Errorf("the setup capture was filed as %s, not misunderstood: there is nothing to follow up", it.Status)
 	}
-	s := &recorder.InboxSeed{ID: it.ID, RawText: it.RawText, Title: it.Title, Source: it.Source, FoundryThreadID: it.FoundryThreadID}
-	if m := it.ClassificationMeta; m != nil {
-		s.Bucket, s.Confidence = m.Bucket, m.Confidence
-	}
-	return s, nil
+	return it.ID, nil
 }

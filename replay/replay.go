@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 )
 
@@ -85,10 +86,8 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir:         dir,
-		Endpoint:    hs.URL + prefix,
-		HTTPClient:  hs.Client(),
-		AgentID:     agentID,
-		APIVersion:  apiVersion,
+		Agent:       app.Foundry(hs.URL+prefix, agentID, apiVersion, nil),
+		Transport:   hs.Client().Transport,
 		Observer:    obs,
 		WrapTools:   orderTools(fx),
 		Blobs:       newMemoryBlobStore(urlFor),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -27,9 +28,9 @@ import (
 const apiKey = "telemetry-test-key-0123456789"
 
 // stack is the real capture server (Foundry provider against the offline
-// simulator, SQLite) with telemetry wired in as cmd/brainwire wires it:
+// simulator, SQLite) with telemetry wired in by app.New, as serve's is:
 // the observer, the tool wrapper, the upstream transport, the store
-// wrapper and the HTTP middleware.
+// wrapper and the HTTP server span.
 type stack struct {
 	t        testing.TB
 	tel      *telemetry.Telemetry
@@ -67,25 +68,23 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	s := &stack{t: t, tel: tel}
 	t.Cleanup(s.close)
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: chunkDelay}))
-	base := http.DefaultTransport.(*http.Transport).Clone()
+	base := app.NewTransport()
 	s.closers = append(s.closers, sim.Close, base.CloseIdleConnections)
-	fc, err := foundry.NewClient(sim.URL+simulator.ProjectPath,
-		&http.Client{Transport: tel.WrapTransport(foundry.NewStaticTokenTransport("simulator", base))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.closers = append(s.closers, func() { st.Close() })
 	rec := &chunkRecorder{runs: map[string][]brainwire.ReasoningChunk{}}
-	srv, err := server.New(server.Config{
-		Keys:      server.Keys{apiKey: "alice"},
-		Provider:  foundry.NewProvider(fc, simulator.DefaultAgentID),
-		Store:     tel.WrapStore(st),
-		Observer:  brainwire.Observers{tel, rec},
-		WrapTools: tel.WrapTools,
+	srv, err := app.New(app.Config{
+		Keys: server.Keys{apiKey: "alice"},
+		Agent: app.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", func(next http.RoundTripper) http.RoundTripper {
+			return foundry.NewStaticTokenTransport("simulator", next)
+		}),
+		Transport: base,
+		Store:     st,
+		Telemetry: tel,
+		Observer:  rec,
 		AgentName: "Classifier",
 		KeepAlive: -1,
 	})
@@ -94,7 +93,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	}
 	// Handlers finish after the phone has read COMPLETE (the capture's
 	// span ends then): shutdown waits for them, as serve's does.
-	inner := tel.Middleware(srv.Handler())
+	inner := srv.Handler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.handlers.Add(1)
 		defer s.handlers.Done()

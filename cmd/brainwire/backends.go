@@ -17,6 +17,7 @@ import (
 	"github.com/brainwire/brainwire/azureblob"
 	"github.com/brainwire/brainwire/cosmos"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -25,7 +26,7 @@ import (
 
 // backends are the dependencies `serve` wires into the server.
 type backends struct {
-	provider    brainwire.Provider
+	agent       func(http.RoundTripper) (brainwire.Provider, error)
 	store       brainwire.Store
 	blobs       brainwire.BlobStore
 	transcriber brainwire.Transcriber
@@ -55,9 +56,7 @@ func (c *credential) get() (azcore.TokenCredential, error) {
 	return c.cred, c.err
 }
 
-// tap goes under the agent service's authorization: the live recorder, or
-// the identity when recording is off.
-func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger, tap func(http.RoundTripper) http.RoundTripper) (_ *backends, err error) {
+func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger) (_ *backends, err error) {
 	b := &backends{}
 	defer func() {
 		if err != nil {
@@ -65,7 +64,7 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 		}
 	}()
 	var cred credential
-	if b.provider, err = openProvider(ctx, cfg, &cred, b, log, tap); err != nil {
+	if b.agent, err = openAgent(ctx, cfg, &cred, b, log); err != nil {
 		return nil, err
 	}
 	if b.store, err = openStore(ctx, cfg, getenv, &cred, initDB, log); err != nil {
@@ -81,51 +80,55 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 	return b, nil
 }
 
-// upstreamClient is the HTTP client for the agent service: no overall
-// timeout (runs stream for as long as the run timeout allows), but bounded
-// connection set-up and time to the first response byte.
-func upstreamClient(auth func(http.RoundTripper) http.RoundTripper) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = 30 * time.Second
-	return &http.Client{Transport: auth(t)}
-}
-
-func openProvider(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger, tap func(http.RoundTripper) http.RoundTripper) (brainwire.Provider, error) {
+// openAgent returns the agent provider's opener (app.Config.Agent): the
+// configured Foundry project, or the offline simulator on loopback.
+func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	endpoint, agentID, token := cfg.FoundryEndpoint, cfg.FoundryAgentID, cfg.FoundryToken
 	if endpoint == "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("starting the simulator: %w", err)
+		var stop func()
+		var err error
+		if endpoint, stop, err = startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay}); err != nil {
+			return nil, err
 		}
-		sim := simulator.New(simulator.Config{ChunkDelay: cfg.SimChunkDelay})
-		simCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
-		b.closers = append(b.closers, func() { stop(); <-done })
-		endpoint = "http://" + l.Addr().String() + simulator.ProjectPath
+		b.closers = append(b.closers, stop)
 		agentID, token = simulator.DefaultAgentID, "simulator"
 		log.Warn("AZURE_AI_PROJECT_ENDPOINT is not set: captures go to the built-in offline simulator "+
 			"(a deterministic keyword classifier, not an LLM)", "endpoint", endpoint)
-	}
-	var auth func(http.RoundTripper) http.RoundTripper
-	if token != "" {
-		auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }
 	} else {
-		c, err := cred.get()
-		if err != nil {
-			return nil, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
-		}
-		auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }
-	}
-	wire := func(next http.RoundTripper) http.RoundTripper { return auth(tap(next)) }
-	client, err := foundry.NewClient(endpoint, upstreamClient(wire), foundry.WithAPIVersion(cfg.FoundryAPIVersion))
-	if err != nil {
-		return nil, fmt.Errorf("AZURE_AI_PROJECT_ENDPOINT: %w", err)
-	}
-	if cfg.FoundryEndpoint != "" {
 		log.Info("agent: Azure AI Foundry Agent Service", "endpoint", endpoint, "agent_id", agentID, "api_version", cfg.FoundryAPIVersion)
 	}
-	return foundry.NewProvider(client, agentID), nil
+	auth, err := foundryAuth(token, cred)
+	if err != nil {
+		return nil, err
+	}
+	return app.Foundry(endpoint, agentID, cfg.FoundryAPIVersion, auth), nil
+}
+
+// startSimulator serves the offline simulator on a loopback port until
+// stop is called, and returns its project endpoint.
+func startSimulator(ctx context.Context, sc simulator.Config) (endpoint string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	sim := simulator.New(sc)
+	simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
+	return "http://" + l.Addr().String() + simulator.ProjectPath, func() { cancel(); <-done }, nil
+}
+
+// foundryAuth authorizes agent service requests with a static token, or
+// else with an Entra ID token from cred.
+func foundryAuth(token string, cred *credential) (func(http.RoundTripper) http.RoundTripper, error) {
+	if token != "" {
+		return func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }, nil
+	}
+	c, err := cred.get()
+	if err != nil {
+		return nil, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
+	}
+	return func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }, nil
 }
 
 func openStore(ctx context.Context, cfg config, getenv func(string) string, cred *credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +21,22 @@ import (
 const phoneKey = "phone-test-key-0123456789"
 
 // startServe runs `brainwire serve` in-process on embedded defaults (the
-// simulator and SQLite) and returns its base URL.
+// simulator and SQLite) until the test ends, and returns its base URL.
 func startServe(t *testing.T, extraEnv map[string]string) string {
+	t.Helper()
+	base, _, stop := runServe(t, extraEnv)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return base
+}
+
+// runServe runs `brainwire serve` in-process on embedded defaults plus
+// extraEnv, and returns its base URL, its logs and stop, which shuts it
+// down as a signal would and returns what serve returned.
+func runServe(t *testing.T, extraEnv map[string]string) (base string, logs *syncbuf.Buffer, stop func() error) {
 	t.Helper()
 	env := map[string]string{
 		"BRAINWIRE_ADDR":            "127.0.0.1:0",
@@ -34,26 +49,27 @@ func startServe(t *testing.T, extraEnv map[string]string) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
-	logs := &syncbuf.Buffer{}
+	logs = &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() })
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	var once sync.Once
+	var serveErr error
+	stop = func() error {
+		once.Do(func() { cancel(); serveErr = <-done })
+		return serveErr
+	}
 	select {
 	case addr := <-addrc:
-		return "http://" + addr
+		return "http://" + addr, logs, stop
 	case err := <-done:
+		cancel()
 		t.Fatalf("serve exited: %v\n%s", err, logs)
 	case <-time.After(20 * time.Second):
 		t.Fatalf("serve did not start:\n%s", logs)
 	}
-	return ""
+	return "", nil, nil
 }
 
 // TestPhoneClientParsesTheStream drives the phone app's own SSE client

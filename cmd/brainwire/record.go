@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -11,18 +10,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"mime"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/simulator"
@@ -104,11 +99,6 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	fx := got.Fixture
 	fx.Name, fx.Description = name, f.description
-	if f.splitUTF8 > 0 {
-		if err := splitInsideRunes(fx, f.splitUTF8); err != nil {
-			return err
-		}
-	}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return fmt.Errorf("fixtures directory: %w", err)
 	}
@@ -168,9 +158,10 @@ func (f *recordFlags) requests() (setup *replay.Request, req replay.Request, err
 
 // recordConfig sets up the upstream: the configured agent service, or an
 // in-process simulator with ids and clock seeded from the fixture name so
-// that recording a fixture again gives the same ids.
-func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(string) string, name string, log *slog.Logger) (replay.RecordConfig, func(), error) {
-	rc := replay.RecordConfig{
+// that recording a fixture again gives the same ids. stop stops the
+// simulator.
+func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(string) string, name string, log *slog.Logger) (rc replay.RecordConfig, stop func(), err error) {
+	rc = replay.RecordConfig{
 		Endpoint:   cfg.FoundryEndpoint,
 		AgentID:    cfg.FoundryAgentID,
 		APIVersion: cfg.FoundryAPIVersion,
@@ -179,78 +170,80 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 		Logger:     log,
 		RunTimeout: cfg.RunTimeout,
 	}
-	stop := func() {}
-	var cred credential
+	if rc.Faults, err = f.faults(); err != nil {
+		return rc, nil, err
+	}
+	stop = func() {}
 	token := cfg.FoundryToken
 	if f.sim || cfg.FoundryEndpoint == "" {
-		delay := cfg.SimChunkDelay
-		if f.simDelay >= 0 {
-			delay = f.simDelay
+		if rc.Endpoint, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
+			return rc, nil, err
 		}
-		if delay == 0 {
-			delay = -1 // the simulator's "no pause"
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return rc, stop, fmt.Errorf("starting the simulator: %w", err)
-		}
-		start := time.Now()
-		sim := simulator.New(simulator.Config{
-			ChunkDelay: delay,
-			NewID:      seededIDs(name),
-			Now:        func() time.Time { return replay.Clock().Add(time.Since(start)) },
-		})
-		simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
-		stop = func() { cancel(); <-done }
-		rc.Endpoint = "http://" + l.Addr().String() + simulator.ProjectPath
 		rc.AgentID, rc.APIVersion, rc.Upstream = simulator.DefaultAgentID, "v1", "simulator"
 		if token == "" {
 			token = "simulator"
 		}
 	}
-	if token != "" {
-		rc.Auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }
-	} else {
-		c, err := cred.get()
-		if err != nil {
-			stop()
-			return rc, func() {}, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
-		}
-		rc.Auth = func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }
+	var cred credential
+	if rc.Auth, err = foundryAuth(token, &cred); err == nil {
+		rc.Transcriber, err = f.transcriber(getenv, &cred, log)
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.ResponseHeaderTimeout = 30 * time.Second
-	rc.Transport = base
+	if err != nil {
+		stop()
+		return rc, nil, err
+	}
+	return rc, stop, nil
+}
+
+// simulatorConfig is the recording simulator's: paced as the flags say,
+// with ids drawn from the fixture name and a clock starting at replay's.
+func (f *recordFlags) simulatorConfig(cfg config, name string) simulator.Config {
+	delay := cfg.SimChunkDelay
+	if f.simDelay >= 0 {
+		delay = f.simDelay
+	}
+	if delay == 0 {
+		delay = -1 // the simulator's "no pause"
+	}
+	start := time.Now()
+	return simulator.Config{
+		ChunkDelay: delay,
+		NewID:      seededIDs(name),
+		Now:        func() time.Time { return replay.Clock().Add(time.Since(start)) },
+	}
+}
+
+// faults reads -cut, -http-error and -split-utf8.
+func (f *recordFlags) faults() (replay.Faults, error) {
+	var fl replay.Faults
 	if f.cut != "" {
 		n, e, err := parsePair("cut", f.cut)
 		if err != nil {
-			stop()
-			return rc, func() {}, err
+			return fl, err
 		}
-		rc.Transport = &cutTransport{next: rc.Transport, stream: n, event: e}
+		fl.CutStream, fl.CutEvent = n, e
 	}
 	if f.httpError != "" {
 		n, status, err := parsePair("http-error", f.httpError)
 		if err != nil || status < 400 || status > 599 {
-			stop()
-			return rc, func() {}, usageError{fmt.Sprintf("record: -http-error %q: want N:STATUS with a 4xx or 5xx status", f.httpError)}
+			return fl, usageError{fmt.Sprintf("record: -http-error %q: want N:STATUS with a 4xx or 5xx status", f.httpError)}
 		}
-		rc.Transport = &statusTransport{next: rc.Transport, request: n, status: status}
+		fl.FailRequest, fl.FailStatus = n, status
 	}
+	fl.SplitUTF8 = f.splitUTF8
+	return fl, nil
+}
+
+// transcriber is the offline stand-in for -transcript, the configured
+// service for -audio, and none otherwise.
+func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
 	switch {
 	case f.transcript != "":
-		rc.Transcriber = replay.StaticTranscriber{Text: f.transcript}
+		return replay.StaticTranscriber{Text: f.transcript}, nil
 	case f.audio != "":
-		t, err := openTranscriber(getenv, &cred, log)
-		if err != nil {
-			stop()
-			return rc, func() {}, err
-		}
-		rc.Transcriber = t
+		return openTranscriber(getenv, cred, log)
 	}
-	return rc, stop, nil
+	return nil, nil
 }
 
 // secretsFromEnv lists the configured credentials, to be redacted from
@@ -358,201 +351,32 @@ func parsePair(flag, s string) (n, m int, err error) {
 	return n, m, nil
 }
 
-// statusTransport answers the chosen request with an error status and the
-// service's error body, as a throttled or failing service would, without
-// sending it.
-type statusTransport struct {
-	next            http.RoundTripper
-	request, status int
-
-	mu   sync.Mutex
-	seen int
-}
-
-func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.mu.Lock()
-	t.seen++
-	n := t.seen
-	t.mu.Unlock()
-	if n != t.request {
-		return t.next.RoundTrip(req)
-	}
-	if req.Body != nil {
-		req.Body.Close()
-	}
-	code, msg := "server_error", "The service encountered an internal error."
-	h := http.Header{"Content-Type": {"application/json"}}
-	if t.status == http.StatusTooManyRequests {
-		code, msg = "rate_limit_exceeded", "Rate limit is exceeded. Try again in 20 seconds."
-		h.Set("Retry-After", "20")
-	}
-	body := fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
-	return &http.Response{
-		Status:        fmt.Sprintf("%d %s", t.status, http.StatusText(t.status)),
-		StatusCode:    t.status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}, nil
-}
-
-// splitInsideRunes sets split offsets in the first streamed response: one
-// inside each of its first n multibyte characters.
-func splitInsideRunes(fx *recorder.Fixture, n int) error {
-	for i := range fx.Exchanges {
-		rs := fx.Exchanges[i].Response
-		if rs == nil || len(rs.Events) == 0 {
-			continue
-		}
-		var wire []byte
-		for _, ev := range rs.Events {
-			wire = ev.AppendWire(wire)
-		}
-		wire = append(wire, rs.PartialBytes()...)
-		var at []int
-		for off := 0; off < len(wire) && len(at) < n; {
-			r, size := utf8.DecodeRune(wire[off:])
-			if r != utf8.RuneError && size > 1 {
-				at = append(at, off+size/2)
-			}
-			off += size
-		}
-		if len(at) == 0 {
-			return errors.New("record: -split-utf8: the first streamed response has no multibyte characters")
-		}
-		rs.SplitAt = at
-		return nil
-	}
-	return errors.New("record: -split-utf8: the recording has no streamed response")
-}
-
-// errCut is the read error of a stream cut by -cut.
-var errCut = errors.New("read: connection reset by peer (injected by brainwire record -cut)")
-
-// cutTransport breaks one streamed response the way a dropped connection
-// does: the reader gets the events before the chosen one, half of it,
-// and then a read error.
-type cutTransport struct {
-	next          http.RoundTripper
-	stream, event int
-
-	mu   sync.Mutex
-	seen int
-}
-
-func (c *cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return resp, nil
-	}
-	c.mu.Lock()
-	c.seen++
-	n := c.seen
-	c.mu.Unlock()
-	if n == c.stream {
-		resp.Body = &cutBody{rc: resp.Body, event: c.event}
-	}
-	return resp, nil
-}
-
-// cutBody passes events through until the chosen one, which it holds until
-// it is complete, then delivers its first half and fails.
-type cutBody struct {
-	rc     io.ReadCloser
-	event  int    // the event to cut, from 1
-	done   int    // complete events passed through
-	lf     bool   // the last byte seen was '\n'
-	held   []byte // the event being cut
-	out    []byte // bytes ready for the reader
-	err    error
-	closed bool
-	buf    [4096]byte
-}
-
-func (b *cutBody) Read(p []byte) (int, error) {
-	buf := b.buf[:]
-	for {
-		if len(b.out) > 0 {
-			n := copy(p, b.out)
-			b.out = b.out[n:]
-			return n, nil
-		}
-		if b.err != nil {
-			return 0, b.err
-		}
-		n, err := b.rc.Read(buf)
-		b.take(buf[:n])
-		if err != nil && b.err == nil {
-			b.out = append(b.out, b.held...) // the stream ended before the event to cut
-			b.held = nil
-			b.err = err
-		}
-	}
-}
-
-func (b *cutBody) take(data []byte) {
-	for _, c := range data {
-		if b.err != nil {
-			return
-		}
-		if b.done < b.event-1 {
-			b.out = append(b.out, c)
-		} else {
-			b.held = append(b.held, c)
-		}
-		end := c == '\n' && b.lf
-		b.lf = c == '\n'
-		if !end {
-			continue
-		}
-		b.done++
-		if b.done == b.event {
-			b.out = append(b.out, b.held[:len(b.held)/2]...)
-			b.held = nil
-			b.err = errCut
-			b.rc.Close() // the rest of the stream is never delivered
-			b.closed = true
-			return
-		}
-	}
-}
-
-func (b *cutBody) Close() error {
-	if b.closed {
-		return nil
-	}
-	b.closed = true
-	return b.rc.Close()
-}
-
-// recording is live recording for `serve`: an observer for the server
-// and a tap for the agent service's transport, both inert when
+// recording is live recording for `serve`: a recorder, nil when
 // BRAINWIRE_RECORD_DIR is unset.
 type recording struct {
-	observer brainwire.Observer
-	tap      func(http.RoundTripper) http.RoundTripper
-	close    func()
+	recorder *recorder.Recorder
+	log      *slog.Logger
+}
+
+// close writes out what is still queued.
+func (r *recording) close() {
+	if r.recorder == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.recorder.Close(ctx); err != nil {
+		r.log.Error("recorder", "error", err)
+	}
 }
 
 // setupRecording reads BRAINWIRE_RECORD_DIR (where fixtures go) and
 // BRAINWIRE_RECORD_SAMPLE (the share of captures recorded, 0..1, default
 // 1). Secrets from the environment are redacted from every recording.
 func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, error) {
-	off := &recording{
-		observer: brainwire.Observers(nil),
-		tap:      func(next http.RoundTripper) http.RoundTripper { return next },
-		close:    func() {},
-	}
 	dir := getenv("BRAINWIRE_RECORD_DIR")
 	if dir == "" {
-		return off, nil
+		return &recording{log: log}, nil
 	}
 	sample := 1.0
 	if v := getenv("BRAINWIRE_RECORD_SAMPLE"); v != "" {
@@ -580,17 +404,7 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 		return nil, err
 	}
 	log.Info("recording captures", "dir", dir, "sample", sample)
-	return &recording{
-		observer: rec,
-		tap:      rec.Transport,
-		close: func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := rec.Close(ctx); err != nil {
-				log.Error("recorder", "error", err)
-			}
-		},
-	}, nil
+	return &recording{recorder: rec, log: log}, nil
 }
 
 // quiet drops records below level: a replay's per-capture INFO lines would

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,14 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
-	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/simulator"
-	"github.com/brainwire/brainwire/sqlite"
-	"github.com/brainwire/brainwire/telemetry"
 )
 
 const recordToken = "tok-9b1e5c0a7d2f4e8b8c3a6f1e0d9c2b7a"
@@ -116,87 +109,14 @@ func TestRecordFaultsAndVoice(t *testing.T) {
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-// TestLiveRecording wires setupRecording the way `serve` does (the
-// observer in the server's observers, the tap under the token transport)
-// and checks that a capture served with production ids is recorded,
-// redacted, and replays to the same bytes up to those ids.
-func TestLiveRecording(t *testing.T) {
-	dir := t.TempDir()
-	getenv := envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": dir, "BRAINWIRE_RECORD_SAMPLE": "1", "AZURE_AI_PROJECT_TOKEN": recordToken})
-	log := slog.New(slog.DiscardHandler)
-	rec, err := setupRecording(getenv, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
-	defer sim.Close()
-	auth := func(next http.RoundTripper) http.RoundTripper {
-		return foundry.NewStaticTokenTransport(recordToken, next)
-	}
-	client, err := foundry.NewClient(sim.URL+simulator.ProjectPath,
-		upstreamClient(func(next http.RoundTripper) http.RoundTripper { return auth(rec.tap(next)) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv, err := server.New(server.Config{
-		Keys:     server.Keys{"live-recording-key-0123": "me"},
-		Provider: foundry.NewProvider(client, simulator.DefaultAgentID),
-		Store:    store,
-		Observer: brainwire.Observers{telemetry.LogObserver{Logger: log}, rec.observer},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/capture", strings.NewReader(`{"text":"Renew my passport and pay the bill"}`))
-	req.Header.Set("Authorization", "Bearer live-recording-key-0123")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hs.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	rec.close()
-
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Fatalf("%d files in the recording directory, want 1", len(entries))
-	}
-	path := filepath.Join(dir, entries[0].Name())
-	raw, _ := os.ReadFile(path)
-	if bytes.Contains(raw, []byte(recordToken)) {
-		t.Fatal("the live recording contains the token")
-	}
-	fx, err := recorder.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := replay.Run(context.Background(), fx, replay.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mask := func(b []byte) string { return uuidRE.ReplaceAllString(string(b), "<id>") }
-	if mask(res.SSE) != mask(live) {
-		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(res.SSE), "live", "replay"))
-	}
-}
-
 func TestSetupRecordingConfig(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	rec, err := setupRecording(envFunc(nil), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := http.DefaultTransport
-	if rec.tap(base) != base {
-		t.Error("recording is off but the transport was wrapped")
+	if rec.recorder != nil {
+		t.Error("recording is on without BRAINWIRE_RECORD_DIR")
 	}
 	rec.close()
 	for _, bad := range []string{"1.5", "-0.1", "half"} {
@@ -225,7 +145,8 @@ func TestSecretsFromEnv(t *testing.T) {
 }
 
 // TestServeRecordsLive runs `brainwire serve` with BRAINWIRE_RECORD_DIR:
-// every capture is recorded there, without the token, and replays.
+// a capture served with production ids is recorded there, without the
+// token, and replays to the same bytes up to those ids.
 func TestServeRecordsLive(t *testing.T) {
 	dir := t.TempDir()
 	base := startServe(t, map[string]string{"BRAINWIRE_RECORD_DIR": dir, "BRAINWIRE_RECORD_SAMPLE": "1", "AZURE_AI_PROJECT_TOKEN": recordToken})
@@ -236,7 +157,7 @@ func TestServeRecordsLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.ReadAll(resp.Body)
+	live, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	var entries []os.DirEntry
@@ -255,7 +176,12 @@ func TestServeRecordsLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replay.Run(context.Background(), fx, replay.Options{}); err != nil {
+	res, err := replay.Run(context.Background(), fx, replay.Options{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	mask := func(b []byte) string { return uuidRE.ReplaceAllString(string(b), "<id>") }
+	if mask(res.SSE) != mask(live) {
+		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(res.SSE), "live", "replay"))
 	}
 }

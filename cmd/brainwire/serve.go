@@ -7,9 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 
-	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -40,29 +39,24 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	// Deferred first, so it runs last: after the server has let running
 	// captures finish and the backends are closed.
 	defer tel.shutdown()
-	// Telemetry goes under the recorder, so recorded requests carry no
-	// traceparent.
-	tap := func(next http.RoundTripper) http.RoundTripper { return rec.tap(tel.WrapTransport(next)) }
-	b, err := openBackends(ctx, cfg, getenv, initDB, log, tap)
+	b, err := openBackends(ctx, cfg, getenv, initDB, log)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-
-	scfg := server.Config{
-		Keys:        cfg.Keys,
-		Provider:    b.provider,
-		Store:       b.store,
-		Blobs:       b.blobs,
-		Transcriber: b.transcriber,
-		Observer:    rec.observer,
-		Logger:      log,
-		RunTimeout:  cfg.RunTimeout,
-	}
-	// The reasoning log, telemetry, the HTTP server span and the traced
-	// tools and store.
-	tel.instrument(&scfg)
-	srv, err := server.New(scfg)
+	srv, err := app.New(app.Config{
+		Keys:         cfg.Keys,
+		Agent:        b.agent,
+		Store:        b.store,
+		Blobs:        b.blobs,
+		Transcriber:  b.transcriber,
+		Telemetry:    tel.tel,
+		Recorder:     rec.recorder,
+		LogReasoning: tel.content,
+		Logger:       log,
+		AgentName:    agentName,
+		RunTimeout:   cfg.RunTimeout,
+	})
 	if err != nil {
 		return err
 	}

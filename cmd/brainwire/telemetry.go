@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/telemetry"
 )
@@ -21,26 +18,14 @@ import (
 // Application Insights items when serve stops.
 const telemetryShutdownTimeout = 10 * time.Second
 
-// telemetrySetup is what serve wires into the server: each field is a
-// no-op when telemetry is off.
+// telemetrySetup is serve's telemetry: off and free when nothing is
+// configured.
 type telemetrySetup struct {
-	// Observer watches captures: telemetry, and the reasoning log unless
-	// content capture is off.
-	Observer brainwire.Observer
-	// WrapTools traces tool calls (server.Config.WrapTools); nil when off.
-	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	// WrapTransport goes under the agent service's authorization and
-	// under the recorder, so that recorded requests carry no traceparent.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// WrapStore traces store operations.
-	WrapStore func(brainwire.Store) brainwire.Store
-	// Middleware is the HTTP server span around the whole API.
-	Middleware func(http.Handler) http.Handler
-	// CaptureContent is BRAINWIRE_CAPTURE_CONTENT.
-	CaptureContent bool
-
 	tel *telemetry.Telemetry
-	log *slog.Logger
+	// content is BRAINWIRE_CAPTURE_CONTENT: with it, reasoning chunks are
+	// also logged.
+	content bool
+	log     *slog.Logger
 }
 
 // setupTelemetry configures telemetry from the environment (see
@@ -64,31 +49,13 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	s := &telemetrySetup{
-		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return rt },
-		WrapStore:      func(st brainwire.Store) brainwire.Store { return st },
-		Middleware:     func(h http.Handler) http.Handler { return h },
-		CaptureContent: settings.CaptureContent,
-		tel:            tel,
-		log:            log,
-	}
-	var observers brainwire.Observers
-	if settings.CaptureContent {
-		observers = append(observers, telemetry.LogObserver{Logger: log})
-	}
 	if tel.Enabled() {
 		// The SDK reports failed exports through its global handler: to
 		// the log, rate-limited, instead of stderr on every attempt.
 		otel.SetErrorHandler(&telemetry.ErrorHandler{Logger: log})
-		observers = append(observers, tel)
-		s.WrapTools = tel.WrapTools
-		s.WrapTransport = tel.WrapTransport
-		s.WrapStore = tel.WrapStore
-		s.Middleware = tel.Middleware
 	}
-	s.Observer = observers
 	logTelemetry(settings, log)
-	return s, nil
+	return &telemetrySetup{tel: tel, content: settings.CaptureContent, log: log}, nil
 }
 
 // agentName is the Classifier's display name, as the server records it.
@@ -122,26 +89,4 @@ func (s *telemetrySetup) shutdown() {
 	if err := s.tel.Shutdown(ctx); err != nil {
 		s.log.Warn("telemetry: not everything was flushed", "error", err)
 	}
-}
-
-// instrument puts telemetry into a server configuration, beside what is
-// already there (another observer, tool wrapper): serve and its tests
-// wire it the same way.
-func (s *telemetrySetup) instrument(c *server.Config) {
-	if c.Observer == nil {
-		c.Observer = s.Observer
-	} else {
-		c.Observer = brainwire.Observers{s.Observer, c.Observer}
-	}
-	if wrap, inner := s.WrapTools, c.WrapTools; wrap != nil {
-		c.WrapTools = func(set brainwire.ToolSet) brainwire.ToolSet {
-			set = wrap(set)
-			if inner != nil {
-				set = inner(set)
-			}
-			return set
-		}
-	}
-	c.Store = s.WrapStore(c.Store)
-	c.Middleware = s.Middleware
 }

@@ -7,65 +7,28 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire/internal/syncbuf"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
-// telemetryServer wires setupTelemetry's result into a real server (the
-// Foundry provider against the simulator, SQLite) as serve does, and runs
-// one capture.
-func telemetryServer(t *testing.T, env map[string]string) (*telemetrySetup, *syncbuf.Buffer) {
+// telemetryServer runs `brainwire serve` with env, sends one capture,
+// reads it to COMPLETE and stops serve, which flushes telemetry.
+func telemetryServer(t *testing.T, env map[string]string) *syncbuf.Buffer {
 	t.Helper()
-	logs := &syncbuf.Buffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	ctx := context.Background()
-	tel, err := setupTelemetry(ctx, config{}, func(k string) string { return env[k] }, io.Discard, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
-	t.Cleanup(sim.Close)
-	auth := func(next http.RoundTripper) http.RoundTripper {
-		return foundry.NewStaticTokenTransport("simulator", next)
-	}
-	hc := &http.Client{Transport: tel.WrapTransport(auth(http.DefaultTransport.(*http.Transport).Clone()))}
-	fc, err := foundry.NewClient(sim.URL+simulator.ProjectPath, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := server.Config{Keys: server.Keys{phoneKey: "phone-user"}, Provider: foundry.NewProvider(fc, simulator.DefaultAgentID), Store: st, Logger: log}
-	tel.instrument(&cfg)
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(tel.Middleware(srv.Handler()))
-	t.Cleanup(hs.Close)
-
-	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday #long:3"}`))
+	base, logs, stop := runServe(t, env)
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday #long:3"}`))
 	req.Header.Set("Authorization", "Bearer "+phoneKey)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		stop()
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	complete := false
 	for sc.Scan() {
@@ -73,34 +36,27 @@ func telemetryServer(t *testing.T, env map[string]string) (*telemetrySetup, *syn
 			complete = true
 		}
 	}
+	resp.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
 	if !complete {
 		t.Fatal("no COMPLETE")
 	}
-	// As serve does: the server finishes its handlers (the capture's span
-	// ends after COMPLETE), then telemetry flushes.
-	hs.Close()
-	tel.shutdown()
-	return tel, logs
+	return logs
 }
 
 func TestSetupTelemetryOff(t *testing.T) {
-	tel, logs := telemetryServer(t, nil)
-	if tel.WrapTools != nil {
-		t.Error("tools are wrapped with telemetry off")
-	}
+	logs := telemetryServer(t, nil)
 	if !strings.Contains(logs.String(), "reasoning chunk") || !strings.Contains(logs.String(), "traces=off") {
 		t.Errorf("logs:\n%s", logs)
-	}
-	obs, ok := tel.Observer.(brainwire.Observers)
-	if !ok || len(obs) != 1 {
-		t.Errorf("observer %#v, want the reasoning log alone", tel.Observer)
 	}
 }
 
 func TestSetupTelemetryWiresServe(t *testing.T) {
 	recv := telemetrytest.NewReceiver(t)
 	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
-	_, logs := telemetryServer(t, map[string]string{
+	logs := telemetryServer(t, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT":           recv.Endpoint(),
 		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
 	})
@@ -134,7 +90,7 @@ func TestSetupTelemetryWiresServe(t *testing.T) {
 
 func TestSetupTelemetryContentOff(t *testing.T) {
 	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
-	_, logs := telemetryServer(t, map[string]string{
+	logs := telemetryServer(t, map[string]string{
 		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
 		"BRAINWIRE_CAPTURE_CONTENT":             "false",
 	})

@@ -9,9 +9,9 @@
 //
 // One trace per capture:
 //
-//	POST /api/capture                    server span (Middleware); an incoming traceparent is continued
+//	POST /api/capture                    server span (package httpspan); an incoming traceparent is continued
 //	└─ invoke_agent Classifier           the agent run (Telemetry as a brainwire.Observer), kind client
-//	   ├─ process_thread_run             one client span per call to the agent service (WrapTransport)
+//	   ├─ process_thread_run             one client span per call to the agent service, named by the provider (WrapTransport)
 //	   ├─ execute_tool file_capture      one per tool call (WrapTools)
 //	   │  └─ store.file                  store operations (WrapStore)
 //	   └─ submit_tool_outputs
@@ -89,8 +89,11 @@
 //
 // # Configuration
 //
-// SettingsFromEnv reads the standard OTEL_* variables and
+// SettingsFromEnv reads which signals are on and where they go (the
+// OTLP endpoints, OTEL_{TRACES,METRICS}_EXPORTER, OTEL_SDK_DISABLED) and
 // APPLICATIONINSIGHTS_CONNECTION_STRING; Start builds what they ask for
-// and nothing when they ask for nothing. No global OpenTelemetry state is
-// set: providers are passed explicitly.
+// and nothing when they ask for nothing. Everything else in OTEL_*
+// (headers, compression, timeouts, TLS, sampler, resource attributes,
+// metric interval, span limits) the SDK reads itself. No global
+// OpenTelemetry state is set: providers are passed explicitly.
 package telemetry

@@ -54,6 +54,13 @@ func newStack(t testing.TB, env map[string]string) *stack {
 func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration) *stack {
 	t.Helper()
 	ctx := context.Background()
+	// brainwire reads which signals go where; the SDK reads the rest of
+	// OTEL_* from the process environment itself.
+	for k, v := range env {
+		if strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, v)
+		}
+	}
 	settings, err := telemetry.SettingsFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,19 +28,18 @@ import (
 const DefaultServiceName = "brainwire"
 
 // Settings is the telemetry configuration, usually from the environment
-// (SettingsFromEnv).
+// (SettingsFromEnv). It holds only what brainwire decides itself: which
+// signals go where. How the OpenTelemetry SDK exports them (headers,
+// compression, timeouts, TLS, sampling, resource attributes, the metric
+// interval) it reads from the standard OTEL_* variables on its own.
 type Settings struct {
-	ServiceName        string
-	ResourceAttributes []attribute.KeyValue
+	// ServiceName is Application Insights' cloud role; the OpenTelemetry
+	// resource reads OTEL_SERVICE_NAME itself.
+	ServiceName string
 
 	// Traces and Metrics say where each signal goes; nil sends it nowhere.
 	Traces  *Exporters
 	Metrics *Exporters
-
-	// Sampler picks the traces recorded; nil means parent-based always-on.
-	Sampler sdktrace.Sampler
-	// MetricInterval is how often metrics are exported (default 60s).
-	MetricInterval time.Duration
 
 	// AppInsights, when set, sends reasoning chunks and captures to
 	// Application Insights.
@@ -54,12 +52,9 @@ type Settings struct {
 
 // Exporters are the destinations of one signal.
 type Exporters struct {
-	// OTLP is the OTLP/gRPC endpoint; empty means none.
-	OTLP     string
-	Insecure bool // no TLS (an http:// endpoint, or OTEL_EXPORTER_OTLP_INSECURE)
-	Headers  map[string]string
-	Gzip     bool
-	Timeout  time.Duration
+	// OTLP is the OTLP/gRPC endpoint URL (http:// for no TLS); empty
+	// means none.
+	OTLP string
 	// Console writes the signal as JSON lines to Options.Console.
 	Console bool
 }
@@ -69,31 +64,25 @@ func (s Settings) Enabled() bool {
 	return s.Traces != nil || s.Metrics != nil || s.AppInsights != nil
 }
 
-// SettingsFromEnv reads the standard OpenTelemetry variables and
-// brainwire's own:
+// SettingsFromEnv reads which signals are on and where they go:
 //
 //	OTEL_SDK_DISABLED                    true: no OpenTelemetry traces or metrics
-//	OTEL_SERVICE_NAME                    service.name (default brainwire)
-//	OTEL_RESOURCE_ATTRIBUTES             key=value,... added to the resource
 //	OTEL_EXPORTER_OTLP_ENDPOINT          OTLP/gRPC endpoint of both signals
 //	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT   ... of traces (wins over the above)
 //	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  ... of metrics
-//	OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]{HEADERS,INSECURE,COMPRESSION,TIMEOUT}
 //	OTEL_EXPORTER_OTLP_PROTOCOL          grpc only
 //	OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER  otlp, console, none (comma-separated)
-//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG
-//	OTEL_METRIC_EXPORT_INTERVAL          milliseconds
+//	OTEL_SERVICE_NAME                    Application Insights' cloud role (default brainwire)
 //	BRAINWIRE_TELEMETRY_CONSOLE          true: also print traces and metrics
 //	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
 //	APPLICATIONINSIGHTS_CONNECTION_STRING
 //
 // Traces and metrics are off unless an endpoint, an exporter or the
-// console is configured.
+// console is configured. The SDK reads the rest of OTEL_* itself.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{
 		ServiceName:    orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
 		CaptureContent: true,
-		MetricInterval: 60 * time.Second,
 	}
 	var errs []error
 	fail := func(err error) { errs = append(errs, err) }
@@ -113,12 +102,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			s.AppInsights = &cs
 		}
 	}
-	attrs, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
-	if err != nil {
-		fail(err)
-	}
-	s.ResourceAttributes = attrs
-
 	disabled, err := parseBool(orDefault(getenv("OTEL_SDK_DISABLED"), "false"))
 	if err != nil {
 		fail(fmt.Errorf("OTEL_SDK_DISABLED: %w", err))
@@ -139,17 +122,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		if s.Metrics, err = signalFromEnv(getenv, "METRICS", console); err != nil {
 			fail(err)
 		}
-		if s.Sampler, err = samplerFromEnv(getenv); err != nil {
-			fail(err)
-		}
-		if v := getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
-			ms, err := strconv.Atoi(v)
-			if err != nil || ms <= 0 {
-				fail(fmt.Errorf("OTEL_METRIC_EXPORT_INTERVAL: %q is not a positive number of milliseconds", v))
-			} else {
-				s.MetricInterval = time.Duration(ms) * time.Millisecond
-			}
-		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Settings{}, fmt.Errorf("telemetry settings: %w", err)
@@ -159,13 +131,10 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 
 // signalFromEnv reads one signal's exporters; nil when it goes nowhere.
 func signalFromEnv(getenv func(string) string, signal string, console bool) (*Exporters, error) {
-	env := func(name string) string {
-		if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + signal + "_" + name)); v != "" {
-			return v
-		}
-		return strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + name))
+	endpoint := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"))
+	if endpoint == "" {
+		endpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	}
-	endpoint := env("ENDPOINT")
 	var kinds []string
 	if v := getenv("OTEL_" + signal + "_EXPORTER"); strings.TrimSpace(v) != "" {
 		for k := range strings.SplitSeq(v, ",") {
@@ -189,128 +158,15 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 		if endpoint == "" {
 			endpoint = "http://localhost:4317"
 		}
-		insecure := false
-		if v := env("INSECURE"); v != "" {
-			b, err := parseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s_INSECURE: %w", signal, err)
-			}
-			insecure = b
-		}
-		u, err := url.Parse(endpoint)
-		switch {
-		case err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "":
-			insecure = u.Scheme == "http"
-		case !strings.Contains(endpoint, "://"):
-			// host:port; TLS unless told otherwise.
-			endpoint = "https://" + endpoint
-			if insecure {
-				endpoint = "http://" + strings.TrimPrefix(endpoint, "https://")
-			}
-		default:
+		if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("OTLP %s endpoint %q: want http(s)://host:port", strings.ToLower(signal), endpoint)
 		}
-		e.OTLP, e.Insecure = endpoint, insecure
-		if e.Headers, err = parseHeaders(env("HEADERS")); err != nil {
-			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s_HEADERS: %w", signal, err)
-		}
-		switch c := env("COMPRESSION"); c {
-		case "gzip":
-			e.Gzip = true
-		case "", "none":
-		default:
-			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s_COMPRESSION: %q is not supported (gzip, none)", signal, c)
-		}
-		if v := env("TIMEOUT"); v != "" {
-			ms, err := strconv.Atoi(v)
-			if err != nil || ms <= 0 {
-				return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_%s_TIMEOUT: %q is not a positive number of milliseconds", signal, v)
-			}
-			e.Timeout = time.Duration(ms) * time.Millisecond
-		}
+		e.OTLP = endpoint
 	}
 	if e.OTLP == "" && !e.Console {
 		return nil, nil
 	}
 	return e, nil
-}
-
-func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
-	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
-	arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
-	ratio := func() (float64, error) {
-		if arg == "" {
-			return 1, nil
-		}
-		r, err := strconv.ParseFloat(arg, 64)
-		if err != nil || r < 0 || r > 1 {
-			return 0, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG: %q is not a ratio between 0 and 1", arg)
-		}
-		return r, nil
-	}
-	switch name {
-	case "", "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
-	case "always_on":
-		return sdktrace.AlwaysSample(), nil
-	case "always_off":
-		return sdktrace.NeverSample(), nil
-	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
-	case "traceidratio":
-		r, err := ratio()
-		return sdktrace.TraceIDRatioBased(r), err
-	case "parentbased_traceidratio":
-		r, err := ratio()
-		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(r)), err
-	}
-	return nil, fmt.Errorf("OTEL_TRACES_SAMPLER: %q is not supported", name)
-}
-
-// parseResourceAttributes reads key1=value1,key2=value2 (values
-// percent-encoded, as the specification says).
-func parseResourceAttributes(v string) ([]attribute.KeyValue, error) {
-	kv, err := parseKeyValues(v)
-	if err != nil {
-		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
-	}
-	out := make([]attribute.KeyValue, 0, len(kv))
-	for _, p := range kv {
-		out = append(out, attribute.String(p[0], p[1]))
-	}
-	return out, nil
-}
-
-func parseHeaders(v string) (map[string]string, error) {
-	kv, err := parseKeyValues(v)
-	if err != nil || len(kv) == 0 {
-		return nil, err
-	}
-	h := make(map[string]string, len(kv))
-	for _, p := range kv {
-		h[p[0]] = p[1]
-	}
-	return h, nil
-}
-
-func parseKeyValues(v string) ([][2]string, error) {
-	var out [][2]string
-	for part := range strings.SplitSeq(v, ",") {
-		if strings.TrimSpace(part) == "" {
-			continue
-		}
-		k, val, ok := strings.Cut(part, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not key=value", part)
-		}
-		dec, err := url.PathUnescape(strings.TrimSpace(val))
-		if err != nil {
-			return nil, fmt.Errorf("value of %s: %w", k, err)
-		}
-		out = append(out, [2]string{k, dec})
-	}
-	return out, nil
 }
 
 func parseBool(v string) (bool, error) {
@@ -338,12 +194,11 @@ type Options struct {
 // drops spans rather than waiting. Batches are kept small because an
 // invoke_agent span of a long run carries every chunk.
 const (
-	spanQueueSize      = 4096
-	spanExportBatch    = 16
-	spanBatchTimeout   = 2 * time.Second
-	spanExportTimeout  = 10 * time.Second
-	aiQueueSize        = appinsights.DefaultQueueSize
-	defaultOTLPTimeout = 10 * time.Second
+	spanQueueSize     = 4096
+	spanExportBatch   = 16
+	spanBatchTimeout  = 2 * time.Second
+	spanExportTimeout = 10 * time.Second
+	aiQueueSize       = appinsights.DefaultQueueSize
 )
 
 // Start builds the exporters and providers s asks for and returns a
@@ -372,7 +227,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 
 	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log}
 	if s.Traces != nil || s.Metrics != nil {
-		res, err := s.resource(ctx, o)
+		res, err := newResource(ctx, o)
 		if err != nil {
 			return nil, err
 		}
@@ -421,14 +276,14 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 	return t, nil
 }
 
-func (s Settings) resource(ctx context.Context, o Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{semconv.ServiceName(s.ServiceName)}
+// newResource describes the process: service.name defaults to brainwire,
+// and OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK,
+// win over it.
+func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{semconv.ServiceName(DefaultServiceName)}
 	if v := o.ServiceVersion; v != "" {
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}
-	// OTEL_RESOURCE_ATTRIBUTES come first so that OTEL_SERVICE_NAME wins,
-	// as the specification says.
-	attrs = append(slices.Clone(s.ResourceAttributes), attrs...)
 	res, err := resource.New(ctx,
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -436,6 +291,7 @@ func (s Settings) resource(ctx context.Context, o Options) (*resource.Resource, 
 		resource.WithProcessRuntimeName(),
 		resource.WithProcessRuntimeVersion(),
 		resource.WithAttributes(attrs...),
+		resource.WithFromEnv(),
 	)
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) && !errors.Is(err, resource.ErrSchemaURLConflict) {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
@@ -457,14 +313,11 @@ func SpanLimits() sdktrace.SpanLimits {
 }
 
 func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, error) {
+	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER (default
+	// parentbased_always_on).
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(SpanLimits()),
-	}
-	if s.Sampler != nil {
-		opts = append(opts, sdktrace.WithSampler(s.Sampler))
-	} else {
-		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
 	}
 	bsp := []sdktrace.BatchSpanProcessorOption{
 		sdktrace.WithMaxQueueSize(spanQueueSize),
@@ -473,17 +326,9 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 		sdktrace.WithExportTimeout(spanExportTimeout),
 	}
 	if e := s.Traces; e.OTLP != "" {
-		o := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(e.OTLP), otlptracegrpc.WithTimeout(orDuration(e.Timeout, defaultOTLPTimeout))}
-		if e.Insecure {
-			o = append(o, otlptracegrpc.WithInsecure())
-		}
-		if len(e.Headers) > 0 {
-			o = append(o, otlptracegrpc.WithHeaders(e.Headers))
-		}
-		if e.Gzip {
-			o = append(o, otlptracegrpc.WithCompressor("gzip"))
-		}
-		exp, err := otlptracegrpc.New(ctx, o...)
+		// Headers, compression, timeout and certificates: the exporter
+		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
+		exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(e.OTLP))
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
@@ -500,34 +345,18 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 }
 
 func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {
+	// No interval option: the reader reads OTEL_METRIC_EXPORT_INTERVAL
+	// (default 60s) itself.
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-	interval := orDuration(s.MetricInterval, 60*time.Second)
 	if e := s.Metrics; e.OTLP != "" {
-		o := []otlpmetricgrpc.Option{otlpmetricgrpc.WithEndpointURL(e.OTLP), otlpmetricgrpc.WithTimeout(orDuration(e.Timeout, defaultOTLPTimeout))}
-		if e.Insecure {
-			o = append(o, otlpmetricgrpc.WithInsecure())
-		}
-		if len(e.Headers) > 0 {
-			o = append(o, otlpmetricgrpc.WithHeaders(e.Headers))
-		}
-		if e.Gzip {
-			o = append(o, otlpmetricgrpc.WithCompressor("gzip"))
-		}
-		exp, err := otlpmetricgrpc.New(ctx, o...)
+		exp, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(e.OTLP))
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP metric exporter: %w", err)
 		}
-		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(interval))))
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
 	}
 	if s.Metrics.Console {
-		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(newConsoleMetricExporter(console), sdkmetric.WithInterval(interval))))
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(newConsoleMetricExporter(console))))
 	}
 	return sdkmetric.NewMeterProvider(opts...), nil
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }

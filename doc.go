@@ -1,8 +1,11 @@
-// Package brainwire holds the domain of the capture backend: the normalized
-// agent events a provider emits, the capture events the phone protocols are
-// built from, the stored documents, and the interfaces (Provider, Store,
-// ToolSet, ReasoningSink) the rest of the program is written against.
+// Package brainwire holds the domain of the capture backend: a Capture and
+// its CaptureResult, the normalized agent events a provider emits, the
+// capture events the phone protocols are built from, the stored documents,
+// the application errors, and the interfaces (Provider, Store, ToolSet,
+// BlobStore, Transcriber, Observer) the rest of the program is written
+// against.
 //
 // Implementations live in packages named after what they wrap (foundry,
-// sqlite, simulator, ...) and are wired together only in cmd/brainwire.
+// sqlite, cosmos, simulator, telemetry, ...) and are wired together in one
+// place, internal/app, which cmd/brainwire and the replay harness call.
 package brainwire

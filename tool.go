@@ -3,6 +3,7 @@ package brainwire
 import (
 	"context"
 	"encoding/json"
+	"sync"
 )
 
 // Tool names the server executes for the agent.
@@ -60,4 +61,41 @@ type ToolDefinition struct {
 type ToolSet interface {
 	Definitions() []ToolDefinition
 	Call(ctx context.Context, call ToolCall) ToolResult
+}
+
+// CallTools runs one round of the agent's tool calls on set, as every
+// provider does when a run asks for tools, and returns the results in the
+// order of calls. Calls run concurrently. A tool that panics, or a nil
+// set, gives the agent an error result like any failed tool: a tool bug
+// never takes the server down.
+func CallTools(ctx context.Context, set ToolSet, calls []ToolCall) []ToolResult {
+	results := make([]ToolResult, len(calls))
+	if len(calls) == 1 {
+		results[0] = callTool(ctx, set, calls[0])
+		return results
+	}
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Go(func() { results[i] = callTool(ctx, set, call) })
+	}
+	wg.Wait()
+	return results
+}
+
+func callTool(ctx context.Context, set ToolSet, call ToolCall) (res ToolResult) {
+	defer func() {
+		if v := recover(); v != nil {
+			res = ToolResult{Output: `{"error":"tool_failed","message":"the tool crashed"}`, IsError: true, ErrorCode: "tool_failed"}
+		}
+		if res.CallID == "" {
+			res.CallID = call.ID
+		}
+		if res.Name == "" {
+			res.Name = call.Name
+		}
+	}()
+	if set == nil {
+		return ToolResult{Output: `{"error":"unknown_tool","message":"no tools are available"}`, IsError: true, ErrorCode: "unknown_tool"}
+	}
+	return set.Call(ctx, call)
 }

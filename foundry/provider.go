@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"sync"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -156,7 +155,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 
-		results := r.callTools(ctx, calls)
+		results := brainwire.CallTools(ctx, r.req.Tools, calls)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -257,41 +256,6 @@ func (r *runner) runIDOr(s *Stream) string {
 		return r.runID
 	}
 	return "(not yet created)"
-}
-
-// callTools runs all calls at once and returns their results in order.
-func (r *runner) callTools(ctx context.Context, calls []brainwire.ToolCall) []brainwire.ToolResult {
-	results := make([]brainwire.ToolResult, len(calls))
-	if len(calls) == 1 {
-		results[0] = r.callTool(ctx, calls[0])
-		return results
-	}
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		wg.Go(func() { results[i] = r.callTool(ctx, call) })
-	}
-	wg.Wait()
-	return results
-}
-
-func (r *runner) callTool(ctx context.Context, call brainwire.ToolCall) (res brainwire.ToolResult) {
-	defer func() {
-		// A tool bug must not take the process down with it; the agent
-		// gets an error result like for any failed tool.
-		if v := recover(); v != nil {
-			res = brainwire.ToolResult{Output: `{"error":"tool_failed","message":"the tool crashed"}`, IsError: true}
-		}
-		if res.CallID == "" {
-			res.CallID = call.ID
-		}
-		if res.Name == "" {
-			res.Name = call.Name
-		}
-	}()
-	if r.req.Tools == nil {
-		return brainwire.ToolResult{Output: `{"error":"unknown_tool","message":"no tools are available"}`, IsError: true}
-	}
-	return r.req.Tools.Call(ctx, call)
 }
 
 // cancel asks the service to cancel the run if it is known and still

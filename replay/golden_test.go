@@ -14,9 +14,6 @@ import (
 
 const fixturesDir = "../fixtures"
 
-// suiteBudget is how long the whole instant-mode suite may take.
-const suiteBudget = 5 * time.Second
-
 // TestGolden replays every fixture through the full server path and
 // compares the phone's SSE bytes and the telemetry summary with the
 // fixture's golden files. Update the goldens with
@@ -55,9 +52,7 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	})
-	if d := time.Since(start); d > suiteBudget {
-		t.Errorf("the golden suite took %s in instant mode; the budget is %s", d.Round(time.Millisecond), suiteBudget)
-	} else {
-		t.Logf("%d fixtures replayed in %s", len(paths), d.Round(time.Millisecond))
-	}
+	// How long it takes is logged, not judged: timings belong in
+	// benchmarks, where a busy machine cannot fail the build.
+	t.Logf("%d fixtures replayed in %s", len(paths), time.Since(start).Round(time.Millisecond))
 }

@@ -9,12 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 )
 
@@ -68,13 +66,16 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	defer hs.Close()
 	defer up.Close()
 
-	prefix, apiVersion, agentID := upstreamParams(fx)
+	api, err := apiOf(fx)
+	if err != nil {
+		return nil, err
+	}
 	sum := &summaryObserver{}
 	obs := brainwire.Observers{sum}
 	if opts.Observer != nil {
 		obs = append(obs, opts.Observer)
 	}
-	tr, err := newTracing(agentID)
+	tr, err := newTracing(api.telemetryAgent(fx))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir:         dir,
-		Agent:       app.Foundry(hs.URL+prefix, agentID, apiVersion, nil),
+		Agent:       api.agent(hs.URL, fx),
 		Transport:   hs.Client().Transport,
 		Observer:    obs,
 		WrapTools:   orderTools(fx),
@@ -136,28 +137,6 @@ func RequestFor(fx *recorder.Fixture) Request {
 		}
 	}
 	return req
-}
-
-var assistantID = regexp.MustCompile(`"assistant_id":\s*"([^"]+)"`)
-
-// upstreamParams reads from the first recorded request what the client
-// must be configured with to make the same requests.
-func upstreamParams(fx *recorder.Fixture) (prefix, apiVersion, agentID string) {
-	prefix, apiVersion, agentID = "/api/projects/replay", "v1", "asst_replay"
-	if len(fx.Exchanges) == 0 {
-		return
-	}
-	rq := fx.Exchanges[0].Request
-	if p := projectPrefix(rq.Path); p != "" {
-		prefix = p
-	}
-	if v := rq.Query["api-version"]; v != "" {
-		apiVersion = v
-	}
-	if m := assistantID.FindSubmatch(rq.BodyBytes()); m != nil {
-		agentID = string(m[1])
-	}
-	return
 }
 
 // GoldenPaths returns the golden files of the fixture at path: the phone's

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/telemetry"
 )
 
@@ -28,7 +27,7 @@ type tracing struct {
 	tp    *sdktrace.TracerProvider
 }
 
-func newTracing(agentID string) (*tracing, error) {
+func newTracing(agent telemetry.Agent) (*tracing, error) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithSpanProcessor(spans),
@@ -36,7 +35,7 @@ func newTracing(agentID string) (*tracing, error) {
 	)
 	tel, err := telemetry.New(telemetry.Config{
 		TracerProvider: tp,
-		Agent:          telemetry.Agent{Name: AgentName, ID: agentID, Provider: foundry.ProviderName},
+		Agent:          agent,
 		CaptureContent: true,
 	})
 	if err != nil {

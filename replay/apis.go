@@ -1,0 +1,86 @@
+package replay
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/telemetry"
+)
+
+// agentAPI is one agent service API replay can serve: it recognizes a
+// recording made against it, and configures a provider to make the
+// recorded requests again against the fake upstream at base.
+type agentAPI struct {
+	name string
+	// recorded reports whether the first request of a recording is one
+	// of this API's.
+	recorded func(first recorder.Request) bool
+	// agent is app.Config.Agent for the replay of fx.
+	agent func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error)
+	// telemetryAgent is how telemetry names the agent of fx.
+	telemetryAgent func(fx *recorder.Fixture) telemetry.Agent
+}
+
+// agentAPIs are the APIs replay knows, tried in order.
+var agentAPIs = []agentAPI{threadsRunsAPI}
+
+// apiOf finds the API a fixture was recorded against.
+func apiOf(fx *recorder.Fixture) (agentAPI, error) {
+	if len(fx.Exchanges) == 0 {
+		// A capture refused before any upstream call replays on any API.
+		return threadsRunsAPI, nil
+	}
+	first := fx.Exchanges[0].Request
+	for _, api := range agentAPIs {
+		if api.recorded(first) {
+			return api, nil
+		}
+	}
+	return agentAPI{}, fmt.Errorf("replay: %s: no known agent API makes the request %s %s", fx.Name, first.Method, first.Path)
+}
+
+// threadsRunsAPI is the Foundry Agent Service threads/runs API (and the
+// simulator's face of it).
+var threadsRunsAPI = agentAPI{
+	name: "threads/runs",
+	recorded: func(first recorder.Request) bool {
+		op := operationPath(first.Path)
+		return strings.HasPrefix(op, "/threads") || strings.HasPrefix(op, "/assistants")
+	},
+	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
+		prefix, apiVersion, agentID := threadsRunsParams(fx)
+		return app.Foundry(base+prefix, agentID, apiVersion, nil)
+	},
+	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
+		_, _, agentID := threadsRunsParams(fx)
+		return telemetry.Agent{Name: AgentName, ID: agentID, Provider: foundry.ProviderName}
+	},
+}
+
+var assistantID = regexp.MustCompile(`"assistant_id":\s*"([^"]+)"`)
+
+// threadsRunsParams reads from the first recorded request what the client
+// must be configured with to make the same requests.
+func threadsRunsParams(fx *recorder.Fixture) (prefix, apiVersion, agentID string) {
+	prefix, apiVersion, agentID = "/api/projects/replay", "v1", "asst_replay"
+	if len(fx.Exchanges) == 0 {
+		return
+	}
+	rq := fx.Exchanges[0].Request
+	if p := projectPrefix(rq.Path); p != "" {
+		prefix = p
+	}
+	if v := rq.Query["api-version"]; v != "" {
+		apiVersion = v
+	}
+	if m := assistantID.FindSubmatch(rq.BodyBytes()); m != nil {
+		agentID = string(m[1])
+	}
+	return
+}

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -82,7 +82,7 @@ func readAPIError(resp *http.Response) *APIError {
 		}
 	}
 	if e.Message == "" && e.Code == "" {
-		e.Message = truncate(body)
+		e.Message = bodyText(body)
 	}
 	return e
 }
@@ -104,16 +104,10 @@ func text(raw json.RawMessage) string {
 	return ""
 }
 
-func truncate(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) <= maxErrorText {
-		return s
-	}
-	cut := maxErrorText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+// bodyText is the start of a body that is not the expected JSON, as a
+// message.
+func bodyText(b []byte) string {
+	return textcut.Ellipsis(strings.TrimSpace(string(b)), maxErrorText)
 }
 
 // upstreamError marks a failure of the agent service (a broken or

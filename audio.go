@@ -3,6 +3,8 @@ package brainwire
 import (
 	"context"
 	"io"
+	"mime"
+	"path"
 	"strings"
 )
 
@@ -29,6 +31,12 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, audio io.Reader, filename, contentType string) (string, error)
 }
 
+// MaxAudioBytes is the largest audio file a capture may carry: the
+// transcription service's limit of 25 MB, counted as the service counts
+// them (26,214,400 bytes). Uploads are refused above it rather than
+// stored and then refused by the service.
+const MaxAudioBytes = 25 << 20
+
 // MaxBlobNameLen bounds blob names.
 const MaxBlobNameLen = 200
 
@@ -50,4 +58,82 @@ func ValidBlobName(name string) error {
 		}
 	}
 	return nil
+}
+
+// audioFormats lists the file extensions the transcription service takes.
+var audioFormats = []string{"flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm"}
+
+// audioFormatTypes maps each format to the content type sent for it when the
+// upload named none (or only application/octet-stream).
+var audioFormatTypes = map[string]string{
+	"flac": "audio/flac",
+	"m4a":  "audio/mp4",
+	"mp3":  "audio/mpeg",
+	"mp4":  "audio/mp4",
+	"mpeg": "audio/mpeg",
+	"mpga": "audio/mpeg",
+	"oga":  "audio/ogg",
+	"ogg":  "audio/ogg",
+	"wav":  "audio/wav",
+	"webm": "audio/webm",
+}
+
+// audioTypeFormats maps the content types phones and browsers give audio to a
+// format, for uploads whose file name has no usable extension.
+var audioTypeFormats = map[string]string{
+	"audio/flac":      "flac",
+	"audio/x-flac":    "flac",
+	"audio/m4a":       "m4a",
+	"audio/x-m4a":     "m4a",
+	"audio/mp4":       "m4a",
+	"video/mp4":       "mp4",
+	"audio/mpeg":      "mp3",
+	"audio/mp3":       "mp3",
+	"audio/mpga":      "mpga",
+	"video/mpeg":      "mpeg",
+	"audio/ogg":       "ogg",
+	"application/ogg": "ogg",
+	"audio/wav":       "wav",
+	"audio/wave":      "wav",
+	"audio/x-wav":     "wav",
+	"audio/vnd.wave":  "wav",
+	"audio/webm":      "webm",
+	"video/webm":      "webm",
+}
+
+// AudioFormat checks that an upload is in a format the transcription
+// service takes (EInvalid if not) and returns the file name and content
+// type to store and send it under. The service goes by the file name's
+// extension, so one is added when only the content type tells the format.
+func AudioFormat(filename, contentType string) (string, string, error) {
+	name := path.Base(strings.ReplaceAll(filename, `\`, "/"))
+	if name == "." || name == "/" {
+		name = "audio"
+	}
+	mediaType := ""
+	if contentType != "" {
+		mt, _, err := mime.ParseMediaType(contentType)
+		if err != nil {
+			return "", "", Errorf(EInvalid, "invalid audio content type %q", contentType)
+		}
+		mediaType = mt
+	}
+
+	format := strings.ToLower(strings.TrimPrefix(path.Ext(name), "."))
+	if _, ok := audioFormatTypes[format]; !ok {
+		f, ok := audioTypeFormats[mediaType]
+		if !ok {
+			return "", "", Errorf(EInvalid,
+				"unsupported audio format (file %q, type %q); supported: %s",
+				name, contentType, strings.Join(audioFormats, ", "))
+		}
+		format = f
+		name += "." + format
+	}
+	if _, known := audioTypeFormats[mediaType]; !known {
+		// Empty, application/octet-stream or not an audio type: send the
+		// type the extension implies.
+		contentType = audioFormatTypes[format]
+	}
+	return name, contentType, nil
 }

@@ -98,6 +98,77 @@ type Filing struct {
 	Now           time.Time
 }
 
+// FilesRecord reports whether the filing adds a bucket record: classified
+// and pending captures do; misunderstood ones stay in the Inbox only.
+func (f Filing) FilesRecord() bool {
+	return f.Status == StatusClassified || f.Status == StatusPending
+}
+
+// NewItem is the Inbox item a new capture's filing creates. It keeps the
+// filing's classification whatever the status (a misunderstood capture's
+// scores are worth keeping for tuning too) and links the bucket record
+// when the filing adds one.
+func (f Filing) NewItem() InboxItem {
+	c := f.Classification
+	it := InboxItem{
+		ID:                 f.NewInboxID,
+		UserID:             f.UserID,
+		RawText:            f.RawText,
+		Title:              f.Title,
+		Source:             f.Source,
+		Status:             f.Status,
+		ClassificationMeta: &c,
+		FoundryThreadID:    f.FoundryThreadID,
+		FollowUpRounds:     f.FollowUpRound,
+		CreatedAt:          f.Now,
+		UpdatedAt:          f.Now,
+	}
+	if f.FilesRecord() {
+		it.FiledRecordID = f.NewRecordID
+	}
+	return it
+}
+
+// Refile is before after the follow-up filing f. It is still the same
+// capture, so it keeps its id, source (how the capture came in) and
+// creation time, and its thread and follow-up count unless f gives new
+// ones; the rest is f's, as in NewItem.
+func (f Filing) Refile(before InboxItem) InboxItem {
+	it := f.NewItem()
+	it.ID = before.ID
+	it.Source = before.Source
+	it.CreatedAt = before.CreatedAt
+	if it.FoundryThreadID == "" {
+		it.FoundryThreadID = before.FoundryThreadID
+	}
+	if it.FollowUpRounds == 0 {
+		it.FollowUpRounds = before.FollowUpRounds
+	}
+	return it
+}
+
+// Record is the bucket record the item links to (FiledRecordID), created
+// at createdAt: it repeats the item's text, title and classification, and
+// links back to the item.
+func (it InboxItem) Record(createdAt time.Time) BucketRecord {
+	r := BucketRecord{
+		ID:            it.FiledRecordID,
+		UserID:        it.UserID,
+		RawText:       it.RawText,
+		Title:         it.Title,
+		InboxRecordID: it.ID,
+		CreatedAt:     createdAt,
+	}
+	if it.ClassificationMeta != nil {
+		// A copy, so that changing one document's classification does not
+		// change the other's.
+		c := *it.ClassificationMeta
+		r.Bucket = c.Bucket
+		r.ClassificationMeta = &c
+	}
+	return r
+}
+
 // ListOptions selects a page of a user's inbox, newest first.
 type ListOptions struct {
 	Status string // optional filter

@@ -231,7 +231,7 @@ func upstreamMessage(prefix, detail string) string {
 	if detail == "" {
 		return prefix
 	}
-	return prefix + ": " + textcut.Runes(detail, maxUpstreamDetail)
+	return prefix + ": " + textcut.Ellipsis(detail, maxUpstreamDetail)
 }
 
 func orDefault(s, def string) string {

@@ -29,33 +29,13 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 	if f.InboxItemID != "" {
 		return s.refile(ctx, f)
 	}
-	item := brainwire.InboxItem{
-		ID:                 f.NewInboxID,
-		UserID:             f.UserID,
-		RawText:            f.RawText,
-		Title:              f.Title,
-		Source:             f.Source,
-		Status:             f.Status,
-		ClassificationMeta: filingMeta(f),
-		FoundryThreadID:    f.FoundryThreadID,
-		FollowUpRounds:     f.FollowUpRound,
-		CreatedAt:          f.Now,
-		UpdatedAt:          f.Now,
-	}
-	if !filesRecord(f.Status) {
-		if err := s.create(ctx, s.inbox, f.UserID, toInboxDoc(item), "inbox item "+item.ID, "inbox item"); err != nil {
-			return brainwire.InboxItem{}, err
-		}
-		return normalizeItem(item), nil
-	}
-	rec := filingRecord(f, item.ID)
-	item.FiledRecordID = rec.ID
-	bucket := s.buckets[rec.Bucket]
-	if err := s.create(ctx, bucket, f.UserID, toBucketDoc(rec), recordDoing(rec.Bucket, rec.ID), "bucket record"); err != nil {
+	item := f.NewItem()
+	undo, err := s.createRecord(ctx, item, f.Now)
+	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
 	if err := s.create(ctx, s.inbox, f.UserID, toInboxDoc(item), "inbox item "+item.ID, "inbox item"); err != nil {
-		return brainwire.InboxItem{}, s.undoCreate(ctx, err, bucket, f.UserID, rec.Bucket, rec.ID)
+		return brainwire.InboxItem{}, undo(err)
 	}
 	return normalizeItem(item), nil
 }
@@ -69,40 +49,31 @@ func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.Inbox
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
-	// The item keeps its id, source (how the capture came in) and
-	// creation time, and its thread unless the filing names a new one.
-	item := old.item()
-	item.RawText = f.RawText
-	item.Title = f.Title
-	item.Status = f.Status
-	item.ClassificationMeta = filingMeta(f)
-	item.UpdatedAt = f.Now
-	item.FiledRecordID = ""
-	if f.FoundryThreadID != "" {
-		item.FoundryThreadID = f.FoundryThreadID
-	}
-	if f.FollowUpRound != 0 {
-		item.FollowUpRounds = f.FollowUpRound
-	}
-
-	var undo func(error) error
-	if filesRecord(f.Status) {
-		rec := filingRecord(f, item.ID)
-		bucket := s.buckets[rec.Bucket]
-		if err := s.create(ctx, bucket, f.UserID, toBucketDoc(rec), recordDoing(rec.Bucket, rec.ID), "bucket record"); err != nil {
-			return brainwire.InboxItem{}, err
-		}
-		item.FiledRecordID = rec.ID
-		undo = func(err error) error { return s.undoCreate(ctx, err, bucket, f.UserID, rec.Bucket, rec.ID) }
+	item := f.Refile(old.item())
+	undo, err := s.createRecord(ctx, item, f.Now)
+	if err != nil {
+		return brainwire.InboxItem{}, err
 	}
 	if err := s.replaceItem(ctx, item, etag); err != nil {
-		if undo != nil {
-			return brainwire.InboxItem{}, undo(err)
-		}
-		return brainwire.InboxItem{}, err
+		return brainwire.InboxItem{}, undo(err)
 	}
 	s.dropRecord(ctx, f.UserID, recordOf(old), item.ID)
 	return normalizeItem(item), nil
+}
+
+// createRecord creates the bucket record a filed item links to, if any,
+// ahead of the item. undo deletes it again when the item's write fails
+// with the given error, and returns that error.
+func (s *Store) createRecord(ctx context.Context, item brainwire.InboxItem, createdAt time.Time) (undo func(error) error, err error) {
+	if item.FiledRecordID == "" {
+		return func(err error) error { return err }, nil
+	}
+	rec := item.Record(createdAt)
+	bucket := s.buckets[rec.Bucket]
+	if err := s.create(ctx, bucket, item.UserID, toBucketDoc(rec), recordDoing(rec.Bucket, rec.ID), "bucket record"); err != nil {
+		return nil, err
+	}
+	return func(err error) error { return s.undoCreate(ctx, err, bucket, item.UserID, rec.Bucket, rec.ID) }, nil
 }
 
 // GetInboxItem returns one of the user's Inbox items.
@@ -189,16 +160,9 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	item.UpdatedAt = now
 
 	old := recordOf(d)
-	rec := brainwire.BucketRecord{
-		ID:                 newRecordID,
-		UserID:             userID,
-		Bucket:             bucket,
-		RawText:            item.RawText,
-		Title:              item.Title,
-		ClassificationMeta: &meta,
-		InboxRecordID:      item.ID,
-		CreatedAt:          now,
-	}
+	// A new record unless the item's record is found and moved below.
+	item.FiledRecordID = newRecordID
+	rec := item.Record(now)
 	var oldRec *bucketDoc
 	var oldEtag azcore.ETag
 	if old.id != "" {
@@ -354,31 +318,6 @@ func recordOf(d inboxDoc) recordRef {
 
 func recordDoing(bucket, id string) string { return bucket + " record " + id }
 
-// filesRecord reports whether a filing with status writes a bucket record.
-func filesRecord(status string) bool {
-	return status == brainwire.StatusClassified || status == brainwire.StatusPending
-}
-
-// filingMeta is the classification a filing stores, whatever its status:
-// a misunderstood capture's scores are worth keeping for tuning too.
-func filingMeta(f brainwire.Filing) *brainwire.Classification {
-	c := f.Classification
-	return &c
-}
-
-func filingRecord(f brainwire.Filing, inboxID string) brainwire.BucketRecord {
-	return brainwire.BucketRecord{
-		ID:                 f.NewRecordID,
-		UserID:             f.UserID,
-		Bucket:             f.Classification.Bucket,
-		RawText:            f.RawText,
-		Title:              f.Title,
-		ClassificationMeta: filingMeta(f),
-		InboxRecordID:      inboxID,
-		CreatedAt:          f.Now,
-	}
-}
-
 // validateFiling adds to the shared rules what Cosmos ids need.
 func validateFiling(f brainwire.Filing) error {
 	if err := f.Validate(); err != nil {
@@ -387,7 +326,7 @@ func validateFiling(f brainwire.Filing) error {
 	if f.InboxItemID == "" && !validID(f.NewInboxID) {
 		return brainwire.Errorf(brainwire.EInvalid, "invalid inbox item id %q", f.NewInboxID)
 	}
-	if filesRecord(f.Status) && !validID(f.NewRecordID) {
+	if f.FilesRecord() && !validID(f.NewRecordID) {
 		return brainwire.Errorf(brainwire.EInvalid, "invalid record id %q", f.NewRecordID)
 	}
 	return nil

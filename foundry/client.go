@@ -397,7 +397,7 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 			return nil, &upstreamError{
 				msg: "the agent service did not answer with an event stream",
-				err: fmt.Errorf("expected an event stream, got %s: %s", mt, truncate(snippet)),
+				err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
 			}
 		}
 	}

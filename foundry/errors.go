@@ -1,19 +1,18 @@
 package foundry
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
-// maxErrorBody bounds how much of an error answer is read.
-const maxErrorBody = 64 << 10
+// maxErrorBody bounds how much of an unexpected answer is read.
+const maxErrorBody = azerror.MaxBody
 
 // maxErrorText bounds the raw body kept as a message when it is not JSON.
 const maxErrorText = 512
@@ -62,58 +61,18 @@ func (e *APIError) As(target any) bool {
 // {"error":{"message","type","param","code"}} body, falling back to the raw
 // body.
 func readAPIError(resp *http.Response) *APIError {
-	e := &APIError{StatusCode: resp.StatusCode}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var payload struct {
-		Error   json.RawMessage `json:"error"`
-		Message json.RawMessage `json:"message"`
-	}
-	if json.Unmarshal(body, &payload) == nil {
-		var inner struct {
-			Message, Type, Param, Code json.RawMessage
-		}
-		if json.Unmarshal(payload.Error, &inner) == nil {
-			e.Message, e.Type, e.Param, e.Code = text(inner.Message), text(inner.Type), text(inner.Param), text(inner.Code)
-		} else if s := text(payload.Error); s != "" {
-			e.Message = s
-		}
-		if e.Message == "" {
-			e.Message = text(payload.Message)
-		}
-	}
+	a := azerror.Read(resp.Body)
+	e := &APIError{StatusCode: resp.StatusCode, Message: a.Message, Type: a.Type, Param: a.Param, Code: a.Code}
 	if e.Message == "" && e.Code == "" {
-		e.Message = truncate(body)
+		e.Message = bodyText(a.Raw)
 	}
 	return e
 }
 
-// text reads a JSON string, or the literal text of a number; null and
-// anything else read as "".
-func text(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
-}
-
-func truncate(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) <= maxErrorText {
-		return s
-	}
-	cut := maxErrorText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+// bodyText is the start of a body that is not the expected JSON, as a
+// message.
+func bodyText(b []byte) string {
+	return textcut.Ellipsis(strings.TrimSpace(string(b)), maxErrorText)
 }
 
 // upstreamError marks a failure of the agent service (a broken or

@@ -12,11 +12,10 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/transcription"
 )
 
 // DefaultMaxAudioBytes is the upload limit: the transcription service's.
-const DefaultMaxAudioBytes = transcription.MaxAudioSize
+const DefaultMaxAudioBytes = brainwire.MaxAudioBytes
 
 // voiceMessage asks the agent to transcribe before it classifies; the
 // `audio:` line carries the URL the transcribe_audio tool accepts.
@@ -98,7 +97,7 @@ func (s *Server) readVoiceUpload(w http.ResponseWriter, r *http.Request) (*voice
 				return nil, brainwire.Errorf(brainwire.EInvalid, "only one file part is allowed")
 			}
 			found = true
-			name, ctype, err := transcription.AudioFormat(part.FileName(), part.Header.Get("Content-Type"))
+			name, ctype, err := brainwire.AudioFormat(part.FileName(), part.Header.Get("Content-Type"))
 			if err != nil {
 				return nil, err
 			}

@@ -37,7 +37,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 	var item brainwire.InboxItem
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if f.InboxItemID == "" {
-			item = newItem(f)
+			item = stored(f.NewItem())
 			if err := insertItem(ctx, tx, item); err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 			if err != nil {
 				return err
 			}
-			item = refiledItem(before, f)
+			item = stored(f.Refile(before))
 			// The old record goes first: the new one may reuse its id.
 			if err := deleteRecordOf(ctx, tx, item.UserID, item.ID); err != nil {
 				return err
@@ -58,7 +58,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		if item.FiledRecordID == "" {
 			return nil
 		}
-		return insertRecord(ctx, tx, recordOf(item, item.UpdatedAt))
+		return insertRecord(ctx, tx, item.Record(item.UpdatedAt))
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -94,57 +94,17 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// newItem is the item a new capture's filing creates, as it will read back.
-func newItem(f brainwire.Filing) brainwire.InboxItem {
-	now := storedTime(f.Now)
-	c := storedClassification(f.Classification)
-	it := brainwire.InboxItem{
-		ID:                 f.NewInboxID,
-		UserID:             f.UserID,
-		RawText:            f.RawText,
-		Title:              f.Title,
-		Source:             f.Source,
-		Status:             f.Status,
-		ClassificationMeta: &c,
-		FoundryThreadID:    f.FoundryThreadID,
-		FollowUpRounds:     f.FollowUpRound,
-		CreatedAt:          now,
-		UpdatedAt:          now,
-	}
-	if f.Status != brainwire.StatusMisunderstood {
-		it.FiledRecordID = f.NewRecordID
+// stored is it as it reads back from this store: times in UTC to the
+// nanosecond, and a classification that shares no memory with the
+// caller's.
+func stored(it brainwire.InboxItem) brainwire.InboxItem {
+	it.CreatedAt = storedTime(it.CreatedAt)
+	it.UpdatedAt = storedTime(it.UpdatedAt)
+	if it.ClassificationMeta != nil {
+		c := storedClassification(*it.ClassificationMeta)
+		it.ClassificationMeta = &c
 	}
 	return it
-}
-
-// refiledItem is before after a follow-up filing: the same capture, so it
-// keeps its id, source, creation time and (unless replaced) thread.
-func refiledItem(before brainwire.InboxItem, f brainwire.Filing) brainwire.InboxItem {
-	it := newItem(f)
-	it.ID = before.ID
-	it.Source = before.Source
-	it.CreatedAt = before.CreatedAt
-	if it.FoundryThreadID == "" {
-		it.FoundryThreadID = before.FoundryThreadID
-	}
-	if it.FollowUpRounds == 0 {
-		it.FollowUpRounds = before.FollowUpRounds
-	}
-	return it
-}
-
-// recordOf is the bucket record of a filed item.
-func recordOf(it brainwire.InboxItem, createdAt time.Time) brainwire.BucketRecord {
-	return brainwire.BucketRecord{
-		ID:                 it.FiledRecordID,
-		UserID:             it.UserID,
-		Bucket:             it.ClassificationMeta.Bucket,
-		RawText:            it.RawText,
-		Title:              it.Title,
-		ClassificationMeta: it.ClassificationMeta,
-		InboxRecordID:      it.ID,
-		CreatedAt:          createdAt,
-	}
 }
 
 // storedTime is t as it reads back: UTC, to the nanosecond.
@@ -449,7 +409,7 @@ RETURNING id`, bucket, cls, userID, id).Scan(&recID)
 				return brainwire.Errorf(brainwire.EInvalid, "missing bucket record id")
 			}
 			item.FiledRecordID = newRecordID
-			if err := insertRecord(ctx, tx, recordOf(item, item.UpdatedAt)); err != nil {
+			if err := insertRecord(ctx, tx, item.Record(item.UpdatedAt)); err != nil {
 				return err
 			}
 		case isConflict(err):

@@ -192,13 +192,13 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 // titleFor keeps the agent's title, or makes one from the text's first words.
 func titleFor(title, text string) string {
 	if t := strings.TrimSpace(title); t != "" {
-		return textcut.Runes(t, 120)
+		return textcut.Ellipsis(t, 120)
 	}
 	words := strings.Fields(text)
 	if len(words) > 8 {
 		words = words[:8]
 	}
-	return textcut.Runes(strings.Join(words, " "), 80)
+	return textcut.Ellipsis(strings.Join(words, " "), 80)
 }
 
 type transcribeArgs struct {

@@ -1,15 +1,15 @@
 package transcription
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // APIError is a non-2xx answer of the transcription service. It unwraps to
@@ -63,52 +63,24 @@ func (e *APIError) AudioRejected() bool {
 // {"error":{"code","message","type","param"}}; its gateway sometimes
 // {"statusCode","message"}; proxies plain text or HTML.
 func newAPIError(resp *http.Response) *APIError {
+	a := azerror.Read(resp.Body)
 	e := &APIError{
 		StatusCode: resp.StatusCode,
+		Code:       a.Code,
+		Type:       a.Type,
+		Message:    a.Message,
 		RetryAfter: retryAfter(resp.Header, time.Now()),
 		RequestID:  resp.Header.Get("apim-request-id"),
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var answer struct {
-		Error *struct {
-			Code    json.RawMessage `json:"code"`
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-		} `json:"error"`
-		Message string `json:"message"`
+	if !a.JSON {
+		// A proxy's text or HTML page: its words, on one line.
+		e.Message = strings.Join(strings.Fields(string(a.Raw)), " ")
 	}
-	if json.Unmarshal(body, &answer) == nil {
-		if answer.Error != nil {
-			e.Code = jsonText(answer.Error.Code)
-			e.Message = answer.Error.Message
-			e.Type = answer.Error.Type
-		} else {
-			e.Message = answer.Message
-		}
-	} else {
-		e.Message = strings.Join(strings.Fields(string(body)), " ")
-	}
-	if len(e.Message) > 300 {
-		e.Message = strings.ToValidUTF8(e.Message[:300], "") + "…"
-	}
+	e.Message = textcut.Ellipsis(e.Message, 300)
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
 	return e
-}
-
-// jsonText returns a JSON string's value or a number's text; the service
-// sends error codes as either, or null.
-func jsonText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
 }
 
 // retryAfter reads Azure's retry-after-ms, or the standard Retry-After in

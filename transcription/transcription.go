@@ -30,10 +30,6 @@ import (
 // Azure OpenAI inference API.
 const DefaultAPIVersion = "2024-10-21"
 
-// MaxAudioSize is the largest file the service accepts: 25 MB, counted as
-// the service counts them (26,214,400 bytes).
-const MaxAudioSize = 25 << 20
-
 // TokenScope is the scope of Microsoft Entra ID tokens for Azure OpenAI.
 const TokenScope = "https://cognitiveservices.azure.com/.default"
 
@@ -113,26 +109,26 @@ func New(cfg Config, hc *http.Client) (*Client, error) {
 
 // Transcribe returns the text spoken in audio. filename and contentType
 // describe the audio as it was uploaded; either is enough to tell its
-// format. Audio that is empty, over MaxAudioSize or not in a supported
-// format is an EInvalid error and is not sent; so is audio the service
-// cannot decode. Failures of the service or its credentials are EUpstream
+// format (brainwire.AudioFormat). Audio that is empty, over
+// brainwire.MaxAudioBytes or not in a supported format is an EInvalid error
+// and is not sent; so is audio the service cannot decode. Failures of the service or its credentials are EUpstream
 // errors, with the service's answer in an *APIError.
 func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, contentType string) (string, error) {
-	filename, contentType, err := AudioFormat(filename, contentType)
+	filename, contentType, err := brainwire.AudioFormat(filename, contentType)
 	if err != nil {
 		return "", err
 	}
 	// The whole file is read first: its size must be known before sending,
 	// and a known length lets the request be resent on redirects.
-	data, err := io.ReadAll(io.LimitReader(audio, MaxAudioSize+1))
+	data, err := io.ReadAll(io.LimitReader(audio, brainwire.MaxAudioBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("transcription: reading the audio: %w", err)
 	}
 	if len(data) == 0 {
 		return "", brainwire.Errorf(brainwire.EInvalid, "the audio is empty")
 	}
-	if len(data) > MaxAudioSize {
-		return "", brainwire.Errorf(brainwire.EInvalid, "the audio is over the transcription limit of %d MB", MaxAudioSize>>20)
+	if len(data) > brainwire.MaxAudioBytes {
+		return "", brainwire.Errorf(brainwire.EInvalid, "the audio is over the transcription limit of %d MB", brainwire.MaxAudioBytes>>20)
 	}
 
 	body, size, formType := c.form(filename, contentType, data)

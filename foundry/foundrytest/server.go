@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // ProjectPath is the path of the project endpoint on the server.
@@ -202,7 +204,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if next == "" {
 		next = "nothing (the script is done)"
 	}
-	s.t.Errorf("foundrytest: unexpected call %s (path %s)\n  expected next: %s\n  body: %s", req, r.URL.Path, next, truncate(raw, 300))
+	s.t.Errorf("foundrytest: unexpected call %s (path %s)\n  expected next: %s\n  body: %s", req, r.URL.Path, next, textcut.Ellipsis(string(raw), 300))
 	JSON(http.StatusInternalServerError, errorBody("unexpected_call", "foundrytest: unexpected call "+req.String())).serve(s, w, r)
 }
 
@@ -405,13 +407,6 @@ func errorBody(code, message string) Object {
 			{"code", code},
 		}},
 	}
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "..."
 }
 
 // Object is a JSON object that keeps its fields in order, so payloads read

@@ -1,18 +1,29 @@
-// Package textcut shortens text for messages and telemetry without
-// splitting a UTF-8 character.
+// Package textcut shortens text to a byte budget without splitting a UTF-8
+// encoded character: for messages and telemetry fields with a size limit,
+// where half a character would turn into U+FFFD or invalid JSON.
 package textcut
 
 import "unicode/utf8"
 
-// Runes returns s cut to at most max bytes at a character boundary, with
-// "…" appended when anything was cut.
-func Runes(s string, max int) string {
-	if len(s) <= max {
+// Prefix returns s cut to at most limit bytes, ending before the first
+// character that does not fit whole.
+func Prefix(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	cut := max
+	cut := max(limit, 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return s[:cut]
+}
+
+// Ellipsis returns s if it fits in limit bytes, else its Prefix followed
+// by "…" so that a reader sees it was cut (the result then has up to
+// limit+3 bytes).
+func Ellipsis(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return Prefix(s, limit) + "…"
 }

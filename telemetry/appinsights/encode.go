@@ -3,11 +3,11 @@ package appinsights
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
 
 	"github.com/brainwire/brainwire/internal/jsonw"
+	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // Field limits of the ingestion schema (the contracts' Sanitize methods).
@@ -163,12 +163,5 @@ func hasKey(ps []Property, k string) bool {
 // appendString appends s, cut to at most limit bytes on a character
 // boundary, as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string, limit int) []byte {
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return jsonw.String(b, s)
+	return jsonw.String(b, textcut.Prefix(s, limit))
 }

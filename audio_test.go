@@ -1,0 +1,49 @@
+package brainwire_test
+
+import (
+	"testing"
+
+	"github.com/brainwire/brainwire"
+)
+
+func TestAudioFormat(t *testing.T) {
+	for _, tc := range []struct {
+		filename, contentType string
+		wantName, wantType    string // empty: rejected
+	}{
+		{"memo.m4a", "audio/x-m4a", "memo.m4a", "audio/x-m4a"},
+		{"memo.M4A", "", "memo.M4A", "audio/mp4"},
+		{"recording", "audio/webm;codecs=opus", "recording.webm", "audio/webm;codecs=opus"},
+		{"", "audio/wav", "audio.wav", "audio/wav"},
+		{"dir/sub/clip.ogg", "application/octet-stream", "clip.ogg", "audio/ogg"},
+		{`C:\Users\me\clip.flac`, "", "clip.flac", "audio/flac"},
+		{"a.wav", "text/plain", "a.wav", "audio/wav"},
+		{"voice.mp3", "audio/mpeg", "voice.mp3", "audio/mpeg"},
+		{"v.mpga", "", "v.mpga", "audio/mpeg"},
+		{"v.oga", "", "v.oga", "audio/ogg"},
+		{"v.mp4", "video/mp4", "v.mp4", "video/mp4"},
+		{"v.mpeg", "", "v.mpeg", "audio/mpeg"},
+		{`say "hi".wav`, "audio/wav", `say "hi".wav`, "audio/wav"},
+		{"notes.txt", "text/plain", "", ""},
+		{"clip.aac", "audio/aac", "", ""},
+		{"clip.wma", "audio/x-ms-wma", "", ""},
+		{"clip", "", "", ""},
+		{"clip.wav", "audio/", "", ""},
+	} {
+		name, ctype, err := brainwire.AudioFormat(tc.filename, tc.contentType)
+		if tc.wantName == "" {
+			if brainwire.ErrorCode(err) != brainwire.EInvalid {
+				t.Errorf("AudioFormat(%q, %q): err = %v, want code %s", tc.filename, tc.contentType, err, brainwire.EInvalid)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("AudioFormat(%q, %q): %v", tc.filename, tc.contentType, err)
+			continue
+		}
+		if name != tc.wantName || ctype != tc.wantType {
+			t.Errorf("AudioFormat(%q, %q) = %q, %q; want %q, %q", tc.filename, tc.contentType,
+				name, ctype, tc.wantName, tc.wantType)
+		}
+	}
+}

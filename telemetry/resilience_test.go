@@ -45,10 +45,11 @@ func TestBrokenAppInsightsNeverSlowsCaptures(t *testing.T) {
 			s := newStack(t, map[string]string{"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString()})
 			base, withAI := compareLatency(off, s, text, runs)
 			t.Logf("median capture latency: %s without Application Insights, %s with a %s endpoint", base, withAI, mode.name)
-			// Generous for shared CI machines: a blocked capture would take
-			// seconds (the send timeout), not a few milliseconds more.
-			if withAI > base*3/2+15*time.Millisecond {
-				t.Errorf("captures slowed down from %s to %s", base, withAI)
+			// Not a speed check (that is what benchmarks are for): a capture
+			// that waited on the endpoint would wait out the send timeout,
+			// seconds, which no busy machine explains.
+			if withAI > base+time.Second {
+				t.Errorf("captures waited on Application Insights: %s, against %s without it", withAI, base)
 			}
 			if ingest.Requests() == 0 && mode.mode == telemetrytest.IngestFail {
 				// Batches go out every few seconds; make sure one was tried.
@@ -84,8 +85,10 @@ func TestUnreachableCollector(t *testing.T) {
 	})
 	base, got := compareLatency(off, s, text, 7)
 	t.Logf("median capture latency: %s without telemetry, %s exporting to a closed port", base, got)
-	if got > base*3/2+15*time.Millisecond {
-		t.Errorf("captures slowed down from %s to %s", base, got)
+	// A capture that waited on the collector would wait out the export
+	// timeout, seconds; the latencies themselves are benchmarks' business.
+	if got > base+time.Second {
+		t.Errorf("captures waited on the collector: %s, against %s without it", got, base)
 	}
 	if code := s.health(); code != http.StatusOK {
 		t.Errorf("/health answered %d", code)

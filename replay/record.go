@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -79,10 +78,11 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 	if err != nil {
 		return nil, err
 	}
-	fx := fixtures.last()
-	if fx == nil {
+	saved := fixtures.Fixtures()
+	if len(saved) == 0 {
 		return nil, errors.New("record: the capture was not recorded (see the log)")
 	}
+	fx := saved[len(saved)-1]
 	if req.Kind == brainwire.KindVoice {
 		// The upload as the phone made it; the recorder only saw its URL.
 		name, typ := req.AudioName, req.AudioType
@@ -97,39 +97,17 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 	return &Recording{Fixture: fx, Response: resp}, nil
 }
 
-// fixtureList keeps what a recorder saves.
-type fixtureList struct {
-	mu  sync.Mutex
-	fxs []*recorder.Fixture
-}
-
-func (l *fixtureList) Save(_ context.Context, fx *recorder.Fixture) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fxs = append(l.fxs, fx)
-	return nil
-}
-
-func (l *fixtureList) last() *recorder.Fixture {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.fxs) == 0 {
-		return nil
-	}
-	return l.fxs[len(l.fxs)-1]
-}
-
-// collectingRecorder records every capture into a list.
-func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *fixtureList, error) {
-	list := &fixtureList{}
+// collectingRecorder records every capture into memory.
+func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemorySink, error) {
+	sink := &recorder.MemorySink{}
 	rec, err := recorder.New(recorder.Config{
-		Sink:     list,
+		Sink:     sink,
 		Sample:   1,
 		Secrets:  cfg.Secrets,
 		Upstream: cfg.Upstream,
 		Logger:   cfg.Logger,
 	})
-	return rec, list, err
+	return rec, sink, err
 }
 
 // recordCapture runs setup (if any) and req through an Env that rec

@@ -148,7 +148,7 @@ func testContentTypes(t *testing.T, s *azureblob.Store) {
 		}
 		want := ct
 		if want == "" {
-			want = azureblob.DefaultContentType
+			want = brainwire.DefaultBlobContentType
 		}
 		if _, info := open(t, s, u); info.ContentType != want {
 			t.Errorf("%s: content type = %q, want %q", name, info.ContentType, want)
@@ -171,7 +171,7 @@ func testMissing(t *testing.T, s *azureblob.Store) {
 
 func testInvalidNames(t *testing.T, s *azureblob.Store) {
 	for _, name := range []string{"", "..", "../other/x.wav", "a/b.wav", `a\b`, "/x.wav", ".hidden", "a b", "x?y", "x#y", "%2e%2e",
-		strings.Repeat("n", azureblob.MaxNameLen+1)} {
+		strings.Repeat("n", brainwire.MaxBlobNameLen+1)} {
 		if _, err := s.Put(t.Context(), name, "audio/wav", strings.NewReader("x")); brainwire.ErrorCode(err) != brainwire.EInvalid {
 			t.Errorf("Put(%q): err = %v, want code %s", name, err, brainwire.EInvalid)
 		}

@@ -122,8 +122,8 @@ func TestContentTypeDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, info := readAll(t, s, u); info.ContentType != localblob.DefaultContentType {
-		t.Errorf("content type = %q, want %q", info.ContentType, localblob.DefaultContentType)
+	if _, info := readAll(t, s, u); info.ContentType != brainwire.DefaultBlobContentType {
+		t.Errorf("content type = %q, want %q", info.ContentType, brainwire.DefaultBlobContentType)
 	}
 	if _, err := s.Put(t.Context(), "y.bin", "audio/", strings.NewReader("y")); brainwire.ErrorCode(err) != brainwire.EInvalid {
 		t.Errorf("Put with a malformed content type: err = %v, want code %s", err, brainwire.EInvalid)
@@ -217,7 +217,7 @@ func TestInvalidNames(t *testing.T) {
 	for _, name := range []string{
 		"", ".", "..", "../x.wav", "a/../../x.wav", "/etc/passwd", "a/b.wav", `a\b.wav`,
 		".hidden", ".x.wav.type", "a..b", "x.wav\x00", "sp ace.wav", "ü.wav", "-x.wav",
-		strings.Repeat("a", localblob.MaxNameLen+1),
+		strings.Repeat("a", brainwire.MaxBlobNameLen+1),
 	} {
 		_, err := s.Put(t.Context(), name, "audio/wav", strings.NewReader("x"))
 		if brainwire.ErrorCode(err) != brainwire.EInvalid {
@@ -227,7 +227,7 @@ func TestInvalidNames(t *testing.T) {
 	if left := files(t, s.Dir()); len(left) != 0 {
 		t.Errorf("files written for invalid names: %v", left)
 	}
-	if _, err := s.Put(t.Context(), strings.Repeat("a", localblob.MaxNameLen), "audio/wav", strings.NewReader("x")); err != nil {
+	if _, err := s.Put(t.Context(), strings.Repeat("a", brainwire.MaxBlobNameLen), "audio/wav", strings.NewReader("x")); err != nil {
 		t.Errorf("Put with a name of the maximum length: %v", err)
 	}
 }

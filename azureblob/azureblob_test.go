@@ -3,7 +3,6 @@ package azureblob_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,20 +66,6 @@ func TestAzurite(t *testing.T) {
 	t.Run("MissingContainer", func(t *testing.T) { testMissingContainer(t, store(t, "never-created")) })
 }
 
-func open(t *testing.T, s *azureblob.Store, u string) []byte {
-	t.Helper()
-	rc, _, err := s.Open(t.Context(), u)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", u, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("reading %s: %v", u, err)
-	}
-	return b
-}
-
 // testURL checks that a blob's URL is the blob's own URL in the service,
 // which a client with access to the container could fetch directly.
 func testURL(t *testing.T, s *azureblob.Store, accountURL string) {
@@ -133,10 +118,10 @@ func testForeignURLs(t *testing.T, s, other *azureblob.Store, addr string) {
 			t.Errorf("Delete(%q): err = %v, want code %s", raw, err, brainwire.EInvalid)
 		}
 	}
-	if got := open(t, other, theirs); string(got) != "theirs" {
+	if got, _ := blobtest.Read(t, other, theirs); string(got) != "theirs" {
 		t.Errorf("the other container's blob now holds %q", got)
 	}
-	if got := open(t, s, mine); string(got) != "mine" {
+	if got, _ := blobtest.Read(t, s, mine); string(got) != "mine" {
 		t.Errorf("own blob now holds %q", got)
 	}
 }

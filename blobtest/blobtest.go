@@ -76,8 +76,9 @@ func put(t *testing.T, s brainwire.BlobStore, name, contentType, body string) st
 	return u
 }
 
-// read returns the content and info of the blob at u.
-func read(t *testing.T, s brainwire.BlobStore, u string) ([]byte, brainwire.BlobInfo) {
+// Read returns the content and info of the blob at u, failing the test if
+// it cannot be read.
+func Read(t *testing.T, s brainwire.BlobStore, u string) ([]byte, brainwire.BlobInfo) {
 	t.Helper()
 	rc, info, err := s.Open(t.Context(), u)
 	if err != nil {
@@ -109,7 +110,7 @@ func testRoundTrip(t *testing.T, s brainwire.BlobStore) {
 	if !strings.HasSuffix(u, "/capture-1.wav") {
 		t.Errorf("Put returned %q, want a URL ending in the name", u)
 	}
-	got, info := read(t, s, u)
+	got, info := Read(t, s, u)
 	if !bytes.Equal(got, audio) {
 		t.Errorf("Open read %q, want %q", got, audio)
 	}
@@ -140,7 +141,7 @@ func testLargeBlob(t *testing.T, s brainwire.BlobStore) {
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
-	got, info := read(t, s, u)
+	got, info := Read(t, s, u)
 	if sha256.Sum256(got) != sha256.Sum256(data) {
 		t.Errorf("read content differs (%d bytes, want %d)", len(got), len(data))
 	}
@@ -159,7 +160,7 @@ func testContentTypes(t *testing.T, s brainwire.BlobStore) {
 		if want == "" {
 			want = brainwire.DefaultBlobContentType
 		}
-		if _, info := read(t, s, put(t, s, name, ct, "x")); info.ContentType != want {
+		if _, info := Read(t, s, put(t, s, name, ct, "x")); info.ContentType != want {
 			t.Errorf("%s: content type = %q, want %q", name, info.ContentType, want)
 		}
 	}
@@ -173,7 +174,7 @@ func testPutReplaces(t *testing.T, s brainwire.BlobStore) {
 	if u1 != u2 {
 		t.Errorf("URLs differ for one name: %q, %q", u1, u2)
 	}
-	got, info := read(t, s, u2)
+	got, info := Read(t, s, u2)
 	if string(got) != "second, longer" || info.ContentType != "audio/webm" || info.Size != int64(len(got)) {
 		t.Errorf("after replacing: %q %+v", got, info)
 	}
@@ -202,7 +203,7 @@ func testFailedPut(t *testing.T, s brainwire.BlobStore) {
 	if _, err := s.Put(ctx, "kept.wav", "audio/mpeg", &failingReader{n: 2<<20 + 10}); err == nil {
 		t.Fatal("Put from a failing reader succeeded")
 	}
-	if got, info := read(t, s, kept); string(got) != "old" || info.ContentType != "audio/wav" {
+	if got, info := Read(t, s, kept); string(got) != "old" || info.ContentType != "audio/wav" {
 		t.Errorf("after a failed replace: %q %+v, want the old blob", got, info)
 	}
 
@@ -276,7 +277,7 @@ func testForeignURLs(t *testing.T, s brainwire.BlobStore) {
 		checkCode(t, fmt.Sprintf("Open(%q)", raw), err, brainwire.EInvalid)
 		checkCode(t, fmt.Sprintf("Delete(%q)", raw), s.Delete(ctx, raw), brainwire.EInvalid)
 	}
-	if got, _ := read(t, s, mine); string(got) != "mine" {
+	if got, _ := Read(t, s, mine); string(got) != "mine" {
 		t.Errorf("own blob now holds %q", got)
 	}
 }

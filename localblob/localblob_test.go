@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -28,20 +27,6 @@ func newStore(t *testing.T) *localblob.Store {
 
 func TestConformance(t *testing.T) {
 	blobtest.Run(t, func(t *testing.T) brainwire.BlobStore { return newStore(t) })
-}
-
-func readAll(t *testing.T, s *localblob.Store, u string) []byte {
-	t.Helper()
-	rc, _, err := s.Open(t.Context(), u)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", u, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatalf("reading %s: %v", u, err)
-	}
-	return b
 }
 
 // files lists the directory, hidden files included.
@@ -195,7 +180,7 @@ func TestForeignURLs(t *testing.T) {
 		t.Errorf("file outside the store: %v", err)
 	}
 	// The same blob through the host spelled "localhost" is still ours.
-	if got := readAll(t, s, "file://localhost"+filepath.ToSlash(s.Dir())+"/mine.wav"); string(got) != "mine" {
+	if got, _ := blobtest.Read(t, s, "file://localhost"+filepath.ToSlash(s.Dir())+"/mine.wav"); string(got) != "mine" {
 		t.Errorf("Open via localhost read %q", got)
 	}
 }

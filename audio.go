@@ -40,6 +40,26 @@ const MaxAudioBytes = 25 << 20
 // MaxBlobNameLen bounds blob names.
 const MaxBlobNameLen = 200
 
+// DefaultBlobContentType is what a blob put with no content type is stored
+// and opened as.
+const DefaultBlobContentType = "application/octet-stream"
+
+// CheckBlobPut checks the name and content type a BlobStore's Put is given,
+// before anything is stored (EInvalid if either is malformed), and returns
+// the content type to store: DefaultBlobContentType when none was given.
+func CheckBlobPut(name, contentType string) (string, error) {
+	if err := ValidBlobName(name); err != nil {
+		return "", err
+	}
+	if contentType == "" {
+		return DefaultBlobContentType, nil
+	}
+	if _, _, err := mime.ParseMediaType(contentType); err != nil {
+		return "", Errorf(EInvalid, "invalid content type %q", contentType)
+	}
+	return contentType, nil
+}
+
 // ValidBlobName accepts names of ASCII letters, digits, '.', '_' and '-'
 // that start with a letter or digit and contain no "..": one plain file on
 // every file system and a URL path segment that needs no escaping, so a

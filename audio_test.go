@@ -47,3 +47,28 @@ func TestAudioFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckBlobPut(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType string
+		want              string // empty: EInvalid
+	}{
+		{"a.wav", "audio/wav", "audio/wav"},
+		{"a.webm", "audio/webm;codecs=opus", "audio/webm;codecs=opus"},
+		{"a.bin", "", brainwire.DefaultBlobContentType},
+		{"a.wav", "audio/", ""},
+		{"../a.wav", "audio/wav", ""},
+		{"", "", ""},
+	} {
+		got, err := brainwire.CheckBlobPut(tc.name, tc.contentType)
+		if tc.want == "" {
+			if brainwire.ErrorCode(err) != brainwire.EInvalid {
+				t.Errorf("CheckBlobPut(%q, %q): err = %v, want code %s", tc.name, tc.contentType, err, brainwire.EInvalid)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("CheckBlobPut(%q, %q) = %q, %v; want %q", tc.name, tc.contentType, got, err, tc.want)
+		}
+	}
+}

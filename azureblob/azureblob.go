@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,12 +19,6 @@ import (
 
 	"github.com/brainwire/brainwire"
 )
-
-// DefaultContentType is stored when Put is given no content type.
-const DefaultContentType = "application/octet-stream"
-
-// MaxNameLen bounds blob names (brainwire.ValidBlobName says which are valid).
-const MaxNameLen = brainwire.MaxBlobNameLen
 
 // Upload tuning used when Config leaves it zero: an upload holds at most
 // about BlockSize*Concurrency bytes in memory.
@@ -131,17 +124,12 @@ func (s *Store) EnsureContainer(ctx context.Context) error {
 // the blob's URL. The body is streamed in blocks, so memory stays bounded
 // whatever its length; an upload that fails part-way commits nothing.
 func (s *Store) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
-	if err := brainwire.ValidBlobName(name); err != nil {
+	contentType, err := brainwire.CheckBlobPut(name, contentType)
+	if err != nil {
 		return "", err
 	}
-	if contentType == "" {
-		contentType = DefaultContentType
-	}
-	if _, _, err := mime.ParseMediaType(contentType); err != nil {
-		return "", brainwire.Errorf(brainwire.EInvalid, "invalid content type %q", contentType)
-	}
 	b := s.container.NewBlockBlobClient(name)
-	_, err := b.UploadStream(ctx, r, &blockblob.UploadStreamOptions{
+	_, err = b.UploadStream(ctx, r, &blockblob.UploadStreamOptions{
 		BlockSize:   s.blockSize,
 		Concurrency: s.concurrency,
 		HTTPHeaders: &blob.HTTPHeaders{BlobContentType: &contentType},
@@ -170,7 +158,7 @@ func (s *Store) Open(ctx context.Context, rawURL string) (io.ReadCloser, brainwi
 	if err != nil {
 		return nil, brainwire.BlobInfo{}, fmt.Errorf("azureblob: downloading %s: %w", name, err)
 	}
-	info := brainwire.BlobInfo{Name: name, ContentType: DefaultContentType}
+	info := brainwire.BlobInfo{Name: name, ContentType: brainwire.DefaultBlobContentType}
 	if resp.ContentType != nil && *resp.ContentType != "" {
 		info.ContentType = *resp.ContentType
 	}

@@ -22,12 +22,6 @@ import (
 	"github.com/brainwire/brainwire"
 )
 
-// DefaultContentType is recorded when Put is given no content type.
-const DefaultContentType = "application/octet-stream"
-
-// MaxNameLen bounds blob names (brainwire.ValidBlobName says which are valid).
-const MaxNameLen = brainwire.MaxBlobNameLen
-
 // Store is a brainwire.BlobStore on one local directory. It is safe for
 // concurrent use; concurrent Puts of one name leave one of them whole.
 type Store struct {
@@ -59,14 +53,9 @@ func (s *Store) Dir() string { return s.root }
 // The blob appears whole or not at all: an earlier blob of the same name is
 // replaced only once the new content is completely on disk.
 func (s *Store) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
-	if err := brainwire.ValidBlobName(name); err != nil {
+	contentType, err := brainwire.CheckBlobPut(name, contentType)
+	if err != nil {
 		return "", err
-	}
-	if contentType == "" {
-		contentType = DefaultContentType
-	}
-	if _, _, err := mime.ParseMediaType(contentType); err != nil {
-		return "", brainwire.Errorf(brainwire.EInvalid, "invalid content type %q", contentType)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("localblob: storing %s: %w", name, err)
@@ -175,7 +164,7 @@ func (s *Store) contentType(name string) (string, error) {
 		if ct := mime.TypeByExtension(filepath.Ext(name)); ct != "" {
 			return ct, nil
 		}
-		return DefaultContentType, nil
+		return brainwire.DefaultBlobContentType, nil
 	}
 	if err != nil {
 		return "", err

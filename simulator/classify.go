@@ -140,11 +140,33 @@ func tokenize(text string) []token {
 // classify scores texts (oldest first). When there are several, the last
 // one is a clarification and its cues count double.
 func (c *classifier) classify(texts []string) Verdict {
-	type hit struct {
-		cue   Cue
-		first int // position in the joined text, for a stable reading order
+	hits := c.findCues(texts)
+	scores, total := scoreBuckets(hits)
+	ranked := rankBuckets(scores)
+	sortHits(hits, ranked)
+
+	v := Verdict{Scores: scores}
+	for _, h := range hits {
+		v.Cues = append(v.Cues, h.cue)
 	}
-	hits := map[string]*hit{} // by bucket + phrase
+	v.Bucket = ranked[0]
+	v.Confidence = confidence(scores[v.Bucket], total)
+	v.Title = c.title(v, titleText(texts))
+	c.decide(&v, strings.Join(texts, "\n"), total)
+	return v
+}
+
+// cueHit is a cue seen in the texts.
+type cueHit struct {
+	cue   Cue
+	first int // position in the joined text, for a stable reading order
+}
+
+// findCues returns the cues seen in texts, each once, at the largest
+// weight it was seen with: listed phrases, and capitalized words that
+// follow a word like "call" or "with" (names).
+func (c *classifier) findCues(texts []string) []*cueHit {
+	hits := map[string]*cueHit{} // by bucket + phrase
 	offset := 0
 	for i, text := range texts {
 		mult := 1
@@ -159,7 +181,7 @@ func (c *classifier) classify(texts []string) Verdict {
 				h.cue.Weight = max(h.cue.Weight, cueWeight(phrase)*mult)
 				return
 			}
-			hits[key] = &hit{cue: Cue{Bucket: bucket, Phrase: phrase, Weight: cueWeight(phrase) * mult}, first: offset + pos}
+			hits[key] = &cueHit{cue: Cue{Bucket: bucket, Phrase: phrase, Weight: cueWeight(phrase) * mult}, first: offset + pos}
 		}
 		for _, d := range c.cues {
 			if pos := strings.Index(padded, " "+d.phrase+" "); pos >= 0 {
@@ -173,24 +195,31 @@ func (c *classifier) classify(texts []string) Verdict {
 		}
 		offset += len(padded)
 	}
-
-	all := make([]*hit, 0, len(hits))
+	all := make([]*cueHit, 0, len(hits))
 	for _, h := range hits {
 		all = append(all, h)
 	}
-	scores := map[string]int{}
-	total := 0
-	for _, h := range all {
+	return all
+}
+
+// scoreBuckets sums the cues' weights per bucket and in all.
+func scoreBuckets(hits []*cueHit) (scores map[string]int, total int) {
+	scores = map[string]int{}
+	for _, h := range hits {
 		scores[h.cue.Bucket] += h.cue.Weight
 		total += h.cue.Weight
 	}
-	ranked := rankBuckets(scores)
+	return scores, total
+}
+
+// sortHits orders hits strongest bucket first, then in reading order.
+func sortHits(hits []*cueHit, ranked []string) {
 	rank := map[string]int{}
 	for i, b := range ranked {
 		rank[b] = i
 	}
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
+	sort.Slice(hits, func(i, j int) bool {
+		a, b := hits[i], hits[j]
 		if rank[a.cue.Bucket] != rank[b.cue.Bucket] {
 			return rank[a.cue.Bucket] < rank[b.cue.Bucket]
 		}
@@ -199,20 +228,24 @@ func (c *classifier) classify(texts []string) Verdict {
 		}
 		return a.cue.Phrase < b.cue.Phrase
 	})
+}
 
-	v := Verdict{Scores: scores}
-	for _, h := range all {
-		v.Cues = append(v.Cues, h.cue)
+// titleText is the text a title is made from: the latest, unless a
+// clarification of less than two words needs the earlier texts to make
+// sense.
+func titleText(texts []string) string {
+	t := texts[len(texts)-1]
+	if len(texts) > 1 && countWords(t) < 2 {
+		t = strings.Join(texts, " ")
 	}
-	v.Bucket = ranked[0]
-	v.Confidence = confidence(scores[v.Bucket], total)
-	titleText := texts[len(texts)-1]
-	if len(texts) > 1 && countWords(titleText) < 2 {
-		titleText = strings.Join(texts, " ")
-	}
-	v.Title = c.title(v, titleText)
+	return t
+}
 
-	joined := strings.Join(texts, "\n")
+// decide sets the verdict's status from the joined texts and the total
+// cue weight: misunderstood (with a reason, a capped confidence and a
+// clarifying question) when the texts are not words enough or gave no cue,
+// else classified or pending by confidence.
+func (c *classifier) decide(v *Verdict, joined string, total int) {
 	words, fields := countWords(joined), len(strings.Fields(joined))
 	switch {
 	case words == 0 || words*2 < fields:
@@ -229,13 +262,12 @@ func (c *classifier) classify(texts []string) Verdict {
 			v.Bucket = fallbackBucket
 		}
 		v.Confidence = math.Min(v.Confidence, 0.3)
-		v.Question = c.question(v, joined)
+		v.Question = c.question(*v, joined)
 	case v.Confidence >= brainwire.ConfidenceThreshold:
 		v.Status = brainwire.StatusClassified
 	default:
 		v.Status = brainwire.StatusPending
 	}
-	return v
 }
 
 // cueWeight: a phrase of several words is a stronger cue than one word.

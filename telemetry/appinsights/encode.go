@@ -60,6 +60,22 @@ func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
 	b = append(b, `","sampleRate":100,"seq":"","iKey":`...)
 	b = appendString(b, e.cfg.ConnectionString.InstrumentationKey, 40)
 	b = append(b, `,"tags":{`...)
+	b = e.appendTags(b, op)
+	b = append(b, `},"data":{"baseType":`...)
+	if r := it.req; r != nil {
+		b = appendString(b, e.names.requestBase, maxName)
+		b = appendRequestData(b, r)
+	} else {
+		b = appendString(b, e.names.messageBase, maxName)
+		b = appendMessageData(b, &it.trace)
+	}
+	return append(b, "}}}\n"...)
+}
+
+// appendTags appends the members of "tags": the configured tags, then the
+// item's operation id, parent id and name, which replace configured tags of
+// those keys. Empty values are left out.
+func (e *Exporter) appendTags(b []byte, op Operation) []byte {
 	first := true
 	tag := func(k, v string) {
 		if v == "" {
@@ -81,44 +97,48 @@ func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
 	tag(contracts.OperationId, op.ID)
 	tag(contracts.OperationParentId, op.ParentID)
 	tag(contracts.OperationName, op.Name)
-	b = append(b, `},"data":{"baseType":`...)
-	if r := it.req; r != nil {
-		b = appendString(b, e.names.requestBase, maxName)
-		b = append(b, `,"baseData":{"ver":2,"id":`...)
-		b = appendString(b, r.ID, 128)
-		b = append(b, `,"source":"","name":`...)
-		b = appendString(b, r.Name, maxName)
-		b = append(b, `,"duration":"`...)
-		b = append(b, formatDuration(r.Duration)...)
-		b = append(b, `","responseCode":`...)
-		b = appendString(b, r.ResponseCode, maxName)
-		b = append(b, `,"success":`...)
-		b = strconv.AppendBool(b, r.Success)
-		b = append(b, `,"url":`...)
-		b = appendString(b, r.URL, 2048)
-		b = appendProperties(b, nil, r.Properties)
-		if len(r.Measurements) > 0 {
-			b = append(b, `,"measurements":{`...)
-			for i, m := range r.Measurements {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, m.Key, maxPropertyKey)
-				b = append(b, ':')
-				b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
+	return b
+}
+
+// appendRequestData appends the "baseData" of a RequestData, up to but not
+// including its closing brace.
+func appendRequestData(b []byte, r *Request) []byte {
+	b = append(b, `,"baseData":{"ver":2,"id":`...)
+	b = appendString(b, r.ID, 128)
+	b = append(b, `,"source":"","name":`...)
+	b = appendString(b, r.Name, maxName)
+	b = append(b, `,"duration":"`...)
+	b = append(b, formatDuration(r.Duration)...)
+	b = append(b, `","responseCode":`...)
+	b = appendString(b, r.ResponseCode, maxName)
+	b = append(b, `,"success":`...)
+	b = strconv.AppendBool(b, r.Success)
+	b = append(b, `,"url":`...)
+	b = appendString(b, r.URL, 2048)
+	b = appendProperties(b, nil, r.Properties)
+	if len(r.Measurements) > 0 {
+		b = append(b, `,"measurements":{`...)
+		for i, m := range r.Measurements {
+			if i > 0 {
+				b = append(b, ',')
 			}
-			b = append(b, '}')
+			b = appendString(b, m.Key, maxPropertyKey)
+			b = append(b, ':')
+			b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
 		}
-	} else {
-		t := &it.trace
-		b = appendString(b, e.names.messageBase, maxName)
-		b = append(b, `,"baseData":{"ver":2,"message":`...)
-		b = appendString(b, t.Message, maxMessage)
-		b = append(b, `,"severityLevel":`...)
-		b = strconv.AppendInt(b, int64(t.Severity), 10)
-		b = appendProperties(b, t.Common, t.Properties)
+		b = append(b, '}')
 	}
-	return append(b, "}}}\n"...)
+	return b
+}
+
+// appendMessageData appends the "baseData" of a MessageData, up to but not
+// including its closing brace.
+func appendMessageData(b []byte, t *Trace) []byte {
+	b = append(b, `,"baseData":{"ver":2,"message":`...)
+	b = appendString(b, t.Message, maxMessage)
+	b = append(b, `,"severityLevel":`...)
+	b = strconv.AppendInt(b, int64(t.Severity), 10)
+	return appendProperties(b, t.Common, t.Properties)
 }
 
 // appendProperties writes "properties" (omitted when empty, as the

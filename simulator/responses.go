@@ -397,14 +397,14 @@ func (s *Simulator) cancelResponse(id string) error {
 
 // responseRequest is the body of POST /responses.
 type responseRequest struct {
-	Model              string          `json:"model"`
-	AgentReference     *agentRef       `json:"agent_reference"`
-	Instructions       *string         `json:"instructions"`
-	Input              json.RawMessage `json:"input"`
-	Tools              json.RawMessage `json:"tools"`
-	ToolChoice         json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls  *bool           `json:"parallel_tool_calls"`
-	Reasoning          *struct {
+	Model             string          `json:"model"`
+	AgentReference    *agentRef       `json:"agent_reference"`
+	Instructions      *string         `json:"instructions"`
+	Input             json.RawMessage `json:"input"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Reasoning         *struct {
 		Effort  *string `json:"effort"`
 		Summary *string `json:"summary"`
 	} `json:"reasoning"`

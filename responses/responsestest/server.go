@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -189,7 +190,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		JSON(http.StatusInternalServerError, errorBody("unexpected_call", "responsestest: unexpected call "+req.String())).serve(s, w, r)
 		return
 	}
-	call.Response.serve(s, w, r)
+	resp := call.Response
+	if resp.dynamic != nil {
+		resp = resp.dynamic(req)
+	}
+	resp.serve(s, w, r)
 }
 
 // Response is how the server answers a call.
@@ -201,8 +206,12 @@ type Response struct {
 	events      []Event
 	crlf        bool
 	chunk       int
-	pause       time.Duration
+	dynamic     func(Request) Response
 }
+
+// Respond answers with what f makes of the request, for answers that
+// depend on it (an id or URL the client generated).
+func Respond(f func(Request) Response) Response { return Response{dynamic: f} }
 
 // JSON answers status with v encoded as JSON (v may be a string of ready
 // JSON).
@@ -233,11 +242,12 @@ func Stream(events ...Event) Response {
 // CRLF ends the stream's lines in "\r\n".
 func (r Response) CRLF() Response { r.crlf = true; return r }
 
-// Chunked writes the stream n bytes at a time, each flushed and followed
-// by a short pause so that the client reads them apart: lines, events,
-// CRLF pairs and UTF-8 sequences arrive split wherever n falls.
+// Chunked writes the stream n bytes at a time, each flushed, and yields
+// to other goroutines between them so that an in-process client reads
+// them apart: lines, events, CRLF pairs and UTF-8 sequences arrive split
+// wherever n falls.
 func (r Response) Chunked(n int) Response {
-	r.chunk, r.pause = n, 200*time.Microsecond
+	r.chunk = n
 	return r
 }
 
@@ -288,8 +298,8 @@ func (resp Response) write(w io.Writer, rc *http.ResponseController, wire string
 			return false
 		}
 		wire = wire[k:]
-		if resp.pause > 0 && len(wire) > 0 {
-			time.Sleep(resp.pause)
+		if resp.chunk > 0 {
+			runtime.Gosched()
 		}
 	}
 	return true

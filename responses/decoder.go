@@ -137,6 +137,9 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
 			}
 		case eventOutputItemDone:
+			if !bytes.Contains(sev.Data, functionCallType) {
+				continue // only function calls are read from done items
+			}
 			if err := d.itemDone(sev.Data); err != nil {
 				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
 			}
@@ -152,7 +155,10 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 	}
 }
 
-var doneData = []byte("[DONE]")
+var (
+	doneData         = []byte("[DONE]")
+	functionCallType = []byte(`"function_call"`)
+)
 
 func nameOf(name []byte) string {
 	if len(name) == 0 {

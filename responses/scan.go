@@ -88,6 +88,10 @@ func scanDelta(data []byte, p *deltaPayload, scratch []byte) ([]byte, error) {
 }
 
 func (s *scanner) document() error {
+	if s.flat() {
+		return nil
+	}
+	s.reset()
 	s.ws()
 	var err error
 	switch c := s.peek(); {
@@ -112,6 +116,105 @@ func (s *scanner) document() error {
 		return s.errorf("unexpected %q after top-level value", s.b[s.i])
 	}
 	return nil
+}
+
+// flat reads the layout the services send delta events in: one object
+// without whitespace whose keys are plain ASCII and whose values are
+// strings, numbers, [] or null, in any order. It validates what it reads as the
+// general scanner does, and reports false, for the general scanner to
+// start again, on anything else.
+func (s *scanner) flat() bool {
+	b := s.b
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	i := 1
+	if b[i] == '}' {
+		s.i = 2
+		return true
+	}
+	for {
+		// The key: plain printable ASCII.
+		if b[i] != '"' {
+			return false
+		}
+		ks := i + 1
+		j := ks
+		for j < len(b) && b[j] != '"' {
+			if c := b[j]; c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+				return false
+			}
+			j++
+		}
+		if j+1 >= len(b) || b[j+1] != ':' {
+			return false
+		}
+		key := memberOtherKey
+		switch string(b[ks:j]) {
+		case "type":
+			key = memberTypeKey
+		case "delta":
+			key = memberDeltaKey
+		case "error":
+			key = memberErrorKey
+		}
+		i = j + 2
+		// The value.
+		state, vs, ve, plain := memberOther, 0, 0, true
+		switch c := b[i]; {
+		case c == '"':
+			s.i = i
+			end, p, err := s.scanString()
+			if err != nil {
+				return false
+			}
+			state, vs, ve, plain, i = memberString, i+1, end, p, end+1
+		case c == '-' || '0' <= c && c <= '9':
+			s.i = i
+			if s.number() != nil {
+				return false
+			}
+			i = s.i
+		case c == '[' && i+1 < len(b) && b[i+1] == ']':
+			i += 2
+		case c == 'n' && i+4 <= len(b) && string(b[i:i+4]) == "null":
+			state, i = memberNull, i+4
+		default:
+			return false
+		}
+		switch key {
+		case memberTypeKey:
+			s.typState, s.typStart, s.typEnd, s.typPlain = state, vs, ve, plain
+		case memberDeltaKey:
+			s.deltaState, s.deltaStart, s.deltaEnd, s.deltaPlain = state, vs, ve, plain
+		case memberErrorKey:
+			s.errState = state
+		}
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			if i != len(b)-1 {
+				return false
+			}
+			s.i = len(b)
+			return true
+		default:
+			return false
+		}
+		if i >= len(b) {
+			return false
+		}
+	}
+}
+
+// reset forgets what a partial read kept.
+func (s *scanner) reset() {
+	s.i = 0
+	s.typState, s.deltaState, s.errState = memberAbsent, memberAbsent, memberAbsent
 }
 
 func (s *scanner) errorf(format string, args ...any) error {

@@ -40,11 +40,9 @@ const (
 	responsesPrefix = "/openai/v1"
 )
 
-// Limits of the Responses face's memory.
-const (
-	maxStoredResponses = 4 * DefaultMaxThreads
-	maxSessionMessages = maxThreadMessages
-)
+// maxSessionMessages bounds the messages a conversation or a chain of
+// responses keeps, as maxThreadMessages does a thread's.
+const maxSessionMessages = maxThreadMessages
 
 // responsesOperation returns the operation path ("/responses", ...) of a
 // Responses face request, or false for the threads/runs face.
@@ -70,6 +68,9 @@ type responsesState struct {
 	responses     map[string]*storedResponse
 	lru           *list.List // of lruEntry, most recently used first
 	bytes         int
+	// maxConversations is Config.MaxThreads; four times as many
+	// responses are kept.
+	maxConversations int
 }
 
 type lruEntry struct {
@@ -77,8 +78,9 @@ type lruEntry struct {
 	resp *storedResponse
 }
 
-func newResponsesState() *responsesState {
-	return &responsesState{conversations: map[string]*conversation{}, responses: map[string]*storedResponse{}, lru: list.New()}
+func newResponsesState(maxConversations int) *responsesState {
+	return &responsesState{conversations: map[string]*conversation{}, responses: map[string]*storedResponse{}, lru: list.New(),
+		maxConversations: maxConversations}
 }
 
 // conversation is a Conversations API conversation: the session its
@@ -163,7 +165,7 @@ func (st *responsesState) touch(e lruEntry, size int, elem **list.Element, keep 
 		st.lru.MoveToFront(*elem)
 	}
 	st.bytes += size
-	for len(st.conversations) > DefaultMaxThreads || len(st.responses) > maxStoredResponses || st.bytes > maxStoredBytes {
+	for len(st.conversations) > st.maxConversations || len(st.responses) > 4*st.maxConversations || st.bytes > maxStoredBytes {
 		back := st.lru.Back()
 		if back == nil || back == keep || back == *elem {
 			return

@@ -638,3 +638,25 @@ func (fileTools) Definitions() []brainwire.ToolDefinition {
 func (fileTools) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
 	return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: `{"bucket":"Admin","confidence":0.95,"item_id":"i","status":"classified"}`}
 }
+
+// TestResponsesEvictsLeastRecentlyUsed: beyond Config.MaxThreads
+// conversations (and four times as many responses), the least recently
+// used go first.
+func TestResponsesEvictsLeastRecentlyUsed(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{MaxThreads: 3})
+	first := c.newConversation()
+	second := c.newConversation()
+	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil) // used again
+	c.newConversation()
+	c.newConversation()
+	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil)
+	c.call(http.MethodGet, responsesPath+"/conversations/"+second, nil, http.StatusNotFound, nil)
+	var ids []string
+	for range 13 {
+		var r respObj
+		c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
+		ids = append(ids, r.ID)
+	}
+	c.call(http.MethodGet, responsesPath+"/responses/"+ids[0], nil, http.StatusNotFound, nil)
+	c.call(http.MethodGet, responsesPath+"/responses/"+ids[12], nil, http.StatusOK, nil)
+}

@@ -103,7 +103,7 @@ func New(cfg Config) *Simulator {
 		classifier: newClassifier(),
 		threads:    map[string]*thread{},
 		lru:        list.New(),
-		responses:  newResponsesState(),
+		responses:  newResponsesState(cfg.MaxThreads),
 	}
 }
 

@@ -105,7 +105,8 @@ func TestAgentConfigErrors(t *testing.T) {
 }
 
 // TestServeLogsTheActiveAgent: serve says which agent captures go to, and
-// warns with the retirement date when it is the classic API's.
+// warns with the retirement date when it is the classic API's; /health
+// reaches the agent on each API.
 func TestServeLogsTheActiveAgent(t *testing.T) {
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	t.Cleanup(sim.Close)
@@ -124,7 +125,16 @@ func TestServeLogsTheActiveAgent(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, logs, stop := runServe(t, c.env)
+			base, logs, stop := runServe(t, c.env)
+			resp, err := http.Get(base + "/health")
+			if err != nil {
+				t.Fatal(err)
+			}
+			health, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(health), `"agent":{"configured":true,"kind":"azure.ai.agents","reachable":true}`) {
+				t.Errorf("health %d %s", resp.StatusCode, health)
+			}
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}

@@ -38,9 +38,9 @@ import (
 // conversation (ThreadID) and the response (RunID) once known.
 type Decoder struct {
 	sr *sse.Reader
-	// parseDelta reads a text delta payload: scanDelta, or in tests the
-	// encoding/json reference it is held to.
-	parseDelta func(data []byte, p *deltaPayload, scratch []byte) ([]byte, error)
+	// p reads the payloads: scanPayloads, or in tests the encoding/json
+	// reference it is held to.
+	p payloads
 
 	conversationID string
 	responseID     string
@@ -50,15 +50,15 @@ type Decoder struct {
 	calls          []string // call ids of this response's function calls
 	err            error    // sticky: io.EOF at the end, or the failure
 
-	queue   []brainwire.Event // decoded but not yet returned
-	qi      int
-	scratch []byte
-	delta   deltaPayload
+	queue []brainwire.Event // decoded but not yet returned
+	qi    int
+	delta deltaPayload
+	resp  Response
 }
 
 // NewDecoder returns a Decoder reading the event stream r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{sr: sse.NewReader(r), parseDelta: scanDelta}
+	return &Decoder{sr: sse.NewReader(r), p: &scanPayloads{}}
 }
 
 // SetConversation seeds the conversation id stamped on events, for a
@@ -111,9 +111,7 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 		if len(sev.Name) == 0 || t.isText() {
 			// The hot path: text deltas are read by the scanner and
 			// returned as they are, without queueing.
-			scratch, err := d.parseDelta(sev.Data, &d.delta, d.scratch)
-			d.scratch = scratch
-			if err != nil {
+			if err := d.p.delta(sev.Data, &d.delta); err != nil {
 				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
 			}
 			if len(sev.Name) == 0 {
@@ -192,15 +190,9 @@ func (d *Decoder) event(kind brainwire.EventKind) brainwire.Event {
 
 // lifecycle reads a response.* event carrying the response object.
 func (d *Decoder) lifecycle(t eventType, data []byte) error {
-	var ev struct {
-		Response *Response `json:"response"`
-	}
-	if err := json.Unmarshal(data, &ev); err != nil {
+	resp := &d.resp
+	if err := d.p.response(data, resp); err != nil {
 		return err
-	}
-	resp := ev.Response
-	if resp == nil {
-		resp = &Response{}
 	}
 	if resp.ID != "" {
 		d.responseID = resp.ID
@@ -235,23 +227,23 @@ func (d *Decoder) lifecycle(t eventType, data []byte) error {
 		d.terminal = true
 	}
 	d.status = status
-	ev2 := d.event(brainwire.EventRunStatus)
-	ev2.Status = status
+	ev := d.event(brainwire.EventRunStatus)
+	ev.Status = status
 	switch status {
 	case brainwire.RunFailed:
-		ev2.ErrorCode, ev2.ErrorMessage = "server_error", "the response failed"
+		ev.ErrorCode, ev.ErrorMessage = "server_error", "the response failed"
 		if e := resp.Error; e != nil {
-			ev2.ErrorCode = orDefault(string(e.Code), ev2.ErrorCode)
-			ev2.ErrorMessage = orDefault(string(e.Message), ev2.ErrorMessage)
+			ev.ErrorCode = orDefault(string(e.Code), ev.ErrorCode)
+			ev.ErrorMessage = orDefault(string(e.Message), ev.ErrorMessage)
 		}
 	case brainwire.RunIncomplete:
 		reason := "unknown"
 		if resp.IncompleteDetails != nil && resp.IncompleteDetails.Reason != "" {
 			reason = string(resp.IncompleteDetails.Reason)
 		}
-		ev2.ErrorCode, ev2.ErrorMessage = reason, "the response ended incomplete: "+reason
+		ev.ErrorCode, ev.ErrorMessage = reason, "the response ended incomplete: "+reason
 	}
-	d.queue = append(d.queue, ev2)
+	d.queue = append(d.queue, ev)
 	return nil
 }
 
@@ -270,16 +262,12 @@ func (d *Decoder) usage(resp *Response) {
 
 // itemDone reads response.output_item.done: a function call is final.
 func (d *Decoder) itemDone(data []byte) error {
-	var ev struct {
-		Item *OutputItem `json:"item"`
+	var it OutputItem
+	ok, err := d.p.item(data, &it)
+	if ok && err == nil {
+		d.call(it)
 	}
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return err
-	}
-	if ev.Item != nil {
-		d.call(*ev.Item)
-	}
-	return nil
+	return err
 }
 
 // call queues EventToolCall for a function call item not seen before.

@@ -333,18 +333,20 @@ func TestTextDeltaAllocations(t *testing.T) {
 	}
 }
 
-// referenceDelta reads a delta payload with encoding/json: the behaviour
-// scanDelta must have.
-func referenceDelta(data []byte, p *deltaPayload, scratch []byte) ([]byte, error) {
+// jsonPayloads reads payloads with encoding/json alone, as maps of raw
+// members: the behaviour scanPayloads must have.
+type jsonPayloads struct{}
+
+func (jsonPayloads) delta(data []byte, p *deltaPayload) error {
 	*p = deltaPayload{}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return scratch, err
+		return err
 	}
 	if raw, ok := m["type"]; ok {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return scratch, err
+			return err
 		}
 		if raw[0] == '"' {
 			p.hasType, p.typ = true, typeOf([]byte(s))
@@ -352,13 +354,71 @@ func referenceDelta(data []byte, p *deltaPayload, scratch []byte) ([]byte, error
 	}
 	if raw, ok := m["delta"]; ok {
 		if err := json.Unmarshal(raw, &p.delta); err != nil {
-			return scratch, err
+			return err
 		}
 	}
 	if raw, ok := m["error"]; ok && string(raw) != "null" {
 		p.hasError = true
 	}
-	return scratch, nil
+	return nil
+}
+
+func (jsonPayloads) item(data []byte, it *OutputItem) (bool, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return false, err
+	}
+	raw, ok := m["item"]
+	if !ok {
+		return false, nil
+	}
+	return true, json.Unmarshal(raw, it)
+}
+
+func (jsonPayloads) response(data []byte, r *Response) error {
+	*r = Response{}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return err
+	}
+	raw, ok := top["response"]
+	if !ok {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	field := func(k string) []byte {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return nil
+	}
+	if err := decodeFields(r, field("id"), field("status"), field("conversation"), field("previous_response_id"),
+		field("error"), field("incomplete_details"), field("usage")); err != nil {
+		return err
+	}
+	out, ok := m["output"]
+	if !ok {
+		return nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(out, &elems); err != nil {
+		return err
+	}
+	for _, e := range elems {
+		var em map[string]json.RawMessage
+		if err := json.Unmarshal(e, &em); err != nil {
+			return err
+		}
+		if typ, ok := em["type"]; ok {
+			if err := appendFunctionCall(r, typ, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 var deltaSeeds = []string{
@@ -399,7 +459,7 @@ func FuzzDeltaPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got, want deltaPayload
 		_, errGot := scanDelta(data, &got, nil)
-		_, errWant := referenceDelta(data, &want, nil)
+		errWant := jsonPayloads{}.delta(data, &want)
 		if (errGot == nil) != (errWant == nil) {
 			t.Fatalf("%q: scanner error %v, encoding/json error %v", data, errGot, errWant)
 		}
@@ -411,12 +471,27 @@ func FuzzDeltaPayload(f *testing.F) {
 
 // FuzzDecoder feeds one frame (an event name and its data) to the decoder
 // as the service would send it, and checks that every event it yields,
-// and its error, are what the decoder yields with the encoding/json
-// reference in place of the scanner.
+// and whether it fails, are what the decoder yields with the
+// encoding/json reference in place of the scanner: for text deltas, and
+// for the lifecycle and item events whose response objects the scanner
+// walks.
 func FuzzDecoder(f *testing.F) {
 	for _, s := range deltaSeeds {
 		f.Add(TypeOutputTextDelta, []byte(s))
 		f.Add("", []byte(s))
+	}
+	for _, s := range []string{
+		`{"response":{"id":"r","status":"completed","output":[null,{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"message"}],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3,"output_tokens_details":{"reasoning_tokens":1}}}}`,
+		`{"response":{"id":5,"id":"r","output":null,"output":[{"type":"function_call","type":"x"}]}}`,
+		`{"response":{"output":[5]}}`, `{"response":{"output":[{"type":7}]}}`, `{"response":null}`, `{"response":[]}`, `null`,
+		`{"response":{"ID":"upper","Status":"x","conversation":{"id":"conv_1"},"error":{"code":500,"message":"m"},"incomplete_details":{"reason":null}}}`,
+		`{"response":{"\u0069d":"escaped","output":[{"\u0074ype":"function_call","call_id":"c"}]}}`,
+		`{"response":{"usage":{"input_tokens":1.5}}}`, `{"response":{"output":{}}}`,
+		`{"item":{"type":"function_call","call_id":"c","name":"f","arguments":{"a":1}}}`, `{"item":null}`, `{"item":5}`,
+	} {
+		for _, name := range []string{TypeCompleted, TypeFailed, TypeIncomplete, TypeCreated, TypeOutputItemDone, ""} {
+			f.Add(name, []byte(s))
+		}
 	}
 	for _, name := range []string{"spec-function-call.sse", "spec-continuation.sse"} {
 		b, err := os.ReadFile("testdata/" + name)
@@ -450,7 +525,7 @@ func FuzzDecoder(f *testing.F) {
 		}
 		fast := NewDecoder(strings.NewReader(frame))
 		ref := NewDecoder(strings.NewReader(frame))
-		ref.parseDelta = referenceDelta
+		ref.p = jsonPayloads{}
 		for i := 0; ; i++ {
 			a, errA := fast.Next()
 			b, errB := ref.Next()

@@ -602,3 +602,136 @@ func unquote(dst, src []byte) []byte {
 	}
 	return dst
 }
+
+// members validates the JSON value b, found at nesting depth depth, and
+// calls f with each member's key and raw value when it is an object: the
+// walk encoding/json makes reading b into a map[string]json.RawMessage
+// (null is no members; another value is an error). The key is valid
+// only during the call.
+func members(b []byte, depth int, scratch *[]byte, f func(key, value []byte) error) error {
+	s := scanner{b: b, scratch: *scratch}
+	defer func() { *scratch = s.scratch }()
+	s.ws()
+	switch c := s.peek(); {
+	case c == 'n' && s.literal("null"):
+		s.ws()
+		if s.i != len(b) {
+			return s.errorf("unexpected %q after top-level value", b[s.i])
+		}
+		return nil
+	case c != '{':
+		if err := s.skipValue(depth); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: want an object", errSyntax)
+	}
+	if depth > maxDepth {
+		return s.errorf("exceeded max depth")
+	}
+	s.i++ // '{'
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			if s.peek() != '"' {
+				return s.errorf("expected object key")
+			}
+			start := s.i + 1
+			end, plain, err := s.scanString()
+			if err != nil {
+				return err
+			}
+			s.ws()
+			if s.peek() != ':' {
+				return s.errorf("expected ':' after object key")
+			}
+			s.i++
+			s.ws()
+			vstart := s.i
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			key := b[start:end]
+			if !plain {
+				s.scratch = unquote(s.scratch[:0], key)
+				key = s.scratch
+			}
+			if err := f(key, b[vstart:s.i]); err != nil {
+				return err
+			}
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				s.ws()
+				continue
+			}
+			if s.peek() != '}' {
+				return s.errorf("expected ',' or '}' in object")
+			}
+			s.i++
+			break
+		}
+	}
+	s.ws()
+	if s.i != len(b) {
+		return s.errorf("unexpected %q after top-level value", b[s.i])
+	}
+	return nil
+}
+
+// elements validates the JSON value b, found at nesting depth depth, and
+// calls f with each element when it is an array: the walk encoding/json
+// makes reading b into a []json.RawMessage (null is no elements; another
+// value is an error).
+func elements(b []byte, depth int, f func(elem []byte) error) error {
+	s := scanner{b: b}
+	s.ws()
+	switch c := s.peek(); {
+	case c == 'n' && s.literal("null"):
+		s.ws()
+		if s.i != len(b) {
+			return s.errorf("unexpected %q after top-level value", b[s.i])
+		}
+		return nil
+	case c != '[':
+		if err := s.skipValue(depth); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: want an array", errSyntax)
+	}
+	if depth > maxDepth {
+		return s.errorf("exceeded max depth")
+	}
+	s.i++ // '['
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+	} else {
+		for {
+			start := s.i
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			if err := f(b[start:s.i]); err != nil {
+				return err
+			}
+			s.ws()
+			if s.peek() == ',' {
+				s.i++
+				s.ws()
+				continue
+			}
+			if s.peek() != ']' {
+				return s.errorf("expected ',' or ']' in array")
+			}
+			s.i++
+			break
+		}
+	}
+	s.ws()
+	if s.i != len(b) {
+		return s.errorf("unexpected %q after top-level value", b[s.i])
+	}
+	return nil
+}

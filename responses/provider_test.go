@@ -593,3 +593,28 @@ func TestAPIKeyHeader(t *testing.T) {
 		t.Errorf("headers %v", h)
 	}
 }
+
+// TestRunToolResultBeforeContinuing: the tool results are yielded (and
+// the phone can be told the outcome) before the next response is asked
+// for.
+func TestRunToolResultBeforeContinuing(t *testing.T) {
+	srv := rt.NewServer(t,
+		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
+		rt.Expect("POST /responses", classifyTurn("resp_1")),
+		rt.Expect("POST /responses", closingTurn("resp_2")),
+	)
+	p, _ := newProvider(t, srv, responses.Config{})
+	for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == brainwire.EventToolResult {
+			if n := len(srv.Find("POST /responses")); n != 1 {
+				t.Fatalf("the tool result came after %d responses were asked for", n)
+			}
+		}
+	}
+	if n := len(srv.Find("POST /responses")); n != 2 {
+		t.Fatalf("%d responses", n)
+	}
+}

@@ -401,6 +401,13 @@ func TestRunUpstreamFaults(t *testing.T) {
 			err:   "ended the stream before the response finished",
 		},
 		{
+			name: "a malformed event",
+			script: []rt.Call{rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
+				rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Events(), rt.Event{Name: "response.output_text.delta", Data: `{"delta":`})...))},
+			kinds: "run_status:in_progress run_status:in_progress",
+			err:   "decoding response.output_text.delta event",
+		},
+		{
 			name: "response.failed",
 			script: []rt.Call{rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_1").Fail("server_error", "boom").Events()...))},

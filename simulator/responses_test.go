@@ -489,6 +489,7 @@ func TestResponsesProtocolErrors(t *testing.T) {
 		{"background", map[string]any{"model": "m", "input": "x", "background": true}, 400, "Background responses"},
 		{"not JSON", "{", 400, "not valid JSON"},
 		{"too long a message", map[string]any{"model": "m", "input": strings.Repeat("a", 40000)}, 400, "over 32768 characters"},
+		{"too large a body", map[string]any{"model": "m", "input": "x", "metadata": map[string]string{"pad": strings.Repeat("a", 1<<20)}}, 413, "over 1048576 bytes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

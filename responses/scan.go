@@ -130,6 +130,9 @@ func (s *scanner) flat() bool {
 	}
 	i := 1
 	if b[i] == '}' {
+		if len(b) != 2 {
+			return false
+		}
 		s.i = 2
 		return true
 	}

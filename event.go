@@ -81,4 +81,7 @@ type Usage struct {
 	PromptTokens     int64
 	CompletionTokens int64
 	TotalTokens      int64
+	// ReasoningTokens are the part of CompletionTokens the model spent
+	// reasoning, when the service reports it (the Responses API does).
+	ReasoningTokens int64
 }

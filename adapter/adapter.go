@@ -89,6 +89,7 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 		u.PromptTokens += ev.Usage.PromptTokens
 		u.CompletionTokens += ev.Usage.CompletionTokens
 		u.TotalTokens += ev.Usage.TotalTokens
+		u.ReasoningTokens += ev.Usage.ReasoningTokens
 		a.res.HasUsage = true
 	case brainwire.EventRunStatus:
 		a.res.RunStatus = ev.Status

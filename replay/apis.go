@@ -28,7 +28,7 @@ type agentAPI struct {
 }
 
 // agentAPIs are the APIs replay knows, tried in order.
-var agentAPIs = []agentAPI{threadsRunsAPI}
+var agentAPIs = []agentAPI{threadsRunsAPI, responsesAPI}
 
 // apiOf finds the API a fixture was recorded against.
 func apiOf(fx *recorder.Fixture) (agentAPI, error) {

@@ -143,6 +143,9 @@ func toolNames(x any) any {
 		m, _ := t.(map[string]any)
 		fn, _ := m["function"].(map[string]any)
 		name, _ := fn["name"].(string)
+		if fn == nil {
+			name, _ = m["name"].(string) // the Responses API's flat shape
+		}
 		typ, _ := m["type"].(string)
 		names = append(names, typ+":"+name)
 	}

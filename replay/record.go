@@ -20,6 +20,11 @@ const SetupIDBase = 1000
 
 // RecordConfig configures Record.
 type RecordConfig struct {
+	// Agent opens the provider (app.Config.Agent), with its credentials
+	// above the transport it is given, so that the Authorization header
+	// is recorded (redacted) as sent. When nil, the threads/runs agent
+	// AgentID at Endpoint is, with Auth.
+	Agent func(http.RoundTripper) (brainwire.Provider, error)
 	// Endpoint is the agent service's project endpoint.
 	Endpoint   string
 	AgentID    string
@@ -117,9 +122,13 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 	if base == nil {
 		base = app.NewTransport()
 	}
+	agent := cfg.Agent
+	if agent == nil {
+		agent = app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
+	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir:         dir,
-		Agent:       app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth),
+		Agent:       agent,
 		Transport:   cfg.Faults.transport(base),
 		Recorder:    rec,
 		Transcriber: cfg.Transcriber,

@@ -58,7 +58,11 @@ func (s Summary) Text() []byte {
 	line("reasoning_run_id", strings.Join(s.ChunkRunIDs, ", "))
 	line("upstream_run_states", strings.Join(s.Statuses, " > "))
 	if s.Usage != (brainwire.Usage{}) {
-		line("usage_tokens", fmt.Sprintf("prompt=%d completion=%d total=%d", s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens))
+		u := fmt.Sprintf("prompt=%d completion=%d total=%d", s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
+		if s.Usage.ReasoningTokens > 0 {
+			u += fmt.Sprintf(" reasoning=%d", s.Usage.ReasoningTokens)
+		}
+		line("usage_tokens", u)
 	} else {
 		line("usage_tokens", "")
 	}

@@ -53,9 +53,10 @@ func (tr *tracing) shutdown(ctx context.Context) {
 // outcome and what identifies the run; durations and addresses vary
 // between runs and are left out.
 var invokeAttrs = []attribute.Key{
-	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.conversation.id",
+	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.agent.version", "gen_ai.conversation.id",
 	telemetry.AttrKind, telemetry.AttrOutcome, telemetry.AttrBucket, telemetry.AttrConfidence,
-	telemetry.AttrChunkCount, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "error.type",
+	telemetry.AttrChunkCount, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+	"gen_ai.usage.reasoning.output_tokens", "error.type",
 }
 
 // lines renders the ended spans as a tree (children in start order), with

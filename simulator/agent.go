@@ -19,7 +19,8 @@ const (
 	MagicNoTool        = "#no-tool"
 	MagicFail          = "#fail"
 	MagicErrorEvent    = "#error-event"
-	MagicLong          = "#long:" // followed by the chunk count, e.g. #long:300
+	MagicLong          = "#long:"      // followed by the chunk count, e.g. #long:300
+	MagicIncomplete    = "#incomplete" // the Responses face only
 )
 
 // invalidBucket is what the first call names under #invalid-bucket.
@@ -31,6 +32,7 @@ type magic struct {
 	noTool        bool
 	fail          bool
 	errorEvent    bool
+	incomplete    bool
 	long          int // reasoning chunks of the run's first message; 0 = natural
 }
 
@@ -76,6 +78,8 @@ func (m *magic) applyTag(tag string) bool {
 		m.fail = true
 	case MagicErrorEvent:
 		m.errorEvent = true
+	case MagicIncomplete:
+		m.incomplete = true
 	default:
 		n, ok := strings.CutPrefix(tag, MagicLong)
 		if !ok {

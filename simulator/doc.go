@@ -1,11 +1,49 @@
 // Package simulator is an offline stand-in for Azure AI Foundry Agent
-// Service. It speaks the threads/runs REST API and its server-sent event
-// streams the way the real service does (event names, object shapes, ids
-// such as thread_…, run_…, step_…, msg_…, call_…, created_at in seconds,
-// usage on completed steps and runs), so the Foundry client runs against it
-// unchanged. It is NOT a language model: the "agent" is a small,
-// deterministic keyword classifier, and its chain-of-thought is a plain
-// account of the cues it saw.
+// Service. It has two faces: the Responses API (the current Foundry API,
+// also Azure OpenAI's and OpenAI's) and the classic threads/runs API. Each
+// speaks its REST API and server-sent event streams the way the real
+// service does (event names, object shapes, ids such as resp_…, conv_…,
+// thread_…, run_…, call_…, created_at in seconds, usage), so brainwire's
+// clients run against it unchanged. It is NOT a language model: the
+// "agent" is a small, deterministic keyword classifier, and its
+// chain-of-thought is a plain account of the cues it saw.
+//
+// # Responses API face
+//
+// Served under a Foundry project's /openai/v1 (any /api/projects/<name>
+// prefix), Azure OpenAI's /openai/v1 or OpenAI's /v1; any bearer token or
+// api-key header is accepted (else 401):
+//
+//	POST /responses                  create a response, streamed (stream: true) or not
+//	GET  /responses/{id}             a stored response (in_progress while it streams)
+//	POST /responses/{id}/cancel      refused: only background responses can be cancelled
+//	POST /conversations              create a conversation (items: up to 20 messages)
+//	GET  /conversations/{id}         a conversation
+//	GET  /models, /models/{id}       the simulated model (Config.Model)
+//	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1
+//	                                 the simulated Foundry agent, DefaultAgentName version 1
+//
+// A request names an ephemeral agent (model, instructions, flat function
+// tools) or the simulated Foundry agent (agent_reference; its instructions
+// and tools are its own, and a request that also sends tools, tool_choice
+// or parallel_tool_calls is refused: "Not allowed when agent is
+// specified."). It continues a conversation or a previous response (not
+// both); every function call the previous response made must be answered
+// by a function_call_output, and only those ("No tool output found for
+// function call ..."). A new user message starts a new run of the agent;
+// outputs alone continue the run. Streams follow the published event
+// sequence: response.created and response.in_progress, then per output
+// item output_item.added ... output_item.done (reasoning items with
+// reasoning_summary_part / reasoning_summary_text events when the request
+// asks for summaries, reasoning.summary; messages with content_part and
+// output_text events; function calls with function_call_arguments
+// events), then response.completed with the output and usage (or
+// response.failed, response.incomplete, or an error event), sequence
+// numbers from 0. Reasoning summaries and message deltas are paced by
+// Config.ChunkDelay. A client that leaves mid-stream abandons the
+// response: it ends cancelled, and its conversation gains nothing.
+// Conversations take a response's items when it completes. State is
+// bounded like threads (least recently used evicted).
 //
 // # Protocol
 //
@@ -110,6 +148,9 @@
 //	#error-event     an "error" event after in_progress, then the stream ends
 //	                 without done; the run is left failed
 //	#long:N          the run's first message streams exactly N chunks (N ≤ 10000)
+//	#incomplete      Responses face: a reasoning summary, then
+//	                 response.incomplete (max_output_tokens); the
+//	                 threads/runs face ignores it
 //
 // Without file_capture among the run's tools, or with tool_choice "none",
 // the agent answers in text only. A file_capture output that is an error

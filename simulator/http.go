@@ -36,6 +36,10 @@ func notFound(kind, id string) *httpError {
 // ServeHTTP answers one threads/runs API call. Operation paths may come
 // after any /api/projects/<name> prefix.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if op, ok := responsesOperation(req.URL.Path); ok {
+		s.serveResponses(w, req, op)
+		return
+	}
 	if err := s.route(w, req); err != nil {
 		writeError(w, err)
 	}

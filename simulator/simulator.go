@@ -70,6 +70,9 @@ type Simulator struct {
 	threads map[string]*thread
 	lru     *list.List // of *thread, most recently used first
 	bytes   int        // message text held, for eviction
+
+	// responses is the Responses API face's state (responses.go).
+	responses *responsesState
 }
 
 // New returns a Simulator with cfg's zero fields set to their defaults.
@@ -100,6 +103,7 @@ func New(cfg Config) *Simulator {
 		classifier: newClassifier(),
 		threads:    map[string]*thread{},
 		lru:        list.New(),
+		responses:  newResponsesState(cfg.MaxThreads),
 	}
 }
 

@@ -62,6 +62,9 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 		if t.agent.ID != "" {
 			attrs = append(attrs, semconv.GenAIAgentID(t.agent.ID))
 		}
+		if t.agent.Version != "" {
+			attrs = append(attrs, semconv.GenAIAgentVersion(t.agent.Version))
+		}
 		if up := info.UpstreamThreadID(); up != "" {
 			attrs = append(attrs, semconv.GenAIConversationID(up), AttrFoundryThreadID.String(up))
 		}
@@ -303,6 +306,9 @@ func (c *capture) End(res brainwire.CaptureResult) {
 		}
 		if res.HasUsage {
 			kv = append(kv, semconv.GenAIUsageInputTokens(int(res.Usage.PromptTokens)), semconv.GenAIUsageOutputTokens(int(res.Usage.CompletionTokens)))
+			if res.Usage.ReasoningTokens > 0 {
+				kv = append(kv, semconv.GenAIUsageReasoningOutputTokens(int(res.Usage.ReasoningTokens)))
+			}
 		}
 		if res.RunStatus != "" {
 			kv = append(kv, AttrFoundryRunStatus.String(string(res.RunStatus)))

@@ -23,7 +23,8 @@ const ScopeName = "github.com/brainwire/brainwire/telemetry"
 // Agent describes the agent the captures run, for the GenAI attributes.
 type Agent struct {
 	Name     string // display name: gen_ai.agent.name, and the span name "invoke_agent <Name>"
-	ID       string // gen_ai.agent.id (the Foundry assistant id)
+	ID       string // gen_ai.agent.id (the Foundry assistant id, or the agent's name)
+	Version  string // gen_ai.agent.version, when the agent has one (a Foundry agent version, an instructions hash)
 	Provider string // gen_ai.provider.name (the brainwire.Provider's Name)
 }
 

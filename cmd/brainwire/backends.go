@@ -17,7 +17,6 @@ import (
 	"github.com/brainwire/brainwire/azureblob"
 	"github.com/brainwire/brainwire/cosmos"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -78,30 +77,6 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 		return nil, err
 	}
 	return b, nil
-}
-
-// openAgent returns the agent provider's opener (app.Config.Agent): the
-// configured Foundry project, or the offline simulator on loopback.
-func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
-	endpoint, agentID, token := cfg.FoundryEndpoint, cfg.FoundryAgentID, cfg.FoundryToken
-	if endpoint == "" {
-		var stop func()
-		var err error
-		if endpoint, stop, err = startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay}); err != nil {
-			return nil, err
-		}
-		b.closers = append(b.closers, stop)
-		agentID, token = simulator.DefaultAgentID, "simulator"
-		log.Warn("AZURE_AI_PROJECT_ENDPOINT is not set: captures go to the built-in offline simulator "+
-			"(a deterministic keyword classifier, not an LLM)", "endpoint", endpoint)
-	} else {
-		log.Info("agent: Azure AI Foundry Agent Service", "endpoint", endpoint, "agent_id", agentID, "api_version", cfg.FoundryAPIVersion)
-	}
-	auth, err := foundryAuth(token, cred)
-	if err != nil {
-		return nil, err
-	}
-	return app.Foundry(endpoint, agentID, cfg.FoundryAPIVersion, auth), nil
 }
 
 // startSimulator serves the offline simulator on a loopback port until

@@ -23,6 +23,9 @@ type config struct {
 	FoundryAgentID    string
 	FoundryAPIVersion string
 	FoundryToken      string
+
+	// Agent is the agent captures run on (agent.go).
+	Agent agentConfig
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -53,8 +56,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.GeneratedKey = "bw_" + base64.RawURLEncoding.EncodeToString(b)
 		c.Keys = server.Keys{c.GeneratedKey: "default"}
 	}
-	if c.FoundryEndpoint != "" && c.FoundryAgentID == "" {
-		return c, fmt.Errorf("AZURE_AI_AGENT_ID is required when AZURE_AI_PROJECT_ENDPOINT is set")
+	if c.Agent, err = loadAgentConfig(getenv); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -20,16 +20,17 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
+	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/simulator"
 )
 
 const recordUsage = `usage: brainwire record [flags]
 
 Runs one capture through the real server path against the configured agent
-service (the built-in simulator when AZURE_AI_PROJECT_ENDPOINT is unset, or
-with -sim), records it into DIR/NAME.json, replays the fixture to check it
-reproduces what the phone got, and writes its golden files
-(NAME.sse.golden, NAME.telemetry.golden).
+service (the built-in simulator when neither AZURE_AI_PROJECT_ENDPOINT nor
+OPENAI_BASE_URL is set, or with -sim), records it into DIR/NAME.json,
+replays the fixture to check it reproduces what the phone got, and writes
+its golden files (NAME.sse.golden, NAME.telemetry.golden).
 
 flags:
 `
@@ -41,6 +42,7 @@ type recordFlags struct {
 	name, description, dir            string
 	sim, force                        bool
 	simDelay                          time.Duration
+	api, chaining                     string
 	cut, httpError                    string
 	splitUTF8                         int
 }
@@ -59,7 +61,9 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&f.name, "name", "", "fixture name (default: made from the text)")
 	fs.StringVar(&f.description, "description", "", "what the fixture tests")
 	fs.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
-	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when AZURE_AI_PROJECT_ENDPOINT is set")
+	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when an agent service is configured")
+	fs.StringVar(&f.api, "api", "", "the simulator's face: responses (an agent brainwire defines), agent (a Foundry agent by name) or threads (the classic threads/runs API); default BRAINWIRE_SIM_API or responses")
+	fs.StringVar(&f.chaining, "chaining", "", "Responses API: how responses continue the conversation, conversation or previous_response_id (default BRAINWIRE_RESPONSES_CHAINING, or as the endpoint has it)")
 	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default: BRAINWIRE_SIM_CHUNK_DELAY or 25ms; 0 for none)")
 	fs.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
 	fs.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
@@ -161,12 +165,26 @@ func (f *recordFlags) requests() (setup *replay.Request, req replay.Request, err
 // that recording a fixture again gives the same ids. stop stops the
 // simulator.
 func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(string) string, name string, log *slog.Logger) (rc replay.RecordConfig, stop func(), err error) {
+	a := cfg.Agent
+	if f.sim && a.Sim == "" {
+		if err := a.useSimulator(envOr(getenv, "BRAINWIRE_SIM_API", simResponses)); err != nil {
+			return rc, nil, usageError{"record: BRAINWIRE_SIM_API: " + err.Error()}
+		}
+	}
+	if f.api != "" {
+		if a.Sim == "" {
+			return rc, nil, usageError{"record: -api picks the simulator's face: use it with the simulator (-sim)"}
+		}
+		if err := a.useSimulator(f.api); err != nil {
+			return rc, nil, usageError{"record: -api: " + err.Error()}
+		}
+	}
+	if f.chaining != "" {
+		a.Responses.Chaining = responses.Chaining(f.chaining)
+	}
 	rc = replay.RecordConfig{
-		Endpoint:   cfg.FoundryEndpoint,
-		AgentID:    cfg.FoundryAgentID,
-		APIVersion: cfg.FoundryAPIVersion,
 		Secrets:    secretsFromEnv(getenv),
-		Upstream:   "foundry",
+		Upstream:   a.upstream(),
 		Logger:     log,
 		RunTimeout: cfg.RunTimeout,
 	}
@@ -174,18 +192,15 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 		return rc, nil, err
 	}
 	stop = func() {}
-	token := cfg.FoundryToken
-	if f.sim || cfg.FoundryEndpoint == "" {
-		if rc.Endpoint, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
+	if a.Sim != "" {
+		var endpoint string
+		if endpoint, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
 			return rc, nil, err
 		}
-		rc.AgentID, rc.APIVersion, rc.Upstream = simulator.DefaultAgentID, "v1", "simulator"
-		if token == "" {
-			token = "simulator"
-		}
+		a.simulatorAt(endpoint)
 	}
 	var cred credential
-	if rc.Auth, err = foundryAuth(token, &cred); err == nil {
+	if rc.Agent, err = a.opener(&cred); err == nil {
 		rc.Transcriber, err = f.transcriber(getenv, &cred, log)
 	}
 	if err != nil {
@@ -250,7 +265,7 @@ func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, 
 // recordings wherever they appear.
 func secretsFromEnv(getenv func(string) string) []string {
 	var out []string
-	for _, name := range []string{"AZURE_AI_PROJECT_TOKEN", "AZURE_OPENAI_API_KEY", "COSMOS_KEY",
+	for _, name := range []string{"AZURE_AI_PROJECT_TOKEN", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "COSMOS_KEY",
 		"AZURE_STORAGE_CONNECTION_STRING", "APPLICATIONINSIGHTS_CONNECTION_STRING"} {
 		v := getenv(name)
 		if v == "" {
@@ -390,8 +405,11 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 		return nil, fmt.Errorf("BRAINWIRE_RECORD_DIR: %w", err)
 	}
 	upstream := "simulator"
-	if getenv("AZURE_AI_PROJECT_ENDPOINT") != "" {
+	switch {
+	case getenv("AZURE_AI_PROJECT_ENDPOINT") != "":
 		upstream = "foundry"
+	case getenv("OPENAI_BASE_URL") != "":
+		upstream = "openai"
 	}
 	rec, err := recorder.New(recorder.Config{
 		Sink:     recorder.DirSink{Dir: dir},

@@ -88,9 +88,24 @@ func sim(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", *addr, err)
 	}
-	fmt.Fprintf(stdout, "Foundry Agent Service simulator (a keyword classifier, not an LLM)\n"+
-		"  AZURE_AI_PROJECT_ENDPOINT=http://%s%s\n  AZURE_AI_AGENT_ID=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n",
-		l.Addr(), simulator.ProjectPath, simulator.DefaultAgentID)
+	printSimulatorEnv(stdout, "http://"+l.Addr().String())
 	log.Info("simulator listening", "addr", l.Addr().String())
 	return simulator.New(simulator.Config{ChunkDelay: delay}).Serve(ctx, l)
+}
+
+// printSimulatorEnv prints the variables that point serve at a simulator
+// listening at base, for each way of naming the agent.
+func printSimulatorEnv(w io.Writer, base string) {
+	project := base + simulator.ProjectPath
+	fmt.Fprintf(w, "Foundry Agent Service simulator (a keyword classifier, not an LLM)\n\n"+
+		"Responses API, an agent brainwire defines (serve's default):\n"+
+		"  AZURE_AI_PROJECT_ENDPOINT=%s\n  AZURE_AI_MODEL_DEPLOYMENT_NAME=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n\n"+
+		"Responses API, a Foundry agent by name: instead of the model,\n"+
+		"  AZURE_AI_AGENT_NAME=%s\n  AZURE_AI_AGENT_VERSION=%s\n\n"+
+		"Any OpenAI-compatible Responses API client:\n"+
+		"  OPENAI_BASE_URL=%s/v1\n  OPENAI_API_KEY=<any value>\n  OPENAI_MODEL=%s\n\n"+
+		"Classic Agents API (threads/runs, retires %s): instead of the model,\n"+
+		"  AZURE_AI_AGENT_ID=%s\n",
+		project, simulator.DefaultModel, simulator.DefaultAgentName, simulator.DefaultAgentVersion,
+		base, simulator.DefaultModel, classicRetirement, simulator.DefaultAgentID)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/instructions"
 	"github.com/brainwire/brainwire/internal/syncbuf"
 
 	"github.com/brainwire/brainwire/simulator"
@@ -53,38 +54,59 @@ func TestSetupTelemetryOff(t *testing.T) {
 	}
 }
 
+// TestSetupTelemetryWiresServe: on each of the simulator's faces, serve's
+// telemetry names the agent and the upstream calls, and records every
+// reasoning chunk in both backends.
 func TestSetupTelemetryWiresServe(t *testing.T) {
-	recv := telemetrytest.NewReceiver(t)
-	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
-	logs := telemetryServer(t, map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT":           recv.Endpoint(),
-		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
-	})
-	seen := map[string]bool{}
-	chunks := 0
-	for _, s := range recv.Spans() {
-		seen[s.Name] = true
-		if s.Name == "invoke_agent Classifier" {
-			for _, ev := range s.Events {
-				if ev.Name == "reasoning.chunk" {
-					chunks++
+	for _, c := range []struct {
+		face  string
+		attrs map[string]any
+		spans []string
+	}{
+		{simResponses, map[string]any{"gen_ai.agent.version": instructions.Default().Version, "gen_ai.provider.name": "azure.ai.agents"},
+			[]string{"create_conversation", "create_response"}},
+		{simAgent, map[string]any{"gen_ai.agent.id": simulator.DefaultAgentName, "gen_ai.agent.version": simulator.DefaultAgentVersion},
+			[]string{"create_conversation", "create_response"}},
+		{simThreads, map[string]any{"gen_ai.agent.id": simulator.DefaultAgentID, "gen_ai.provider.name": "azure.ai.agents"},
+			[]string{"process_thread_run", "submit_tool_outputs"}},
+	} {
+		t.Run(c.face, func(t *testing.T) {
+			recv := telemetrytest.NewReceiver(t)
+			ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
+			logs := telemetryServer(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":           recv.Endpoint(),
+				"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
+				"BRAINWIRE_SIM_API":                     c.face,
+			})
+			seen := map[string]bool{}
+			chunks := 0
+			for _, s := range recv.Spans() {
+				seen[s.Name] = true
+				if s.Name == "invoke_agent Classifier" {
+					for _, ev := range s.Events {
+						if ev.Name == "reasoning.chunk" {
+							chunks++
+						}
+					}
+					for k, v := range c.attrs {
+						if got := telemetrytest.Attr(s.Attributes, k); got != v {
+							t.Errorf("%s = %v, want %v", k, got, v)
+						}
+					}
 				}
 			}
-			if telemetrytest.Attr(s.Attributes, "gen_ai.agent.id") != simulator.DefaultAgentID {
-				t.Errorf("agent id %v", telemetrytest.Attr(s.Attributes, "gen_ai.agent.id"))
+			for _, name := range append([]string{"POST /api/capture", "invoke_agent Classifier", "execute_tool file_capture", "store.file"}, c.spans...) {
+				if !seen[name] {
+					t.Errorf("no %s span (got %v)", name, seen)
+				}
 			}
-		}
-	}
-	for _, name := range []string{"POST /api/capture", "invoke_agent Classifier", "process_thread_run", "execute_tool file_capture", "store.file", "submit_tool_outputs"} {
-		if !seen[name] {
-			t.Errorf("no %s span (got %v)", name, seen)
-		}
-	}
-	if chunks < 3 || len(ingest.Messages("Reasoning chunk")) != chunks {
-		t.Errorf("%d chunk events, %d Application Insights traces", chunks, len(ingest.Messages("Reasoning chunk")))
-	}
-	if !strings.Contains(logs.String(), "reasoning chunk") {
-		t.Error("the reasoning log is gone with content capture on")
+			if chunks < 3 || len(ingest.Messages("Reasoning chunk")) != chunks {
+				t.Errorf("%d chunk events, %d Application Insights traces", chunks, len(ingest.Messages("Reasoning chunk")))
+			}
+			if !strings.Contains(logs.String(), "reasoning chunk") {
+				t.Error("the reasoning log is gone with content capture on")
+			}
+		})
 	}
 }
 
@@ -154,7 +176,7 @@ func TestServeExportsTelemetry(t *testing.T) {
 	for _, s := range recv.Trace("4bf92f3577b34da6a3ce929d0e0e4736") {
 		names[s.Name] = true
 	}
-	for _, n := range []string{"POST /api/capture", "invoke_agent Classifier", "process_thread_run", "execute_tool file_capture", "store.file", "submit_tool_outputs"} {
+	for _, n := range []string{"POST /api/capture", "invoke_agent Classifier", "create_conversation", "create_response", "execute_tool file_capture", "store.file"} {
 		if !names[n] {
 			t.Errorf("no %s span in the caller's trace (got %v)", n, names)
 		}

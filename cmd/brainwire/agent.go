@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/responses"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/telemetry"
+)
+
+// The agent APIs brainwire speaks.
+const (
+	apiResponses = "responses" // the Responses API: Foundry's current API, Azure OpenAI's, OpenAI's
+	apiThreads   = "threads"   // the classic Agents API (threads/runs)
+)
+
+// The simulator's faces (BRAINWIRE_SIM_API, record -api).
+const (
+	simResponses = "responses" // Responses API, an agent brainwire defines
+	simAgent     = "agent"     // Responses API, the simulated Foundry agent by name
+	simThreads   = "threads"   // the classic threads/runs API
+)
+
+// classicRetirement is when Microsoft retires the classic Agents API.
+const classicRetirement = "2027-03-31"
+
+// agentConfig is the agent serve and record run captures on: one of the
+// three ways to name it on the Responses API, the classic threads/runs
+// API, or the built-in simulator.
+type agentConfig struct {
+	// Sim is the simulator face; "" for a real service.
+	Sim string
+	API string // apiResponses or apiThreads
+
+	// Project is the Foundry project endpoint (the simulator's once it
+	// runs); BaseURL the Responses API base URL.
+	Project string
+	BaseURL string
+	Token   string // AZURE_AI_PROJECT_TOKEN: a static bearer token for the project
+	// APIKey and APIKeyHeader authorize an OpenAI-compatible endpoint.
+	APIKey       string
+	APIKeyHeader string
+
+	// Responses names the agent and how responses chain (Responses API).
+	Responses    responses.Config
+	Instructions instructions.Instructions // an ephemeral agent's
+
+	// AgentID and APIVersion are the classic agent's (threads/runs).
+	AgentID    string
+	APIVersion string
+}
+
+// loadAgentConfig reads which agent to run from the environment.
+func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
+	a := agentConfig{
+		Project:      strings.TrimRight(getenv("AZURE_AI_PROJECT_ENDPOINT"), "/"),
+		BaseURL:      getenv("OPENAI_BASE_URL"),
+		Token:        getenv("AZURE_AI_PROJECT_TOKEN"),
+		APIKey:       getenv("OPENAI_API_KEY"),
+		APIKeyHeader: getenv("OPENAI_API_KEY_HEADER"),
+		AgentID:      getenv("AZURE_AI_AGENT_ID"),
+		APIVersion:   envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", foundry.DefaultAPIVersion),
+	}
+	name, version := getenv("AZURE_AI_AGENT_NAME"), getenv("AZURE_AI_AGENT_VERSION")
+	model := getenv("AZURE_AI_MODEL_DEPLOYMENT_NAME")
+	summary, err := reasoningSummary(getenv("BRAINWIRE_REASONING_SUMMARY"))
+	if err != nil {
+		return a, err
+	}
+	a.Responses = responses.Config{ReasoningSummary: summary, Chaining: responses.Chaining(getenv("BRAINWIRE_RESPONSES_CHAINING"))}
+	switch a.Responses.Chaining {
+	case "", responses.ChainConversation, responses.ChainPreviousResponse:
+	default:
+		return a, fmt.Errorf("BRAINWIRE_RESPONSES_CHAINING: %q is neither %s nor %s", a.Responses.Chaining, responses.ChainConversation, responses.ChainPreviousResponse)
+	}
+	if version != "" && name == "" {
+		return a, fmt.Errorf("AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME")
+	}
+
+	switch {
+	case a.Project != "" && a.BaseURL != "":
+		return a, fmt.Errorf("set AZURE_AI_PROJECT_ENDPOINT (a Foundry project) or OPENAI_BASE_URL (another Responses API endpoint), not both")
+	case a.Project != "":
+		if n := count(name, model, a.AgentID); n != 1 {
+			return a, fmt.Errorf("with AZURE_AI_PROJECT_ENDPOINT, set one of AZURE_AI_MODEL_DEPLOYMENT_NAME (an agent brainwire defines), " +
+				"AZURE_AI_AGENT_NAME (a Foundry agent) or AZURE_AI_AGENT_ID (a classic agent, threads/runs API)")
+		}
+		if a.AgentID != "" {
+			a.API = apiThreads
+			return a, nil
+		}
+		a.API, a.BaseURL = apiResponses, responses.ProjectBaseURL(a.Project)
+		a.Responses.Name = responses.ProviderFoundry
+		a.Responses.Agent = responses.Agent{Name: name, Version: version, Model: model}
+	case a.BaseURL != "":
+		if name != "" || a.AgentID != "" {
+			return a, fmt.Errorf("AZURE_AI_AGENT_NAME and AZURE_AI_AGENT_ID name agents of a Foundry project: set AZURE_AI_PROJECT_ENDPOINT instead of OPENAI_BASE_URL")
+		}
+		if model = envOr(getenv, "OPENAI_MODEL", model); model == "" {
+			return a, fmt.Errorf("OPENAI_BASE_URL needs OPENAI_MODEL (the model, or the Azure OpenAI deployment)")
+		}
+		if a.APIKey == "" {
+			return a, fmt.Errorf("OPENAI_BASE_URL needs OPENAI_API_KEY")
+		}
+		a.API = apiResponses
+		a.Responses.Name = endpointProvider(a.BaseURL)
+		a.Responses.Agent = responses.Agent{Model: model}
+		if a.Responses.Chaining == "" {
+			// Azure OpenAI and most other servers have no Conversations API.
+			a.Responses.Chaining = responses.ChainPreviousResponse
+		}
+	default:
+		if err := a.useSimulator(envOr(getenv, "BRAINWIRE_SIM_API", simResponses)); err != nil {
+			return a, fmt.Errorf("BRAINWIRE_SIM_API: %w", err)
+		}
+	}
+	if a.API == apiResponses && a.Responses.Agent.Name == "" {
+		a.Instructions = instructions.Default()
+		if path := getenv("BRAINWIRE_INSTRUCTIONS"); path != "" {
+			if a.Instructions, err = instructions.Load(path); err != nil {
+				return a, fmt.Errorf("BRAINWIRE_INSTRUCTIONS: %w", err)
+			}
+		}
+		a.Responses.Agent.Instructions = a.Instructions.Text
+	}
+	return a, nil
+}
+
+// useSimulator points the config at the simulator's face; the endpoint
+// is filled in when the simulator starts.
+func (a *agentConfig) useSimulator(face string) error {
+	a.Sim, a.Project, a.BaseURL = face, "", ""
+	a.Responses.Name = responses.ProviderFoundry
+	switch face {
+	case simResponses:
+		a.API = apiResponses
+		a.Responses.Agent = responses.Agent{Model: simulator.DefaultModel, Instructions: a.Instructions.Text}
+	case simAgent:
+		a.API = apiResponses
+		a.Responses.Agent = responses.Agent{Name: simulator.DefaultAgentName, Version: simulator.DefaultAgentVersion}
+		a.Instructions = instructions.Instructions{}
+	case simThreads:
+		a.API, a.AgentID, a.APIVersion = apiThreads, simulator.DefaultAgentID, foundry.DefaultAPIVersion
+	default:
+		return fmt.Errorf("%q is not a simulator face (%s, %s or %s)", face, simResponses, simAgent, simThreads)
+	}
+	if a.API == apiResponses && a.Responses.Agent.Name == "" && a.Instructions.Text == "" {
+		a.Instructions = instructions.Default()
+		a.Responses.Agent.Instructions = a.Instructions.Text
+	}
+	return nil
+}
+
+// simulatorAt points a simulator config at the simulator's project
+// endpoint.
+func (a *agentConfig) simulatorAt(project string) {
+	a.Project = project
+	if a.API == apiResponses {
+		a.BaseURL = responses.ProjectBaseURL(project)
+	}
+	if a.Token == "" {
+		a.Token = "simulator"
+	}
+}
+
+func count(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// reasoningSummary reads BRAINWIRE_REASONING_SUMMARY: auto (the default),
+// concise, detailed, or off for models without reasoning.
+func reasoningSummary(v string) (string, error) {
+	switch v {
+	case "":
+		return "auto", nil
+	case "auto", "concise", "detailed":
+		return v, nil
+	case "off", "none":
+		return "", nil
+	}
+	return "", fmt.Errorf("BRAINWIRE_REASONING_SUMMARY: %q is not auto, concise, detailed or off", v)
+}
+
+// endpointProvider names an OpenAI-compatible endpoint for telemetry.
+func endpointProvider(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return responses.ProviderOpenAI
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range []string{".openai.azure.com", ".services.ai.azure.com", ".cognitiveservices.azure.com"} {
+		if strings.HasSuffix(host, suffix) {
+			return responses.ProviderAzureOpenAI
+		}
+	}
+	return responses.ProviderOpenAI
+}
+
+// opener returns the agent provider's opener (app.Config.Agent).
+func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwire.Provider, error), error) {
+	if a.API == apiThreads {
+		auth, err := foundryAuth(a.Token, cred)
+		if err != nil {
+			return nil, err
+		}
+		return app.Foundry(a.Project, a.AgentID, a.APIVersion, auth), nil
+	}
+	if a.Project == "" {
+		// Another Responses API endpoint, with its API key.
+		key, header := a.APIKey, a.APIKeyHeader
+		auth := func(next http.RoundTripper) http.RoundTripper { return responses.NewAPIKeyTransport(key, header, next) }
+		return app.Responses(a.BaseURL, "", a.Responses, auth), nil
+	}
+	auth, err := foundryAuth(a.Token, cred)
+	if err != nil {
+		return nil, err
+	}
+	return app.Responses(a.BaseURL, a.Project, a.Responses, auth), nil
+}
+
+// telemetry describes the agent for the GenAI attributes.
+func (a agentConfig) telemetry() telemetry.Agent {
+	t := telemetry.Agent{Name: agentName}
+	switch {
+	case a.API == apiThreads:
+		t.ID, t.Provider = a.AgentID, foundry.ProviderName
+	case a.Responses.Agent.Name != "":
+		t.ID, t.Version, t.Provider = a.Responses.Agent.Name, a.Responses.Agent.Version, a.Responses.Name
+	default:
+		t.Version, t.Provider = a.Instructions.Version, a.Responses.Name
+	}
+	return t
+}
+
+// upstream labels recordings: "simulator", "foundry" or "openai".
+func (a agentConfig) upstream() string {
+	switch {
+	case a.Sim != "":
+		return "simulator"
+	case a.Project != "":
+		return "foundry"
+	}
+	return "openai"
+}
+
+// logActive says which agent is active, and warns when it is the classic
+// API.
+func (a agentConfig) logActive(log *slog.Logger) {
+	attrs := []any{"provider", a.Responses.Name}
+	var what string
+	switch {
+	case a.API == apiThreads:
+		what = "Foundry Agent Service, classic Agents API (threads/runs)"
+		attrs = []any{"provider", foundry.ProviderName, "agent_id", a.AgentID, "api_version", a.APIVersion}
+	case a.Responses.Agent.Name != "":
+		what = "Foundry agent through the Responses API"
+		attrs = append(attrs, "agent_name", a.Responses.Agent.Name, "agent_version", orLatest(a.Responses.Agent.Version))
+	case a.Project != "" || a.Sim != "":
+		what = "agent defined by brainwire, through the Foundry project's Responses API"
+		attrs = append(attrs, "model", a.Responses.Agent.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version)
+	default:
+		what = "agent defined by brainwire, through an OpenAI-compatible Responses API"
+		attrs = append(attrs, "model", a.Responses.Agent.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version)
+	}
+	if a.API == apiResponses {
+		chaining := a.Responses.Chaining
+		if chaining == "" {
+			chaining = responses.ChainConversation
+		}
+		attrs = append(attrs, "chaining", chaining, "reasoning_summary", orDefault(a.Responses.ReasoningSummary, "off"))
+	}
+	switch {
+	case a.Sim != "":
+		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL): captures go to the built-in offline simulator "+
+			"(a deterministic keyword classifier, not an LLM)", append([]any{"api", what, "endpoint", a.Project}, attrs...)...)
+	default:
+		log.Info("agent: "+what, append([]any{"endpoint", orDefault(a.Project, a.BaseURL)}, attrs...)...)
+	}
+	if a.API == apiThreads && a.Sim == "" {
+		log.Warn("AZURE_AI_AGENT_ID selects the classic Agents API (threads/runs), which Microsoft retires on " + classicRetirement +
+			": move to a Foundry agent through the Responses API (AZURE_AI_AGENT_NAME) or an agent brainwire defines (AZURE_AI_MODEL_DEPLOYMENT_NAME)")
+	}
+}
+
+func orLatest(v string) string { return orDefault(v, "latest") }
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+// openAgent returns the agent provider's opener (app.Config.Agent): the
+// configured service, or the offline simulator on loopback.
+func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
+	a := cfg.Agent
+	if a.Sim != "" {
+		endpoint, stop, err := startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay})
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, stop)
+		a.simulatorAt(endpoint)
+	}
+	a.logActive(log)
+	return a.opener(cred)
+}

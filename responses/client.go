@@ -1,0 +1,261 @@
+package responses
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+)
+
+// AgentsAPIVersion is the api-version of the Foundry agents data-plane
+// operations (GET /agents/{name}); the OpenAI-style operations take none.
+const AgentsAPIVersion = "v1"
+
+// ProjectBaseURL returns the Responses API base URL of a Foundry project
+// endpoint (https://<resource>.services.ai.azure.com/api/projects/<project>):
+// {project}/openai/v1.
+func ProjectBaseURL(project string) string {
+	u, err := url.Parse(project)
+	if err != nil {
+		return strings.TrimRight(project, "/") + "/openai/v1"
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/openai/v1"
+	u.RawPath = ""
+	return u.String()
+}
+
+// Client calls the Responses API (and the conversations and agents
+// operations beside it) of one endpoint. It is safe for concurrent use.
+type Client struct {
+	prefix  string // scheme, host and escaped path of the base URL
+	query   string // the base URL's query, sent with every call
+	project string // the Foundry project endpoint, for the agents API; "" elsewhere
+	hc      *http.Client
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithProject names the Foundry project endpoint the base URL belongs to,
+// which the agents operations (GetAgent) are called on.
+func WithProject(endpoint string) ClientOption {
+	return func(c *Client) { c.project = strings.TrimRight(endpoint, "/") }
+}
+
+// NewClient returns a client for the Responses API at baseURL: a Foundry
+// project's {project}/openai/v1 (see ProjectBaseURL), Azure OpenAI's
+// https://<resource>.openai.azure.com/openai/v1, https://api.openai.com/v1,
+// or any server implementing the API. A query in baseURL (such as
+// api-version=preview) is sent with every call. Requests go through hc,
+// whose transport is expected to add authorization; nil means
+// http.DefaultClient. Responses stream for as long as the model works,
+// so hc should have no overall Timeout: bound calls with their context.
+func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Responses API base URL: %w", err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("Responses API base URL %q: want an absolute http(s) URL", baseURL)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := &Client{prefix: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery, hc: hc}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Operations of the Responses API, as the client names them on each
+// request's context (brainwire.Operation), so that client spans say what
+// each call was.
+const (
+	OpCreateResponse     = "create_response"
+	OpCreateConversation = "create_conversation"
+	OpGetResponse        = "get_response"
+	OpGetAgent           = "get_agent"
+	OpListModels         = "list_models"
+)
+
+// op names the call made with ctx: the conversation and the response it
+// continues, when it continues one.
+func op(ctx context.Context, name, conversationID, responseID string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: conversationID, RunID: responseID})
+}
+
+// Stream is a streamed response. Read it with Next until io.EOF or an
+// error, and always Close it: closing it before its end is how a
+// foreground response is stopped.
+type Stream struct {
+	*Decoder
+	body io.ReadCloser
+}
+
+// Close releases the response.
+func (s *Stream) Close() error { return s.body.Close() }
+
+// CreateResponse creates a response and streams it (POST /responses with
+// stream: true).
+func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) (*Stream, error) {
+	req.Stream = true
+	ctx = op(ctx, OpCreateResponse, req.Conversation, req.PreviousResponseID)
+	s, err := c.stream(ctx, c.url("responses"), req)
+	if err != nil {
+		return nil, fmt.Errorf("creating a response: %w", err)
+	}
+	s.SetConversation(req.Conversation)
+	return s, nil
+}
+
+// CreateConversation creates an empty conversation (POST /conversations).
+func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
+	var conv Conversation
+	if err := c.do(op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
+		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
+	}
+	if conv.ID == "" {
+		return Conversation{}, &upstreamError{msg: "the agent service created a conversation without an id",
+			err: errors.New("creating a conversation: the answer has no id")}
+	}
+	return conv, nil
+}
+
+// GetResponse fetches a stored response (GET /responses/{id}).
+func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
+	var r Response
+	if err := c.do(op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
+		return Response{}, fmt.Errorf("getting response %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListModels lists the endpoint's models (GET /models): a cheap call
+// that proves the endpoint and the credentials.
+func (c *Client) ListModels(ctx context.Context) error {
+	var list struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := c.do(op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
+		return fmt.Errorf("listing models: %w", err)
+	}
+	return nil
+}
+
+// GetAgent fetches a Foundry agent (GET {project}/agents/{name}), or one
+// of its versions (GET {project}/agents/{name}/versions/{version}). The
+// client must have been given the project (WithProject).
+func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAgent, error) {
+	if c.project == "" {
+		return FoundryAgent{}, errors.New("getting an agent: no Foundry project endpoint configured")
+	}
+	segs := []string{"agents", name}
+	if version != "" {
+		segs = append(segs, "versions", version)
+	}
+	var a FoundryAgent
+	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
+	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
+		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, err)
+	}
+	return a, nil
+}
+
+// url joins the operation path to the base URL; each segment is escaped.
+func (c *Client) url(segments ...string) string {
+	return joinURL(c.prefix, c.query, segments...)
+}
+
+func joinURL(prefix, query string, segments ...string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if query != "" {
+		b.WriteByte('?')
+		b.WriteString(query)
+	}
+	return b.String()
+}
+
+func (c *Client) newRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request body: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// stream POSTs body and returns the event stream of a 2xx answer.
+func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
+	req, err := c.newRequest(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+			defer resp.Body.Close()
+			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			return nil, &upstreamError{
+				msg: "the agent service did not answer with an event stream",
+				err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
+			}
+		}
+	}
+	return &Stream{Decoder: NewDecoder(resp.Body), body: resp.Body}, nil
+}
+
+// do sends a JSON request and decodes the JSON answer into out.
+func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
+	req, err := c.newRequest(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return &upstreamError{msg: "the agent service's answer was not understood", err: fmt.Errorf("decoding response: %w", err)}
+	}
+	return nil
+}
+
+// maxJSONBody bounds a JSON answer (a stored response with its output).
+const maxJSONBody = 32 << 20

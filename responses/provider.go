@@ -1,0 +1,347 @@
+package responses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Provider names for telemetry (gen_ai.provider.name) and health checks.
+const (
+	// ProviderFoundry is a Foundry project's Responses API: Foundry Agent
+	// Service, as the threads/runs provider also names it.
+	ProviderFoundry = "azure.ai.agents"
+	// ProviderAzureOpenAI is an Azure OpenAI resource.
+	ProviderAzureOpenAI = "azure.ai.openai"
+	// ProviderOpenAI is OpenAI, or another server implementing its API.
+	ProviderOpenAI = "openai"
+)
+
+// Chaining is how a run's responses, and a follow-up's, continue the
+// conversation.
+type Chaining string
+
+const (
+	// ChainConversation keeps the conversation on the service: a new
+	// capture creates one (POST /conversations) and every response names
+	// it. Foundry projects and OpenAI have the Conversations API.
+	ChainConversation Chaining = "conversation"
+	// ChainPreviousResponse chains each response to the previous one
+	// (previous_response_id), for servers without the Conversations API
+	// (Azure OpenAI, most other implementations). A follow-up continues
+	// from the response whose function call filed the capture.
+	ChainPreviousResponse Chaining = "previous_response_id"
+)
+
+const defaultMaxToolRounds = 16
+
+// Agent names the agent that answers, in one of two ways: an ephemeral
+// agent that brainwire defines with each request (Model, Instructions and
+// the capture's tools), or a Foundry agent by Name (and Version), which
+// owns its instructions and tool definitions.
+type Agent struct {
+	Model        string
+	Instructions string
+	Name         string
+	Version      string
+}
+
+// Config configures a Provider.
+type Config struct {
+	Agent    Agent
+	Chaining Chaining // ChainConversation when empty
+	// ReasoningSummary asks a reasoning model to stream summaries of its
+	// reasoning ("auto", "concise", "detailed"); "" asks for none (models
+	// without reasoning refuse the request otherwise). Ephemeral agents
+	// only: a Foundry agent's definition says it.
+	ReasoningSummary string
+	// Name is Provider.Name (gen_ai.provider.name); ProviderOpenAI when
+	// empty.
+	Name string
+	// MaxToolRounds bounds how many responses of one run may ask for
+	// tools (default 16).
+	MaxToolRounds int
+}
+
+// Provider runs an agent through the Responses API: it streams a response,
+// executes the function calls it asks for, and streams the next response
+// with their outputs, until a response completes without asking for any.
+// All the responses of one capture are one brainwire run.
+//
+// A streamed response in the foreground has no cancel operation (the API
+// cancels only background responses): a run that is abandoned closes its
+// stream, which is how the service is told to stop.
+type Provider struct {
+	client *Client
+	cfg    Config
+}
+
+var _ brainwire.Provider = (*Provider)(nil)
+
+// NewProvider returns a provider running cfg.Agent through client.
+func NewProvider(client *Client, cfg Config) (*Provider, error) {
+	a := cfg.Agent
+	switch {
+	case a.Name != "" && a.Model != "":
+		return nil, errors.New("responses: name a Foundry agent or a model, not both")
+	case a.Name == "" && a.Model == "":
+		return nil, errors.New("responses: a Foundry agent name or a model is required")
+	case a.Name != "" && a.Instructions != "":
+		return nil, errors.New("responses: a Foundry agent has its own instructions")
+	}
+	switch cfg.Chaining {
+	case "":
+		cfg.Chaining = ChainConversation
+	case ChainConversation, ChainPreviousResponse:
+	default:
+		return nil, fmt.Errorf("responses: unknown chaining %q (want %s or %s)", cfg.Chaining, ChainConversation, ChainPreviousResponse)
+	}
+	switch cfg.ReasoningSummary {
+	case "", "auto", "concise", "detailed":
+	default:
+		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", cfg.ReasoningSummary)
+	}
+	if cfg.Name == "" {
+		cfg.Name = ProviderOpenAI
+	}
+	if cfg.MaxToolRounds <= 0 {
+		cfg.MaxToolRounds = defaultMaxToolRounds
+	}
+	return &Provider{client: client, cfg: cfg}, nil
+}
+
+// Name returns the provider's name (gen_ai.provider.name).
+func (p *Provider) Name() string { return p.cfg.Name }
+
+// Ping checks that the service answers, for health checks: a Foundry
+// agent is fetched, which proves the endpoint, the credentials and the
+// agent; otherwise the models are listed.
+func (p *Provider) Ping(ctx context.Context) error {
+	if a := p.cfg.Agent; a.Name != "" {
+		_, err := p.client.GetAgent(ctx, a.Name, a.Version)
+		return err
+	}
+	return p.client.ListModels(ctx)
+}
+
+// Run runs the agent once over req. A new capture (req.ThreadID empty)
+// starts a conversation; a follow-up continues the one req.ThreadID names:
+// a conversation (conv_…) or, under previous-response chaining, the
+// response (resp_…) whose function call filed the capture.
+//
+// A failure is yielded once as a zero Event with the error, and ends the
+// sequence. However the sequence ends, the open stream is closed.
+func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
+	return func(yield func(brainwire.Event, error) bool) {
+		r := &runner{p: p, req: req, yield: yield}
+		if err := r.run(ctx); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("agent response %s stopped: %w", r.responseIDOr(), ctx.Err())
+			}
+			yield(brainwire.Event{}, err)
+		}
+	}
+}
+
+// runner is the state of one Run.
+type runner struct {
+	p       *Provider
+	req     brainwire.RunRequest
+	yield   func(brainwire.Event, error) bool
+	stopped bool // the consumer stopped iterating
+
+	conversationID string // the conversation, under conversation chaining
+	responseID     string // the last response
+	status         brainwire.RunStatus
+	sawError       bool
+}
+
+// emit yields ev and reports whether to go on.
+func (r *runner) emit(ev brainwire.Event) bool {
+	if !r.yield(ev, nil) {
+		r.stopped = true
+		return false
+	}
+	return true
+}
+
+func (r *runner) run(ctx context.Context) error {
+	req, err := r.start(ctx)
+	if err != nil {
+		return err
+	}
+	for round := 0; ; round++ {
+		stream, err := r.p.client.CreateResponse(ctx, req)
+		if err != nil {
+			return err
+		}
+		calls, err := r.consume(stream)
+		if err != nil || r.stopped {
+			return err
+		}
+		switch {
+		case r.sawError, r.status.Terminal():
+			// A failure was told by its events.
+			return nil
+		case r.status != brainwire.RunRequiresAction:
+			return &upstreamError{
+				msg: "the agent service ended the stream before the response finished",
+				err: fmt.Errorf("stream of response %s ended while it was %q", r.responseIDOr(), r.status),
+			}
+		case round >= r.p.cfg.MaxToolRounds:
+			return &upstreamError{
+				msg: "the agent kept asking for tools",
+				err: fmt.Errorf("response %s asked for tools %d times in one run", r.responseID, r.p.cfg.MaxToolRounds),
+			}
+		}
+
+		results := brainwire.CallTools(ctx, r.req.Tools, calls)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		input := make([]InputItem, len(calls))
+		for i, call := range calls {
+			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.conversationID, RunID: r.responseID, Tool: call, Result: results[i]}
+			if !r.emit(ev) {
+				return nil
+			}
+			input[i] = FunctionCallOutput(call.ID, results[i].Output)
+		}
+		req = r.request(input)
+	}
+}
+
+// supersededOutput answers the function calls of the response a follow-up
+// continues from (previous-response chaining): brainwire answered them
+// when the capture was filed, but on another branch of the chain.
+const supersededOutput = `{"status":"superseded","message":"This call was answered when the capture was filed. ` +
+	`The person's answer to your clarifying question follows."}`
+
+// start returns the run's first request: for a new capture, in a new
+// conversation; for a follow-up, continuing the one it names.
+func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
+	var input []InputItem
+	msg := r.req.Message
+	if extra := r.req.AdditionalInstructions; extra != "" {
+		if r.p.cfg.Agent.Name != "" {
+			// A Foundry agent may refuse system and developer messages:
+			// the run's instructions go before the person's words.
+			msg = strings.TrimSpace(extra + "\n\n" + msg)
+		} else {
+			input = append(input, DeveloperMessage(extra))
+		}
+	}
+	if msg != "" {
+		input = append(input, UserMessage(msg))
+	}
+
+	id := r.req.ThreadID
+	chaining := r.p.cfg.Chaining
+	switch {
+	case id == "" && chaining == ChainConversation:
+		conv, err := r.p.client.CreateConversation(ctx)
+		if err != nil {
+			return CreateResponseRequest{}, err
+		}
+		r.conversationID = conv.ID
+	case id == "":
+	case strings.HasPrefix(id, "thread_"):
+		return CreateResponseRequest{}, &upstreamError{
+			msg: "this capture's conversation belongs to the classic Agents API and cannot be continued here",
+			err: fmt.Errorf("conversation %s is a threads/runs thread; the Responses API cannot continue it", id),
+		}
+	case strings.HasPrefix(id, "resp_") || (chaining == ChainPreviousResponse && !strings.HasPrefix(id, "conv_")):
+		prev, err := r.p.client.GetResponse(ctx, id)
+		if err != nil {
+			return CreateResponseRequest{}, err
+		}
+		var answers []InputItem
+		for _, fc := range prev.FunctionCalls() {
+			answers = append(answers, FunctionCallOutput(orDefault(fc.CallID, fc.ID), supersededOutput))
+		}
+		input = append(answers, input...)
+		r.responseID = id
+	default:
+		r.conversationID = id
+	}
+	return r.request(input), nil
+}
+
+// request is the next request of the run: input, with the agent named as
+// configured, in the run's conversation or after its last response.
+func (r *runner) request(input []InputItem) CreateResponseRequest {
+	req := CreateResponseRequest{Input: input, Store: true}
+	if input == nil {
+		req.Input = []InputItem{}
+	}
+	if a := r.p.cfg.Agent; a.Name != "" {
+		req.Agent = &AgentReference{Type: "agent_reference", Name: a.Name, Version: a.Version}
+	} else {
+		req.Model, req.Instructions = a.Model, a.Instructions
+		if r.req.Tools != nil {
+			req.Tools = FunctionTools(r.req.Tools.Definitions())
+		}
+		if s := r.p.cfg.ReasoningSummary; s != "" {
+			req.Reasoning = &Reasoning{Summary: s}
+		}
+	}
+	if r.conversationID != "" {
+		req.Conversation = r.conversationID
+	} else {
+		req.PreviousResponseID = r.responseID
+	}
+	return req
+}
+
+// consume yields the events of one response until its stream ends or the
+// consumer stops, and returns the function calls it asked for. The stream
+// is read to its end, so that it is whole for whatever records the
+// traffic.
+func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, err error) {
+	defer s.Close()
+	r.status = ""
+	for {
+		ev, err := s.Next()
+		if err == io.EOF {
+			return calls, nil
+		}
+		if err != nil {
+			return nil, &upstreamError{
+				msg: "the agent service's event stream broke off",
+				err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
+			}
+		}
+		if ev.RunID != "" {
+			r.responseID = ev.RunID
+		}
+		switch ev.Kind {
+		case brainwire.EventToolCall:
+			if ev.Tool.ThreadID == "" {
+				// Without a conversation, the response that asked is
+				// where a follow-up continues from.
+				ev.Tool.ThreadID = ev.Tool.RunID
+			}
+			calls = append(calls, ev.Tool)
+		case brainwire.EventError:
+			r.sawError = true
+		case brainwire.EventRunStatus:
+			r.status = ev.Status
+		}
+		if !r.emit(ev) {
+			return nil, nil
+		}
+	}
+}
+
+// responseIDOr names the response for messages.
+func (r *runner) responseIDOr() string {
+	if r.responseID != "" {
+		return r.responseID
+	}
+	return "(not yet created)"
+}

@@ -1,0 +1,797 @@
+package simulator
+
+import (
+	"container/list"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+)
+
+// The Responses API face: the current Foundry Agent Service API (and Azure
+// OpenAI's and OpenAI's), on the paths those services use:
+//
+//	{project}/openai/v1/...   a Foundry project (any /api/projects/<name> prefix)
+//	/openai/v1/...            an Azure OpenAI resource
+//	/v1/...                   OpenAI
+//
+//	POST /responses                  create a response (streamed or not)
+//	GET  /responses/{id}             a stored response
+//	POST /responses/{id}/cancel      refused: only background responses can be cancelled
+//	POST /conversations              create a conversation
+//	GET  /conversations/{id}         a conversation
+//	GET  /models                     the simulated model
+//	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1   the simulated Foundry agent
+//
+// See the package documentation for what the agent does.
+
+// Defaults of the Responses face.
+const (
+	// DefaultAgentName is the simulated Foundry agent that agent
+	// references may name (version DefaultAgentVersion).
+	DefaultAgentName    = "brainwire-classifier-sim"
+	DefaultAgentVersion = "1"
+	// responsesPrefix is where the face lives after a project prefix.
+	responsesPrefix = "/openai/v1"
+)
+
+// maxSessionMessages bounds the messages a conversation or a chain of
+// responses keeps, as maxThreadMessages does a thread's.
+const maxSessionMessages = maxThreadMessages
+
+// responsesOperation returns the operation path ("/responses", ...) of a
+// Responses face request, or false for the threads/runs face.
+func responsesOperation(path string) (string, bool) {
+	p := operationPath(path)
+	for _, prefix := range []string{responsesPrefix + "/", "/v1/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			return "/" + rest, true
+		}
+	}
+	if p == "/agents" || strings.HasPrefix(p, "/agents/") {
+		return p, true
+	}
+	return "", false
+}
+
+// responsesState is the face's memory: conversations and stored
+// responses, least recently used evicted beyond the limits. Guarded by
+// its own mutex.
+type responsesState struct {
+	mu            sync.Mutex
+	conversations map[string]*conversation
+	responses     map[string]*storedResponse
+	lru           *list.List // of lruEntry, most recently used first
+	bytes         int
+	// maxConversations is Config.MaxThreads; four times as many
+	// responses are kept.
+	maxConversations int
+}
+
+type lruEntry struct {
+	conv *conversation
+	resp *storedResponse
+}
+
+func newResponsesState(maxConversations int) *responsesState {
+	return &responsesState{conversations: map[string]*conversation{}, responses: map[string]*storedResponse{}, lru: list.New(),
+		maxConversations: maxConversations}
+}
+
+// conversation is a Conversations API conversation: the session its
+// responses share, committed when a response in it completes.
+type conversation struct {
+	obj     conversationObject
+	session *session
+	last    *storedResponse // the last completed response, whose calls may be pending
+	active  bool            // a response in it is streaming
+	bytes   int
+	elem    *list.Element
+}
+
+// storedResponse is a response and what the agent knew when it ended.
+type storedResponse struct {
+	obj     responseObject
+	session *session  // the session after it, for responses chained to it
+	run     runMemory // the agent's memory of the run, for continuations
+	pending []*toolCall
+	prompt  int64 // its input tokens
+	bytes   int
+	elem    *list.Element
+}
+
+// session is what the agent has read and written in a chain of responses.
+type session struct {
+	messages []sessionMessage
+	tokens   int64 // everything read and written so far
+}
+
+type sessionMessage struct {
+	role       string
+	text       string
+	audioURL   string
+	transcript *string
+}
+
+func (s *session) clone() *session {
+	if s == nil {
+		return &session{}
+	}
+	c := *s
+	c.messages = append([]sessionMessage(nil), s.messages...)
+	return &c
+}
+
+func (s *session) add(m sessionMessage) {
+	s.messages = append(s.messages, m)
+	s.tokens += tokens(m.text)
+	if len(s.messages) > maxSessionMessages {
+		s.messages = s.messages[len(s.messages)-maxSessionMessages:]
+	}
+}
+
+func (s *session) size() int {
+	n := 0
+	for _, m := range s.messages {
+		n += len(m.text)
+	}
+	return n
+}
+
+// runMemory is what the agent remembers across the responses of one run.
+type runMemory struct {
+	magic    magic
+	stage    stage
+	retried  bool
+	longDone bool
+	audio    int // index in the session of the message being transcribed
+	tools    map[string]bool
+	noTools  bool
+}
+
+func (r *runMemory) offers(tool string) bool { return !r.noTools && r.tools[tool] }
+
+// touch marks an entry used and evicts beyond the limits; the caller
+// holds st.mu.
+func (st *responsesState) touch(e lruEntry, size int, elem **list.Element, keep *list.Element) {
+	if *elem == nil {
+		*elem = st.lru.PushFront(e)
+	} else {
+		st.lru.MoveToFront(*elem)
+	}
+	st.bytes += size
+	for len(st.conversations) > st.maxConversations || len(st.responses) > 4*st.maxConversations || st.bytes > maxStoredBytes {
+		back := st.lru.Back()
+		if back == nil || back == keep || back == *elem {
+			return
+		}
+		st.lru.Remove(back)
+		switch v := back.Value.(lruEntry); {
+		case v.conv != nil:
+			delete(st.conversations, v.conv.obj.ID)
+			st.bytes -= v.conv.bytes
+		case v.resp != nil:
+			delete(st.responses, v.resp.obj.ID)
+			st.bytes -= v.resp.bytes
+		}
+	}
+}
+
+func (st *responsesState) storeResponse(r *storedResponse) {
+	st.responses[r.obj.ID] = r
+	r.bytes = r.session.size()
+	if r.obj.Instructions != nil {
+		r.bytes += len(*r.obj.Instructions)
+	}
+	for _, t := range r.obj.Tools {
+		r.bytes += len(t)
+	}
+	st.touch(lruEntry{resp: r}, r.bytes, &r.elem, nil)
+}
+
+func (st *responsesState) response(id string) (*storedResponse, bool) {
+	r, ok := st.responses[id]
+	if ok {
+		st.lru.MoveToFront(r.elem)
+	}
+	return r, ok
+}
+
+func (st *responsesState) conversation(id string) (*conversation, bool) {
+	c, ok := st.conversations[id]
+	if ok {
+		st.lru.MoveToFront(c.elem)
+	}
+	return c, ok
+}
+
+// commit replaces a conversation's session after a completed response.
+func (st *responsesState) commit(c *conversation, sess *session, last *storedResponse) {
+	if _, ok := st.conversations[c.obj.ID]; !ok {
+		return // evicted meanwhile
+	}
+	size := sess.size()
+	st.bytes -= c.bytes
+	c.session, c.last, c.bytes = sess, last, size
+	st.touch(lruEntry{conv: c}, size, &c.elem, nil)
+}
+
+// serveResponses answers one Responses face call.
+func (s *Simulator) serveResponses(w http.ResponseWriter, req *http.Request, op string) {
+	if err := s.routeResponses(w, req, op); err != nil {
+		writeError(w, err)
+	}
+}
+
+func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op string) error {
+	if !authorizedKey(req) {
+		return &httpError{status: http.StatusUnauthorized, code: "invalid_api_key",
+			message: "Missing credentials: send Authorization: Bearer <token> or api-key: <key>."}
+	}
+	seg := strings.Split(strings.Trim(op, "/"), "/")
+	m := req.Method
+	switch {
+	case seg[0] == "agents":
+		return method(m, http.MethodGet, func() error { return s.getAgent(w, req, seg[1:]) })
+	case len(seg) == 1 && seg[0] == "responses":
+		return method(m, http.MethodPost, func() error { return s.createResponse(w, req) })
+	case len(seg) == 2 && seg[0] == "responses":
+		return method(m, http.MethodGet, func() error { return s.getResponse(w, seg[1]) })
+	case len(seg) == 3 && seg[0] == "responses" && seg[2] == "cancel":
+		return method(m, http.MethodPost, func() error { return s.cancelResponse(seg[1]) })
+	case len(seg) == 1 && seg[0] == "conversations":
+		return method(m, http.MethodPost, func() error { return s.createConversation(w, req) })
+	case len(seg) == 2 && seg[0] == "conversations":
+		return method(m, http.MethodGet, func() error { return s.getConversation(w, seg[1]) })
+	case len(seg) == 1 && seg[0] == "models":
+		return method(m, http.MethodGet, func() error {
+			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []modelObject{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+		})
+	case len(seg) == 2 && seg[0] == "models":
+		return method(m, http.MethodGet, func() error {
+			if seg[1] != s.cfg.Model {
+				return notFound("model", seg[1])
+			}
+			return writeJSON(w, http.StatusOK, s.model())
+		})
+	}
+	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+}
+
+func (s *Simulator) model() modelObject {
+	return modelObject{ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
+}
+
+// authorizedKey accepts any bearer token or api-key: presence only.
+func authorizedKey(req *http.Request) bool {
+	return authorized(req) || strings.TrimSpace(req.Header.Get("api-key")) != ""
+}
+
+func (s *Simulator) getAgent(w http.ResponseWriter, req *http.Request, seg []string) error {
+	if req.URL.Query().Get("api-version") == "" {
+		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
+			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	}
+	switch {
+	case len(seg) == 1 && seg[0] == DefaultAgentName:
+		return writeJSON(w, http.StatusOK, agentObject{Object: "agent", ID: DefaultAgentName, Name: DefaultAgentName,
+			Versions: agentVersions{Latest: s.agentVersion()}})
+	case len(seg) == 3 && seg[0] == DefaultAgentName && seg[1] == "versions" && seg[2] == DefaultAgentVersion:
+		return writeJSON(w, http.StatusOK, s.agentVersion())
+	case len(seg) >= 1:
+		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Agent %s was not found.", strings.Join(seg, " version "))}
+	}
+	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation."}
+}
+
+func (s *Simulator) agentVersion() agentVersionObject {
+	return agentVersionObject{
+		Object: "agent.version", ID: DefaultAgentName + ":" + DefaultAgentVersion, Name: DefaultAgentName, Version: DefaultAgentVersion,
+		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
+		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
+		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
+			Reasoning: &reasoningObject{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
+	}
+}
+
+// agentTools are the simulated Foundry agent's own tools, in the flat
+// shape.
+func agentTools() []json.RawMessage {
+	var nested []struct {
+		Type     string          `json:"type"`
+		Function json.RawMessage `json:"function"`
+	}
+	_ = json.Unmarshal(defaultTools(), &nested) // a constant that parses
+	out := make([]json.RawMessage, len(nested))
+	for i, t := range nested {
+		var f map[string]json.RawMessage
+		_ = json.Unmarshal(t.Function, &f)
+		flat := map[string]json.RawMessage{"type": json.RawMessage(`"function"`)}
+		for k, v := range f {
+			flat[k] = v
+		}
+		out[i], _ = json.Marshal(flat)
+	}
+	return out
+}
+
+func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request) error {
+	var body struct {
+		Items    []json.RawMessage `json:"items"`
+		Metadata json.RawMessage   `json:"metadata"`
+	}
+	if err := decode(w, req, &body, true); err != nil {
+		return err
+	}
+	if len(body.Items) > 20 {
+		return badRequest("items", "A conversation can be created with at most 20 items.")
+	}
+	sess := &session{}
+	for i, raw := range body.Items {
+		in, err := parseInputItem(raw, fmt.Sprintf("items[%d]", i))
+		if err != nil {
+			return err
+		}
+		if in.kind != inputMessage {
+			return badRequest(fmt.Sprintf("items[%d]", i), "Only messages can start a conversation here.")
+		}
+		sess.add(in.message)
+	}
+	st := s.responses
+	c := &conversation{
+		obj:     conversationObject{ID: s.cfg.NewID("conv"), Object: "conversation", CreatedAt: s.now(), Metadata: orDefault(body.Metadata, `{}`)},
+		session: sess,
+	}
+	st.mu.Lock()
+	st.conversations[c.obj.ID] = c
+	c.bytes = sess.size()
+	st.touch(lruEntry{conv: c}, c.bytes, &c.elem, nil)
+	obj := c.obj
+	st.mu.Unlock()
+	return writeJSON(w, http.StatusOK, obj)
+}
+
+func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
+	st := s.responses
+	st.mu.Lock()
+	c, ok := st.conversation(id)
+	var obj conversationObject
+	if ok {
+		obj = c.obj
+	}
+	st.mu.Unlock()
+	if !ok {
+		return notFound("conversation", id)
+	}
+	return writeJSON(w, http.StatusOK, obj)
+}
+
+func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
+	st := s.responses
+	st.mu.Lock()
+	r, ok := st.response(id)
+	var obj responseObject
+	if ok {
+		obj = r.obj
+	}
+	st.mu.Unlock()
+	if !ok {
+		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
+	}
+	return writeJSON(w, http.StatusOK, obj)
+}
+
+func (s *Simulator) cancelResponse(id string) error {
+	st := s.responses
+	st.mu.Lock()
+	_, ok := st.response(id)
+	st.mu.Unlock()
+	if !ok {
+		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
+	}
+	return badRequest("", "Only responses created with background=true can be cancelled.")
+}
+
+// responseRequest is the body of POST /responses.
+type responseRequest struct {
+	Model             string          `json:"model"`
+	AgentReference    *agentRef       `json:"agent_reference"`
+	Instructions      *string         `json:"instructions"`
+	Input             json.RawMessage `json:"input"`
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Reasoning         *struct {
+		Effort  *string `json:"effort"`
+		Summary *string `json:"summary"`
+	} `json:"reasoning"`
+	Conversation       json.RawMessage `json:"conversation"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Store              *bool           `json:"store"`
+	Stream             bool            `json:"stream"`
+	Background         bool            `json:"background"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Temperature        *float64        `json:"temperature"`
+	TopP               *float64        `json:"top_p"`
+	MaxOutputTokens    *int64          `json:"max_output_tokens"`
+}
+
+type agentRef struct {
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// inputKind is what an input item is.
+type inputKind uint8
+
+const (
+	inputMessage inputKind = iota + 1
+	inputFunctionOutput
+)
+
+type inputItem struct {
+	kind    inputKind
+	message sessionMessage
+	callID  string
+	output  string
+}
+
+// parseInput reads input: a string (one user message) or a list of
+// items.
+func parseInput(raw json.RawMessage) ([]inputItem, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		if err := checkText(text, "input"); err != nil {
+			return nil, err
+		}
+		url, _ := splitAudio(text)
+		return []inputItem{{kind: inputMessage, message: sessionMessage{role: "user", text: text, audioURL: url}}}, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, badRequest("input", "input must be a string or an array of input items.")
+	}
+	out := make([]inputItem, 0, len(items))
+	for i, it := range items {
+		in, err := parseInputItem(it, fmt.Sprintf("input[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
+	var it struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		CallID  string          `json:"call_id"`
+		Output  json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return inputItem{}, badRequest(param, "Each input item must be an object.")
+	}
+	switch {
+	case it.Type == "function_call_output":
+		var out string
+		if it.CallID == "" {
+			return inputItem{}, badRequest(param+".call_id", "Missing required parameter: '%s.call_id'.", param)
+		}
+		if err := json.Unmarshal(it.Output, &out); err != nil {
+			return inputItem{}, badRequest(param+".output", "%s.output must be a string.", param)
+		}
+		return inputItem{kind: inputFunctionOutput, callID: it.CallID, output: out}, nil
+	case it.Type == "message" || (it.Type == "" && it.Role != ""):
+		switch it.Role {
+		case "user", "assistant", "system", "developer":
+		default:
+			return inputItem{}, badRequest(param+".role", "Invalid value: '%s'. Supported values are: 'user', 'assistant', 'system', and 'developer'.", it.Role)
+		}
+		text, err := inputText(it.Content)
+		if err != nil {
+			return inputItem{}, badRequest(param+".content", "%v", err)
+		}
+		if err := checkText(text, param+".content"); err != nil {
+			return inputItem{}, err
+		}
+		m := sessionMessage{role: it.Role, text: text}
+		if it.Role == "user" {
+			m.audioURL, _ = splitAudio(text)
+		}
+		return inputItem{kind: inputMessage, message: m}, nil
+	}
+	return inputItem{}, badRequest(param+".type", "Input items of type %q are not supported by the simulator (use message or function_call_output).", it.Type)
+}
+
+// inputText accepts a string or a list of input_text (or output_text)
+// parts.
+func inputText(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of content parts")
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "input_text" || p.Type == "output_text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+func checkText(text, param string) error {
+	if strings.TrimSpace(text) == "" {
+		return badRequest(param, "The message is empty.")
+	}
+	if utf8.RuneCountInString(text) > maxMessageRunes {
+		return badRequest(param, "The message is over %d characters.", maxMessageRunes)
+	}
+	return nil
+}
+
+// requestTools reads the tools a request offers: function tools in the
+// flat shape.
+func requestTools(raw json.RawMessage) ([]json.RawMessage, map[string]bool, error) {
+	names := map[string]bool{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return []json.RawMessage{}, names, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, nil, badRequest("tools", "tools must be an array of tool definitions.")
+	}
+	for i, t := range tools {
+		var def struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
+			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
+		}
+		if def.Type == "function" {
+			if def.Name == "" {
+				// The Chat Completions shape ({"function":{"name"}}) lands here.
+				return nil, nil, badRequest(fmt.Sprintf("tools[%d].name", i), "Missing required parameter: 'tools[%d].name'.", i)
+			}
+			names[def.Name] = true
+		}
+	}
+	return tools, names, nil
+}
+
+// createResponse validates the request, plans the agent's answer and
+// delivers it: streamed, or as the finished response object.
+func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) error {
+	var body responseRequest
+	if err := decode(w, req, &body, false); err != nil {
+		return err
+	}
+	t, err := s.prepareResponse(&body)
+	if err != nil {
+		return err
+	}
+	if !body.Stream {
+		t.finish(s, true)
+		return writeJSON(w, http.StatusOK, t.resp.obj)
+	}
+	s.streamResponse(req.Context(), w, t)
+	return nil
+}
+
+// prepareResponse checks the request against what the service holds and
+// plans the response.
+func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error) {
+	if body.Background {
+		return nil, badRequest("background", "Background responses are not supported by the simulator.")
+	}
+	agent := body.AgentReference
+	switch {
+	case agent != nil && agent.Name == "":
+		return nil, badRequest("agent_reference.name", "Missing required parameter: 'agent_reference.name'.")
+	case agent != nil && (len(body.Tools) > 0 && string(body.Tools) != "null" || len(body.ToolChoice) > 0 || body.ParallelToolCalls != nil):
+		return nil, badRequest("tools", "Not allowed when agent is specified.")
+	case agent != nil && agent.Name != DefaultAgentName:
+		return nil, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Agent %s was not found.", agent.Name), param: "agent_reference.name"}
+	case agent != nil && agent.Version != "" && agent.Version != DefaultAgentVersion:
+		return nil, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Agent %s version %s was not found.", agent.Name, agent.Version), param: "agent_reference.version"}
+	case agent == nil && body.Model == "":
+		return nil, badRequest("model", "Missing required parameter: 'model'.")
+	}
+	var convID string
+	if len(body.Conversation) > 0 && string(body.Conversation) != "null" {
+		var obj struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(body.Conversation, &convID) != nil {
+			if json.Unmarshal(body.Conversation, &obj) != nil || obj.ID == "" {
+				return nil, badRequest("conversation", "conversation must be an id or {\"id\": ...}.")
+			}
+			convID = obj.ID
+		}
+	}
+	prevID := ""
+	if body.PreviousResponseID != nil {
+		prevID = *body.PreviousResponseID
+	}
+	if convID != "" && prevID != "" {
+		return nil, badRequest("previous_response_id", "Previous response cannot be used in conjunction with conversation.")
+	}
+	input, err := parseInput(body.Input)
+	if err != nil {
+		return nil, err
+	}
+	if len(input) == 0 {
+		return nil, badRequest("input", "Missing required parameter: 'input'.")
+	}
+	tools, names, err := requestTools(body.Tools)
+	if err != nil {
+		return nil, err
+	}
+	model, instructions := body.Model, ""
+	if body.Instructions != nil {
+		instructions = *body.Instructions
+	}
+	summary := ""
+	if body.Reasoning != nil && body.Reasoning.Summary != nil {
+		summary = *body.Reasoning.Summary
+	}
+	if agent != nil {
+		model, instructions, summary = s.cfg.Model, s.cfg.Instructions, "auto"
+		tools = agentTools()
+		names = map[string]bool{brainwire.ToolFileCapture: true, brainwire.ToolTranscribeAudio: true}
+	}
+	var choice string
+	_ = json.Unmarshal(body.ToolChoice, &choice)
+
+	st := s.responses
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// What this response continues: a conversation, or a response.
+	var conv *conversation
+	var prev *storedResponse
+	sess := &session{}
+	switch {
+	case convID != "":
+		c, ok := st.conversation(convID)
+		if !ok {
+			return nil, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Conversation with id '%s' not found.", convID), param: "conversation"}
+		}
+		if c.active {
+			return nil, badRequest("conversation", "Another response is in progress in conversation %s.", convID)
+		}
+		conv, prev, sess = c, c.last, c.session.clone()
+	case prevID != "":
+		p, ok := st.response(prevID)
+		if !ok {
+			return nil, &httpError{status: http.StatusNotFound, code: "previous_response_not_found",
+				message: fmt.Sprintf("Previous response with id '%s' not found.", prevID), param: "previous_response_id"}
+		}
+		if p.obj.Status == "in_progress" {
+			return nil, badRequest("previous_response_id", "Previous response %s is still in progress.", prevID)
+		}
+		prev, sess = p, p.session.clone()
+	}
+	// Every function call the previous response made must be answered,
+	// and only those.
+	outputs := map[string]string{}
+	var pending []*toolCall
+	if prev != nil {
+		pending = prev.pending
+	}
+	for _, in := range input {
+		if in.kind != inputFunctionOutput {
+			continue
+		}
+		found := false
+		for _, c := range pending {
+			found = found || c.id == in.callID
+		}
+		if !found {
+			return nil, badRequest("input", "No tool call found for function call output with call_id %s.", in.callID)
+		}
+		outputs[in.callID] = in.output
+	}
+	for _, c := range pending {
+		if _, ok := outputs[c.id]; !ok {
+			return nil, badRequest("input", "No tool output found for function call %s.", c.id)
+		}
+	}
+
+	var run runMemory
+	if prev != nil {
+		run = prev.run
+	}
+	newMessage := false
+	for _, in := range input {
+		switch in.kind {
+		case inputMessage:
+			sess.add(in.message)
+			newMessage = newMessage || in.message.role == "user"
+		case inputFunctionOutput:
+			sess.tokens += tokens(in.output)
+		}
+	}
+	if newMessage {
+		// A new message from the person starts a new run of the agent.
+		run = runMemory{magic: parseMagic(newestUserText(sess))}
+	}
+	run.tools, run.noTools = names, choice == "none"
+
+	store := body.Store == nil || *body.Store
+	parallel := body.ParallelToolCalls == nil || *body.ParallelToolCalls
+	r := &storedResponse{obj: responseObject{
+		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
+		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
+		PreviousResponseID: orNull(prevID), Reasoning: reasoningObject{Effort: "medium", Summary: orNullPtr(summary)},
+		Store: store, Temperature: jsonFloat(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
+		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: jsonFloat(1), Truncation: "disabled",
+		Metadata: orDefault(body.Metadata, `{}`),
+	}}
+	if body.Reasoning != nil && body.Reasoning.Effort != nil {
+		r.obj.Reasoning.Effort = *body.Reasoning.Effort
+	}
+	if agent != nil {
+		r.obj.Reasoning.Effort = "low"
+		r.obj.AgentReference = &agentRef{Type: "agent_reference", Name: agent.Name, Version: DefaultAgentVersion}
+	}
+	if conv != nil {
+		r.obj.Conversation = &conversationRef{ID: conv.obj.ID}
+		conv.active = true
+	}
+	t := &responseTurn{resp: r, conv: conv, prev: prev, store: store}
+	prompt := 32 + tokens(instructions)
+	for _, tool := range tools {
+		prompt += tokens(string(tool))
+	}
+	b := &responsePlanner{s: s, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens}
+	if newMessage {
+		b.start()
+	} else {
+		b.continueWith(pending, outputs)
+	}
+	t.plan = b.plan
+	sess.tokens += b.plan.outputTokens
+	r.session, r.run, r.prompt = sess, run, b.prompt
+	if store {
+		// Stored responses can be read back while they stream.
+		st.storeResponse(r)
+	}
+	return t, nil
+}
+
+// newestUserText is the text of the session's newest user message.
+func newestUserText(sess *session) string {
+	for i := len(sess.messages) - 1; i >= 0; i-- {
+		if sess.messages[i].role == "user" {
+			return sess.messages[i].text
+		}
+	}
+	return ""
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func orNullPtr(s string) *string { return orNull(s) }

@@ -1,0 +1,663 @@
+package simulator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/responses"
+	"github.com/brainwire/brainwire/simulator"
+)
+
+const responsesPath = "/openai/v1"
+
+// respond creates a streamed response and returns its events, checked
+// against the API's streaming rules.
+func (c *client) respond(body map[string]any) []frame {
+	c.t.Helper()
+	if _, ok := body["model"]; !ok && body["agent_reference"] == nil {
+		body["model"] = "gpt-test"
+	}
+	frames := c.stream(responsesPath+"/responses", body)
+	checkResponseStream(c.t, frames)
+	return frames
+}
+
+func (c *client) newConversation() string {
+	c.t.Helper()
+	var conv struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	c.call(http.MethodPost, responsesPath+"/conversations", map[string]any{}, http.StatusOK, &conv)
+	if !strings.HasPrefix(conv.ID, "conv_") || conv.Object != "conversation" {
+		c.t.Fatalf("conversation %+v", conv)
+	}
+	return conv.ID
+}
+
+// responsesTools are the tools the server sends, in the flat shape.
+var responsesTools = []any{
+	map[string]any{"type": "function", "name": "file_capture", "description": "File a capture.", "strict": false,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"bucket": map[string]any{"type": "string"}}}},
+	map[string]any{"type": "function", "name": "transcribe_audio", "description": "Transcribe.", "strict": false,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"blob_url": map[string]any{"type": "string"}}}},
+}
+
+func userInput(text string) []any {
+	return []any{map[string]any{"type": "message", "role": "user", "content": text}}
+}
+
+func firstRequest(conv, text string) map[string]any {
+	return map[string]any{"conversation": conv, "input": userInput(text), "tools": responsesTools,
+		"instructions": testInstructions, "reasoning": map[string]any{"summary": "auto"}, "store": true}
+}
+
+// fnCall is a function call of a finished response.
+type fnCall struct {
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type respObj struct {
+	ID                 string               `json:"id"`
+	Status             string               `json:"status"`
+	PreviousResponseID *string              `json:"previous_response_id"`
+	Conversation       *struct{ ID string } `json:"conversation"`
+	Error              *struct{ Code, Message string }
+	IncompleteDetails  *struct{ Reason string } `json:"incomplete_details"`
+	Output             []json.RawMessage        `json:"output"`
+	Usage              *struct {
+		InputTokens         int64 `json:"input_tokens"`
+		OutputTokens        int64 `json:"output_tokens"`
+		TotalTokens         int64 `json:"total_tokens"`
+		OutputTokensDetails struct {
+			ReasoningTokens int64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
+// final returns the response object of the stream's terminal event.
+func final(t *testing.T, frames []frame) respObj {
+	t.Helper()
+	var ev struct {
+		Response respObj `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(frames[len(frames)-1].Data), &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev.Response
+}
+
+func calls(t *testing.T, r respObj) []fnCall {
+	t.Helper()
+	var out []fnCall
+	for _, raw := range r.Output {
+		var it struct {
+			Type string `json:"type"`
+			fnCall
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		if it.Type == "function_call" {
+			out = append(out, it.fnCall)
+		}
+	}
+	return out
+}
+
+// texts returns the concatenated deltas of one event type.
+func texts(frames []frame, typ string) (string, int) {
+	var b strings.Builder
+	n := 0
+	for _, f := range frames {
+		if f.Event == typ {
+			var d struct{ Delta string }
+			_ = json.Unmarshal([]byte(f.Data), &d)
+			b.WriteString(d.Delta)
+			n++
+		}
+	}
+	return b.String(), n
+}
+
+func outputsFor(cs []fnCall, output func(fnCall) string) []any {
+	var in []any
+	for _, c := range cs {
+		in = append(in, map[string]any{"type": "function_call_output", "call_id": c.CallID, "output": output(c)})
+	}
+	return in
+}
+
+func filed(c fnCall) string {
+	var a struct {
+		Bucket, Status string
+		Confidence     float64
+	}
+	_ = json.Unmarshal([]byte(c.Arguments), &a)
+	return fmt.Sprintf(`{"bucket":%q,"confidence":%v,"item_id":"item_1","status":%q}`, a.Bucket, a.Confidence, a.Status)
+}
+
+// checkResponseStream holds a stream to the API's streaming rules: event
+// names equal data.type; sequence numbers run from 0; created, then
+// in_progress, first; one terminal event, last; each item added is done
+// with the same index; deltas add up to the done texts and arguments; the
+// terminal response lists the items done; and brainwire's decoder reads
+// it without error.
+func checkResponseStream(t *testing.T, frames []frame) {
+	t.Helper()
+	if len(frames) < 3 {
+		t.Fatalf("%d events", len(frames))
+	}
+	type itemState struct {
+		added, done bool
+		text, args  strings.Builder
+	}
+	items := map[int]*itemState{}
+	var doneItems []json.RawMessage
+	for i, f := range frames {
+		var d struct {
+			Type        string          `json:"type"`
+			Seq         *int            `json:"sequence_number"`
+			OutputIndex *int            `json:"output_index"`
+			Item        json.RawMessage `json:"item"`
+			Delta       string          `json:"delta"`
+			Text        *string         `json:"text"`
+			Arguments   *string         `json:"arguments"`
+		}
+		if err := json.Unmarshal([]byte(f.Data), &d); err != nil {
+			t.Fatalf("event %d %s: %v", i, f.Event, err)
+		}
+		if d.Type != f.Event || d.Seq == nil || *d.Seq != i {
+			t.Fatalf("event %d: name %s, type %s, sequence %v", i, f.Event, d.Type, d.Seq)
+		}
+		terminal := f.Event == "response.completed" || f.Event == "response.failed" || f.Event == "response.incomplete" || f.Event == "error"
+		if terminal != (i == len(frames)-1) {
+			t.Fatalf("event %d of %d is %s", i, len(frames), f.Event)
+		}
+		if (i == 0) != (f.Event == "response.created") || (i == 1) != (f.Event == "response.in_progress") {
+			t.Fatalf("event %d is %s", i, f.Event)
+		}
+		var st *itemState
+		if d.OutputIndex != nil {
+			if st = items[*d.OutputIndex]; st == nil {
+				st = &itemState{}
+				items[*d.OutputIndex] = st
+			}
+		}
+		switch f.Event {
+		case "response.output_item.added":
+			if st.added || *d.OutputIndex != len(items)-1 {
+				t.Fatalf("item %d added twice or out of order", *d.OutputIndex)
+			}
+			st.added = true
+		case "response.output_item.done":
+			if !st.added || st.done {
+				t.Fatalf("item %d done without being added, or twice", *d.OutputIndex)
+			}
+			st.done = true
+			doneItems = append(doneItems, d.Item)
+		case "response.reasoning_summary_text.delta", "response.output_text.delta":
+			st.text.WriteString(d.Delta)
+		case "response.reasoning_summary_text.done", "response.output_text.done":
+			if *d.Text != st.text.String() {
+				t.Fatalf("deltas %q add up to something else than %q", st.text.String(), *d.Text)
+			}
+		case "response.function_call_arguments.delta":
+			st.args.WriteString(d.Delta)
+		case "response.function_call_arguments.done":
+			if *d.Arguments != st.args.String() {
+				t.Fatalf("argument deltas %q add up to something else than %q", st.args.String(), *d.Arguments)
+			}
+		}
+	}
+	for i, st := range items {
+		if !st.done {
+			t.Fatalf("item %d never done", i)
+		}
+	}
+	if last := frames[len(frames)-1]; last.Event == "response.completed" {
+		r := final(t, frames)
+		if len(r.Output) != len(doneItems) {
+			t.Fatalf("the response lists %d items, %d were done", len(r.Output), len(doneItems))
+		}
+		for i := range doneItems {
+			if string(r.Output[i]) != string(doneItems[i]) {
+				t.Fatalf("item %d: done %s, listed %s", i, doneItems[i], r.Output[i])
+			}
+		}
+		if r.Usage == nil || r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens {
+			t.Fatalf("usage %+v", r.Usage)
+		}
+	}
+	var wire strings.Builder
+	for _, f := range frames {
+		wire.WriteString("event: " + f.Event + "\ndata: " + f.Data + "\n\n")
+	}
+	d := responses.NewDecoder(strings.NewReader(wire.String()))
+	for {
+		if _, err := d.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("brainwire's decoder: %v", err)
+		}
+	}
+}
+
+func TestResponsesClassifiedInAConversation(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	conv := c.newConversation()
+	s1 := c.respond(firstRequest(conv, "Call mom about her birthday on Sunday"))
+	r1 := final(t, s1)
+	reasoning, n := texts(s1, "response.reasoning_summary_text.delta")
+	if r1.Status != "completed" || r1.Conversation == nil || r1.Conversation.ID != conv || n < 10 ||
+		!strings.HasPrefix(reasoning, "**Classifying the capture**\n\nKeyword check (offline simulator") {
+		t.Fatalf("first response %+v, reasoning (%d deltas) %q", r1, n, reasoning)
+	}
+	cs := calls(t, r1)
+	if len(cs) != 1 || cs[0].Name != "file_capture" || !strings.HasPrefix(cs[0].CallID, "call_") {
+		t.Fatalf("calls %+v", cs)
+	}
+	var args fileArgs
+	if err := json.Unmarshal([]byte(cs[0].Arguments), &args); err != nil || args.Confidence == nil {
+		t.Fatalf("arguments %s: %v", cs[0].Arguments, err)
+	}
+	if args.Bucket != "People" || args.Status != "classified" || args.Text != "Call mom about her birthday on Sunday" {
+		t.Fatalf("file_capture %+v", args)
+	}
+	if u := r1.Usage; u.OutputTokensDetails.ReasoningTokens == 0 || u.InputTokens == 0 {
+		t.Fatalf("usage %+v", u)
+	}
+	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, filed), "tools": responsesTools,
+		"instructions": testInstructions, "reasoning": map[string]any{"summary": "auto"}})
+	if msg, _ := texts(s2, "response.output_text.delta"); msg != "Filed to People." {
+		t.Fatalf("closing message %q", msg)
+	}
+	if r2 := final(t, s2); r2.Status != "completed" || len(calls(t, r2)) != 0 || r2.Usage.InputTokens <= r1.Usage.InputTokens {
+		t.Fatalf("second response %+v", r2)
+	}
+	// The stored responses read back.
+	var got respObj
+	c.call(http.MethodGet, responsesPath+"/responses/"+r1.ID, nil, http.StatusOK, &got)
+	if got.Status != "completed" || len(calls(t, got)) != 1 {
+		t.Fatalf("stored %+v", got)
+	}
+}
+
+func TestResponsesMagic(t *testing.T) {
+	cases := []struct {
+		text  string
+		check func(t *testing.T, frames []frame)
+	}{
+		{"Renew the passport #fail", func(t *testing.T, frames []frame) {
+			r := final(t, frames)
+			if frames[len(frames)-1].Event != "response.failed" || r.Error == nil || r.Error.Code != "server_error" || len(frames) != 3 {
+				t.Fatalf("%v %+v", names(frames), r)
+			}
+		}},
+		{"Renew the passport #error-event", func(t *testing.T, frames []frame) {
+			last := frames[len(frames)-1]
+			if last.Event != "error" || !strings.Contains(last.Data, `"code":"server_error"`) || !strings.Contains(last.Data, `"param":null`) {
+				t.Fatalf("%v %s", names(frames), last.Data)
+			}
+		}},
+		{"Renew the passport #incomplete", func(t *testing.T, frames []frame) {
+			r := final(t, frames)
+			if r.Status != "incomplete" || r.IncompleteDetails.Reason != "max_output_tokens" || r.Usage == nil {
+				t.Fatalf("%+v", r)
+			}
+		}},
+		{"Renew the passport #no-tool", func(t *testing.T, frames []frame) {
+			r := final(t, frames)
+			msg, _ := texts(frames, "response.output_text.delta")
+			if len(calls(t, r)) != 0 || r.Status != "completed" || !strings.Contains(msg, "did not file it") {
+				t.Fatalf("%+v %q", r, msg)
+			}
+		}},
+		{"Call mom about her birthday and the launch deadline #two-calls", func(t *testing.T, frames []frame) {
+			if cs := calls(t, final(t, frames)); len(cs) != 2 || cs[0].CallID == cs[1].CallID {
+				t.Fatalf("calls %+v", cs)
+			}
+		}},
+		{"Plan the launch #long:40", func(t *testing.T, frames []frame) {
+			if _, n := texts(frames, "response.reasoning_summary_text.delta"); n != 40 {
+				t.Fatalf("%d deltas", n)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.text, func(t *testing.T) {
+			c, _ := newSim(t, simulator.Config{})
+			tc.check(t, c.respond(firstRequest(c.newConversation(), tc.text)))
+		})
+	}
+}
+
+func TestResponsesInvalidBucketRetry(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	s1 := c.respond(map[string]any{"input": userInput("Pay the electricity bill #invalid-bucket"), "tools": responsesTools})
+	r1 := final(t, s1)
+	cs := calls(t, r1)
+	if len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"bucket":"Misc"`) {
+		t.Fatalf("%+v", cs)
+	}
+	s2 := c.respond(map[string]any{"previous_response_id": r1.ID, "input": outputsFor(cs, func(fnCall) string {
+		return `{"error":"invalid_bucket","message":"unknown bucket \"Misc\""}`
+	}), "tools": responsesTools})
+	r2 := final(t, s2)
+	cs2 := calls(t, r2)
+	if len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"Admin"`) || *r2.PreviousResponseID != r1.ID {
+		t.Fatalf("retry %+v", r2)
+	}
+	if _, n := texts(s2, "response.reasoning_summary_text.delta"); n != 0 {
+		t.Fatal("summaries without being asked for")
+	}
+	s3 := c.respond(map[string]any{"previous_response_id": r2.ID, "input": outputsFor(cs2, filed), "tools": responsesTools})
+	if msg, _ := texts(s3, "response.output_text.delta"); msg != "Filed to Admin." {
+		t.Fatalf("closing %q", msg)
+	}
+}
+
+func TestResponsesVoice(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	conv := c.newConversation()
+	s1 := c.respond(firstRequest(conv, "This is a voice capture. Call transcribe_audio with the blob_url below.\naudio: https://blob.example/a.wav?sig=secret"))
+	cs := calls(t, final(t, s1))
+	if len(cs) != 1 || cs[0].Name != "transcribe_audio" || cs[0].Arguments != `{"blob_url":"https://blob.example/a.wav?sig=secret"}` {
+		t.Fatalf("%+v", cs)
+	}
+	if reasoning, _ := texts(s1, "response.reasoning_summary_text.delta"); strings.Contains(reasoning, "secret") {
+		t.Fatal("the reasoning repeats the signed URL")
+	}
+	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, func(fnCall) string { return `{"text":"Call my sister about the concert tickets"}` }),
+		"tools": responsesTools, "reasoning": map[string]any{"summary": "auto"}})
+	cs2 := calls(t, final(t, s2))
+	if len(cs2) != 1 || cs2[0].Name != "file_capture" || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) ||
+		!strings.Contains(cs2[0].Arguments, "Call my sister about the concert tickets") {
+		t.Fatalf("%+v", cs2)
+	}
+	if reasoning, _ := texts(s2, "response.reasoning_summary_text.delta"); !strings.Contains(reasoning, "The transcript reads") {
+		t.Fatalf("reasoning %q", reasoning)
+	}
+}
+
+// TestResponsesFollowUp: a follow-up in the conversation of a
+// misunderstood capture reads both messages.
+func TestResponsesFollowUp(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	conv := c.newConversation()
+	cs := calls(t, final(t, c.respond(firstRequest(conv, "hmm zzkx"))))
+	if len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"status":"misunderstood"`) || !strings.Contains(cs[0].Arguments, `"question":`) {
+		t.Fatalf("%+v", cs)
+	}
+	c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, filed), "tools": responsesTools})
+	fu := firstRequest(conv, "I meant call my sister about her birthday")
+	fu["input"] = append([]any{map[string]any{"type": "message", "role": "developer", "content": "Follow-up round 1 of 3."}}, fu["input"].([]any)...)
+	s := c.respond(fu)
+	cs2 := calls(t, final(t, s))
+	reasoning, _ := texts(s, "response.reasoning_summary_text.delta")
+	if len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) || !strings.Contains(cs2[0].Arguments, `hmm zzkx\nI meant call my sister`) ||
+		!strings.Contains(reasoning, "Reading the clarification") {
+		t.Fatalf("%+v %q", cs2, reasoning)
+	}
+}
+
+// TestResponsesFollowUpAfterAStoredResponse: chained by previous response,
+// a follow-up branches from the response that filed, answering its call.
+func TestResponsesFollowUpAfterAStoredResponse(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	r1 := final(t, c.respond(map[string]any{"input": userInput("hmm zzkx"), "tools": responsesTools}))
+	cs := calls(t, r1)
+	c.respond(map[string]any{"previous_response_id": r1.ID, "input": outputsFor(cs, filed), "tools": responsesTools})
+	// Without answering the call, the chain cannot go on.
+	c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "previous_response_id": r1.ID,
+		"input": userInput("my sister")}, http.StatusBadRequest, nil)
+	in := append(outputsFor(cs, func(fnCall) string { return `{"status":"superseded"}` }), userInput("I meant call my sister")...)
+	r := final(t, c.respond(map[string]any{"previous_response_id": r1.ID, "input": in, "tools": responsesTools}))
+	if cs2 := calls(t, r); len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) {
+		t.Fatalf("%+v", cs2)
+	}
+}
+
+func TestResponsesFoundryAgent(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	ref := map[string]any{"type": "agent_reference", "name": simulator.DefaultAgentName, "version": "1"}
+	frames := c.respond(map[string]any{"agent_reference": ref, "input": userInput("Finish the launch deck before Friday")})
+	r := final(t, frames)
+	if cs := calls(t, r); len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"bucket":"Projects"`) {
+		t.Fatalf("%+v", r)
+	}
+	if _, n := texts(frames, "response.reasoning_summary_text.delta"); n == 0 {
+		t.Fatal("the agent's definition asks for summaries")
+	}
+	if !strings.Contains(frames[0].Data, `"agent_reference":{"type":"agent_reference","name":"brainwire-classifier-sim","version":"1"}`) {
+		t.Fatalf("created %s", frames[0].Data)
+	}
+	var agent struct {
+		Object   string
+		Versions struct {
+			Latest struct {
+				Version    string
+				Definition struct{ Kind, Model string }
+			}
+		}
+	}
+	c.call(http.MethodGet, "/agents/"+simulator.DefaultAgentName, nil, http.StatusOK, &agent)
+	if agent.Object != "agent" || agent.Versions.Latest.Version != "1" || agent.Versions.Latest.Definition.Kind != "prompt" {
+		t.Fatalf("%+v", agent)
+	}
+	c.call(http.MethodGet, "/agents/"+simulator.DefaultAgentName+"/versions/1", nil, http.StatusOK, nil)
+	c.call(http.MethodGet, "/agents/someone-else", nil, http.StatusNotFound, nil)
+}
+
+// TestResponsesProtocolErrors: requests the service refuses are refused
+// with its error shape.
+func TestResponsesProtocolErrors(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	conv := c.newConversation()
+	r1 := final(t, c.respond(firstRequest(conv, "Call mom")))
+	ref := map[string]any{"type": "agent_reference", "name": simulator.DefaultAgentName}
+	nested := []any{map[string]any{"type": "function", "function": map[string]any{"name": "file_capture"}}}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		msg    string
+	}{
+		{"no model", map[string]any{"input": "hi"}, 400, "Missing required parameter: 'model'."},
+		{"no input", map[string]any{"model": "m"}, 400, "'input'"},
+		{"conversation and previous response", map[string]any{"model": "m", "input": "x", "conversation": conv, "previous_response_id": r1.ID}, 400, "in conjunction with conversation"},
+		{"unknown previous response", map[string]any{"model": "m", "input": "x", "previous_response_id": "resp_nope"}, 404, "Previous response with id 'resp_nope' not found."},
+		{"unknown conversation", map[string]any{"model": "m", "input": "x", "conversation": "conv_nope"}, 404, "Conversation with id 'conv_nope' not found."},
+		{"a pending call not answered", map[string]any{"model": "m", "input": "x", "conversation": conv}, 400, "No tool output found for function call call_"},
+		{"an output for no call", map[string]any{"model": "m", "conversation": conv, "input": []any{
+			map[string]any{"type": "function_call_output", "call_id": "call_nope", "output": "{}"}}}, 400, "No tool call found for function call output with call_id call_nope."},
+		{"Chat Completions tool shape", map[string]any{"model": "m", "input": "x", "tools": nested}, 400, "Missing required parameter: 'tools[0].name'."},
+		{"tools with an agent", map[string]any{"agent_reference": ref, "input": "x", "tools": responsesTools}, 400, "Not allowed when agent is specified."},
+		{"an unknown agent", map[string]any{"agent_reference": map[string]any{"type": "agent_reference", "name": "x"}, "input": "x"}, 404, "Agent x was not found."},
+		{"an unknown item type", map[string]any{"model": "m", "input": []any{map[string]any{"type": "item_reference", "id": "x"}}}, 400, "not supported"},
+		{"a bad role", map[string]any{"model": "m", "input": []any{map[string]any{"role": "robot", "content": "x"}}}, 400, "Invalid value: 'robot'"},
+		{"background", map[string]any{"model": "m", "input": "x", "background": true}, 400, "Background responses"},
+		{"not JSON", "{", 400, "not valid JSON"},
+		{"too long a message", map[string]any{"model": "m", "input": strings.Repeat("a", 40000)}, 400, "over 32768 characters"},
+		{"too large a body", map[string]any{"model": "m", "input": "x", "metadata": map[string]string{"pad": strings.Repeat("a", 1<<20)}}, 413, "over 1048576 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var resp *http.Response
+			if s, ok := tc.body.(string); ok {
+				req, _ := http.NewRequest(http.MethodPost, c.base+responsesPath+"/responses", strings.NewReader(s))
+				req.Header.Set("Authorization", "Bearer x")
+				resp, _ = c.hc.Do(req)
+			} else {
+				resp = c.request(context.Background(), http.MethodPost, responsesPath+"/responses", tc.body)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var e struct {
+				Error struct{ Message, Type, Code string }
+			}
+			if resp.StatusCode != tc.status || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, tc.msg) || e.Error.Type == "" {
+				t.Fatalf("%d %s", resp.StatusCode, b)
+			}
+		})
+	}
+	// Only background responses can be cancelled.
+	c.call(http.MethodPost, responsesPath+"/responses/"+r1.ID+"/cancel", nil, http.StatusBadRequest, nil)
+	// Credentials are required: a bearer token or an api-key.
+	for _, h := range []map[string]string{{}, {"Authorization": "Basic x"}} {
+		req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("headers %v: %d", h, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)
+	req.Header.Set("api-key", "k")
+	if resp, err := c.hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("api-key: %v %v", resp, err)
+	}
+}
+
+// TestResponsesPaths: the face answers on a Foundry project's, Azure
+// OpenAI's and OpenAI's paths.
+func TestResponsesPaths(t *testing.T) {
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	t.Cleanup(sim.Close)
+	for _, base := range []string{sim.URL + "/api/projects/p/openai/v1", sim.URL + "/openai/v1", sim.URL + "/v1"} {
+		c, err := responses.NewClient(base, &http.Client{Transport: responses.NewAPIKeyTransport("k", "", nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := responses.NewProvider(c, responses.Config{Agent: responses.Agent{Model: simulator.DefaultModel}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Ping(context.Background()); err != nil {
+			t.Fatalf("%s: %v", base, err)
+		}
+	}
+}
+
+// TestResponsesDisconnect: a client that leaves mid-stream abandons the
+// response: it is cancelled and its conversation gains nothing.
+func TestResponsesDisconnect(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{ChunkDelay: 20 * time.Millisecond})
+	conv := c.newConversation()
+	body := firstRequest(conv, "Call mom about her birthday")
+	body["model"], body["stream"] = "m", true
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := c.request(ctx, http.MethodPost, responsesPath+"/responses", body)
+	r := newSSEReader(resp.Body)
+	created, err := r.next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct{ Response respObj }
+	_ = json.Unmarshal([]byte(created.Data), &ev)
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got respObj
+		c.call(http.MethodGet, responsesPath+"/responses/"+ev.Response.ID, nil, http.StatusOK, &got)
+		if got.Status == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s", got.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The conversation has no pending call: a new message is taken.
+	c.respond(firstRequest(conv, "Call mom about her birthday"))
+}
+
+func TestResponsesNotStreamed(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	var r respObj
+	c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport", "tools": responsesTools},
+		http.StatusOK, &r)
+	if r.Status != "completed" || len(calls(t, r)) != 1 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// TestResponsesThroughTheProvider runs brainwire's provider against the
+// face, with a tool set that files.
+func TestResponsesThroughTheProvider(t *testing.T) {
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	t.Cleanup(sim.Close)
+	for _, chaining := range []responses.Chaining{responses.ChainConversation, responses.ChainPreviousResponse} {
+		c, _ := responses.NewClient(sim.URL+simulator.ProjectPath+"/openai/v1", &http.Client{Transport: responses.NewAPIKeyTransport("k", "", nil)})
+		p, err := responses.NewProvider(c, responses.Config{Agent: responses.Agent{Model: "m", Instructions: "x"}, Chaining: chaining, ReasoningSummary: "auto"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var statuses []string
+		chunks := 0
+		for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport", Tools: fileTools{}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch ev.Kind {
+			case brainwire.EventRunStatus:
+				statuses = append(statuses, string(ev.Status))
+			case brainwire.EventTextChunk:
+				chunks++
+			}
+		}
+		if got := strings.Join(statuses, " "); got != "in_progress in_progress requires_action in_progress in_progress completed" || chunks < 10 {
+			t.Fatalf("%s: statuses %s, %d chunks", chaining, got, chunks)
+		}
+	}
+}
+
+// fileTools files every capture as asked.
+type fileTools struct{}
+
+func (fileTools) Definitions() []brainwire.ToolDefinition {
+	return []brainwire.ToolDefinition{{Name: brainwire.ToolFileCapture, Parameters: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (fileTools) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
+	return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: `{"bucket":"Admin","confidence":0.95,"item_id":"i","status":"classified"}`}
+}
+
+// TestResponsesEvictsLeastRecentlyUsed: beyond Config.MaxThreads
+// conversations (and four times as many responses), the least recently
+// used go first.
+func TestResponsesEvictsLeastRecentlyUsed(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{MaxThreads: 3})
+	first := c.newConversation()
+	second := c.newConversation()
+	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil) // used again
+	c.newConversation()
+	c.newConversation()
+	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil)
+	c.call(http.MethodGet, responsesPath+"/conversations/"+second, nil, http.StatusNotFound, nil)
+	var ids []string
+	for range 13 {
+		var r respObj
+		c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
+		ids = append(ids, r.ID)
+	}
+	c.call(http.MethodGet, responsesPath+"/responses/"+ids[0], nil, http.StatusNotFound, nil)
+	c.call(http.MethodGet, responsesPath+"/responses/"+ids[12], nil, http.StatusOK, nil)
+}

@@ -247,6 +247,12 @@ type Store interface {
 	Close() error
 }
 
+// UserLister is implemented by stores that can list the users who have
+// inbox items, for work across users (brainwire export-labels).
+type UserLister interface {
+	ListUsers(ctx context.Context) ([]string, error)
+}
+
 // Page sizes of ListInbox, the same on every store.
 const (
 	DefaultPageSize = 20

@@ -125,7 +125,12 @@ func (s *Server) correction(ctx context.Context, c brainwire.Correction) {
 // capture it answered: an evaluation of the run that asked.
 func (s *Server) followUpCorrection(ctx context.Context, c brainwire.Capture, res *brainwire.CaptureResult) {
 	fu := c.FollowUp
-	var run brainwire.AgentRun
+	// Only a misunderstood item takes a follow-up; one filed before runs
+	// were recorded still says what the agent guessed.
+	run := brainwire.AgentRun{Outcome: brainwire.OutcomeMisunderstood}
+	if cm := fu.Item.ClassificationMeta; cm != nil {
+		run.Bucket, run.Confidence = cm.Bucket, cm.Confidence
+	}
 	if fu.Item.AgentRun != nil {
 		run = *fu.Item.AgentRun
 	}

@@ -232,6 +232,9 @@ func offIfZero[T int | time.Duration](v T) T {
 // Options are what Start needs besides the settings.
 type Options struct {
 	Agent Agent
+	// ServiceName is service.name unless OTEL_SERVICE_NAME sets one
+	// (DefaultServiceName when empty).
+	ServiceName string
 	// ServiceVersion is service.version, unless the settings name one.
 	ServiceVersion string
 	Logger         *slog.Logger
@@ -331,7 +334,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 // and OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK,
 // win over it.
 func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{semconv.ServiceName(DefaultServiceName)}
+	attrs := []attribute.KeyValue{semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName))}
 	if v := o.ServiceVersion; v != "" {
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}

@@ -18,6 +18,9 @@ type config struct {
 	DataDir       string
 	RunTimeout    time.Duration
 	SimChunkDelay time.Duration
+	// AgentRefresh is how often serve asks the agent service which agent
+	// version it runs.
+	AgentRefresh time.Duration
 
 	FoundryEndpoint   string // empty: use the in-process simulator
 	FoundryAgentID    string
@@ -39,6 +42,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.SimChunkDelay, err = envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 25*time.Millisecond); err != nil {
+		return c, err
+	}
+	if c.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
 		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {

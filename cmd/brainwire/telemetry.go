@@ -42,9 +42,10 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 		agentID = simulator.DefaultAgentID
 	}
 	tel, err := telemetry.Start(ctx, settings, telemetry.Options{
-		Agent:   telemetry.Agent{Name: agentName, ID: agentID, Provider: foundry.ProviderName},
-		Logger:  log,
-		Console: stdout,
+		Agent:       telemetry.Agent{Name: agentName, ID: agentID, Provider: foundry.ProviderName},
+		ServiceName: settings.ServiceName,
+		Logger:      log,
+		Console:     stdout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)

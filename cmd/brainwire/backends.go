@@ -87,7 +87,7 @@ func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, l
 	if endpoint == "" {
 		var stop func()
 		var err error
-		if endpoint, stop, err = startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay}); err != nil {
+		if endpoint, stop, err = startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay, Instructions: cfg.SimInstructions}); err != nil {
 			return nil, err
 		}
 		b.closers = append(b.closers, stop)

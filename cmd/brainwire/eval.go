@@ -264,11 +264,12 @@ func readInstructions(path string) (string, error) {
 	if len(b) > maxInstructionsBytes {
 		return "", fmt.Errorf("eval: instructions %s: over %d bytes", path, maxInstructionsBytes)
 	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
+	// Sent as written, so that the version eval reports is the one the
+	// agent will have once these instructions are deployed.
+	if strings.TrimSpace(string(b)) == "" {
 		return "", fmt.Errorf("eval: instructions %s: the file is empty", path)
 	}
-	return s, nil
+	return string(b), nil
 }
 
 func instructionsLabel(path string) string {

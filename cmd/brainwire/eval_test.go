@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
@@ -53,6 +55,26 @@ func TestEvalComparesInstructions(t *testing.T) {
 	if rep.Baseline.AgentVersion == "" || rep.Candidate.AgentVersion == "" || rep.Baseline.AgentVersion == rep.Candidate.AgentVersion {
 		t.Errorf("versions %q and %q: want two different ones", rep.Baseline.AgentVersion, rep.Candidate.AgentVersion)
 	}
+	// The version eval names is the one the agent gets once those
+	// instructions are deployed (here: to the simulated agent).
+	cfg, err := loadConfig(envFunc(map[string]string{"BRAINWIRE_SIM_INSTRUCTIONS_FILE": errandsInstr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backends{}
+	defer b.close()
+	open, err := openAgent(t.Context(), cfg, &credential{}, b, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := open(app.NewTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployed, err := provider.(brainwire.AgentDescriber).DescribeAgent(t.Context())
+	if err != nil || deployed.Version != rep.Candidate.AgentVersion {
+		t.Errorf("deployed version %q (%v), eval's %q: want the same", deployed.Version, err, rep.Candidate.AgentVersion)
+	}
 	kinds := map[eval.ChangeKind][]string{}
 	for _, c := range rep.Changes {
 		kinds[c.Kind] = append(kinds[c.Kind], c.Case.ID)
@@ -63,13 +85,13 @@ func TestEvalComparesInstructions(t *testing.T) {
 	if cand.Confusion.Counts[3][3] != 13 {
 		t.Errorf("Admin filed as Admin %d times, want 13: %+v", cand.Confusion.Counts[3][3], cand.Confusion)
 	}
-	b, err := os.ReadFile(md)
+	md2, err := os.ReadFile(md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"# brainwire eval `" + rep.RunID + "`", "## Changed cases (7)", "| broken | ideas-03 |", "| accuracy | 0.860 (43/50) | 0.960 (48/50) | +0.100 |"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("Markdown report lacks %q:\n%s", want, b)
+		if !strings.Contains(string(md2), want) {
+			t.Errorf("Markdown report lacks %q:\n%s", want, md2)
 		}
 	}
 	// Nothing went to the configured store.

@@ -101,7 +101,7 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("export-labels: %w", err)
 		}
 	}
-	fmt.Fprintf(stderr, "export-labels: %d labels from %d users\n", n, len(users))
+	fmt.Fprintf(stderr, "export-labels: %d labels from %d user(s)\n", n, len(users))
 	return nil
 }
 

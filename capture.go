@@ -36,6 +36,17 @@ type Capture struct {
 	AudioURL string
 	// FollowUp is set on a follow-up: the misunderstood item it answers.
 	FollowUp *FollowUp
+	// Agent is the agent that runs the capture, as the server knew it
+	// when the capture started; zero when the provider cannot describe
+	// itself.
+	Agent AgentInfo
+	// Trace is where telemetry records the capture's agent run, once an
+	// observer has started it; the filing keeps it so that a later
+	// correction can point at the run.
+	Trace TraceRef
+	// EvalRunID marks a capture made by `brainwire eval`: the evaluation
+	// it belongs to.
+	EvalRunID string
 }
 
 // FollowUp is what a follow-up capture answers.
@@ -107,6 +118,27 @@ var Outcomes = []Outcome{OutcomeClassified, OutcomeLowConfidence, OutcomeMisunde
 // Filed reports whether the outcome is a filing.
 func (o Outcome) Filed() bool {
 	return o == OutcomeClassified || o == OutcomeLowConfidence || o == OutcomeMisunderstood
+}
+
+// Resolved reports whether the outcome put the capture in a bucket:
+// classified, or low confidence for the person to confirm. A misunderstood
+// capture is filed, but in no bucket yet.
+func (o Outcome) Resolved() bool {
+	return o == OutcomeClassified || o == OutcomeLowConfidence
+}
+
+// OutcomeOfStatus is the outcome a file_capture status stands for, or ""
+// for an unknown status.
+func OutcomeOfStatus(status string) Outcome {
+	switch status {
+	case StatusClassified:
+		return OutcomeClassified
+	case StatusPending:
+		return OutcomeLowConfidence
+	case StatusMisunderstood:
+		return OutcomeMisunderstood
+	}
+	return ""
 }
 
 // CaptureResult is how a capture ended: what the phone was told and what

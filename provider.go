@@ -15,6 +15,9 @@ type RunRequest struct {
 	// AdditionalInstructions are appended to the agent's instructions for
 	// this run only.
 	AdditionalInstructions string
+	// Instructions, when set, replace the agent's instructions for this
+	// run only (`brainwire eval --instructions`).
+	Instructions string
 	// Tools are offered to the agent and executed locally when it asks.
 	Tools ToolSet
 }

@@ -58,9 +58,43 @@ type InboxItem struct {
 	FiledRecordID      string          `json:"filedRecordId"`
 	FoundryThreadID    string          `json:"foundryThreadId"`
 	// FollowUpRounds counts the follow-ups filed onto the item.
-	FollowUpRounds int       `json:"followUpRounds"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
+	FollowUpRounds int `json:"followUpRounds"`
+	// AgentRun is the agent run that filed the item; nil on items filed
+	// before runs were recorded.
+	AgentRun  *AgentRun `json:"agentRun,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// AgentRun records the agent run that filed an inbox item: which agent
+// version decided, what it decided, and where the run's trace is. A
+// person's recategorize leaves it as it was, so that the agent's call and
+// the person's can be compared and the correction linked to the run; a
+// follow-up's filing replaces it with the follow-up's run.
+type AgentRun struct {
+	// RunID is the capture's run id (COMPLETE's runId).
+	RunID string `json:"runId"`
+	// AgentVersion, InstructionsHash and Model are the agent's
+	// (AgentInfo) when the capture started.
+	AgentVersion     string `json:"agentVersion,omitempty"`
+	InstructionsHash string `json:"instructionsHash,omitempty"`
+	Model            string `json:"model,omitempty"`
+	// Outcome, Bucket and Confidence are what the agent filed: classified,
+	// low_confidence or misunderstood (with its best guess of a bucket).
+	Outcome    Outcome `json:"outcome"`
+	Bucket     string  `json:"bucket,omitempty"`
+	Confidence float64 `json:"confidence"`
+	// TraceID and SpanID locate the run's invoke_agent span (TraceRef).
+	TraceID string `json:"traceId,omitempty"`
+	SpanID  string `json:"spanId,omitempty"`
+}
+
+// Trace returns where the run was traced.
+func (r *AgentRun) Trace() TraceRef {
+	if r == nil {
+		return TraceRef{}
+	}
+	return TraceRef{TraceID: r.TraceID, SpanID: r.SpanID}
 }
 
 // BucketRecord is the document a classified or pending capture adds to its
@@ -95,7 +129,10 @@ type Filing struct {
 	// FollowUpRound is the follow-up this refile answers (1, 2, ...); the
 	// item keeps it as FollowUpRounds. 0 keeps the item's count.
 	FollowUpRound int
-	Now           time.Time
+	// AgentRun is the run that files the capture, kept on the item; nil
+	// records none.
+	AgentRun *AgentRun
+	Now      time.Time
 }
 
 // FilesRecord reports whether the filing adds a bucket record: classified
@@ -123,6 +160,10 @@ func (f Filing) NewItem() InboxItem {
 		CreatedAt:          f.Now,
 		UpdatedAt:          f.Now,
 	}
+	if f.AgentRun != nil {
+		r := *f.AgentRun
+		it.AgentRun = &r
+	}
 	if f.FilesRecord() {
 		it.FiledRecordID = f.NewRecordID
 	}
@@ -131,8 +172,8 @@ func (f Filing) NewItem() InboxItem {
 
 // Refile is before after the follow-up filing f. It is still the same
 // capture, so it keeps its id, source (how the capture came in) and
-// creation time, and its thread and follow-up count unless f gives new
-// ones; the rest is f's, as in NewItem.
+// creation time, and its thread, follow-up count and agent run unless f
+// gives new ones; the rest is f's, as in NewItem.
 func (f Filing) Refile(before InboxItem) InboxItem {
 	it := f.NewItem()
 	it.ID = before.ID
@@ -143,6 +184,10 @@ func (f Filing) Refile(before InboxItem) InboxItem {
 	}
 	if it.FollowUpRounds == 0 {
 		it.FollowUpRounds = before.FollowUpRounds
+	}
+	if it.AgentRun == nil && before.AgentRun != nil {
+		r := *before.AgentRun
+		it.AgentRun = &r
 	}
 	return it
 }
@@ -200,6 +245,12 @@ type Store interface {
 	// Ping checks that the store is reachable.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// UserLister is implemented by stores that can list the users who have
+// inbox items, for work across users (brainwire export-labels).
+type UserLister interface {
+	ListUsers(ctx context.Context) ([]string, error)
 }
 
 // Page sizes of ListInbox, the same on every store.
@@ -270,6 +321,9 @@ func (f Filing) Validate() error {
 		if !finite(x) {
 			return Errorf(EInvalid, "score of %q is not a number", b)
 		}
+	}
+	if f.AgentRun != nil && !finite(f.AgentRun.Confidence) {
+		return Errorf(EInvalid, "the agent run's confidence is not a number")
 	}
 	return nil
 }

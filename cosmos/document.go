@@ -60,6 +60,7 @@ type inboxDoc struct {
 	FiledRecordID      string                `json:"filedRecordId"`
 	FoundryThreadID    string                `json:"foundryThreadId"`
 	FollowUpRounds     int                   `json:"followUpRounds"`
+	AgentRun           *brainwire.AgentRun   `json:"agentRun,omitempty"`
 	CreatedAt          stamp                 `json:"createdAt"`
 	UpdatedAt          stamp                 `json:"updatedAt"`
 }
@@ -114,9 +115,20 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 		FiledRecordID:      it.FiledRecordID,
 		FoundryThreadID:    it.FoundryThreadID,
 		FollowUpRounds:     it.FollowUpRounds,
+		AgentRun:           copyRun(it.AgentRun),
 		CreatedAt:          stamp(it.CreatedAt),
 		UpdatedAt:          stamp(it.UpdatedAt),
 	}
+}
+
+// copyRun copies an agent run, so that documents share no memory with the
+// caller's items.
+func copyRun(r *brainwire.AgentRun) *brainwire.AgentRun {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
 }
 
 func (d inboxDoc) item() brainwire.InboxItem {
@@ -131,6 +143,7 @@ func (d inboxDoc) item() brainwire.InboxItem {
 		FiledRecordID:      d.FiledRecordID,
 		FoundryThreadID:    d.FoundryThreadID,
 		FollowUpRounds:     d.FollowUpRounds,
+		AgentRun:           copyRun(d.AgentRun),
 		CreatedAt:          d.CreatedAt.time(),
 		UpdatedAt:          d.UpdatedAt.time(),
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,4 +108,32 @@ func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.Lis
 		page.NextCursor = encodeCursor(cursor{CreatedAt: stamp(last.CreatedAt).String(), ID: last.ID})
 	}
 	return page, nil
+}
+
+// ListUsers returns the users who have Inbox items, in order
+// (brainwire.UserLister). It reads every item's userId across partitions
+// (the gateway serves no DISTINCT across partitions), so it is for exports,
+// not for the request path.
+func (s *Store) ListUsers(ctx context.Context) ([]string, error) {
+	pager := s.inbox.NewQueryItemsPager("SELECT VALUE c.userId FROM c", azcosmos.NewPartitionKey(), nil)
+	seen := map[string]bool{}
+	var users []string
+	for pager.More() {
+		resp, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, opErr("listing users", "inbox", err)
+		}
+		for _, raw := range resp.Items {
+			u, err := decode[string]("user id", raw)
+			if err != nil {
+				return nil, err
+			}
+			if u != "" && !seen[u] {
+				seen[u] = true
+				users = append(users, u)
+			}
+		}
+	}
+	slices.Sort(users)
+	return users, nil
 }

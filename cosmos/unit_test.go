@@ -54,7 +54,8 @@ func TestDocumentsMirrorDomain(t *testing.T) {
 		ClassifiedBy: "x", AgentChain: []string{"x"}, ClassifiedAt: now,
 	}
 	it := brainwire.InboxItem{ID: "i", UserID: "u", RawText: "r", Title: "t", Source: brainwire.KindVoice,
-		Status: "pending", ClassificationMeta: c, FiledRecordID: "f", FoundryThreadID: "th", CreatedAt: now, UpdatedAt: now}
+		Status: "pending", ClassificationMeta: c, FiledRecordID: "f", FoundryThreadID: "th", CreatedAt: now, UpdatedAt: now,
+		AgentRun: &brainwire.AgentRun{RunID: "run", AgentVersion: "v", Outcome: brainwire.OutcomeLowConfidence, Bucket: "People", Confidence: 0.5, TraceID: "t", SpanID: "s"}}
 	rec := brainwire.BucketRecord{ID: "r", UserID: "u", Bucket: "People", RawText: "r", Title: "t",
 		ClassificationMeta: c, InboxRecordID: "i", CreatedAt: now}
 
@@ -68,7 +69,8 @@ func TestDocumentsMirrorDomain(t *testing.T) {
 	if !slices.Equal(gotTop, wantTop) || !slices.Equal(gotMeta, wantMeta) {
 		t.Errorf("bucket document keys %v %v, want %v %v", gotTop, gotMeta, wantTop, wantMeta)
 	}
-	if back := toInboxDoc(it).item(); !back.CreatedAt.Equal(now) || back.ClassificationMeta.Bucket != "People" || back.Source != brainwire.KindVoice {
+	if back := toInboxDoc(it).item(); !back.CreatedAt.Equal(now) || back.ClassificationMeta.Bucket != "People" || back.Source != brainwire.KindVoice ||
+		back.AgentRun == nil || *back.AgentRun != *it.AgentRun || back.AgentRun == it.AgentRun {
 		t.Errorf("round trip = %+v", back)
 	}
 	if back := toBucketDoc(rec).record("People"); back.Bucket != "People" || back.InboxRecordID != "i" {

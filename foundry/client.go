@@ -86,6 +86,9 @@ func UserMessage(text string) Message { return Message{Role: "user", Content: te
 type CreateThreadAndRunRequest struct {
 	AssistantID string
 	Messages    []Message // the new thread's messages
+	// Instructions replace the agent's instructions for this run; ""
+	// keeps them.
+	Instructions string
 	// Tools replace the agent's tools for this run; nil keeps them.
 	Tools []brainwire.ToolDefinition
 }
@@ -95,6 +98,9 @@ type CreateRunRequest struct {
 	AssistantID string
 	// AdditionalMessages are added to the thread before the run starts.
 	AdditionalMessages []Message
+	// Instructions replace the agent's instructions for this run; ""
+	// keeps them.
+	Instructions string
 	// AdditionalInstructions are appended to the agent's instructions for
 	// this run only.
 	AdditionalInstructions string
@@ -194,13 +200,15 @@ type (
 		Messages []Message `json:"messages,omitempty"`
 	}
 	createThreadAndRunBody struct {
-		AssistantID string         `json:"assistant_id"`
-		Thread      *threadOptions `json:"thread,omitempty"`
-		Tools       []functionTool `json:"tools,omitempty"`
-		Stream      bool           `json:"stream"`
+		AssistantID  string         `json:"assistant_id"`
+		Thread       *threadOptions `json:"thread,omitempty"`
+		Instructions string         `json:"instructions,omitempty"`
+		Tools        []functionTool `json:"tools,omitempty"`
+		Stream       bool           `json:"stream"`
 	}
 	createRunBody struct {
 		AssistantID            string         `json:"assistant_id"`
+		Instructions           string         `json:"instructions,omitempty"`
 		AdditionalMessages     []Message      `json:"additional_messages,omitempty"`
 		AdditionalInstructions string         `json:"additional_instructions,omitempty"`
 		Tools                  []functionTool `json:"tools,omitempty"`
@@ -227,7 +235,7 @@ func functionTools(defs []brainwire.ToolDefinition) []functionTool {
 // streamed run on it (POST /threads/runs). The service takes no additional
 // instructions here; use CreateThread and CreateRun for those.
 func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunRequest) (*Stream, error) {
-	body := createThreadAndRunBody{AssistantID: req.AssistantID, Tools: functionTools(req.Tools), Stream: true}
+	body := createThreadAndRunBody{AssistantID: req.AssistantID, Instructions: req.Instructions, Tools: functionTools(req.Tools), Stream: true}
 	if len(req.Messages) > 0 {
 		body.Thread = &threadOptions{Messages: req.Messages}
 	}
@@ -243,6 +251,7 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRequest) (*Stream, error) {
 	body := createRunBody{
 		AssistantID:            req.AssistantID,
+		Instructions:           req.Instructions,
 		AdditionalMessages:     req.AdditionalMessages,
 		AdditionalInstructions: req.AdditionalInstructions,
 		Tools:                  functionTools(req.Tools),
@@ -311,9 +320,16 @@ func (c *Client) GetRun(ctx context.Context, threadID, runID string) (Run, error
 
 // Agent is the part of an agent (assistant) object the server reads.
 type Agent struct {
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	Model string `json:"model"`
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Model        string `json:"model"`
+	Instructions string `json:"instructions"`
+	// Tools are the agent's tool definitions, as the service wrote them.
+	Tools json.RawMessage `json:"tools"`
+	// Metadata holds the agent's key-value pairs; "version" names its
+	// instructions (see Provider.DescribeAgent).
+	Metadata map[string]string `json:"metadata"`
 }
 
 // GetAgent fetches an agent (GET /assistants/{id}); on the wire agents are

@@ -145,3 +145,60 @@ func TestProviderPingGetsTheAgent(t *testing.T) {
 		t.Fatalf("ping of a missing agent: %v", err)
 	}
 }
+
+func TestProviderDescribesTheAgent(t *testing.T) {
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "file_capture", "parameters": map[string]any{"type": "object"}}}}
+	agent := func(id string, metadata map[string]any) map[string]any {
+		return map[string]any{"id": id, "object": "assistant", "created_at": 1735689600, "name": "Classifier",
+			"description": "Files captures", "model": "gpt-4o", "instructions": "Classify each capture.",
+			"tools": tools, "tool_resources": map[string]any{}, "temperature": 1, "top_p": 1, "metadata": metadata}
+	}
+	up := foundrytest.NewServer(t,
+		foundrytest.Expect("GET /assistants/asst_v", foundrytest.JSON(200, agent("asst_v", map[string]any{"version": "2025-06-01", "owner": "me"}))),
+		foundrytest.Expect("GET /assistants/asst_h", foundrytest.JSON(200, agent("asst_h", map[string]any{}))),
+		foundrytest.Expect("GET /assistants/asst_bare", foundrytest.JSON(200, map[string]any{"id": "asst_bare", "object": "assistant", "model": "gpt-4o", "instructions": "", "tools": nil, "metadata": nil})),
+		foundrytest.Expect("GET /assistants/asst_gone", foundrytest.Error(404, "not_found", "No assistant found with id 'asst_gone'.")),
+		foundrytest.Expect("GET /assistants/asst_bad", foundrytest.JSON(200, map[string]any{"id": "asst_bad", "metadata": map[string]any{"version": 3}})),
+	)
+	c, err := foundry.NewClient(up.Endpoint(), up.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := func(id string) (brainwire.AgentInfo, error) {
+		return foundry.NewProvider(c, id).DescribeAgent(t.Context())
+	}
+
+	v, err := describe("asst_v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Version != "2025-06-01" || v.ID != "asst_v" || v.Name != "Classifier" || v.Model != "gpt-4o" || v.Instructions != "Classify each capture." {
+		t.Errorf("declared version: %+v", v)
+	}
+	if v.InstructionsHash != brainwire.HashInstructions("Classify each capture.", v.Tools, "gpt-4o") || !strings.Contains(string(v.Tools), "file_capture") {
+		t.Errorf("hash %s of tools %s", v.InstructionsHash, v.Tools)
+	}
+	h, err := describe("asst_h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Version != h.InstructionsHash || h.InstructionsHash != v.InstructionsHash {
+		t.Errorf("undeclared version %q, hash %q: want the hash, equal to the declared agent's %q", h.Version, h.InstructionsHash, v.InstructionsHash)
+	}
+	bare, err := describe("asst_bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Tools != nil || bare.Version == "" || bare.Version != brainwire.HashInstructions("", nil, "gpt-4o") {
+		t.Errorf("agent without tools or metadata: %+v", bare)
+	}
+	if _, err := describe("asst_gone"); err == nil {
+		t.Error("missing agent described")
+	}
+	if _, err := describe("asst_bad"); err == nil {
+		t.Error("metadata with a non-string value decoded")
+	}
+	if got := up.Requests()[0]; got.Method != "GET" || got.Query.Get("api-version") == "" {
+		t.Errorf("request %v %v", got, got.Query)
+	}
+}

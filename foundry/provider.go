@@ -27,7 +27,10 @@ type Provider struct {
 	cancelTimeout time.Duration
 }
 
-var _ brainwire.Provider = (*Provider)(nil)
+var (
+	_ brainwire.Provider       = (*Provider)(nil)
+	_ brainwire.AgentDescriber = (*Provider)(nil)
+)
 
 // ProviderOption configures a Provider.
 type ProviderOption func(*Provider)
@@ -70,6 +73,30 @@ func (p *Provider) Name() string { return ProviderName }
 func (p *Provider) Ping(ctx context.Context) error {
 	_, err := p.client.GetAgent(ctx, p.agentID)
 	return err
+}
+
+// MetadataVersion is the agent metadata key whose value, when set, is the
+// agent's version: whoever deploys new instructions names them there.
+const MetadataVersion = "version"
+
+// DescribeAgent fetches the agent (GET /assistants/{id}) and describes it:
+// its version is metadata["version"] when set, else the hash of its
+// instructions, tool definitions and model.
+func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
+	a, err := p.client.GetAgent(ctx, p.agentID)
+	if err != nil {
+		return brainwire.AgentInfo{}, err
+	}
+	id := a.ID
+	if id == "" {
+		id = p.agentID
+	}
+	tools := a.Tools
+	if string(tools) == "null" {
+		tools = nil
+	}
+	info := brainwire.AgentInfo{Name: a.Name, ID: id, Model: a.Model, Instructions: a.Instructions, Tools: tools}
+	return info.Described(a.Metadata[MetadataVersion]), nil
 }
 
 // Run runs the agent once over req. It starts a run on a new thread (or on
@@ -188,7 +215,9 @@ func (r *runner) start(ctx context.Context) (*Stream, error) {
 	}
 	threadID := r.req.ThreadID
 	if threadID == "" && r.req.AdditionalInstructions == "" {
-		return r.p.client.CreateThreadAndRun(ctx, CreateThreadAndRunRequest{AssistantID: r.p.agentID, Messages: msgs, Tools: tools})
+		return r.p.client.CreateThreadAndRun(ctx, CreateThreadAndRunRequest{
+			AssistantID: r.p.agentID, Messages: msgs, Instructions: r.req.Instructions, Tools: tools,
+		})
 	}
 	if threadID == "" {
 		th, err := r.p.client.CreateThread(ctx, msgs)
@@ -200,6 +229,7 @@ func (r *runner) start(ctx context.Context) (*Stream, error) {
 	r.threadID = threadID
 	return r.p.client.CreateRun(ctx, threadID, CreateRunRequest{
 		AssistantID:            r.p.agentID,
+		Instructions:           r.req.Instructions,
 		AdditionalMessages:     msgs,
 		AdditionalInstructions: r.req.AdditionalInstructions,
 		Tools:                  tools,

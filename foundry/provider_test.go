@@ -570,3 +570,43 @@ func TestRunResetAfterRequiresAction(t *testing.T) {
 		t.Fatal("completed run cancelled")
 	}
 }
+
+// TestRunInstructionsOverride checks that a run's instructions go as the
+// run's instructions field, which replaces the agent's for that run, on
+// both ways of starting a run.
+func TestRunInstructionsOverride(t *testing.T) {
+	r1 := foundrytest.NewRun("thread_1", "run_1")
+	r2 := foundrytest.NewRun("thread_old", "run_2")
+	r3 := foundrytest.NewRun("thread_new", "run_3")
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r1.Created(), r1.Completed(foundrytest.Usage{}), foundrytest.Done())),
+		foundrytest.Expect("POST /threads/thread_old/runs", foundrytest.Stream(r2.Created(), r2.Completed(foundrytest.Usage{}), foundrytest.Done())),
+		foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_new"}, {Key: "object", Value: "thread"}})),
+		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r3.Created(), r3.Completed(foundrytest.Usage{}), foundrytest.Done())),
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r1.Created(), r1.Completed(foundrytest.Usage{}), foundrytest.Done())),
+	)
+	p := newProvider(t, srv)
+	const instr = "Classify captures. Errands are Admin."
+	for _, req := range []brainwire.RunRequest{
+		{Message: "buy milk", Instructions: instr},
+		{ThreadID: "thread_old", Message: "it is an errand", Instructions: instr, AdditionalInstructions: "Round 1."},
+		{Message: "buy milk", Instructions: instr, AdditionalInstructions: "Round 1."},
+		{Message: "buy milk"},
+	} {
+		if _, err := collect(t, p.Run(t.Context(), req)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	for _, i := range []int{0, 1, 3} {
+		if got := reqs[i].Body["instructions"]; got != instr {
+			t.Errorf("%s: instructions %v, want the override", reqs[i], got)
+		}
+	}
+	if _, ok := reqs[2].Body["instructions"]; ok {
+		t.Errorf("create thread carries instructions: %s", reqs[2].RawBody)
+	}
+	if _, ok := reqs[4].Body["instructions"]; ok {
+		t.Errorf("a run without an override sends instructions: %s", reqs[4].RawBody)
+	}
+}

@@ -4,12 +4,12 @@
 package instructions
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/brainwire/brainwire"
 )
 
 //go:embed classifier.md
@@ -22,9 +22,8 @@ const MaxSize = 256 << 10
 // Instructions are an agent's instructions and their version.
 type Instructions struct {
 	Text string
-	// Version is "sha256:" and the first 12 hex digits of the text's
-	// SHA-256: the same file has the same version wherever it runs, and
-	// any edit gives a new one.
+	// Version is brainwire.ContentVersion of the text: the same file has
+	// the same version wherever it runs, and any edit gives a new one.
 	Version string
 	// Source is where the text came from: a file's path, or "built-in".
 	Source string
@@ -35,8 +34,7 @@ func Default() Instructions { return New(classifier, "built-in") }
 
 // New returns text as instructions from source.
 func New(text, source string) Instructions {
-	sum := sha256.Sum256([]byte(text))
-	return Instructions{Text: text, Version: "sha256:" + hex.EncodeToString(sum[:6]), Source: source}
+	return Instructions{Text: text, Version: brainwire.ContentVersion(text), Source: source}
 }
 
 // Load reads instructions from the file at path.

@@ -50,13 +50,23 @@ func (tr *tracing) shutdown(ctx context.Context) {
 }
 
 // invokeAttrs are the attributes of the agent span the summary shows: the
-// outcome and what identifies the run; durations and addresses vary
-// between runs and are left out.
+// outcome and what identifies the run and the agent version; durations
+// and addresses vary between runs and are left out, and so is content
+// (the assembled reasoning is what the reasoning.chunk line counts). A
+// replay runs no agent description, so a fixture's summary has no
+// version.
 var invokeAttrs = []attribute.Key{
-	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.agent.version", "gen_ai.conversation.id",
+	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.agent.version", "gen_ai.request.model",
+	telemetry.AttrInstructionsHash, "gen_ai.conversation.id",
 	telemetry.AttrKind, telemetry.AttrOutcome, telemetry.AttrBucket, telemetry.AttrConfidence,
 	telemetry.AttrChunkCount, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
 	"gen_ai.usage.reasoning.output_tokens", "error.type",
+}
+
+// evaluationAttrs are the attributes of an evaluation span (a person's
+// correction of a run) the summary shows: the verdict.
+var evaluationAttrs = []attribute.Key{
+	"gen_ai.evaluation.name", "gen_ai.evaluation.score.label", "gen_ai.evaluation.explanation",
 }
 
 // lines renders the ended spans as a tree (children in start order), with
@@ -98,8 +108,11 @@ func (tr *tracing) lines() []string {
 			attrs[kv.Key] = kv.Value
 		}
 		keys := []attribute.Key{"error.type"}
-		if strings.HasPrefix(s.Name(), "invoke_agent ") {
+		switch {
+		case strings.HasPrefix(s.Name(), "invoke_agent "):
 			keys = invokeAttrs
+		case strings.HasPrefix(s.Name(), "evaluation "):
+			keys = evaluationAttrs
 		}
 		for _, k := range keys {
 			if v, ok := attrs[k]; ok {

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,9 @@ type Config struct {
 	// MaxToolRounds bounds how many responses of one run may ask for
 	// tools (default 16).
 	MaxToolRounds int
+	// Tools are the tool definitions an ephemeral agent is described
+	// with (DescribeAgent); each run sends its capture's own.
+	Tools []brainwire.ToolDefinition
 }
 
 // Provider runs an agent through the Responses API: it streams a response,
@@ -81,7 +85,10 @@ type Provider struct {
 	cfg    Config
 }
 
-var _ brainwire.Provider = (*Provider)(nil)
+var (
+	_ brainwire.Provider       = (*Provider)(nil)
+	_ brainwire.AgentDescriber = (*Provider)(nil)
+)
 
 // NewProvider returns a provider running cfg.Agent through client.
 func NewProvider(client *Client, cfg Config) (*Provider, error) {
@@ -127,6 +134,36 @@ func (p *Provider) Ping(ctx context.Context) error {
 		return err
 	}
 	return p.client.ListModels(ctx)
+}
+
+// DescribeAgent says which agent runs the captures: an ephemeral agent is
+// what brainwire sends (model, instructions, tools), known by its
+// instructions' content version; a Foundry agent is fetched, and known by
+// its agent version.
+func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
+	a := p.cfg.Agent
+	if a.Name == "" {
+		tools, err := json.Marshal(FunctionTools(p.cfg.Tools))
+		if err != nil {
+			return brainwire.AgentInfo{}, fmt.Errorf("describing the agent: %w", err)
+		}
+		info := brainwire.AgentInfo{Name: "Classifier", Model: a.Model, Instructions: a.Instructions, Tools: tools, Defined: true}
+		return info.Described(brainwire.ContentVersion(a.Instructions)), nil
+	}
+	fa, err := p.client.GetAgent(ctx, a.Name, a.Version)
+	if err != nil {
+		return brainwire.AgentInfo{}, err
+	}
+	v := fa.Current()
+	info := brainwire.AgentInfo{Name: a.Name, ID: a.Name, Model: v.Definition.Model, Tools: v.Definition.Tools}
+	if in := v.Definition.Instructions; in != nil {
+		info.Instructions = *in
+	}
+	version := v.Version
+	if version == "" {
+		version = a.Version
+	}
+	return info.Described(version), nil
 }
 
 // Run runs the agent once over req. A new capture (req.ThreadID empty)
@@ -283,6 +320,9 @@ func (r *runner) request(input []InputItem) CreateResponseRequest {
 		req.Agent = &AgentReference{Type: "agent_reference", Name: a.Name, Version: a.Version}
 	} else {
 		req.Model, req.Instructions = a.Model, a.Instructions
+		if r.req.Instructions != "" {
+			req.Instructions = r.req.Instructions
+		}
 		if r.req.Tools != nil {
 			req.Tools = FunctionTools(r.req.Tools.Definitions())
 		}

@@ -189,10 +189,37 @@ type Conversation struct {
 	CreatedAt int64  `json:"created_at"`
 }
 
-// FoundryAgent is the part of a Foundry agent (or agent version) object
-// the server reads.
+// FoundryAgent is the part of a Foundry agent object (GET
+// /agents/{name}) or agent version object (GET
+// /agents/{name}/versions/{version}) the server reads.
 type FoundryAgent struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Version string `json:"version"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	FoundryAgentVersion
+	// Versions holds the latest version of an agent object.
+	Versions *struct {
+		Latest *FoundryAgentVersion `json:"latest"`
+	} `json:"versions,omitempty"`
+}
+
+// FoundryAgentVersion is one version of a Foundry agent: what the agent
+// runs with.
+type FoundryAgentVersion struct {
+	Version    string            `json:"version"`
+	Metadata   map[string]string `json:"metadata"`
+	Definition struct {
+		Kind         string          `json:"kind"`
+		Model        string          `json:"model"`
+		Instructions *string         `json:"instructions"`
+		Tools        json.RawMessage `json:"tools"`
+	} `json:"definition"`
+}
+
+// Current is the version the object describes: itself for a version
+// object, the latest for an agent object.
+func (a FoundryAgent) Current() FoundryAgentVersion {
+	if a.Versions != nil && a.Versions.Latest != nil && a.Version == "" {
+		return *a.Versions.Latest
+	}
+	return a.FoundryAgentVersion
 }

@@ -115,13 +115,17 @@ func runRequest(c brainwire.Capture) brainwire.RunRequest {
 // until COMPLETE. The run is bounded by the run timeout; a client that goes
 // away cancels it (the provider then cancels the upstream run).
 func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) {
+	c.Agent, c.EvalRunID = s.Agent(), s.cfg.EvalRunID
 	run := runRequest(c)
+	run.Instructions = s.cfg.Instructions
+	start := s.cfg.Now()
+	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), c)
+	// The filing keeps where the run is traced, for later corrections.
+	c.Trace, _ = brainwire.RunTraceFrom(ctx)
 	run.Tools = tools.New(s.toolDeps(), c)
 	if s.cfg.WrapTools != nil {
 		run.Tools = s.cfg.WrapTools(run.Tools)
 	}
-	start := s.cfg.Now()
-	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), c)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := s.log.With("run_id", c.RunID, "thread_id", c.ThreadID, "kind", c.Kind, "user", c.UserID)
@@ -159,6 +163,9 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	p.emit(p.adapter.Finish(runErr, p.events[:0]))
 	res := *p.adapter.Result()
 	obs.End(res)
+	if c.FollowUp != nil {
+		s.followUpCorrection(r.Context(), c, &res)
+	}
 
 	attrs := []any{"outcome", res.Outcome, "reasoning_chunks", res.ReasoningChunks,
 		"duration", s.cfg.Now().Sub(start).Round(time.Millisecond)}

@@ -39,6 +39,7 @@ type harness struct {
 	store    *sqlite.Store
 	srv      *httptest.Server
 	provider brainwire.Provider
+	server   *server.Server
 }
 
 type option func(*server.Config)
@@ -52,6 +53,8 @@ func withTranscriber(tr brainwire.Transcriber) option {
 }
 
 func withMaxAudio(n int64) option { return func(c *server.Config) { c.MaxAudioBytes = n } }
+
+func withObserver(o brainwire.Observer) option { return func(c *server.Config) { c.Observer = o } }
 
 // withSimulator puts the offline simulator, over real HTTP, upstream
 // instead of the scripted server.
@@ -100,7 +103,7 @@ func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harnes
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &harness{t: t, up: up, store: st, srv: srv, provider: cfg.Provider}
+	return &harness{t: t, up: up, store: st, srv: srv, provider: cfg.Provider, server: s}
 }
 
 // frame is one SSE frame the phone received, with when it arrived.

@@ -73,7 +73,7 @@ func (s *Server) checkHealth(ctx context.Context) *healthReport {
 		return h
 	}
 	rep := &healthReport{Status: "ok", code: http.StatusOK, at: time.Now(), Backends: map[string]backendHealth{
-		"agent":         check("agent", s.cfg.Provider),
+		"agent":         check("agent", s.agentProbe()),
 		"store":         check("store", s.cfg.Store),
 		"audio_storage": check("audio_storage", s.cfg.Blobs),
 		"transcription": check("transcription", s.cfg.Transcriber),

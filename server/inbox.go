@@ -87,11 +87,20 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "bucket must be one of People, Projects, Ideas, Admin"))
 		return
 	}
-	item, err := s.cfg.Store.Recategorize(r.Context(), userFrom(r.Context()), id, req.Bucket, s.cfg.NewID(), ClassifiedByUser, s.cfg.Now())
+	now := s.cfg.Now()
+	item, err := s.cfg.Store.Recategorize(r.Context(), userFrom(r.Context()), id, req.Bucket, s.cfg.NewID(), ClassifiedByUser, now)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	// The person's bucket is the ground truth for the agent run that
+	// filed the item, which the item still records.
+	var run brainwire.AgentRun
+	if item.AgentRun != nil {
+		run = *item.AgentRun
+	}
+	s.correction(r.Context(), brainwire.Correction{Kind: brainwire.CorrectionRecategorize, UserID: item.UserID,
+		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now})
 	writeJSON(w, http.StatusOK, item)
 }
 

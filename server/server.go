@@ -47,6 +47,16 @@ type Config struct {
 	Logger     *slog.Logger
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string
+	// Instructions, when set, replace the agent's instructions on every
+	// run (`brainwire eval --instructions`); the agent's version is then
+	// their hash.
+	Instructions string
+	// EvalRunID marks every capture as part of that evaluation.
+	EvalRunID string
+	// AgentRefresh is how often ListenAndServe asks the provider to
+	// describe its agent again (DefaultAgentRefresh when 0; negative:
+	// only at start-up and on health checks).
+	AgentRefresh time.Duration
 
 	RunTimeout    time.Duration // per capture run; DefaultRunTimeout when 0
 	MaxBodyBytes  int64         // JSON request bodies; DefaultMaxBodyBytes when 0
@@ -67,6 +77,7 @@ type Server struct {
 	handler http.Handler // the router, wrapped in Config.Middleware
 	log     *slog.Logger
 	health  healthCache
+	agent   *agentCache
 }
 
 // New validates cfg and returns a Server.
@@ -104,7 +115,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger}
+	if cfg.AgentRefresh == 0 {
+		cfg.AgentRefresh = DefaultAgentRefresh
+	}
+	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger)}
 	s.router = s.routes()
 	s.handler = s.router
 	if cfg.Middleware != nil {
@@ -185,12 +199,17 @@ func (s *Server) toolDeps() tools.Deps {
 
 // ListenAndServe serves on addr until ctx ends, then shuts down gracefully:
 // it stops accepting, lets running captures finish (they are bounded by the
-// run timeout) and closes what is left after that.
+// run timeout) and closes what is left after that. It first asks the
+// provider to describe its agent, and again every AgentRefresh.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	_, _ = s.RefreshAgent(ctx) // a failure is logged; captures run without a version until one succeeds
+	refreshCtx, stopRefresh := context.WithCancel(ctx)
+	defer stopRefresh()
+	go s.agent.run(refreshCtx, s.cfg.AgentRefresh)
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

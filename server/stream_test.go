@@ -45,6 +45,8 @@ func TestShutdownLetsRunningCapturesFinish(t *testing.T) {
 	cont := c.Continuation()
 	cont[len(cont)-2] = cont[len(cont)-2].After(300 * time.Millisecond)
 	h := newHarness(t, []ft.Call{
+		// ListenAndServe describes the agent before it serves.
+		ft.Expect("GET /assistants/asst_test", ft.JSON(200, map[string]any{"id": "asst_test", "object": "assistant", "model": "gpt-4o"})),
 		ft.Expect("POST /threads/runs", ft.Stream(c.Stream()...)),
 		ft.Expect(submitPath(), ft.Stream(cont...)),
 	})

@@ -317,7 +317,7 @@ func (s *Simulator) planContinue(th *thread, r *run, outputs map[string]string) 
 			if bad, why := toolError(calls[0].output); bad {
 				r.retried = true
 				c := readThread(th)
-				v := s.classifier.classify(c.texts)
+				v := r.classify.classify(c.texts)
 				b.reason(fmt.Sprintf("file_capture rejected the bucket %q (%s): it is not one of People, Projects, Ideas or Admin. "+
 					"Retrying with %s, status %s, confidence %s.", invalidBucket, why, v.Bucket, v.Status, fmtConf(v.Confidence)))
 				b.toolStep([]*toolCall{s.fileCall(v, c.fileText, v.Bucket)}, stageFile)
@@ -350,7 +350,7 @@ func (b *builder) think() {
 
 func (b *builder) classifyAndFile() {
 	c := readThread(b.th)
-	v := b.s.classifier.classify(c.texts)
+	v := b.r.classify.classify(c.texts)
 	why := explain(v, c)
 	if b.r.magic.noTool || !b.r.offers(brainwire.ToolFileCapture) {
 		b.reason(why + " I am answering in text only, without calling file_capture: " + v.Bucket + ", " + v.Status + ".")

@@ -125,6 +125,22 @@
 // together, the newest one's cues counting double, and files them joined by
 // newlines.
 //
+// # Instructions
+//
+// A run follows the agent's instructions (Config.Instructions, reported by
+// GET /assistants/{id} with Config.AgentVersion as metadata "version"), or
+// the run's own "instructions" when the request brings them. Two kinds of
+// line in them steer the classifier, so that trying new instructions
+// against the simulator changes what it files, as it would with a model:
+//
+//	Admin cues: gym, haircut, car wash   these phrases are cues for Admin
+//	                                     (and for no other bucket)
+//	Ignore cues: buy                     this phrase is no cue at all
+//
+// Any bucket may head a cue line; case does not matter and a leading list
+// marker ("- ") is allowed. Every other line is prose the simulator does not
+// read.
+//
 // # Voice
 //
 // When the run offers transcribe_audio and the newest user message has a

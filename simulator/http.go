@@ -339,6 +339,7 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 	if req.AdditionalInstructions != "" {
 		instructions = strings.TrimSpace(instructions + "\n\n" + req.AdditionalInstructions)
 	}
+	cls := s.classifierFor(instructions)
 	model := req.Model
 	if model == "" {
 		model = s.cfg.Model
@@ -379,6 +380,7 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 		},
 		toolNames: spec.toolNames,
 		noTools:   spec.noTools,
+		classify:  cls,
 	}
 	if r.obj.Tools == nil {
 		r.obj.Tools = []json.RawMessage{}
@@ -756,6 +758,15 @@ func (s *Simulator) getAssistant(w http.ResponseWriter, id string) error {
 	return writeJSON(w, http.StatusOK, assistantObject{
 		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
 		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
+		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),
 	})
+}
+
+// agentMetadata is the agent's metadata: its version, when configured.
+func (s *Simulator) agentMetadata() json.RawMessage {
+	if s.cfg.AgentVersion == "" {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(map[string]string{"version": s.cfg.AgentVersion}) // strings always encode
+	return b
 }

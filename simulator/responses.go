@@ -761,7 +761,10 @@ func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error
 	for _, tool := range tools {
 		prompt += tokens(string(tool))
 	}
-	b := &responsePlanner{s: s, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens}
+	// The response follows the instructions it was sent, as a run follows
+	// its own: their cue lines steer the classifier.
+	cls := s.classifierFor(instructions)
+	b := &responsePlanner{s: s, cls: cls, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens}
 	if newMessage {
 		b.start()
 	} else {

@@ -33,6 +33,7 @@ type plannedItem struct {
 // session and of the run's memory.
 type responsePlanner struct {
 	s         *Simulator
+	cls       *classifier // the response's instructions' rules applied
 	sess      *session
 	run       *runMemory
 	summaries bool  // the request asked for reasoning summaries
@@ -92,7 +93,7 @@ func (b *responsePlanner) continueWith(pending []*toolCall, outputs map[string]s
 			if bad, why := toolError(calls[0].output); bad {
 				run.retried = true
 				c := readSession(b.sess)
-				v := b.s.classifier.classify(c.texts)
+				v := b.cls.classify(c.texts)
 				b.reason("Retrying with a valid bucket", fmt.Sprintf("file_capture rejected the bucket %q (%s): it is not one of People, Projects, Ideas or Admin. "+
 					"Retrying with %s, status %s, confidence %s.", invalidBucket, why, v.Bucket, v.Status, fmtConf(v.Confidence)))
 				b.call(b.s.fileCall(v, c.fileText, v.Bucket))
@@ -127,7 +128,7 @@ func (b *responsePlanner) think() {
 
 func (b *responsePlanner) classifyAndFile() {
 	c := readSession(b.sess)
-	v := b.s.classifier.classify(c.texts)
+	v := b.cls.classify(c.texts)
 	why := explain(v, c)
 	run := b.run
 	if run.magic.noTool || !run.offers(brainwire.ToolFileCapture) {

@@ -46,9 +46,14 @@ type Config struct {
 	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
 	// and echo whatever assistant_id the request names.
 	AgentID string
+	// AgentVersion, when set, is reported as the agent's metadata
+	// "version", as a deployment would name its instructions.
+	AgentVersion string
 	// Model is reported on runs that do not name one.
 	Model string
-	// Instructions are reported on runs that do not bring their own.
+	// Instructions are the agent's: reported by GET /assistants/{id} and
+	// on runs that do not bring their own. Rule lines in them steer the
+	// classifier (see instructions.go).
 	Instructions string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -64,7 +69,8 @@ type Config struct {
 // threads/runs API. It is an http.Handler; state lives in memory.
 type Simulator struct {
 	cfg        Config
-	classifier *classifier
+	classifier *classifier // with Config.Instructions' rules
+	ruled      bool        // Config.Instructions have rules of their own
 
 	mu      sync.Mutex
 	threads map[string]*thread
@@ -98,9 +104,11 @@ func New(cfg Config) *Simulator {
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = DefaultMaxThreads
 	}
+	rules := parseRules(cfg.Instructions)
 	return &Simulator{
 		cfg:        cfg,
-		classifier: newClassifier(),
+		classifier: newClassifier().withRules(rules),
+		ruled:      len(rules) > 0,
 		threads:    map[string]*thread{},
 		lru:        list.New(),
 		responses:  newResponsesState(cfg.MaxThreads),
@@ -156,7 +164,8 @@ type run struct {
 	obj       runObject
 	toolNames map[string]bool
 	magic     magic
-	noTools   bool // tool_choice "none"
+	noTools   bool        // tool_choice "none"
+	classify  *classifier // the run's instructions' rules applied
 
 	stage     stage       // what the pending calls are for
 	pending   []*toolCall // calls awaiting outputs

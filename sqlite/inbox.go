@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, created_at, updated_at`
+	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, created_at, updated_at`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
 )
 
@@ -104,6 +104,10 @@ func stored(it brainwire.InboxItem) brainwire.InboxItem {
 		c := storedClassification(*it.ClassificationMeta)
 		it.ClassificationMeta = &c
 	}
+	if it.AgentRun != nil {
+		r := *it.AgentRun
+		it.AgentRun = &r
+	}
 	return it
 }
 
@@ -151,14 +155,40 @@ func decodeClassification(s sql.NullString) (*brainwire.Classification, error) {
 	return &c, nil
 }
 
+func encodeAgentRun(r *brainwire.AgentRun) (any, error) {
+	if r == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding agent run: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeAgentRun(s sql.NullString) (*brainwire.AgentRun, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var r brainwire.AgentRun
+	if err := json.Unmarshal([]byte(s.String), &r); err != nil {
+		return nil, fmt.Errorf("decoding agent run: %w", err)
+	}
+	return &r, nil
+}
+
 func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	cls, err := encodeClassification(it.ClassificationMeta)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	run, err := encodeAgentRun(it.AgentRun)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
 	}
@@ -174,12 +204,16 @@ func updateItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	if err != nil {
 		return err
 	}
+	run, err := encodeAgentRun(it.AgentRun)
+	if err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx, `
 UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification = ?,
-	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, updated_at = ?
+	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, updated_at = ?
 WHERE user_id = ? AND id = ?`,
 		it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, it.UpdatedAt.UnixNano(),
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, it.UpdatedAt.UnixNano(),
 		it.UserID, it.ID)
 	if err != nil {
 		return fmt.Errorf("updating inbox item: %w", err)
@@ -216,11 +250,11 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	var (
 		it               brainwire.InboxItem
 		source           string
-		cls              sql.NullString
+		cls, run         sql.NullString
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &created, &updated)
+		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &created, &updated)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -228,6 +262,9 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	it.CreatedAt = time.Unix(0, created).UTC()
 	it.UpdatedAt = time.Unix(0, updated).UTC()
 	if it.ClassificationMeta, err = decodeClassification(cls); err != nil {
+		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
+	}
+	if it.AgentRun, err = decodeAgentRun(run); err != nil {
 		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
 	}
 	return it, nil
@@ -423,6 +460,26 @@ RETURNING id`, bucket, cls, userID, id).Scan(&recID)
 		return brainwire.InboxItem{}, err
 	}
 	return item, nil
+}
+
+// ListUsers returns the users who have inbox items, in order
+// (brainwire.UserLister).
+func (s *Store) ListUsers(ctx context.Context) (_ []string, err error) {
+	defer wrapErr(&err, "listing users")
+	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT user_id FROM inbox ORDER BY user_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var users []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, err
+		}
+		users = append(users, u)
+	}
+	return users, rows.Err()
 }
 
 // GetBucketRecord returns one of the user's records in bucket.

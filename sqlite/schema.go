@@ -47,6 +47,8 @@ CREATE TABLE bucket_records (
 `,
 	// 2: how many follow-ups were filed onto an item.
 	`ALTER TABLE inbox ADD COLUMN follow_up_rounds INTEGER NOT NULL DEFAULT 0;`,
+	// 3: the agent run that filed an item (JSON agentRun; NULL when none).
+	`ALTER TABLE inbox ADD COLUMN agent_run TEXT;`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

@@ -66,7 +66,18 @@ func (e *env) filing(status, bucket string) brainwire.Filing {
 			ClassifiedAt: now.Add(-1500 * time.Millisecond),
 		},
 		FoundryThreadID: newID("thread"),
-		Now:             now,
+		AgentRun: &brainwire.AgentRun{
+			RunID:            newID("run"),
+			AgentVersion:     "2026-03-14",
+			InstructionsHash: "3f2a9c1b04de",
+			Model:            "gpt-4o",
+			Outcome:          brainwire.OutcomeOfStatus(status),
+			Bucket:           bucket,
+			Confidence:       conf,
+			TraceID:          "0af7651916cd43dd8448eb211c80319c",
+			SpanID:           fmt.Sprintf("b7ad6b71692033%02x", i%256),
+		},
+		Now: now,
 	}
 }
 
@@ -176,6 +187,10 @@ func newItem(f brainwire.Filing) brainwire.InboxItem {
 		CreatedAt:          f.Now,
 		UpdatedAt:          f.Now,
 	}
+	if f.AgentRun != nil {
+		r := *f.AgentRun
+		it.AgentRun = &r
+	}
 	if f.Status != brainwire.StatusMisunderstood {
 		it.FiledRecordID = f.NewRecordID
 	}
@@ -193,6 +208,9 @@ func refiledItem(before brainwire.InboxItem, f brainwire.Filing) brainwire.Inbox
 	}
 	if f.FollowUpRound == 0 {
 		it.FollowUpRounds = before.FollowUpRounds
+	}
+	if f.AgentRun == nil {
+		it.AgentRun = before.AgentRun
 	}
 	return it
 }
@@ -270,7 +288,19 @@ func diffItem(got, want brainwire.InboxItem, tol time.Duration) []string {
 	d = append(d, diffTime("CreatedAt", got.CreatedAt, want.CreatedAt, tol)...)
 	d = append(d, diffTime("UpdatedAt", got.UpdatedAt, want.UpdatedAt, tol)...)
 	d = append(d, diffClassification(got.ClassificationMeta, want.ClassificationMeta, tol)...)
+	switch g, w := got.AgentRun, want.AgentRun; {
+	case g == nil && w == nil:
+	case g == nil || w == nil || *g != *w:
+		d = append(d, fmt.Sprintf("AgentRun = %s, want %s", runString(g), runString(w)))
+	}
 	return d
+}
+
+func runString(r *brainwire.AgentRun) string {
+	if r == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%+v", *r)
 }
 
 func diffRecord(got, want brainwire.BucketRecord, tol time.Duration) []string {

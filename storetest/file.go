@@ -82,6 +82,7 @@ func testFileOptionalFieldsEmpty(t *testing.T, e *env) {
 	f := e.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
 	f.Title = ""
 	f.FoundryThreadID = ""
+	f.AgentRun = nil
 	f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
 	got := e.file(f)
 	want := newItem(f)
@@ -186,6 +187,25 @@ var refileTests = []test{
 	{"Invalid", testRefileInvalid},
 	{"RecordIDTaken", testRefileRecordIDTaken},
 	{"RecordIDTakenKeepsOldRecord", testRefileRecordIDTakenKeepsOldRecord},
+	{"AgentRun", testRefileAgentRun},
+}
+
+// A follow-up's filing replaces the item's agent run with its own; a
+// refile that brings none keeps the item's.
+func testRefileAgentRun(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusMisunderstood, brainwire.BucketIdeas))
+	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
+	got := e.file(f)
+	if got.AgentRun == nil || got.AgentRun.RunID != f.AgentRun.RunID || got.AgentRun.Outcome != brainwire.OutcomeClassified {
+		t.Fatalf("refiled item's run %s, want the follow-up's %s", runString(got.AgentRun), runString(f.AgentRun))
+	}
+	g := e.refiling(got, brainwire.StatusPending, brainwire.BucketAdmin)
+	g.AgentRun = nil
+	again := e.file(g)
+	checkItem(t, "refiled without a run", again, refiledItem(got, g))
+	if again.AgentRun == nil || again.AgentRun.RunID != f.AgentRun.RunID {
+		t.Fatalf("refile without a run: %s, want the item's %s", runString(again.AgentRun), runString(got.AgentRun))
+	}
 }
 
 // refiling returns a follow-up filing of item: what the follow-up path sends.

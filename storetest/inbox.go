@@ -267,6 +267,19 @@ var recategorizeTests = []test{
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
+	{"KeepsAgentRun", testRecategorizeKeepsAgentRun},
+}
+
+// A person's recategorize keeps the agent's run as it was: the agent's
+// call stays next to the person's.
+func testRecategorizeKeepsAgentRun(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+	it := e.file(f)
+	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
+	got, _ := e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
+	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
+		t.Fatalf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
+	}
 }
 
 // recategorized returns the item and record Recategorize must produce.
@@ -434,4 +447,31 @@ var pingTests = []test{
 			t.Errorf("Ping: %v", err)
 		}
 	}},
+}
+
+var userTests = []test{
+	{"List", testUsersList},
+}
+
+// A store that lists users lists everyone with an item, each once.
+func testUsersList(t *testing.T, e *env) {
+	lister, ok := e.s.(brainwire.UserLister)
+	if !ok {
+		t.Skip("the store does not list users")
+	}
+	other := newEnv(t, e.s)
+	e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	other.file(other.filing(brainwire.StatusPending, brainwire.BucketIdeas))
+	users, err := lister.ListUsers(e.ctx)
+	if err != nil {
+		t.Fatalf("ListUsers: %v", err)
+	}
+	want := []string{e.user, other.user}
+	slices.Sort(want)
+	got := slices.Clone(users)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("ListUsers = %q, want %q", users, want)
+	}
 }

@@ -34,6 +34,11 @@
 //   - ListInbox orders by CreatedAt, newest first (refiling does not move an
 //     item); the default page size is DefaultLimit and larger limits are cut
 //     to MaxLimit; NextCursor is empty on the page holding the last item.
+//   - An item keeps the AgentRun of the filing that made it; a refile
+//     replaces it with its own (keeps it when it brings none), and
+//     Recategorize keeps it as it was. Items filed without one read back
+//     with none.
+//   - A store that is a brainwire.UserLister lists every user with an item.
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -71,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 		{"Recategorize", recategorizeTests},
 		{"Isolation", isolationTests},
 		{"Ping", pingTests},
+		{"Users", userTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

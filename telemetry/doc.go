@@ -17,7 +17,10 @@
 //	   └─ submit_tool_outputs
 //
 // invoke_agent carries gen_ai.operation.name, gen_ai.provider.name,
-// gen_ai.agent.id and .name, gen_ai.conversation.id (the Foundry thread),
+// gen_ai.agent.id and .name, gen_ai.agent.version (which instructions ran:
+// the agent's declared version, else their hash), gen_ai.request.model,
+// brainwire.agent.instructions_hash, brainwire.eval.run_id (captures of
+// `brainwire eval`), gen_ai.conversation.id (the Foundry thread),
 // gen_ai.response.id (the Foundry run), gen_ai.usage.input_tokens and
 // .output_tokens, run_id and thread_id (the capture's, as COMPLETE echoes
 // them), and the outcome: brainwire.capture.outcome (classified,
@@ -28,6 +31,26 @@
 // (query reduced to api-version), status, the Foundry thread and run ids
 // and foundry.run.status, the last run state seen on that response; a
 // streamed response's span ends when its body ends.
+//
+// With content on, it also carries gen_ai.system_instructions, and when it
+// ends gen_ai.output.messages: the run's reasoning assembled into one
+// assistant message, so that a person reads one paragraph instead of the
+// chunk events; it is cut at Config.MaxReasoningBytes (its part then has
+// "truncated": true, and the span brainwire.capture.reasoning_truncated).
+//
+// # Corrections are evaluations
+//
+// A person's recategorize, and a follow-up that answers a misunderstood
+// capture's question, judge the agent run that filed the item (the item
+// keeps the run's trace and span ids). Telemetry records each as a span
+// "evaluation human_bucket" or "evaluation follow_up_resolution" in the
+// trace of the request that made it, with a span link to the judged
+// run's invoke_agent span and a gen_ai.evaluation.result event
+// (gen_ai.evaluation.name, .score.label correct/incorrect or
+// resolved/unresolved, .score.value 1 or 0, .explanation such as
+// "People -> Ideas"); as an Application Insights custom event of that name
+// in the judged run's operation (operation id = its trace id, parent = its
+// span); and in brainwire.corrections and brainwire.follow_ups.
 //
 // # Reasoning chunks, lossless
 //
@@ -70,7 +93,11 @@
 //
 // # Metrics
 //
-// brainwire.captures (by outcome, bucket, kind), brainwire.captures.active,
+// Every capture metric carries gen_ai.agent.version, so that dashboards
+// compare instructions. brainwire.captures (by outcome, bucket, kind),
+// brainwire.corrections (by the agent's outcome and bucket, the person's
+// bucket and gen_ai.evaluation.score.label), brainwire.follow_ups (by
+// round and the follow-up's outcome), brainwire.captures.active,
 // brainwire.capture.confidence, brainwire.capture.time_to_outcome,
 // brainwire.capture.reasoning_chunks, brainwire.upstream.errors (by
 // error.type: HTTP status, timeout, connection, stream_broken, the run's
@@ -78,6 +105,16 @@
 // conventions' gen_ai.client.operation.duration (invoke_agent,
 // execute_tool and each upstream operation) and gen_ai.client.token.usage,
 // and the Application Insights exporter's sent and dropped counts.
+//
+// Prometheus counts a counter's increase from the samples it has, so a
+// series whose first sample already holds its first increments loses
+// them (a rare outcome's first capture, an upstream error). The counters
+// therefore start every series at zero: a new series reads 0 from the
+// first export that carries it until Config.ZeroHold has passed (a
+// minute; longer than a scrape interval), then its count; every series a
+// new agent version can count is declared at zero when the version is
+// first seen. Histograms are recorded in the capture's context, so their
+// exemplars carry its trace id.
 //
 // # Content
 //

@@ -34,6 +34,7 @@ const apiKey = "telemetry-test-key-0123456789"
 type stack struct {
 	t        testing.TB
 	tel      *telemetry.Telemetry
+	srv      *server.Server
 	url      string
 	client   *http.Client
 	chunks   *chunkRecorder
@@ -108,7 +109,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	}))
 	ct := &http.Transport{}
 	s.closers = append(s.closers, ct.CloseIdleConnections, hs.Close)
-	s.url, s.client, s.chunks = hs.URL, &http.Client{Transport: ct}, rec
+	s.url, s.client, s.chunks, s.srv = hs.URL, &http.Client{Transport: ct}, rec, srv
 	return s
 }
 

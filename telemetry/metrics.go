@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -21,6 +22,8 @@ const (
 	MetricTimeToOutcome      = "brainwire.capture.time_to_outcome"
 	MetricReasoningChunks    = "brainwire.capture.reasoning_chunks"
 	MetricUpstreamErrors     = "brainwire.upstream.errors"
+	MetricCorrections        = "brainwire.corrections"
+	MetricFollowUps          = "brainwire.follow_ups"
 	MetricAppInsightsSent    = "brainwire.appinsights.items.sent"
 	MetricAppInsightsDropped = "brainwire.appinsights.items.dropped"
 	MetricAppInsightsQueue   = "brainwire.appinsights.queue.length"
@@ -46,6 +49,16 @@ const (
 	AttrErrorMessage      = attribute.Key("brainwire.error.message")
 	AttrUpstreamErrSource = attribute.Key("brainwire.upstream.error.source")
 	AttrDropReason        = attribute.Key("brainwire.appinsights.drop_reason")
+	AttrInstructionsHash  = attribute.Key("brainwire.agent.instructions_hash")
+	AttrEvalRunID         = attribute.Key("brainwire.eval.run_id")
+	AttrReasoningCut      = attribute.Key("brainwire.capture.reasoning_truncated")
+	AttrCorrectionKind    = attribute.Key("brainwire.correction.kind")
+	AttrAgentOutcome      = attribute.Key("brainwire.correction.agent_outcome")
+	AttrAgentBucket       = attribute.Key("brainwire.correction.agent_bucket")
+	AttrHumanBucket       = attribute.Key("brainwire.correction.human_bucket")
+	AttrFollowUpRound     = attribute.Key("brainwire.follow_up.round")
+	AttrFollowUpOutcome   = attribute.Key("brainwire.follow_up.outcome")
+	AttrFollowUpRunID     = attribute.Key("brainwire.follow_up.run_id")
 )
 
 // Bucket boundaries: the semantic conventions' for the GenAI histograms,
@@ -59,18 +72,27 @@ var (
 )
 
 type instruments struct {
-	captures      metric.Int64Counter
+	captures      *counter
 	active        metric.Int64UpDownCounter
 	confidence    metric.Float64Histogram
 	timeToOutcome metric.Float64Histogram
 	chunks        metric.Int64Histogram
-	upstreamErrs  metric.Int64Counter
+	upstreamErrs  *counter
+	corrections   *counter
+	followUps     *counter
 	opDuration    genaiconv.ClientOperationDuration
 	tokens        genaiconv.ClientTokenUsage
-	reg           metric.Registration
+	regs          []metric.Registration
 }
 
-func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, error) {
+// counterSettings are how the counters treat new series.
+type counterSettings struct {
+	hold    time.Duration
+	now     func() time.Time
+	enabled bool
+}
+
+func newInstruments(m metric.Meter, ai *appinsights.Exporter, cs counterSettings) (instruments, error) {
 	var in instruments
 	var errs []error
 	add := func(err error) {
@@ -78,10 +100,37 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, erro
 			errs = append(errs, err)
 		}
 	}
+	newCounter := func(name, unit, description string) *counter {
+		c, err := newCounter(m, name, unit, description, cs.hold, cs.now, cs.enabled)
+		add(err)
+		return c
+	}
 	var err error
-	in.captures, err = m.Int64Counter(MetricCaptures, metric.WithUnit("{capture}"),
-		metric.WithDescription("Captures finished, by outcome, bucket and kind."))
-	add(err)
+	in.captures = newCounter(MetricCaptures, "{capture}",
+		"Captures finished, by outcome, bucket, kind and agent version.")
+	in.upstreamErrs = newCounter(MetricUpstreamErrors, "{error}",
+		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors.")
+	in.corrections = newCounter(MetricCorrections, "{correction}",
+		"People's recategorizations of what the agent filed, by the agent's outcome and bucket, the person's bucket, the verdict and the agent version.")
+	in.followUps = newCounter(MetricFollowUps, "{follow_up}",
+		"Follow-ups of misunderstood captures, by round, what the follow-up made of the capture and the version of the agent that asked.")
+	if len(errs) == 0 {
+		counters := []*counter{in.captures, in.upstreamErrs, in.corrections, in.followUps}
+		insts := make([]metric.Observable, len(counters))
+		for i, c := range counters {
+			insts[i] = c.inst
+		}
+		reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			for _, c := range counters {
+				c.observe(o)
+			}
+			return nil
+		}, insts...)
+		add(err)
+		if reg != nil {
+			in.regs = append(in.regs, reg)
+		}
+	}
 	in.active, err = m.Int64UpDownCounter(MetricActiveCaptures, metric.WithUnit("{capture}"),
 		metric.WithDescription("Capture streams open now."))
 	add(err)
@@ -94,9 +143,6 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, erro
 	add(err)
 	in.chunks, err = m.Int64Histogram(MetricReasoningChunks, metric.WithUnit("{chunk}"),
 		metric.WithDescription("Reasoning chunks per capture."), metric.WithExplicitBucketBoundaries(chunkBuckets...))
-	add(err)
-	in.upstreamErrs, err = m.Int64Counter(MetricUpstreamErrors, metric.WithUnit("{error}"),
-		metric.WithDescription("Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors."))
 	add(err)
 	in.opDuration, err = genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(durationBuckets...))
 	add(err)
@@ -118,7 +164,7 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, erro
 			shutdown = metric.WithAttributes(AttrDropReason.String("shutdown"))
 		)
 		if len(errs) == 0 {
-			in.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 				s := ai.Stats()
 				o.ObserveInt64(sent, s.Sent)
 				o.ObserveInt64(dropped, s.DroppedQueueFull, full)
@@ -128,6 +174,9 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, erro
 				return nil
 			}, sent, dropped, queue)
 			add(err)
+			if reg != nil {
+				in.regs = append(in.regs, reg)
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -136,8 +185,17 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter) (instruments, erro
 	return in, nil
 }
 
+// release lets the counters show every count, for the final export.
+func (in *instruments) release() {
+	for _, c := range []*counter{in.captures, in.upstreamErrs, in.corrections, in.followUps} {
+		if c != nil {
+			c.release()
+		}
+	}
+}
+
 func (in *instruments) unregister() {
-	if in.reg != nil {
-		_ = in.reg.Unregister()
+	for _, r := range in.regs {
+		_ = r.Unregister()
 	}
 }

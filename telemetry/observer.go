@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/textcut"
 	"github.com/brainwire/brainwire/telemetry/appinsights"
 	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
@@ -47,10 +49,20 @@ func captureFrom(ctx context.Context) *capture {
 func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	c := &capture{t: t, info: info, start: t.now()}
 	c.kindAttr = AttrKind.String(string(info.Kind))
+	// The capture's own agent (as the provider last described it, or as
+	// an eval overrides it) wins over the one configured at start-up.
+	if info.Agent.Version == "" {
+		info.Agent.Version = t.agent.Version
+		c.info.Agent.Version = info.Agent.Version
+	}
+	if v := info.Agent.Version; v != "" {
+		c.versionAttr = []attribute.KeyValue{semconv.GenAIAgentVersion(v)}
+	}
+	t.declareVersion(info.Agent.Version)
 	parent := trace.SpanContextFromContext(ctx)
 	var attrs []attribute.KeyValue
 	if t.tracing {
-		attrs = make([]attribute.KeyValue, 0, 12)
+		attrs = make([]attribute.KeyValue, 0, 16)
 		attrs = append(attrs,
 			semconv.GenAIOperationNameInvokeAgent,
 			semconv.GenAIProviderNameKey.String(t.agent.Provider),
@@ -59,28 +71,61 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 			AttrThreadID.String(info.ThreadID),
 			c.kindAttr,
 		)
-		if t.agent.ID != "" {
-			attrs = append(attrs, semconv.GenAIAgentID(t.agent.ID))
+		if id := orDefault(info.Agent.ID, t.agent.ID); id != "" {
+			attrs = append(attrs, semconv.GenAIAgentID(id))
 		}
-		if t.agent.Version != "" {
-			attrs = append(attrs, semconv.GenAIAgentVersion(t.agent.Version))
+		attrs = append(attrs, agentAttrs(info.Agent)...)
+		if info.EvalRunID != "" {
+			attrs = append(attrs, AttrEvalRunID.String(info.EvalRunID))
 		}
 		if up := info.UpstreamThreadID(); up != "" {
 			attrs = append(attrs, semconv.GenAIConversationID(up), AttrFoundryThreadID.String(up))
 		}
-		if t.content && info.Text != "" {
-			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(userMessages(info.Text)))
+		if t.content {
+			if info.Text != "" {
+				attrs = append(attrs, semconv.GenAIInputMessagesKey.String(userMessages(info.Text)))
+			}
+			if in := info.Agent.Instructions; in != "" {
+				attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(textParts(in)))
+			}
 		}
 	}
 	ctx, c.span = t.tracer.Start(ctx, "invoke_agent "+t.agent.Name,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c.recording = c.span.IsRecording()
-	c.ctx = ctx
-	if t.ai != nil {
-		c.op, c.requestID = t.aiOperation(ctx, c.span.SpanContext(), parent)
+	c.assemble = c.recording && t.content && t.maxText > 0
+	sc := c.span.SpanContext()
+	ref := brainwire.TraceRef{}
+	if sc.IsValid() {
+		ref = brainwire.TraceRef{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String()}
 	}
+	if t.ai != nil {
+		c.op, c.requestID = t.aiOperation(ctx, sc, parent)
+		// The run's Application Insights items hang under these ids,
+		// which are the span's when there is one.
+		ref = brainwire.TraceRef{TraceID: c.op.ID, SpanID: c.requestID}
+	}
+	if !ref.IsZero() {
+		ctx = brainwire.WithRunTrace(ctx, ref)
+	}
+	c.ctx = ctx
 	t.inst.active.Add(ctx, 1, metric.WithAttributes(c.kindAttr))
 	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+// agentAttrs are the attributes naming which agent version ran.
+func agentAttrs(a brainwire.AgentInfo) []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	if a.Version != "" {
+		kv = append(kv, semconv.GenAIAgentVersion(a.Version))
+	}
+	if a.Model != "" {
+		kv = append(kv, semconv.GenAIRequestModel(a.Model))
+	}
+	if a.InstructionsHash != "" {
+		kv = append(kv, AttrInstructionsHash.String(a.InstructionsHash))
+	}
+	return kv
 }
 
 // aiOperation correlates Application Insights items with the trace: the
@@ -120,17 +165,39 @@ func putRandom(b []byte) {
 	b[0] |= 1
 }
 
-// userMessages renders the capture text as gen_ai.input.messages.
-func userMessages(text string) string {
-	type part struct {
+// The GenAI conventions' message JSON: a text part, and a message of
+// parts.
+type (
+	textPart struct {
 		Type    string `json:"type"`
 		Content string `json:"content"`
+		// Truncated marks content cut to the configured size.
+		Truncated bool `json:"truncated,omitempty"`
 	}
-	type message struct {
-		Role  string `json:"role"`
-		Parts []part `json:"parts"`
+	message struct {
+		Role         string     `json:"role"`
+		Parts        []textPart `json:"parts"`
+		FinishReason string     `json:"finish_reason,omitempty"`
 	}
-	b, _ := json.Marshal([]message{{Role: "user", Parts: []part{{Type: "text", Content: text}}}})
+)
+
+// userMessages renders the capture text as gen_ai.input.messages.
+func userMessages(text string) string {
+	b, _ := json.Marshal([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
+	return string(b)
+}
+
+// textParts renders instructions as gen_ai.system_instructions.
+func textParts(text string) string {
+	b, _ := json.Marshal([]textPart{{Type: "text", Content: text}})
+	return string(b)
+}
+
+// outputMessages renders the run's assembled reasoning as
+// gen_ai.output.messages: one assistant message, cut to the configured
+// size with the part marked truncated.
+func outputMessages(text string, truncated bool, finish string) string {
+	b, _ := json.Marshal([]message{{Role: "assistant", Parts: []textPart{{Type: "text", Content: text, Truncated: truncated}}, FinishReason: finish}})
 	return string(b)
 }
 
@@ -152,6 +219,14 @@ type capture struct {
 	aiCommon   []appinsights.Property // properties every chunk item shares
 	aiRun      string
 	aiThread   string
+
+	versionAttr []attribute.KeyValue // gen_ai.agent.version, when known
+
+	// The run's reasoning assembled for one readable attribute, up to
+	// the configured size.
+	assemble  bool
+	text      strings.Builder
+	truncated bool
 
 	mu     sync.Mutex
 	stream *clientSpan // the upstream response being read, if any
@@ -247,6 +322,9 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 			n = 5
 		}
 		c.span.AddEvent(EventReasoningChunk, trace.WithAttributes(kv[:n]...))
+		if c.assemble && !c.truncated {
+			c.appendText(ch.Text)
+		}
 	}
 	if c.t.ai != nil {
 		if c.aiCommon == nil || ch.UpstreamRunID != c.aiRun || ch.UpstreamThreadID != c.aiThread {
@@ -273,6 +351,16 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 			Properties: props,
 		})
 	}
+}
+
+// appendText adds a chunk to the assembled reasoning, cutting it at the
+// configured size on a character boundary.
+func (c *capture) appendText(s string) {
+	room := c.t.maxText - c.text.Len()
+	if len(s) > room {
+		s, c.truncated = textcut.Prefix(s, room), true
+	}
+	c.text.WriteString(s)
 }
 
 // End implements brainwire.CaptureObserver: it ends the invoke_agent span
@@ -313,6 +401,16 @@ func (c *capture) End(res brainwire.CaptureResult) {
 		if res.RunStatus != "" {
 			kv = append(kv, AttrFoundryRunStatus.String(string(res.RunStatus)))
 		}
+		if c.assemble && c.text.Len() > 0 {
+			finish := "stop"
+			if res.ErrorType != "" {
+				finish = "error"
+			}
+			kv = append(kv, semconv.GenAIOutputMessagesKey.String(outputMessages(c.text.String(), c.truncated, finish)))
+			if c.truncated {
+				kv = append(kv, AttrReasoningCut.Bool(true))
+			}
+		}
 		if res.ErrorType != "" {
 			kv = append(kv, semconv.ErrorTypeKey.String(res.ErrorType))
 			msg := res.ErrorMessage
@@ -333,28 +431,37 @@ func (c *capture) End(res brainwire.CaptureResult) {
 	}
 }
 
+// record records the capture's metrics. Every capture metric carries the
+// agent version, so that dashboards compare instructions; the histograms
+// are recorded in the capture's context, so that their exemplars point at
+// its trace.
 func (c *capture) record(res *brainwire.CaptureResult, dur time.Duration) {
 	ctx, in, provider := c.ctx, &c.t.inst, genaiconv.ProviderNameAttr(c.t.agent.Provider)
 	outcome := AttrOutcome.String(string(res.Outcome))
-	kv := []attribute.KeyValue{outcome, c.kindAttr}
+	kv := append([]attribute.KeyValue{outcome, c.kindAttr}, c.versionAttr...)
+	base := kv
 	if res.Bucket != "" {
-		kv = append(kv, AttrBucket.String(res.Bucket))
+		kv = append(kv[:len(kv):len(kv)], AttrBucket.String(res.Bucket))
 	}
-	in.captures.Add(ctx, 1, metric.WithAttributes(kv...))
+	in.captures.add(1, kv...)
 	in.active.Add(ctx, -1, metric.WithAttributes(c.kindAttr))
 	if res.HasConfidence() {
 		in.confidence.Record(ctx, res.Confidence, metric.WithAttributes(kv...))
 	}
-	in.timeToOutcome.Record(ctx, res.TimeToOutcome.Seconds(), metric.WithAttributes(outcome, c.kindAttr))
-	in.chunks.Record(ctx, int64(res.ReasoningChunks), metric.WithAttributes(outcome, c.kindAttr))
-	var opAttrs []attribute.KeyValue
+	in.timeToOutcome.Record(ctx, res.TimeToOutcome.Seconds(), metric.WithAttributes(base...))
+	in.chunks.Record(ctx, int64(res.ReasoningChunks), metric.WithAttributes(base...))
+	opAttrs := append([]attribute.KeyValue(nil), c.versionAttr...)
+	if m := c.info.Agent.Model; m != "" {
+		opAttrs = append(opAttrs, semconv.GenAIRequestModel(m))
+	}
+	tokenAttrs := opAttrs
 	if res.ErrorType != "" {
-		opAttrs = append(opAttrs, semconv.ErrorTypeKey.String(res.ErrorType))
+		opAttrs = append(opAttrs[:len(opAttrs):len(opAttrs)], semconv.ErrorTypeKey.String(res.ErrorType))
 	}
 	in.opDuration.Record(ctx, dur.Seconds(), genaiconv.OperationNameInvokeAgent, provider, opAttrs...)
 	if res.HasUsage {
-		in.tokens.Record(ctx, res.Usage.PromptTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeInput)
-		in.tokens.Record(ctx, res.Usage.CompletionTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeOutput)
+		in.tokens.Record(ctx, res.Usage.PromptTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeInput, tokenAttrs...)
+		in.tokens.Record(ctx, res.Usage.CompletionTokens, genaiconv.OperationNameInvokeAgent, provider, genaiconv.TokenTypeOutput, tokenAttrs...)
 	}
 }
 
@@ -369,8 +476,18 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 		{Key: "time_to_outcome_ms", Value: strconv.FormatInt(ttoMS, 10)},
 		{Key: "agent_run_id", Value: res.UpstreamRunID},
 		{Key: "agent_thread_id", Value: res.UpstreamThreadID},
-		{Key: "agent_id", Value: c.t.agent.ID},
+		{Key: "agent_id", Value: orDefault(c.info.Agent.ID, c.t.agent.ID)},
 		{Key: "agent_name", Value: c.t.agent.Name},
+	}
+	for _, p := range []appinsights.Property{
+		{Key: "agent_version", Value: c.info.Agent.Version},
+		{Key: "instructions_hash", Value: c.info.Agent.InstructionsHash},
+		{Key: "model", Value: c.info.Agent.Model},
+		{Key: "eval_run_id", Value: c.info.EvalRunID},
+	} {
+		if p.Value != "" {
+			props = append(props, p)
+		}
 	}
 	ms := []appinsights.Measurement{
 		{Key: "reasoning_chunks", Value: float64(res.ReasoningChunks)},
@@ -429,6 +546,6 @@ func orDefault(s, def string) string {
 }
 
 // upstreamError counts one error from the agent service.
-func (t *Telemetry) upstreamError(ctx context.Context, errType, source string) {
-	t.inst.upstreamErrs.Add(ctx, 1, metric.WithAttributes(semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source)))
+func (t *Telemetry) upstreamError(_ context.Context, errType, source string) {
+	t.inst.upstreamErrs.add(1, semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source))
 }

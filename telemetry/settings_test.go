@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire/telemetry"
 )
@@ -68,9 +69,32 @@ func TestSettingsFromEnv(t *testing.T) {
 		"connection":      {"APPLICATIONINSIGHTS_CONNECTION_STRING": "IngestionEndpoint=https://x/"},
 		"endpoint scheme": {"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://c:4317"},
 		"host:port":       {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+		"reasoning cap":   {"BRAINWIRE_REASONING_MAX_BYTES": "16k"},
+		"negative cap":    {"BRAINWIRE_REASONING_MAX_BYTES": "-1"},
+		"zero hold":       {"BRAINWIRE_METRIC_ZERO_HOLD": "a while"},
+		"negative hold":   {"BRAINWIRE_METRIC_ZERO_HOLD": "-5s"},
 	} {
 		if _, err := settings(t, env); err == nil {
 			t.Errorf("%s: %v accepted", name, env)
 		}
+	}
+}
+
+func TestSettingsOfTheTuningSignals(t *testing.T) {
+	s, err := settings(t, map[string]string{})
+	if err != nil || s.MaxReasoningBytes != telemetry.DefaultMaxReasoningBytes || s.ZeroHold != telemetry.DefaultZeroHold {
+		t.Errorf("defaults: %+v, %v", s, err)
+	}
+	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "4096", "BRAINWIRE_METRIC_ZERO_HOLD": "15s"})
+	if err != nil || s.MaxReasoningBytes != 4096 || s.ZeroHold != 15*time.Second {
+		t.Errorf("set: %+v, %v", s, err)
+	}
+	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0", "BRAINWIRE_METRIC_ZERO_HOLD": "0"})
+	if err != nil || s.MaxReasoningBytes != 0 || s.ZeroHold != 0 {
+		t.Errorf("off: %+v, %v", s, err)
+	}
+	s, err = settings(t, map[string]string{"BRAINWIRE_METRIC_ZERO_HOLD": "2.5"})
+	if err != nil || s.ZeroHold != 2500*time.Millisecond {
+		t.Errorf("seconds: %+v, %v", s, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,15 @@ type Settings struct {
 	// CaptureContent records capture text, reasoning text and tool
 	// arguments and results (default true).
 	CaptureContent bool
+
+	// MaxReasoningBytes caps the assembled reasoning on the invoke_agent
+	// span (default DefaultMaxReasoningBytes; 0: none).
+	MaxReasoningBytes int
+
+	// ZeroHold is how long a counter's new series reads 0 before showing
+	// its count, so that Prometheus counts its first increments (default
+	// DefaultZeroHold; 0: counts show at once).
+	ZeroHold time.Duration
 }
 
 // Exporters are the destinations of one signal.
@@ -75,17 +85,36 @@ func (s Settings) Enabled() bool {
 //	OTEL_SERVICE_NAME                    Application Insights' cloud role (default brainwire)
 //	BRAINWIRE_TELEMETRY_CONSOLE          true: also print traces and metrics
 //	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
+//	BRAINWIRE_REASONING_MAX_BYTES        cap of the assembled reasoning on the agent span (0: none)
+//	BRAINWIRE_METRIC_ZERO_HOLD           how long new counter series read 0 (0: not at all)
 //	APPLICATIONINSIGHTS_CONNECTION_STRING
 //
 // Traces and metrics are off unless an endpoint, an exporter or the
 // console is configured. The SDK reads the rest of OTEL_* itself.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{
-		ServiceName:    orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
-		CaptureContent: true,
+		ServiceName:       orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
+		CaptureContent:    true,
+		MaxReasoningBytes: DefaultMaxReasoningBytes,
+		ZeroHold:          DefaultZeroHold,
 	}
 	var errs []error
 	fail := func(err error) { errs = append(errs, err) }
+
+	if v := strings.TrimSpace(getenv("BRAINWIRE_REASONING_MAX_BYTES")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(fmt.Errorf("BRAINWIRE_REASONING_MAX_BYTES: %q is not a number of bytes", v))
+		}
+		s.MaxReasoningBytes = n
+	}
+	if v := strings.TrimSpace(getenv("BRAINWIRE_METRIC_ZERO_HOLD")); v != "" {
+		d, err := parseDuration(v)
+		if err != nil {
+			fail(fmt.Errorf("BRAINWIRE_METRIC_ZERO_HOLD: %w", err))
+		}
+		s.ZeroHold = d
+	}
 
 	if v := getenv("BRAINWIRE_CAPTURE_CONTENT"); v != "" {
 		b, err := parseBool(v)
@@ -169,6 +198,18 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 	return e, nil
 }
 
+// parseDuration accepts a Go duration ("90s") or a number of seconds.
+func parseDuration(v string) (time.Duration, error) {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 60s) or a number of seconds", v)
+	}
+	return d, nil
+}
+
 func parseBool(v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "t", "true", "yes", "y", "on":
@@ -179,9 +220,21 @@ func parseBool(v string) (bool, error) {
 	return false, fmt.Errorf("%q is not a boolean (true or false)", v)
 }
 
+// offIfZero maps a setting's 0 ("none") to Config's -1 (Config's 0 means
+// the default).
+func offIfZero[T int | time.Duration](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
 // Options are what Start needs besides the settings.
 type Options struct {
 	Agent Agent
+	// ServiceName is service.name unless OTEL_SERVICE_NAME sets one
+	// (DefaultServiceName when empty).
+	ServiceName string
 	// ServiceVersion is service.version, unless the settings name one.
 	ServiceVersion string
 	Logger         *slog.Logger
@@ -225,7 +278,8 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 		}
 	}()
 
-	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log}
+	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log,
+		MaxReasoningBytes: offIfZero(s.MaxReasoningBytes), ZeroHold: offIfZero(s.ZeroHold)}
 	if s.Traces != nil || s.Metrics != nil {
 		res, err := newResource(ctx, o)
 		if err != nil {
@@ -280,7 +334,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 // and OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK,
 // win over it.
 func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{semconv.ServiceName(DefaultServiceName)}
+	attrs := []attribute.KeyValue{semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName))}
 	if v := o.ServiceVersion; v != "" {
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}

@@ -46,7 +46,15 @@ type Config struct {
 	// CaptureContent records capture text, reasoning text and tool
 	// arguments and results. Off, only ids, indices and counts remain.
 	CaptureContent bool
-	Logger         *slog.Logger
+	// MaxReasoningBytes caps the assembled reasoning put on the
+	// invoke_agent span when it ends (gen_ai.output.messages);
+	// DefaultMaxReasoningBytes when 0, none when negative. Every chunk
+	// stays an event whatever the cap.
+	MaxReasoningBytes int
+	// ZeroHold is how long a counter's new series reads 0 before it shows
+	// its count (see counter); DefaultZeroHold when 0, none when negative.
+	ZeroHold time.Duration
+	Logger   *slog.Logger
 	// Now is the clock for durations; time.Now when nil. Captures keep
 	// their own clock: the server's may be a replay's fixed one.
 	Now func() time.Time
@@ -64,9 +72,14 @@ type Telemetry struct {
 	ai      *appinsights.Exporter
 	agent   Agent
 	content bool
+	maxText int // of the assembled reasoning; 0: none
 	log     *slog.Logger
 	now     func() time.Time
 	inst    instruments
+	metrics bool // a meter provider collects the instruments
+
+	// versions are the agent versions whose series have been declared.
+	versions sync.Map
 
 	// tracing is false when spans are never recorded, to skip building
 	// their attributes.
@@ -101,6 +114,16 @@ func New(cfg Config) (*Telemetry, error) {
 	if t.prop == nil {
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
+	switch {
+	case cfg.MaxReasoningBytes == 0:
+		t.maxText = DefaultMaxReasoningBytes
+	case cfg.MaxReasoningBytes > 0:
+		t.maxText = cfg.MaxReasoningBytes
+	}
+	hold := cfg.ZeroHold
+	if hold == 0 {
+		hold = DefaultZeroHold
+	}
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
@@ -113,8 +136,9 @@ func New(cfg Config) (*Telemetry, error) {
 		mp = metricnoop.NewMeterProvider()
 	}
 	_, noMetrics := mp.(metricnoop.MeterProvider)
-	t.enabled = t.tracing || !noMetrics || t.ai != nil
-	inst, err := newInstruments(mp.Meter(ScopeName), t.ai)
+	t.metrics = !noMetrics
+	t.enabled = t.tracing || t.metrics || t.ai != nil
+	inst, err := newInstruments(mp.Meter(ScopeName), t.ai, counterSettings{hold: hold, now: time.Now, enabled: t.metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +173,8 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.shut = true
 	fns := t.shutdowns
 	t.mu.Unlock()
+	// The final export shows every count, held or not.
+	t.inst.release()
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {

@@ -69,7 +69,7 @@ func (s *toolSet) Call(ctx context.Context, call brainwire.ToolCall) (res brainw
 		span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
 		span.SetStatus(codes.Error, fmt.Sprint(v))
 		span.End()
-		s.record(ctx, start, "panic")
+		s.record(ctx, start, call.Name, "panic")
 		panic(v)
 	}()
 	res = s.next.Call(ctx, call)
@@ -84,13 +84,18 @@ func (s *toolSet) Call(ctx context.Context, call brainwire.ToolCall) (res brainw
 		span.SetAttributes(semconv.GenAIToolCallResultKey.String(redactSAS(res.Output)))
 	}
 	span.End()
-	s.record(ctx, start, errType)
+	s.record(ctx, start, call.Name, errType)
 	return res
 }
 
-// record adds the call to gen_ai.client.operation.duration.
-func (s *toolSet) record(ctx context.Context, start time.Time, errType string) {
-	var attrs []attribute.KeyValue
+// record adds the call to gen_ai.client.operation.duration, by tool and
+// the capture's agent version, so that tool errors show per tool and
+// version.
+func (s *toolSet) record(ctx context.Context, start time.Time, tool, errType string) {
+	attrs := []attribute.KeyValue{semconv.GenAIToolName(tool)}
+	if c := captureFrom(ctx); c != nil {
+		attrs = append(attrs, c.versionAttr...)
+	}
 	if errType != "" {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 	}

@@ -27,3 +27,9 @@ var (
 			`},"required":["blob_url"]}`),
 	}
 )
+
+// Definitions are every tool's definition, as the agent may be offered
+// them: what an agent brainwire defines is described with.
+func Definitions() []brainwire.ToolDefinition {
+	return []brainwire.ToolDefinition{fileCaptureDef, transcribeAudioDef}
+}

@@ -180,6 +180,7 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 		},
 		FoundryThreadID: call.ThreadID,
 		FollowUpRound:   round,
+		AgentRun:        s.agentRun(status, a.Bucket, conf),
 		Now:             now,
 	})
 	if err != nil {
@@ -187,6 +188,23 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	}
 	s.filedID = item.ID
 	return &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status, Question: a.Question}, nil
+}
+
+// agentRun is the run filing the capture, as the item keeps it: which
+// agent version decided what, and where the run is traced.
+func (s *Set) agentRun(status, bucket string, conf float64) *brainwire.AgentRun {
+	c := &s.capture
+	return &brainwire.AgentRun{
+		RunID:            c.RunID,
+		AgentVersion:     c.Agent.Version,
+		InstructionsHash: c.Agent.InstructionsHash,
+		Model:            c.Agent.Model,
+		Outcome:          brainwire.OutcomeOfStatus(status),
+		Bucket:           bucket,
+		Confidence:       conf,
+		TraceID:          c.Trace.TraceID,
+		SpanID:           c.Trace.SpanID,
+	}
 }
 
 // titleFor keeps the agent's title, or makes one from the text's first words.

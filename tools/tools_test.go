@@ -276,3 +276,34 @@ func TestTranscribeAudioErrorsAreToolErrors(t *testing.T) {
 		t.Fatalf("missing audio: %s", res.Output)
 	}
 }
+
+// TestFileCaptureKeepsTheAgentRun checks that the item remembers which
+// agent version filed what, and where the run was traced.
+func TestFileCaptureKeepsTheAgentRun(t *testing.T) {
+	deps := newDeps(t)
+	c := brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", RunID: "run-7", Text: "maybe a garden app",
+		Agent: brainwire.AgentInfo{ID: "asst_1", Version: "v3", InstructionsHash: "3f2a9c1b04de", Model: "gpt-4o"},
+		Trace: brainwire.TraceRef{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}}
+	for _, tc := range []struct {
+		args    string
+		outcome brainwire.Outcome
+	}{
+		{`{"text":"x","bucket":"Ideas","confidence":0.4,"status":"classified"}`, brainwire.OutcomeLowConfidence},
+		{`{"text":"x","bucket":"Ideas","confidence":0.2,"status":"misunderstood","question":"What?"}`, brainwire.OutcomeMisunderstood},
+	} {
+		res := New(deps, c).Call(context.Background(), call(brainwire.ToolFileCapture, tc.args))
+		if res.IsError {
+			t.Fatalf("error result: %s", res.Output)
+		}
+		item, err := deps.Store.GetInboxItem(context.Background(), "u1", res.Filed.ItemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := brainwire.AgentRun{RunID: "run-7", AgentVersion: "v3", InstructionsHash: "3f2a9c1b04de", Model: "gpt-4o",
+			Outcome: tc.outcome, Bucket: "Ideas", Confidence: res.Filed.Confidence,
+			TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}
+		if item.AgentRun == nil || *item.AgentRun != want {
+			t.Errorf("agent run %+v, want %+v", item.AgentRun, want)
+		}
+	}
+}

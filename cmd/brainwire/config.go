@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -18,6 +19,12 @@ type config struct {
 	DataDir       string
 	RunTimeout    time.Duration
 	SimChunkDelay time.Duration
+	// AgentRefresh is how often serve asks the agent service which agent
+	// version it runs.
+	AgentRefresh time.Duration
+	// SimInstructions are the simulated agent's instructions (from
+	// BRAINWIRE_SIM_INSTRUCTIONS_FILE); "" keeps its own.
+	SimInstructions string
 
 	FoundryEndpoint   string // empty: use the in-process simulator
 	FoundryAgentID    string
@@ -43,6 +50,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.SimChunkDelay, err = envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 25*time.Millisecond); err != nil {
 		return c, err
+	}
+	if c.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
+		return c, err
+	}
+	if path := getenv("BRAINWIRE_SIM_INSTRUCTIONS_FILE"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("BRAINWIRE_SIM_INSTRUCTIONS_FILE: %w", err)
+		}
+		c.SimInstructions = string(b)
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
 		if c.Keys, err = server.ParseKeys(keys); err != nil {

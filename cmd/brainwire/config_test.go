@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +44,14 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" {
 		t.Fatalf("config %+v", c)
 	}
+	instr := filepath.Join(t.TempDir(), "instructions.txt")
+	if err := os.WriteFile(instr, []byte("Admin cues: gym"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err = loadConfig(env(map[string]string{"BRAINWIRE_AGENT_REFRESH": "30s", "BRAINWIRE_SIM_INSTRUCTIONS_FILE": instr}))
+	if err != nil || c.AgentRefresh != 30*time.Second || c.SimInstructions != "Admin cues: gym" {
+		t.Fatalf("config %+v, %v", c, err)
+	}
 	if d, _ := envDuration(env(map[string]string{"X": "1m30s"}), "X", 0); d != 90*time.Second {
 		t.Fatalf("duration %v", d)
 	}
@@ -49,10 +59,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 
 func TestLoadConfigErrors(t *testing.T) {
 	for name, e := range map[string]map[string]string{
-		"short key":              {"BRAINWIRE_API_KEYS": "short"},
-		"bad timeout":            {"BRAINWIRE_RUN_TIMEOUT": "soon"},
-		"negative timeout":       {"BRAINWIRE_RUN_TIMEOUT": "-5"},
-		"endpoint without agent": {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
+		"short key":                {"BRAINWIRE_API_KEYS": "short"},
+		"bad timeout":              {"BRAINWIRE_RUN_TIMEOUT": "soon"},
+		"negative timeout":         {"BRAINWIRE_RUN_TIMEOUT": "-5"},
+		"endpoint without agent":   {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
+		"bad agent refresh":        {"BRAINWIRE_AGENT_REFRESH": "often"},
+		"missing sim instructions": {"BRAINWIRE_SIM_INSTRUCTIONS_FILE": "/nonexistent/instructions.txt"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%s: accepted", name)

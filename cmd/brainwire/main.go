@@ -4,6 +4,8 @@
 //	brainwire sim      run the offline Foundry simulator on its own
 //	brainwire record   record one capture into a fixture and its golden files
 //	brainwire replay   replay fixtures: print the phone's SSE, or -check it
+//	brainwire eval     try instructions against a labelled corpus
+//	brainwire export-labels  write a labelled corpus from people's corrections
 //
 // Configuration comes from the environment; see README.md.
 package main
@@ -28,6 +30,10 @@ func main() {
 		if errors.As(err, &u) {
 			os.Exit(2)
 		}
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(code.code)
+		}
 		os.Exit(1)
 	}
 }
@@ -43,6 +49,8 @@ commands:
   sim     run the offline Foundry Agent Service simulator (not an LLM)
   record  record one capture (-text or -audio) into a fixture plus its golden files
   replay  replay fixtures through the server: print the phone's SSE, or -check goldens
+  eval    run a labelled corpus against the agent (or new -instructions) and report accuracy
+  export-labels  write people's corrections from the store as a labelled corpus
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -60,6 +68,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return record(ctx, args[1:], getenv, stdout, stderr, logger)
 	case "replay":
 		return replayCmd(ctx, args[1:], stdout, stderr)
+	case "eval":
+		return evalCmd(ctx, args[1:], getenv, stdout, stderr, logger)
+	case "export-labels":
+		return exportLabels(ctx, args[1:], getenv, stdout, stderr, logger)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

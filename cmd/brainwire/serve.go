@@ -55,6 +55,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 		LogReasoning: tel.content,
 		Logger:       log,
 		AgentName:    agentName,
+		AgentRefresh: cfg.AgentRefresh,
 		RunTimeout:   cfg.RunTimeout,
 	})
 	if err != nil {

@@ -49,9 +49,17 @@ type Config struct {
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	Logger    *slog.Logger
 
-	// AgentName, RunTimeout, KeepAlive, MaxAudioBytes, NewID and Now are
-	// the server's (server.Config); zero values take its defaults.
+	// Instructions, when set, replace the agent's instructions on every
+	// run, and EvalRunID marks every capture as part of that evaluation
+	// (`brainwire eval`).
+	Instructions string
+	EvalRunID    string
+
+	// AgentName, AgentRefresh, RunTimeout, KeepAlive, MaxAudioBytes, NewID
+	// and Now are the server's (server.Config); zero values take its
+	// defaults.
 	AgentName     string
+	AgentRefresh  time.Duration
 	RunTimeout    time.Duration
 	KeepAlive     time.Duration
 	MaxAudioBytes int64
@@ -117,6 +125,9 @@ func New(cfg Config) (*server.Server, error) {
 		Middleware:    middleware,
 		Logger:        cfg.Logger,
 		AgentName:     cfg.AgentName,
+		Instructions:  cfg.Instructions,
+		EvalRunID:     cfg.EvalRunID,
+		AgentRefresh:  cfg.AgentRefresh,
 		RunTimeout:    cfg.RunTimeout,
 		KeepAlive:     cfg.KeepAlive,
 		MaxAudioBytes: cfg.MaxAudioBytes,

@@ -17,6 +17,7 @@ const (
 	maxPropertyKey   = 150
 	maxName          = 1024
 	maxTagValue      = 1024
+	maxEventName     = 512
 )
 
 // envelopeNames are the envelope and base type names of the item kinds,
@@ -24,19 +25,22 @@ const (
 type envelopeNames struct {
 	message, messageBase string
 	request, requestBase string
+	event, eventBase     string
 }
 
 func newEnvelopeNames(nameKey string) envelopeNames {
-	m, r := contracts.NewMessageData(), contracts.NewRequestData()
+	m, r, ev := contracts.NewMessageData(), contracts.NewRequestData(), contracts.NewEventData()
 	return envelopeNames{
 		message: m.EnvelopeName(nameKey), messageBase: m.BaseType(),
 		request: r.EnvelopeName(nameKey), requestBase: r.BaseType(),
+		event: ev.EnvelopeName(nameKey), eventBase: ev.BaseType(),
 	}
 }
 
 // appendEnvelope appends it as one line of JSON, in the shape
 // json.Marshal gives a contracts.Envelope holding a contracts.Data of
-// MessageData or RequestData (envelope_test.go holds it to that). Written
+// MessageData, RequestData or EventData (envelope_test.go holds it to
+// that). Written
 // by hand because reflection over those structs and their maps cost
 // several times the rest of the exporter's work per item.
 func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
@@ -45,9 +49,12 @@ func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
 		op   Operation
 		ts   time.Time
 	)
-	if r := it.req; r != nil {
-		name, op, ts = e.names.request, r.Operation, r.Time
-	} else {
+	switch {
+	case it.req != nil:
+		name, op, ts = e.names.request, it.req.Operation, it.req.Time
+	case it.event != nil:
+		name, op, ts = e.names.event, it.event.Operation, it.event.Time
+	default:
 		name, op, ts = e.names.message, it.trace.Operation, it.trace.Time
 	}
 	if ts.IsZero() {
@@ -62,10 +69,14 @@ func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
 	b = append(b, `,"tags":{`...)
 	b = e.appendTags(b, op)
 	b = append(b, `},"data":{"baseType":`...)
-	if r := it.req; r != nil {
+	switch {
+	case it.req != nil:
 		b = appendString(b, e.names.requestBase, maxName)
-		b = appendRequestData(b, r)
-	} else {
+		b = appendRequestData(b, it.req)
+	case it.event != nil:
+		b = appendString(b, e.names.eventBase, maxName)
+		b = appendEventData(b, it.event)
+	default:
 		b = appendString(b, e.names.messageBase, maxName)
 		b = appendMessageData(b, &it.trace)
 	}
@@ -116,19 +127,33 @@ func appendRequestData(b []byte, r *Request) []byte {
 	b = append(b, `,"url":`...)
 	b = appendString(b, r.URL, 2048)
 	b = appendProperties(b, nil, r.Properties)
-	if len(r.Measurements) > 0 {
-		b = append(b, `,"measurements":{`...)
-		for i, m := range r.Measurements {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, m.Key, maxPropertyKey)
-			b = append(b, ':')
-			b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
-		}
-		b = append(b, '}')
+	return appendMeasurements(b, r.Measurements)
+}
+
+// appendEventData appends the "baseData" of an EventData, up to but not
+// including its closing brace.
+func appendEventData(b []byte, ev *Event) []byte {
+	b = append(b, `,"baseData":{"ver":2,"name":`...)
+	b = appendString(b, ev.Name, maxEventName)
+	b = appendProperties(b, nil, ev.Properties)
+	return appendMeasurements(b, ev.Measurements)
+}
+
+// appendMeasurements writes "measurements" (omitted when empty).
+func appendMeasurements(b []byte, ms []Measurement) []byte {
+	if len(ms) == 0 {
+		return b
 	}
-	return b
+	b = append(b, `,"measurements":{`...)
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, m.Key, maxPropertyKey)
+		b = append(b, ':')
+		b = strconv.AppendFloat(b, m.Value, 'g', -1, 64)
+	}
+	return append(b, '}')
 }
 
 // appendMessageData appends the "baseData" of a MessageData, up to but not

@@ -47,6 +47,18 @@ func reference(e *Exporter, it *item) *contracts.Envelope {
 		}
 		d.Sanitize()
 		env.Name, data.BaseType, data.BaseData = d.EnvelopeName(strings.ReplaceAll(env.IKey, "-", "")), d.BaseType(), d
+	} else if ev := it.event; ev != nil {
+		op, ts = ev.Operation, ev.Time
+		d := contracts.NewEventData()
+		d.Name, d.Properties = ev.Name, props(ev.Properties)
+		if len(ev.Measurements) > 0 {
+			d.Measurements = map[string]float64{}
+			for _, m := range ev.Measurements {
+				d.Measurements[m.Key] = m.Value
+			}
+		}
+		d.Sanitize()
+		env.Name, data.BaseType, data.BaseData = d.EnvelopeName(strings.ReplaceAll(env.IKey, "-", "")), d.BaseType(), d
 	} else {
 		t := it.trace
 		op, ts = t.Operation, t.Time
@@ -83,6 +95,10 @@ func TestEnvelopeMatchesContracts(t *testing.T) {
 			ResponseCode: "200", Success: true, Operation: op, Properties: []Property{{"outcome", "classified"}},
 			Measurements: []Measurement{{"confidence", 0.95}, {"reasoning_chunks", 303}, {"tiny", 1e-9}}}},
 		{req: &Request{Time: at, Name: "x", ResponseCode: "upstream"}},
+		{event: &Event{Time: at, Name: "gen_ai.evaluation.result", Operation: op,
+			Properties:   []Property{{"gen_ai.evaluation.name", "human_bucket"}, {"gen_ai.evaluation.explanation", "People -> " + awkward}},
+			Measurements: []Measurement{{"gen_ai.evaluation.score.value", 0}}}},
+		{event: &Event{Time: at, Name: strings.Repeat("n", 600)}},
 	}
 	for i := range items {
 		got := e.appendEnvelope(nil, &items[i])

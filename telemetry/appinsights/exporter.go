@@ -100,10 +100,21 @@ type Request struct {
 	Measurements []Measurement
 }
 
+// Event is a custom event telemetry item (customEvents): something that
+// happened, with its own name.
+type Event struct {
+	Time         time.Time
+	Name         string
+	Operation    Operation
+	Properties   []Property
+	Measurements []Measurement
+}
+
 // item is what the queue holds; envelopes are built off the hot path.
 type item struct {
 	trace Trace
 	req   *Request
+	event *Event
 }
 
 // Stats counts what became of the items given to an Exporter.
@@ -226,6 +237,11 @@ func (e *Exporter) TrackTrace(t Trace) bool {
 // TrackRequest queues a request item, like TrackTrace.
 func (e *Exporter) TrackRequest(r Request) bool {
 	return e.enqueue(item{req: &r})
+}
+
+// TrackEvent queues a custom event item, like TrackTrace.
+func (e *Exporter) TrackEvent(ev Event) bool {
+	return e.enqueue(item{event: &ev})
 }
 
 func (e *Exporter) enqueue(it item) bool {

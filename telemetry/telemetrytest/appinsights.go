@@ -228,3 +228,14 @@ func (in *Ingestion) Contains(s string) bool {
 	}
 	return false
 }
+
+// Events returns the accepted custom event items called name.
+func (in *Ingestion) Events(name string) []Envelope {
+	var out []Envelope
+	for _, e := range in.Envelopes() {
+		if e.Data.BaseType == "EventData" && e.Data.BaseData.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}

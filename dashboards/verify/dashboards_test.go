@@ -1,0 +1,498 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"gopkg.in/yaml.v3"
+)
+
+// query is one query of the dashboard: a panel target or a variable.
+type query struct {
+	where string // panel title / variable name, for messages
+	uid   string // datasource uid
+	kind  string // "prometheus" or "tempo"
+	expr  string // as written
+	// labelValues is a label_values(selector, label) variable query.
+	labelValues bool
+}
+
+type dashboardFile struct {
+	Templating struct {
+		List []struct {
+			Name       string
+			Type       string
+			Datasource *datasourceRef
+			Query      json.RawMessage
+		}
+	}
+	Panels []struct {
+		Title      string
+		Type       string
+		Datasource *datasourceRef
+		Targets    []struct {
+			Datasource *datasourceRef
+			Expr       string
+			Query      string
+			Exemplar   bool
+		}
+	}
+}
+
+type datasourceRef struct{ Type, UID string }
+
+// dashboardQueries reads every query of the dashboard.
+func dashboardQueries(t *testing.T) []query {
+	t.Helper()
+	b, err := os.ReadFile(dashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboardFile
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	var qs []query
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct{ Query string }
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("variable %s: query %s: %v", v.Name, v.Query, err)
+		}
+		qs = append(qs, query{where: "variable " + v.Name, uid: v.Datasource.UID, kind: v.Datasource.Type, expr: q.Query, labelValues: true})
+	}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			ds := tg.Datasource
+			if ds == nil {
+				ds = p.Datasource
+			}
+			if ds == nil {
+				t.Fatalf("panel %q: a target without a datasource", p.Title)
+			}
+			q := query{where: "panel " + p.Title, uid: ds.UID, kind: ds.Type, expr: tg.Expr}
+			if ds.Type == "tempo" {
+				q.expr = tg.Query
+			}
+			if strings.TrimSpace(q.expr) == "" {
+				t.Fatalf("%s: empty query", q.where)
+			}
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) < 20 {
+		t.Fatalf("only %d queries in the dashboard", len(qs))
+	}
+	return qs
+}
+
+// grafanaVars are the values the dashboard's variables and Grafana's
+// built-ins take when queries are run here: every variable at All.
+var grafanaVars = strings.NewReplacer(
+	"${version:regex}", ".*", "${outcome:regex}", ".*", "${kind:regex}", ".*", "${bucket:regex}", ".*",
+	"$__rate_interval", "1m", "$__range", "5m", "$__interval", "15s",
+	"$version", ".*", "$outcome", ".*", "$kind", ".*", "$bucket", ".*", "$job", "brainwire",
+)
+
+var labelValuesCall = regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+// promExpr is the PromQL a query runs (a label_values variable's
+// selector), variables substituted, and the label a label_values names.
+func promExpr(t *testing.T, q query) (expr, label string) {
+	t.Helper()
+	expr = grafanaVars.Replace(q.expr)
+	if q.labelValues {
+		m := labelValuesCall.FindStringSubmatch(expr)
+		if m == nil {
+			t.Fatalf("%s: %q is not label_values(selector, label)", q.where, q.expr)
+		}
+		return m[1], m[2]
+	}
+	if strings.Contains(expr, "$") {
+		t.Fatalf("%s: unknown variable left in %q", q.where, expr)
+	}
+	return expr, ""
+}
+
+func TestDatasourceUIDsAreProvisioned(t *testing.T) {
+	b, err := os.ReadFile(dashDir + "/grafana/provisioning/datasources/datasources.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prov struct {
+		Datasources []struct {
+			Name, UID, Type string
+			JSONData        map[string]any `yaml:"jsonData"`
+		}
+	}
+	if err := yaml.Unmarshal(b, &prov); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, d := range prov.Datasources {
+		types[d.UID] = d.Type
+	}
+	for _, q := range dashboardQueries(t) {
+		if types[q.uid] == "" || types[q.uid] != q.kind {
+			t.Errorf("%s: datasource %s (%s) is not provisioned (have %v)", q.where, q.uid, q.kind, types)
+		}
+	}
+	for _, d := range prov.Datasources {
+		switch d.Type {
+		case "prometheus":
+			dests, _ := d.JSONData["exemplarTraceIdDestinations"].([]any)
+			if len(dests) == 0 {
+				t.Errorf("%s: no exemplarTraceIdDestinations: exemplars would not open runs", d.Name)
+			}
+			for _, x := range dests {
+				dest := x.(map[string]any)
+				if uid, _ := dest["datasourceUid"].(string); types[uid] != "tempo" && types[uid] != "jaeger" {
+					t.Errorf("exemplar destination %v: no such trace datasource", dest)
+				}
+				if dest["name"] != exemplarTraceLabel {
+					t.Errorf("exemplar destination %v: label %v, but the collector names it %s", dest, dest["name"], exemplarTraceLabel)
+				}
+			}
+		case "tempo":
+			// A service map needs a metrics-generator, which the stack does
+			// not run.
+			if _, ok := d.JSONData["serviceMap"]; ok {
+				t.Errorf("Tempo has a service map but the stack runs no metrics-generator")
+			}
+		}
+	}
+}
+
+// exemplarTraceLabel is the exemplar label the collector's Prometheus
+// exporter puts the trace id in.
+const exemplarTraceLabel = "trace_id"
+
+// emitted is what the collector's Prometheus exporter shows of brainwire:
+// sample names and the label names each carries.
+type emitted struct {
+	names  map[string]bool
+	labels map[string]map[string]bool // by sample name
+}
+
+// scrapeCollector reads the collector's exporter once every series the
+// workload makes is there.
+func scrapeCollector(t *testing.T) emitted {
+	t.Helper()
+	var e emitted
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		e = emitted{names: map[string]bool{}, labels: map[string]map[string]bool{}}
+		resp, err := http.Get(shared.metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p expfmt.TextParser
+		fams, err := p.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("the collector's output: %v", err)
+		}
+		for name, f := range fams {
+			samples := []string{name}
+			if f.GetType().String() == "HISTOGRAM" {
+				samples = []string{name + "_bucket", name + "_sum", name + "_count"}
+			}
+			for _, s := range samples {
+				e.names[s] = true
+				if e.labels[s] == nil {
+					e.labels[s] = map[string]bool{"__name__": true}
+				}
+				for _, m := range f.Metric {
+					for _, l := range m.Label {
+						e.labels[s][l.GetName()] = true
+					}
+				}
+				if strings.HasSuffix(s, "_bucket") {
+					e.labels[s]["le"] = true
+				}
+			}
+		}
+		if e.names["brainwire_upstream_errors_total"] && e.names["brainwire_follow_ups_total"] && e.names["brainwire_appinsights_items_sent_total"] {
+			return e
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector never showed every metric: %v", keys(e.names))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestPromQLNamesWhatBrainwireEmits parses every PromQL expression of the
+// dashboard and checks that each metric and label it names is in the
+// collector's Prometheus output of brainwire's metrics.
+func TestPromQLNamesWhatBrainwireEmits(t *testing.T) {
+	e := scrapeCollector(t)
+	// Labels a query may name that no sample carries: grouping results
+	// of an aggregation that removed it is still an error, so none.
+	for _, q := range dashboardQueries(t) {
+		if q.kind != "prometheus" {
+			continue
+		}
+		expr, label := promExpr(t, q)
+		ast, err := parser.ParseExpr(expr)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", q.where, err, expr)
+			continue
+		}
+		// The metrics the query reads, and every label it names.
+		var metrics []string
+		named := map[string]bool{}
+		if label != "" {
+			named[label] = true
+		}
+		parser.Inspect(ast, func(n parser.Node, _ []parser.Node) error {
+			switch n := n.(type) {
+			case *parser.VectorSelector:
+				ms := matching(e.names, n)
+				if len(ms) == 0 {
+					t.Errorf("%s: %s names no metric brainwire emits", q.where, n)
+				}
+				metrics = append(metrics, ms...)
+				for _, m := range n.LabelMatchers {
+					named[m.Name] = true
+				}
+			case *parser.AggregateExpr:
+				for _, l := range n.Grouping {
+					named[l] = true
+				}
+			case *parser.BinaryExpr:
+				if vm := n.VectorMatching; vm != nil {
+					for _, l := range append(slices.Clone(vm.MatchingLabels), vm.Include...) {
+						named[l] = true
+					}
+				}
+			}
+			return nil
+		})
+		for l := range named {
+			found := false
+			for _, m := range metrics {
+				if e.labels[m][l] {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: label %q is on none of %v (%s)", q.where, l, metrics, expr)
+			}
+		}
+	}
+}
+
+// matching returns the emitted metrics a selector selects by name.
+func matching(names map[string]bool, vs *parser.VectorSelector) []string {
+	var out []string
+	for name := range names {
+		ok := true
+		if vs.Name != "" && vs.Name != name {
+			ok = false
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == labels.MetricName && !m.Matches(name) {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestPanelsCountWhatHappened runs the dashboard's queries on a real
+// Prometheus scraping the collector, after the stack's known workload:
+// every query succeeds, the panels that count give the true counts (first
+// occurrences of rare outcomes included), and exemplars on the confidence
+// buckets lead to the captures' traces.
+func TestPanelsCountWhatHappened(t *testing.T) {
+	p := shared.prom
+	if p == nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no prometheus binary: .ci/run installs Debian's prometheus")
+		}
+		t.Skip("no prometheus binary (apt-get install prometheus, or set PROMETHEUS_BIN)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	want := shared.want
+
+	// The counts arrive a hold after each series first showed 0; poll
+	// until the outcome panel has them all.
+	outcomes := panelQuery(t, "Outcomes in range by version")
+	var got map[string]float64
+	for {
+		rs, err := p.query(ctx, outcomes)
+		if err != nil {
+			t.Fatalf("Outcomes in range: %v (last counted %v, want %v)", err, got, want.outcomes)
+		}
+		got = byLabels(rs, "brainwire_capture_outcome")
+		match := true
+		for o, n := range want.outcomes {
+			if got[string(o)] != float64(n) {
+				match = false
+			}
+		}
+		if match {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("outcomes in range %v, want %v", got, want.outcomes)
+		}
+		time.Sleep(time.Second)
+	}
+	for o, n := range got {
+		if n != float64(want.outcomes[brainwire.Outcome(o)]) {
+			t.Errorf("outcome %s counted %v, want %d", o, n, want.outcomes[brainwire.Outcome(o)])
+		}
+	}
+
+	// Every query runs.
+	for _, q := range dashboardQueries(t) {
+		if q.kind != "prometheus" || q.labelValues {
+			continue
+		}
+		expr, _ := promExpr(t, q)
+		if _, err := p.query(ctx, expr); err != nil {
+			t.Errorf("%s: %v\n%s", q.where, err, expr)
+		}
+	}
+	versions, err := p.query(ctx, `count by (gen_ai_agent_version) (brainwire_captures_total{job="brainwire"})`)
+	if err != nil || len(versions) != 2 {
+		t.Errorf("versions %v (%v), want the agent's %s and the eval's %s", versions, err, shared.agent.Version, shared.evalAgent.Version)
+	}
+	byVersion, err := p.query(ctx, panelQuery(t, "Outcomes in range by version"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := byLabels(byVersion, "gen_ai_agent_version")[shared.evalAgent.Version]; n != 1 {
+		t.Errorf("the eval version counts %v captures, want 1", n)
+	}
+
+	check := func(panel string, by []string, wantRows map[string]float64) {
+		t.Helper()
+		rs, err := p.query(ctx, panelQuery(t, panel))
+		if err != nil {
+			t.Errorf("%s: %v", panel, err)
+			return
+		}
+		gotRows := map[string]float64{}
+		for _, r := range rs {
+			var k []string
+			for _, l := range by {
+				k = append(k, r.Metric[l])
+			}
+			if r.Value != 0 {
+				gotRows[strings.Join(k, " ")] += r.Value
+			}
+		}
+		if fmt.Sprint(gotRows) != fmt.Sprint(wantRows) {
+			t.Errorf("%s: %v, want %v", panel, gotRows, wantRows)
+		}
+	}
+	corrections := map[string]float64{}
+	for k, n := range want.corrections {
+		corrections[strings.Join(k[:], " ")] = float64(n)
+	}
+	check("Agent vs person", []string{"brainwire_correction_agent_outcome", "brainwire_correction_agent_bucket", "brainwire_correction_human_bucket"}, corrections)
+	followUps := map[string]float64{}
+	for k, n := range want.followUps {
+		followUps[k] = float64(n)
+	}
+	check("Misunderstood captures resolved by follow-up", []string{"brainwire_follow_up_round", "brainwire_follow_up_outcome"}, followUps)
+	upstream := map[string]float64{}
+	for k, n := range want.upstream {
+		upstream[k] = float64(n)
+	}
+	check("Upstream errors in range", []string{"brainwire_upstream_error_source", "error_type"}, upstream)
+	check("Filed by bucket", []string{"brainwire_capture_bucket", "brainwire_capture_outcome"}, map[string]float64{
+		"People classified": 2, "Projects classified": 1, "Admin classified": 3, "Projects low_confidence": 1})
+	rate, err := p.query(ctx, panelQuery(t, "Correction rate by version"))
+	rates := map[string]float64{}
+	for _, r := range rate {
+		rates[r.Metric["gen_ai_agent_version"]] = r.Value
+	}
+	if err != nil || math.Abs(rates[shared.agent.Version]-float64(want.incorrect)/float64(want.filed)) > 0.02 || rates[shared.evalAgent.Version] != 0 {
+		t.Errorf("correction rate %v (%v), want about %d/%d for %s and 0 for the eval's", rates, err, want.incorrect, want.filed, shared.agent.Version)
+	}
+	tools, err := p.query(ctx, panelQuery(t, "Tool errors"))
+	if err != nil || len(tools) != 1 || tools[0].Metric["gen_ai_tool_name"] != "file_capture" || tools[0].Metric["error_type"] != "invalid_bucket" {
+		t.Errorf("tool errors %v (%v), want file_capture invalid_bucket", tools, err)
+	}
+
+	// Exemplars: each confidence bucket's trace id is a capture's run.
+	ex, err := p.exemplars(ctx, `brainwire_capture_confidence_bucket`, 5*time.Minute)
+	if err != nil || len(ex) == 0 {
+		t.Fatalf("no exemplars on the confidence buckets (%v)", err)
+	}
+	runs := runTraces(t)
+	lowSeen := false
+	for _, l := range ex {
+		id := l[exemplarTraceLabel]
+		if id == "" || runs[id] == "" {
+			t.Errorf("exemplar %v does not lead to a capture's run (runs %v)", l, keys(runs))
+			continue
+		}
+		if l["span_id"] != runs[id] {
+			t.Errorf("exemplar %v: span %s, the run's invoke_agent span is %s", l, l["span_id"], runs[id])
+		}
+		if l["__series_le"] == "0.6" {
+			lowSeen = true
+		}
+	}
+	if !lowSeen {
+		t.Errorf("no exemplar on the low-confidence bucket le=0.6: %v", ex)
+	}
+}
+
+// panelQuery is the first query of the panel titled title, variables
+// substituted.
+func panelQuery(t *testing.T, title string) string {
+	t.Helper()
+	for _, q := range dashboardQueries(t) {
+		if q.where == "panel "+title {
+			e, _ := promExpr(t, q)
+			return e
+		}
+	}
+	t.Fatalf("no panel %q", title)
+	return ""
+}
+
+func byLabels(rs []sample, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, r := range rs {
+		if r.Value != 0 {
+			out[r.Metric[label]] += r.Value
+		}
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/telemetry/appinsights"
+)
+
+// DefaultMaxReasoningBytes caps the assembled reasoning on the invoke_agent
+// span (Config.MaxReasoningBytes).
+const DefaultMaxReasoningBytes = 16 << 10
+
+// EventEvaluationResult is the GenAI conventions' evaluation event: a span
+// event of the evaluation span, and an Application Insights custom event.
+const EventEvaluationResult = "gen_ai.evaluation.result"
+
+// Evaluation names (gen_ai.evaluation.name) of people's corrections.
+const (
+	// EvaluationHumanBucket: a person put the capture in a bucket;
+	// correct when it is the one the agent filed.
+	EvaluationHumanBucket = "human_bucket"
+	// EvaluationFollowUp: a person answered the agent's clarifying
+	// question; resolved when the follow-up put the capture in a bucket.
+	EvaluationFollowUp = "follow_up_resolution"
+)
+
+// Score labels (gen_ai.evaluation.score.label).
+const (
+	ScoreCorrect    = "correct"
+	ScoreIncorrect  = "incorrect"
+	ScoreResolved   = "resolved"
+	ScoreUnresolved = "unresolved"
+)
+
+// followUpRounds is the most follow-ups a capture takes (the server's
+// MaxFollowUpRounds): their series are declared up front.
+const followUpRounds = 3
+
+var _ brainwire.CorrectionObserver = (*Telemetry)(nil)
+
+// evaluation is a correction as an evaluation result.
+type evaluation struct {
+	name, label, explanation string
+	score                    float64
+}
+
+func evaluationOf(c brainwire.Correction) evaluation {
+	agent := c.Run.Bucket
+	if agent == "" {
+		agent = "no bucket"
+	}
+	if c.Run.Outcome == brainwire.OutcomeMisunderstood {
+		agent = "misunderstood (" + agent + "?)"
+	}
+	if c.Kind == brainwire.CorrectionFollowUp {
+		e := evaluation{name: EvaluationFollowUp, label: ScoreUnresolved}
+		if c.Resolved() {
+			e.label, e.score = ScoreResolved, 1
+			e.explanation = fmt.Sprintf("%s -> %s after follow-up round %d", agent, c.Bucket, c.Round)
+		} else {
+			e.explanation = fmt.Sprintf("%s -> %s after follow-up round %d", agent, c.Outcome, c.Round)
+		}
+		return e
+	}
+	e := evaluation{name: EvaluationHumanBucket, label: ScoreIncorrect, explanation: agent + " -> " + c.Bucket}
+	if c.Agreed() {
+		e.label, e.score = ScoreCorrect, 1
+	}
+	return e
+}
+
+// Correction implements brainwire.CorrectionObserver: a person's verdict on
+// an agent run becomes an evaluation of that run. A span in the trace of
+// the request that made the correction, linked to the run's invoke_agent
+// span, carries a gen_ai.evaluation.result event; Application Insights
+// gets the same as a custom event in the run's operation; and the
+// corrections (or follow-ups) counter counts it by agent version.
+func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
+	e := evaluationOf(c)
+	t.declareVersion(c.Run.AgentVersion)
+	var version []attribute.KeyValue
+	if c.Run.AgentVersion != "" {
+		version = []attribute.KeyValue{semconv.GenAIAgentVersion(c.Run.AgentVersion)}
+	}
+	switch c.Kind {
+	case brainwire.CorrectionFollowUp:
+		t.inst.followUps.add(1, append(followUpSeries(c.Round, c.Outcome), version...)...)
+	default:
+		t.inst.corrections.add(1, append(correctionSeries(c.Run.Outcome, c.Run.Bucket, c.Bucket), version...)...)
+	}
+	if t.tracing {
+		t.evaluationSpan(ctx, c, e)
+	}
+	if t.ai != nil {
+		t.trackEvaluation(ctx, c, e)
+	}
+}
+
+// correctionSeries are a recategorize's counter attributes, but for the
+// version.
+func correctionSeries(agentOutcome brainwire.Outcome, agentBucket, humanBucket string) []attribute.KeyValue {
+	verdict := ScoreIncorrect
+	if agentOutcome.Resolved() && agentBucket == humanBucket {
+		verdict = ScoreCorrect
+	}
+	return []attribute.KeyValue{
+		AttrAgentOutcome.String(string(agentOutcome)),
+		AttrAgentBucket.String(agentBucket),
+		AttrHumanBucket.String(humanBucket),
+		semconv.GenAIEvaluationScoreLabel(verdict),
+	}
+}
+
+// followUpSeries are a follow-up's counter attributes, but for the version.
+func followUpSeries(round int, outcome brainwire.Outcome) []attribute.KeyValue {
+	return []attribute.KeyValue{AttrFollowUpRound.Int(round), AttrFollowUpOutcome.String(string(outcome))}
+}
+
+func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, e evaluation) {
+	attrs := []attribute.KeyValue{
+		semconv.GenAIEvaluationName(e.name),
+		semconv.GenAIEvaluationScoreLabel(e.label),
+		semconv.GenAIEvaluationScoreValue(e.score),
+		semconv.GenAIEvaluationExplanation(e.explanation),
+		semconv.GenAIProviderNameKey.String(t.agent.Provider),
+		semconv.GenAIAgentName(t.agent.Name),
+		AttrCorrectionKind.String(string(c.Kind)),
+		AttrInboxItemID.String(c.ItemID),
+		AttrRunID.String(c.Run.RunID),
+		AttrAgentOutcome.String(string(c.Run.Outcome)),
+		AttrAgentBucket.String(c.Run.Bucket),
+		AttrHumanBucket.String(c.Bucket),
+	}
+	if c.Run.AgentVersion != "" {
+		attrs = append(attrs, semconv.GenAIAgentVersion(c.Run.AgentVersion))
+	}
+	if c.Run.InstructionsHash != "" {
+		attrs = append(attrs, AttrInstructionsHash.String(c.Run.InstructionsHash))
+	}
+	if c.Kind == brainwire.CorrectionFollowUp {
+		attrs = append(attrs, AttrFollowUpRound.Int(c.Round), AttrFollowUpOutcome.String(string(c.Outcome)),
+			AttrFollowUpRunID.String(c.FollowUpRunID))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
+	if sc, ok := spanContextOf(c.Run.Trace()); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	_, span := t.tracer.Start(ctx, "evaluation "+e.name, opts...)
+	span.AddEvent(EventEvaluationResult, trace.WithAttributes(
+		semconv.GenAIEvaluationName(e.name),
+		semconv.GenAIEvaluationScoreLabel(e.label),
+		semconv.GenAIEvaluationScoreValue(e.score),
+		semconv.GenAIEvaluationExplanation(e.explanation),
+		AttrRunID.String(c.Run.RunID),
+	))
+	span.End()
+}
+
+func orNow(t time.Time, now func() time.Time) time.Time {
+	if t.IsZero() {
+		return now()
+	}
+	return t
+}
+
+// spanContextOf is the span a TraceRef names, as a remote span context a
+// link can point to.
+func spanContextOf(ref brainwire.TraceRef) (trace.SpanContext, bool) {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	if b, err := hex.DecodeString(ref.TraceID); err != nil || len(b) != len(tid) {
+		return trace.SpanContext{}, false
+	} else {
+		copy(tid[:], b)
+	}
+	if b, err := hex.DecodeString(ref.SpanID); err != nil || len(b) != len(sid) {
+		return trace.SpanContext{}, false
+	} else {
+		copy(sid[:], b)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
+	return sc, sc.IsValid()
+}
+
+// trackEvaluation sends the evaluation to Application Insights as a custom
+// event in the judged run's operation, under its request, so that it
+// shows next to the run; a run that was never traced falls back to the
+// correction's own trace.
+func (t *Telemetry) trackEvaluation(ctx context.Context, c brainwire.Correction, e evaluation) {
+	op := appinsights.Operation{ID: c.Run.TraceID, ParentID: c.Run.SpanID}
+	if op.ID == "" {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			op = appinsights.Operation{ID: sc.TraceID().String(), ParentID: sc.SpanID().String()}
+		}
+	}
+	props := []appinsights.Property{
+		{Key: string(semconv.GenAIEvaluationNameKey), Value: e.name},
+		{Key: string(semconv.GenAIEvaluationScoreLabelKey), Value: e.label},
+		{Key: string(semconv.GenAIEvaluationExplanationKey), Value: e.explanation},
+		{Key: "correction_kind", Value: string(c.Kind)},
+		{Key: "run_id", Value: c.Run.RunID},
+		{Key: "inbox_item_id", Value: c.ItemID},
+		{Key: "agent_outcome", Value: string(c.Run.Outcome)},
+		{Key: "agent_bucket", Value: c.Run.Bucket},
+		{Key: "human_bucket", Value: c.Bucket},
+	}
+	if c.Run.AgentVersion != "" {
+		props = append(props, appinsights.Property{Key: "agent_version", Value: c.Run.AgentVersion})
+	}
+	if c.Kind == brainwire.CorrectionFollowUp {
+		props = append(props,
+			appinsights.Property{Key: "follow_up_round", Value: strconv.Itoa(c.Round)},
+			appinsights.Property{Key: "follow_up_outcome", Value: string(c.Outcome)},
+			appinsights.Property{Key: "follow_up_run_id", Value: c.FollowUpRunID})
+	}
+	t.ai.TrackEvent(appinsights.Event{
+		Time:         orNow(c.At, t.now),
+		Name:         EventEvaluationResult,
+		Operation:    op,
+		Properties:   props,
+		Measurements: []appinsights.Measurement{{Key: string(semconv.GenAIEvaluationScoreValueKey), Value: e.score}},
+	})
+}
+
+// declareVersion declares, the first time a version is seen, every series
+// its captures, corrections and follow-ups can count, so that dashboards
+// show zeros instead of nothing for what has not happened yet.
+func (t *Telemetry) declareVersion(version string) {
+	if !t.metrics {
+		return
+	}
+	if _, seen := t.versions.LoadOrStore(version, true); seen {
+		return
+	}
+	var v []attribute.KeyValue
+	if version != "" {
+		v = []attribute.KeyValue{semconv.GenAIAgentVersion(version)}
+	}
+	with := func(kv ...attribute.KeyValue) []attribute.KeyValue { return append(kv, v...) }
+	in := &t.inst
+	for _, kind := range []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp} {
+		k := AttrKind.String(string(kind))
+		for _, o := range brainwire.Outcomes {
+			out := AttrOutcome.String(string(o))
+			switch {
+			case o.Filed():
+				for _, b := range brainwire.Buckets {
+					in.captures.declare(with(out, k, AttrBucket.String(b))...)
+				}
+				if o == brainwire.OutcomeMisunderstood {
+					in.captures.declare(with(out, k)...)
+				}
+			default:
+				in.captures.declare(with(out, k)...)
+			}
+		}
+	}
+	for _, o := range []brainwire.Outcome{brainwire.OutcomeClassified, brainwire.OutcomeLowConfidence, brainwire.OutcomeMisunderstood} {
+		agentBuckets := brainwire.Buckets
+		if o == brainwire.OutcomeMisunderstood {
+			agentBuckets = append([]string{""}, brainwire.Buckets...)
+		}
+		for _, a := range agentBuckets {
+			for _, h := range brainwire.Buckets {
+				in.corrections.declare(with(correctionSeries(o, a, h)...)...)
+			}
+		}
+	}
+	for round := 1; round <= followUpRounds; round++ {
+		for _, o := range brainwire.Outcomes {
+			in.followUps.declare(with(followUpSeries(round, o)...)...)
+		}
+	}
+}

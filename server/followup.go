@@ -34,12 +34,16 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := strings.TrimSpace(req.FollowUpText)
+	textErr := brainwire.CheckText("follow_up_text", text)
 	switch {
 	case !validID(req.InboxItemID):
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required"))
 		return
 	case text == "":
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required"))
+		return
+	case textErr != nil:
+		writeError(w, textErr)
 		return
 	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "follow_up_text is over %d characters", s.cfg.MaxTextLength))

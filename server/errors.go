@@ -55,6 +55,7 @@ func bodyReadError(err error) error {
 // writeError answers err as JSON {"detail": "..."}; only used before a
 // stream has started.
 func writeError(w http.ResponseWriter, err error) {
+	noteCause(w, err)
 	writeJSON(w, statusFor(brainwire.ErrorCode(err)), map[string]string{"detail": brainwire.ErrorMessage(err)})
 }
 

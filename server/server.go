@@ -106,21 +106,24 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger}
 	s.router = s.routes()
-	s.handler = s.router
+	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {
-		s.handler = cfg.Middleware(routed{s.router})
+		s.handler = cfg.Middleware(routed{Handler: s.handler, router: s.router})
 	}
 	return s, nil
 }
 
-// routed is the router as middleware sees it: a handler that can name the
+// routed is the API as middleware sees it: a handler that can name the
 // route a request matches.
-type routed struct{ *mux.Router }
+type routed struct {
+	http.Handler
+	router *mux.Router
+}
 
 // Route returns the template of the route r matches, or "".
 func (rt routed) Route(r *http.Request) string {
 	var m mux.RouteMatch
-	if rt.Match(r, &m) && m.Route != nil && m.MatchErr == nil {
+	if rt.router.Match(r, &m) && m.Route != nil && m.MatchErr == nil {
 		if tpl, err := m.Route.GetPathTemplate(); err == nil {
 			return tpl
 		}

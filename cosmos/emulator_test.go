@@ -68,6 +68,9 @@ func TestEmulator(t *testing.T) {
 		{"ListTimeOrder", testListTimeOrder},
 		{"Validation", testValidation},
 		{"Conformance", testConformance},
+		{"ClaimAcrossStores", testClaimAcrossStores},
+		{"ClaimRetriesAfterAConcurrentChange", testClaimRetriesAfterAConcurrentChange},
+		{"ClaimGivesUpAfterRepeatedChanges", testClaimGivesUpAfterRepeatedChanges},
 	}
 
 	for _, tc := range tests {

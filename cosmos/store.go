@@ -49,6 +49,9 @@ func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.Inbox
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
+	if err := f.CheckRefile(old.item()); err != nil {
+		return brainwire.InboxItem{}, err
+	}
 	item := f.Refile(old.item())
 	undo, err := s.createRecord(ctx, item, f.Now)
 	if err != nil {
@@ -157,6 +160,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	meta.ClassifiedAt = now
 	item.ClassificationMeta = &meta
 	item.Status = brainwire.StatusClassified
+	item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
 	item.UpdatedAt = now
 
 	old := recordOf(d)

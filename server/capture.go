@@ -123,8 +123,9 @@ func runRequest(c brainwire.Capture) brainwire.RunRequest {
 // runCapture streams one capture to the phone: STEP_START at once, then
 // whatever the agent's run produces, through the adapter and the encoder,
 // until COMPLETE. The run is bounded by the run timeout; a client that goes
-// away cancels it (the provider then cancels the upstream run).
-func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) {
+// away cancels it (the provider then cancels the upstream run). It returns
+// how the capture ended.
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) brainwire.CaptureResult {
 	run := runRequest(c)
 	run.Tools = tools.New(s.toolDeps(), c)
 	if s.cfg.WrapTools != nil {
@@ -180,6 +181,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	default:
 		log.Info("capture ended", attrs...)
 	}
+	return res
 }
 
 // pipeline routes one capture's events: all of them to the observer, all

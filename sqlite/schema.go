@@ -47,6 +47,9 @@ CREATE TABLE bucket_records (
 `,
 	// 2: how many follow-ups were filed onto an item.
 	`ALTER TABLE inbox ADD COLUMN follow_up_rounds INTEGER NOT NULL DEFAULT 0;`,
+	// 3: the follow-up round being answered now (JSON FollowUpClaim; NULL
+	// when none).
+	`ALTER TABLE inbox ADD COLUMN follow_up_claim TEXT;`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

@@ -34,6 +34,10 @@
 //   - ListInbox orders by CreatedAt, newest first (refiling does not move an
 //     item); the default page size is DefaultLimit and larger limits are cut
 //     to MaxLimit; NextCursor is empty on the page holding the last item.
+//   - ClaimFollowUp grants a round to one claim at a time, also to claims
+//     made concurrently; a claim stands until its Until, its token's
+//     filing, ReleaseFollowUp with its token, or a Recategorize. The
+//     claimed item is otherwise unchanged (UpdatedAt too).
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -69,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 		{"ListInbox", listTests},
 		{"Delete", deleteTests},
 		{"Recategorize", recategorizeTests},
+		{"FollowUpClaims", claimTests},
 		{"Isolation", isolationTests},
 		{"Ping", pingTests},
 	}

@@ -52,6 +52,8 @@ type Config struct {
 	MaxBodyBytes  int64         // JSON request bodies; DefaultMaxBodyBytes when 0
 	MaxTextLength int           // capture text, in characters
 	MaxAudioBytes int64         // voice uploads; DefaultMaxAudioBytes when 0
+	MaxUploads    int           // voice uploads received at once; DefaultMaxUploads when 0
+	UploadTimeout time.Duration // for a voice upload to arrive; DefaultUploadTimeout when 0
 	KeepAlive     time.Duration // SSE comment interval; negative disables
 
 	// NewID and Now are replaceable so replays are deterministic.
@@ -67,6 +69,7 @@ type Server struct {
 	handler http.Handler // the router, wrapped in Config.Middleware
 	log     *slog.Logger
 	health  healthCache
+	uploads chan struct{} // a slot per voice upload being received
 }
 
 // New validates cfg and returns a Server.
@@ -95,6 +98,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxTextLength <= 0 {
 		cfg.MaxTextLength = DefaultMaxTextLength
 	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
+	}
+	if cfg.UploadTimeout <= 0 {
+		cfg.UploadTimeout = DefaultUploadTimeout
+	}
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
@@ -104,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger}
+	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, uploads: make(chan struct{}, cfg.MaxUploads)}
 	s.router = s.routes()
 	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {

@@ -209,7 +209,7 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
 	endpoint := getenv("AZURE_OPENAI_ENDPOINT")
 	if endpoint == "" {
-		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures get a clear tool error")
+		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures are refused with 503")
 		return nil, nil
 	}
 	tc := transcription.Config{

@@ -18,6 +18,8 @@ type config struct {
 	DataDir       string
 	RunTimeout    time.Duration
 	SimChunkDelay time.Duration
+	MaxUploads    int
+	UploadTimeout time.Duration
 
 	FoundryEndpoint   string // empty: use the in-process simulator
 	FoundryAgentID    string
@@ -39,6 +41,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.SimChunkDelay, err = envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 25*time.Millisecond); err != nil {
+		return c, err
+	}
+	if c.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
+		return c, err
+	}
+	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads); err != nil {
 		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
@@ -83,4 +91,17 @@ func envDuration(getenv func(string) string, name string, def time.Duration) (ti
 		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 60s) or a number of seconds", name, v)
 	}
 	return d, nil
+}
+
+// envInt accepts a whole number from 1.
+func envInt(getenv func(string) string, name string, def int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a whole number from 1", name, v)
+	}
+	return n, nil
 }

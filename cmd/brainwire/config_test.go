@@ -14,7 +14,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.RunTimeout != 60*time.Second ||
-		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" {
+		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute {
 		t.Fatalf("defaults %+v", c)
 	}
 	// No keys configured: one is generated and maps to the default user.
@@ -34,12 +34,15 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		"AZURE_AI_PROJECT_ENDPOINT":   "https://r.services.ai.azure.com/api/projects/p",
 		"AZURE_AI_AGENT_ID":           "asst_1",
 		"AZURE_AI_AGENTS_API_VERSION": "2025-05-15-preview",
+		"BRAINWIRE_MAX_UPLOADS":       "3",
+		"BRAINWIRE_UPLOAD_TIMEOUT":    "5m",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GeneratedKey != "" || c.Keys["k-0123456789abcdef"] != "alice" || c.RunTimeout != 90*time.Second ||
-		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" {
+		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" ||
+		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute {
 		t.Fatalf("config %+v", c)
 	}
 	if d, _ := envDuration(env(map[string]string{"X": "1m30s"}), "X", 0); d != 90*time.Second {
@@ -53,6 +56,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"bad timeout":            {"BRAINWIRE_RUN_TIMEOUT": "soon"},
 		"negative timeout":       {"BRAINWIRE_RUN_TIMEOUT": "-5"},
 		"endpoint without agent": {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
+		"no uploads":             {"BRAINWIRE_MAX_UPLOADS": "0"},
+		"uploads not a number":   {"BRAINWIRE_MAX_UPLOADS": "many"},
+		"bad upload timeout":     {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -45,17 +45,19 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	}
 	defer b.close()
 	srv, err := app.New(app.Config{
-		Keys:         cfg.Keys,
-		Agent:        b.agent,
-		Store:        b.store,
-		Blobs:        b.blobs,
-		Transcriber:  b.transcriber,
-		Telemetry:    tel.tel,
-		Recorder:     rec.recorder,
-		LogReasoning: tel.content,
-		Logger:       log,
-		AgentName:    agentName,
-		RunTimeout:   cfg.RunTimeout,
+		Keys:          cfg.Keys,
+		Agent:         b.agent,
+		Store:         b.store,
+		Blobs:         b.blobs,
+		Transcriber:   b.transcriber,
+		Telemetry:     tel.tel,
+		Recorder:      rec.recorder,
+		LogReasoning:  tel.content,
+		Logger:        log,
+		AgentName:     agentName,
+		RunTimeout:    cfg.RunTimeout,
+		MaxUploads:    cfg.MaxUploads,
+		UploadTimeout: cfg.UploadTimeout,
 	})
 	if err != nil {
 		return err

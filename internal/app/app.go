@@ -49,12 +49,15 @@ type Config struct {
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	Logger    *slog.Logger
 
-	// AgentName, RunTimeout, KeepAlive, MaxAudioBytes, NewID and Now are
-	// the server's (server.Config); zero values take its defaults.
+	// AgentName, RunTimeout, KeepAlive, MaxAudioBytes, MaxUploads,
+	// UploadTimeout, NewID and Now are the server's (server.Config); zero
+	// values take its defaults.
 	AgentName     string
 	RunTimeout    time.Duration
 	KeepAlive     time.Duration
 	MaxAudioBytes int64
+	MaxUploads    int
+	UploadTimeout time.Duration
 	NewID         func() string
 	Now           func() time.Time
 }
@@ -120,6 +123,8 @@ func New(cfg Config) (*server.Server, error) {
 		RunTimeout:    cfg.RunTimeout,
 		KeepAlive:     cfg.KeepAlive,
 		MaxAudioBytes: cfg.MaxAudioBytes,
+		MaxUploads:    cfg.MaxUploads,
+		UploadTimeout: cfg.UploadTimeout,
 		NewID:         cfg.NewID,
 		Now:           cfg.Now,
 	})

@@ -214,6 +214,12 @@ func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem,
 	doing := recordDoing(rec.Bucket, rec.ID)
 	pk := azcosmos.NewPartitionKeyString(item.UserID)
 	if err := s.replace(ctx, c, pk, rec.ID, toBucketDoc(rec), oldEtag, "updating "+doing, "bucket record"); err != nil {
+		if statusOf(err) == http.StatusNotFound {
+			// The record was there when read: a concurrent recategorize
+			// or refile has moved it since.
+			return brainwire.InboxItem{}, &opError{doing: "updating " + doing,
+				app: brainwire.Errorf(brainwire.EConflict, "inbox item %s was changed by another request; try again", item.ID), cause: err}
+		}
 		return brainwire.InboxItem{}, err
 	}
 	if err := s.replaceItem(ctx, item, etag); err != nil {

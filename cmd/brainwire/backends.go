@@ -164,6 +164,17 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 		}
 		log.Info("--init-db: database and containers are in place")
 	}
+	// A database the server cannot work with (missing containers, an
+	// Inbox without its composite index) is refused now, with what to run,
+	// rather than found out by every inbox listing. A check that cannot be
+	// made (network, credentials) does not stop the start: /health tells.
+	if err := st.CheckSetup(ctx); err != nil {
+		if errors.Is(err, cosmos.ErrNotSetUp) {
+			st.Close()
+			return nil, err
+		}
+		log.Warn("store: could not check the Cosmos DB database's setup", "error", err)
+	}
 	log.Info("store: Azure Cosmos DB", "endpoint", endpoint, "database", st.Database())
 	return st, nil
 }

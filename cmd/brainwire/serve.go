@@ -27,7 +27,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
-	rec, err := setupRecording(getenv, log)
+	rec, err := setupRecording(ctx, getenv, log)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@
 //	brainwire sim      run the offline Foundry simulator on its own
 //	brainwire record   record one capture into a fixture and its golden files
 //	brainwire replay   replay fixtures: print the phone's SSE, or -check it
+//	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
 //
 // Configuration comes from the environment; see README.md.
 package main
@@ -43,6 +44,7 @@ commands:
   sim     run the offline Foundry Agent Service simulator (not an LLM)
   record  record one capture (-text or -audio) into a fixture plus its golden files
   replay  replay fixtures through the server: print the phone's SSE, or -check goldens
+  health  probe a running server's /health: exit 0 when it answers 200
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return record(ctx, args[1:], getenv, stdout, stderr, logger)
 	case "replay":
 		return replayCmd(ctx, args[1:], stdout, stderr)
+	case "health":
+		return health(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

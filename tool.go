@@ -93,7 +93,14 @@ func CallTools(ctx context.Context, set ToolSet, calls []ToolCall) []ToolResult 
 	var wg sync.WaitGroup
 	for _, name := range names {
 		wg.Go(func() {
-			for _, i := range byName[name] {
+			for n, i := range byName[name] {
+				if n > 0 && ctx.Err() != nil {
+					// The run is over: the calls still waiting their turn
+					// are not started.
+					results[i] = ToolResult{CallID: calls[i].ID, Name: calls[i].Name, IsError: true, ErrorCode: "canceled",
+						Output: `{"error":"canceled","message":"the run ended before this call ran"}`}
+					continue
+				}
 				results[i] = callTool(ctx, set, calls[i])
 			}
 		})

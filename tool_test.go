@@ -105,3 +105,23 @@ func TestCallToolsTurnsPanicsAndNoToolsIntoErrorResults(t *testing.T) {
 		}
 	}
 }
+
+// Once the run is cancelled, calls still waiting for their turn are not
+// started.
+func TestCallToolsStartsNoCallAfterCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		j := &journalTools{}
+		go func() {
+			time.Sleep(500 * time.Millisecond) // during the first, slow call
+			cancel()
+		}()
+		res := brainwire.CallTools(ctx, j, calls(`file_capture {"slow":true}`, "file_capture"))
+		if want := []string{"start call_1", "end call_1"}; !slices.Equal(j.journal, want) {
+			t.Errorf("journal %q, want %q", j.journal, want)
+		}
+		if !res[1].IsError || res[1].ErrorCode != "canceled" || res[1].CallID != "call_2" {
+			t.Errorf("the call that never ran: %+v", res[1])
+		}
+	})
+}

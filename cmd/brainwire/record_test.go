@@ -163,7 +163,14 @@ func TestServeRecordsLive(t *testing.T) {
 	var entries []os.DirEntry
 	for len(entries) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		entries, _ = os.ReadDir(dir)
+		all, _ := os.ReadDir(dir)
+		entries = entries[:0]
+		for _, e := range all {
+			// A recording is written under a temporary dot-name first.
+			if !strings.HasPrefix(e.Name(), ".") {
+				entries = append(entries, e)
+			}
+		}
 	}
 	if len(entries) != 1 {
 		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)

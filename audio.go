@@ -157,3 +157,42 @@ func AudioFormat(filename, contentType string) (string, string, error) {
 	}
 	return name, contentType, nil
 }
+
+// AudioHeadLen is how many leading bytes IsAudio needs to tell a format.
+const AudioHeadLen = 12
+
+// IsAudio reports whether head, the first AudioHeadLen bytes of a file
+// (fewer if the file is shorter), starts the way files of format (an
+// extension AudioFormat accepts) do: a file named .wav that is not WAV
+// audio is refused before it is stored or sent anywhere.
+func IsAudio(format string, head []byte) bool {
+	at := func(off int, sig string) bool {
+		return len(head) >= off+len(sig) && string(head[off:off+len(sig)]) == sig
+	}
+	id3 := at(0, "ID3") // an ID3v2 tag may precede MPEG audio, and FLAC
+	mpegFrame := len(head) >= 2 && head[0] == 0xFF && head[1]&0xE0 == 0xE0
+	switch format {
+	case "wav":
+		return (at(0, "RIFF") || at(0, "RF64") || at(0, "BW64")) && at(8, "WAVE")
+	case "flac":
+		return at(0, "fLaC") || id3
+	case "mp3", "mpga":
+		return id3 || mpegFrame
+	case "mpeg":
+		return id3 || mpegFrame || at(0, "\x00\x00\x01\xba") || at(0, "\x00\x00\x01\xb3")
+	case "mp4", "m4a":
+		// ISO base media: a box size, then its type; files start with
+		// ftyp, or with another top-level box in older QuickTime files.
+		for _, box := range []string{"ftyp", "moov", "mdat", "free", "skip", "wide"} {
+			if at(4, box) {
+				return true
+			}
+		}
+		return false
+	case "ogg", "oga":
+		return at(0, "OggS")
+	case "webm":
+		return at(0, "\x1a\x45\xdf\xa3") // EBML
+	}
+	return false
+}

@@ -72,3 +72,37 @@ func TestCheckBlobPut(t *testing.T) {
 		}
 	}
 }
+
+func TestIsAudio(t *testing.T) {
+	wav := "RIFF\x24\x00\x00\x00WAVEfmt "
+	elf := "\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00"
+	for _, c := range []struct {
+		format, head string
+		want         bool
+	}{
+		{"wav", wav, true},
+		{"wav", "RIFF\x24\x00\x00\x00AVI LIST", false},
+		{"wav", elf, false},
+		{"wav", "RIFF", false},
+		{"flac", "fLaC\x00\x00\x00\x22", true},
+		{"mp3", "ID3\x04\x00\x00\x00\x00\x00\x00", true},
+		{"mp3", "\xff\xfb\x90\x64\x00\x00", true},
+		{"mpga", "\xff\xf3\x48\xc4", true},
+		{"mp3", wav, false},
+		{"mpeg", "\x00\x00\x01\xba\x44\x00", true},
+		{"m4a", "\x00\x00\x00\x20ftypM4A ", true},
+		{"mp4", "\x00\x00\x00\x18ftypmp42", true},
+		{"m4a", "ftyp", false},
+		{"ogg", "OggS\x00\x02", true},
+		{"oga", "OggS\x00\x02", true},
+		{"ogg", "Ogg", false},
+		{"webm", "\x1a\x45\xdf\xa3\x9f\x42", true},
+		{"webm", elf, false},
+		{"txt", "hello", false},
+		{"wav", "", false},
+	} {
+		if got := brainwire.IsAudio(c.format, []byte(c.head)); got != c.want {
+			t.Errorf("IsAudio(%s, %q) = %v, want %v", c.format, c.head, got, c.want)
+		}
+	}
+}

@@ -56,6 +56,9 @@ type FollowUp struct {
 	Item InboxItem
 	// Round is follow_up_round: 1, 2, ...
 	Round int
+	// ClaimToken names the claim on the round this follow-up holds
+	// (FollowUpClaim.Token); its filing carries it.
+	ClaimToken string
 }
 
 // Step is the step name the phone shows while the capture runs.

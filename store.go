@@ -61,9 +61,12 @@ type InboxItem struct {
 	FollowUpRounds int `json:"followUpRounds"`
 	// AgentRun is the agent run that filed the item; nil on items filed
 	// before runs were recorded.
-	AgentRun  *AgentRun `json:"agentRun,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	AgentRun *AgentRun `json:"agentRun,omitempty"`
+	// FollowUpClaim is the follow-up round being answered right now, if
+	// any: the store's business, not the phone's.
+	FollowUpClaim *FollowUpClaim `json:"-"`
+	CreatedAt     time.Time      `json:"createdAt"`
+	UpdatedAt     time.Time      `json:"updatedAt"`
 }
 
 // AgentRun records the agent run that filed an inbox item: which agent
@@ -132,7 +135,10 @@ type Filing struct {
 	// AgentRun is the run that files the capture, kept on the item; nil
 	// records none.
 	AgentRun *AgentRun
-	Now      time.Time
+	// ClaimToken names the follow-up claim (FollowUpClaim.Token) the
+	// refile answers; see CheckRefile. The refiled item holds no claim.
+	ClaimToken string
+	Now        time.Time
 }
 
 // FilesRecord reports whether the filing adds a bucket record: classified
@@ -173,7 +179,8 @@ func (f Filing) NewItem() InboxItem {
 // Refile is before after the follow-up filing f. It is still the same
 // capture, so it keeps its id, source (how the capture came in) and
 // creation time, and its thread, follow-up count and agent run unless f
-// gives new ones; the rest is f's, as in NewItem.
+// gives new ones; the rest is f's, as in NewItem, and the follow-up claim,
+// answered, is gone. Stores check CheckRefile first.
 func (f Filing) Refile(before InboxItem) InboxItem {
 	it := f.NewItem()
 	it.ID = before.ID
@@ -239,8 +246,22 @@ type Store interface {
 	DeleteInboxItem(ctx context.Context, userID, id string) error
 	// Recategorize moves the item's bucket record to another bucket (creating
 	// one with id newRecordID if the item had none) and marks it classified
-	// by classifiedBy.
+	// by classifiedBy. The person's choice wins over a follow-up in flight:
+	// the item's follow-up claim is dropped, and that follow-up's filing is
+	// then refused (Filing.CheckRefile).
 	Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (InboxItem, error)
+	// ClaimFollowUp reserves a follow-up round of a misunderstood item for
+	// one run (see FollowUpClaim), atomically: of any number of concurrent
+	// claims on an item, from any number of processes, exactly one
+	// succeeds. It returns the item as claimed, EConflict for the reasons
+	// InboxItem.Claim gives (another claim stands, not the next round, not
+	// misunderstood...) and ENotFound for an unknown item.
+	ClaimFollowUp(ctx context.Context, userID, id string, c FollowUpClaim) (InboxItem, error)
+	// ReleaseFollowUp gives back the claim named token when its run ended
+	// without filing, so that the round can be tried again. An item that no
+	// longer holds that claim (filed, lapsed and taken, recategorized) or no
+	// longer exists is left as it is, without error.
+	ReleaseFollowUp(ctx context.Context, userID, id, token string) error
 	GetBucketRecord(ctx context.Context, userID, bucket, id string) (BucketRecord, error)
 	// Ping checks that the store is reachable.
 	Ping(ctx context.Context) error

@@ -65,18 +65,45 @@ type ToolSet interface {
 
 // CallTools runs one round of the agent's tool calls on set, as every
 // provider does when a run asks for tools, and returns the results in the
-// order of calls. Calls run concurrently. A tool that panics, or a nil
-// set, gives the agent an error result like any failed tool: a tool bug
-// never takes the server down.
+// order of calls.
+//
+// Calls to different tools run concurrently; calls to the same tool run one
+// after another, in the order the agent made them. So a round has one
+// outcome whatever the timing: when the agent calls file_capture twice, the
+// first call in its order files the capture and the second gets the error
+// already_filed, with every provider.
+//
+// A tool that panics, or a nil set, gives the agent an error result like
+// any failed tool: a tool bug never takes the server down.
 func CallTools(ctx context.Context, set ToolSet, calls []ToolCall) []ToolResult {
 	results := make([]ToolResult, len(calls))
 	if len(calls) == 1 {
 		results[0] = callTool(ctx, set, calls[0])
 		return results
 	}
-	var wg sync.WaitGroup
+	// The calls of each tool, by position, in the agent's order.
+	var names []string
+	byName := map[string][]int{}
 	for i, call := range calls {
-		wg.Go(func() { results[i] = callTool(ctx, set, call) })
+		if _, ok := byName[call.Name]; !ok {
+			names = append(names, call.Name)
+		}
+		byName[call.Name] = append(byName[call.Name], i)
+	}
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			for n, i := range byName[name] {
+				if n > 0 && ctx.Err() != nil {
+					// The run is over: the calls still waiting their turn
+					// are not started.
+					results[i] = ToolResult{CallID: calls[i].ID, Name: calls[i].Name, IsError: true, ErrorCode: "canceled",
+						Output: `{"error":"canceled","message":"the run ended before this call ran"}`}
+					continue
+				}
+				results[i] = callTool(ctx, set, calls[i])
+			}
+		})
 	}
 	wg.Wait()
 	return results

@@ -206,23 +206,11 @@ func (s *Store) ensureInboxIndexes(ctx context.Context) error {
 	if props == nil {
 		return fmt.Errorf("cosmos: reading container %s: no properties returned", InboxContainer)
 	}
-	if props.IndexingPolicy == nil {
-		props.IndexingPolicy = &azcosmos.IndexingPolicy{
-			Automatic:     true,
-			IndexingMode:  azcosmos.IndexingModeConsistent,
-			IncludedPaths: []azcosmos.IncludedPath{{Path: "/*"}},
-		}
-	}
-	missing := false
-	for _, want := range inboxIndexes() {
-		if !hasCompositeIndex(props.IndexingPolicy.CompositeIndexes, want) {
-			props.IndexingPolicy.CompositeIndexes = append(props.IndexingPolicy.CompositeIndexes, want)
-			missing = true
-		}
-	}
+	policy, missing := withInboxIndexes(props.IndexingPolicy)
 	if !missing {
 		return nil
 	}
+	props.IndexingPolicy = policy
 	if _, err := s.inbox.Replace(ctx, *props, nil); err != nil {
 		return fmt.Errorf("cosmos: adding composite index to container %s: %w", InboxContainer, err)
 	}

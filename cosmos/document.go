@@ -61,8 +61,32 @@ type inboxDoc struct {
 	FoundryThreadID    string                `json:"foundryThreadId"`
 	FollowUpRounds     int                   `json:"followUpRounds"`
 	AgentRun           *brainwire.AgentRun   `json:"agentRun,omitempty"`
+	FollowUpClaim      *claimDoc             `json:"followUpClaim,omitempty"`
 	CreatedAt          stamp                 `json:"createdAt"`
 	UpdatedAt          stamp                 `json:"updatedAt"`
+}
+
+// claimDoc is a follow-up claim (brainwire.FollowUpClaim) as the Inbox
+// item holds it while its round is being answered.
+type claimDoc struct {
+	Round int    `json:"round"`
+	Token string `json:"token"`
+	At    stamp  `json:"at"`
+	Until stamp  `json:"until"`
+}
+
+func toClaimDoc(c *brainwire.FollowUpClaim) *claimDoc {
+	if c == nil {
+		return nil
+	}
+	return &claimDoc{Round: c.Round, Token: c.Token, At: stamp(c.At), Until: stamp(c.Until)}
+}
+
+func (d *claimDoc) claim() *brainwire.FollowUpClaim {
+	if d == nil {
+		return nil
+	}
+	return &brainwire.FollowUpClaim{Round: d.Round, Token: d.Token, At: d.At.time(), Until: d.Until.time()}
 }
 
 type bucketDoc struct {
@@ -116,6 +140,7 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 		FoundryThreadID:    it.FoundryThreadID,
 		FollowUpRounds:     it.FollowUpRounds,
 		AgentRun:           copyRun(it.AgentRun),
+		FollowUpClaim:      toClaimDoc(it.FollowUpClaim),
 		CreatedAt:          stamp(it.CreatedAt),
 		UpdatedAt:          stamp(it.UpdatedAt),
 	}
@@ -144,6 +169,7 @@ func (d inboxDoc) item() brainwire.InboxItem {
 		FoundryThreadID:    d.FoundryThreadID,
 		FollowUpRounds:     d.FollowUpRounds,
 		AgentRun:           copyRun(d.AgentRun),
+		FollowUpClaim:      d.FollowUpClaim.claim(),
 		CreatedAt:          d.CreatedAt.time(),
 		UpdatedAt:          d.UpdatedAt.time(),
 	}

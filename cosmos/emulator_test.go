@@ -68,6 +68,12 @@ func TestEmulator(t *testing.T) {
 		{"ListTimeOrder", testListTimeOrder},
 		{"Validation", testValidation},
 		{"Conformance", testConformance},
+		{"CheckSetup", testCheckSetup},
+		{"CheckSetupMissingContainer", testCheckSetupMissingContainer},
+		{"CheckSetupUnreachable", testCheckSetupUnreachable},
+		{"ClaimAcrossStores", testClaimAcrossStores},
+		{"ClaimRetriesAfterAConcurrentChange", testClaimRetriesAfterAConcurrentChange},
+		{"ClaimGivesUpAfterRepeatedChanges", testClaimGivesUpAfterRepeatedChanges},
 	}
 
 	for _, tc := range tests {

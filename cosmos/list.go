@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -86,12 +85,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.Lis
 	for pager.More() && len(items) <= limit {
 		resp, err := pager.NextPage(ctx)
 		if err != nil {
-			if statusOf(err) == http.StatusBadRequest {
-				// The caller's values are all parameters: a rejected query
-				// is this package's fault, or a missing composite index.
-				return brainwire.InboxPage{}, &opError{doing: "listing inbox", app: brainwire.Errorf(brainwire.EInternal, "internal error"), cause: err}
-			}
-			return brainwire.InboxPage{}, opErr("listing inbox", "inbox", err)
+			return brainwire.InboxPage{}, listError(err)
 		}
 		for _, raw := range resp.Items {
 			d, err := decode[inboxDoc]("inbox item", raw)

@@ -49,6 +49,9 @@ func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.Inbox
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
+	if err := f.CheckRefile(old.item()); err != nil {
+		return brainwire.InboxItem{}, err
+	}
 	item := f.Refile(old.item())
 	undo, err := s.createRecord(ctx, item, f.Now)
 	if err != nil {
@@ -157,6 +160,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	meta.ClassifiedAt = now
 	item.ClassificationMeta = &meta
 	item.Status = brainwire.StatusClassified
+	item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
 	item.UpdatedAt = now
 
 	old := recordOf(d)
@@ -210,6 +214,12 @@ func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem,
 	doing := recordDoing(rec.Bucket, rec.ID)
 	pk := azcosmos.NewPartitionKeyString(item.UserID)
 	if err := s.replace(ctx, c, pk, rec.ID, toBucketDoc(rec), oldEtag, "updating "+doing, "bucket record"); err != nil {
+		if statusOf(err) == http.StatusNotFound {
+			// The record was there when read: a concurrent recategorize
+			// or refile has moved it since.
+			return brainwire.InboxItem{}, &opError{doing: "updating " + doing,
+				app: brainwire.Errorf(brainwire.EConflict, "inbox item %s was changed by another request; try again", item.ID), cause: err}
+		}
 		return brainwire.InboxItem{}, err
 	}
 	if err := s.replaceItem(ctx, item, etag); err != nil {

@@ -609,6 +609,21 @@ func testRecategorizeConcurrentChange(t *testing.T, e *emulator) {
 	if r := mustRecord(t, s, "alice", brainwire.BucketAdmin, q.FiledRecordID); !reflect.DeepEqual(r, orig) {
 		t.Errorf("record = %+v, want it restored to %+v", r, orig)
 	}
+
+	// Same bucket, while another request moves the record away: a
+	// conflict to try again, not "not found".
+	r := mustFile(t, s, filing(g, "alice", brainwire.BucketPeople, brainwire.StatusPending, baseTime))
+	f.add(&fault{method: http.MethodPut, path: "/colls/People/docs/" + r.FiledRecordID, before: func(*http.Request) {
+		if _, err := other.Recategorize(context.Background(), "alice", r.ID, brainwire.BucketProjects, "rec-z", "user", baseTime.Add(time.Minute)); err != nil {
+			t.Errorf("concurrent Recategorize: %v", err)
+		}
+	}})
+	_, err = s.Recategorize(context.Background(), "alice", r.ID, brainwire.BucketPeople, "rec-w", "user", baseTime.Add(time.Hour))
+	wantCode(t, err, brainwire.EConflict)
+	if it := mustGetItem(t, s, "alice", r.ID); it.ClassificationMeta.Bucket != brainwire.BucketProjects ||
+		!recordExists(t, s, "alice", brainwire.BucketProjects, it.FiledRecordID) || recordExists(t, s, "alice", brainwire.BucketPeople, r.FiledRecordID) {
+		t.Errorf("after the lost race: %+v", it)
+	}
 }
 
 func testDelete(t *testing.T, e *emulator) {

@@ -471,7 +471,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 func TestRunContextCancelledDuringTools(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "slow", Arguments: "{}"}, foundrytest.ToolCall{ID: "c2", Name: "slow", Arguments: "{}"}), foundrytest.Done())))
+		r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "slow", Arguments: "{}"}, foundrytest.ToolCall{ID: "c2", Name: "slower", Arguments: "{}"}), foundrytest.Done())))
 	ctx, cancel := context.WithCancel(t.Context())
 	var running atomic.Int32
 	ts := tools{call: func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {

@@ -9,93 +9,10 @@ import (
 	"path"
 	"regexp"
 	"sync"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/recorder"
 )
-
-// toolWait bounds how long a tool call waits for the calls recorded
-// before it; a call the client never makes must not hang the replay.
-const toolWait = 2 * time.Second
-
-// orderTools returns a WrapTools hook that runs the tool calls of one
-// requires_action in a fixed order: the provider runs them concurrently,
-// so which of two file_capture calls files the capture is a race. Replay
-// settles it the way the recording did: within a round, the calls that
-// succeeded run first, in call order, then the others.
-func orderTools(fx *recorder.Fixture) func(brainwire.ToolSet) brainwire.ToolSet {
-	rounds := map[int][]recorder.ToolRun{}
-	for _, t := range fx.Tools {
-		rounds[t.Round] = append(rounds[t.Round], t)
-	}
-	before := map[string][]string{} // call id -> calls that go first
-	for _, ts := range rounds {
-		if len(ts) < 2 {
-			continue
-		}
-		var order []string
-		for _, t := range ts {
-			if !t.IsError {
-				order = append(order, t.CallID)
-			}
-		}
-		for _, t := range ts {
-			if t.IsError {
-				order = append(order, t.CallID)
-			}
-		}
-		for i, id := range order {
-			before[id] = order[:i]
-		}
-	}
-	return func(inner brainwire.ToolSet) brainwire.ToolSet {
-		if len(before) == 0 {
-			return inner
-		}
-		o := &orderedTools{ToolSet: inner, before: before, done: map[string]chan struct{}{}}
-		for id := range before {
-			o.done[id] = make(chan struct{})
-		}
-		return o
-	}
-}
-
-type orderedTools struct {
-	brainwire.ToolSet
-	before map[string][]string
-	done   map[string]chan struct{}
-	mu     sync.Mutex
-}
-
-func (o *orderedTools) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolResult {
-	if wait, ok := o.before[call.ID]; ok {
-		t := time.NewTimer(toolWait)
-		defer t.Stop()
-	waiting:
-		for _, id := range wait {
-			select {
-			case <-o.done[id]:
-			case <-t.C:
-				break waiting
-			case <-ctx.Done():
-				break waiting
-			}
-		}
-		defer o.finish(call.ID)
-	}
-	return o.ToolSet.Call(ctx, call)
-}
-
-func (o *orderedTools) finish(id string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	select {
-	case <-o.done[id]:
-	default:
-		close(o.done[id])
-	}
-}
 
 // StaticTranscriber answers every transcription with Text, or fails with
 // Err: replay's stand-in for the transcription service, and record's when

@@ -90,7 +90,6 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		Agent:       api.agent(hs.URL, fx),
 		Transport:   hs.Client().Transport,
 		Observer:    obs,
-		WrapTools:   orderTools(fx),
 		Blobs:       newMemoryBlobStore(urlFor),
 		Transcriber: recordedTranscriber(fx),
 		Telemetry:   tr.tel,

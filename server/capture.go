@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,10 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "text is required"))
 		return
 	}
+	if err := brainwire.CheckText("text", text); err != nil {
+		writeError(w, err)
+		return
+	}
 	if n := utf8.RuneCountInString(text); n > s.cfg.MaxTextLength {
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
 		return
@@ -59,14 +64,22 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	if err != nil || ct != "application/json" {
 		return &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	// Read whole (bodies are small) so that bytes that are not UTF-8 are
+	// refused, not silently turned into U+FFFD by the decoder.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", s.cfg.MaxBodyBytes)
 		}
+		return bodyReadError(err)
+	}
+	if !utf8.Valid(body) {
+		return brainwire.Errorf(brainwire.EInvalid, "request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return brainwire.Errorf(brainwire.EInvalid, "malformed JSON body: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -74,9 +87,6 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	}
 	return nil
 }
-
-// errUnsupportedMedia is a transport-level code only the HTTP layer uses.
-const errUnsupportedMedia = "unsupported_media_type"
 
 // newCapture starts a capture of the request's user, echoing the client's
 // ids or making new ones.
@@ -113,8 +123,9 @@ func runRequest(c brainwire.Capture) brainwire.RunRequest {
 // runCapture streams one capture to the phone: STEP_START at once, then
 // whatever the agent's run produces, through the adapter and the encoder,
 // until COMPLETE. The run is bounded by the run timeout; a client that goes
-// away cancels it (the provider then cancels the upstream run).
-func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) {
+// away cancels it (the provider then cancels the upstream run). It returns
+// how the capture ended.
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) brainwire.CaptureResult {
 	c.Agent, c.EvalRunID = s.Agent(), s.cfg.EvalRunID
 	run := runRequest(c)
 	run.Instructions = s.cfg.Instructions
@@ -177,6 +188,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	default:
 		log.Info("capture ended", attrs...)
 	}
+	return res
 }
 
 // pipeline routes one capture's events: all of them to the observer, all

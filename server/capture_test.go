@@ -212,25 +212,26 @@ func TestCaptureTwoToolCallsInOneRequiresAction(t *testing.T) {
 	if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" {
 		t.Fatalf("stream:\n%s", payloads(frames))
 	}
-	// Both calls ran and both outputs went back in one submission; only
-	// one of them filed the capture.
+	// Both calls ran and both outputs went back in one submission; the
+	// first call in the agent's order filed the capture, the second was
+	// told it already was.
 	outs := toolOutputs(t, h, 0)
 	if len(outs) != 2 || outs[0]["tool_call_id"] != "call_1" || outs[1]["tool_call_id"] != "call_2" {
 		t.Fatalf("tool outputs %v", outs)
 	}
-	filed := 0
-	for _, o := range outs {
-		if strings.Contains(o["output"].(string), `"item_id"`) {
-			filed++
-		} else if !strings.Contains(o["output"].(string), "already_filed") {
-			t.Errorf("unexpected output %v", o["output"])
-		}
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].ClassificationMeta.Bucket != "Projects" {
+		t.Fatalf("inbox %+v, want the one item call_1 filed in Projects", items)
 	}
-	if items := h.inbox(testUser); filed != 1 || len(items) != 1 {
-		t.Fatalf("%d filed outputs, %d items", filed, len(items))
+	if o := outs[0]["output"].(string); !strings.Contains(o, `"item_id":"`+items[0].ID+`"`) || !strings.Contains(o, `"bucket":"Projects"`) {
+		t.Errorf("call_1 output %s", o)
 	}
-	if got := frames[2].Data["value"].(map[string]any)["inboxItemId"]; got != h.inbox(testUser)[0].ID {
-		t.Errorf("outcome names item %v", got)
+	if o := outs[1]["output"].(string); !strings.Contains(o, `"error":"already_filed"`) || !strings.Contains(o, items[0].ID) {
+		t.Errorf("call_2 output %s", o)
+	}
+	value := frames[2].Data["value"].(map[string]any)
+	if value["inboxItemId"] != items[0].ID || value["bucket"] != "Projects" {
+		t.Errorf("outcome %v", value)
 	}
 }
 

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
 
 	"github.com/brainwire/brainwire"
 )
@@ -26,13 +28,34 @@ func statusFor(code string) int {
 		return http.StatusServiceUnavailable
 	case errUnsupportedMedia:
 		return http.StatusUnsupportedMediaType
+	case errRequestTimeout:
+		return http.StatusRequestTimeout
+	case errTooBusy:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// Transport-level codes only the HTTP layer uses.
+const (
+	errUnsupportedMedia = "unsupported_media_type"
+	errRequestTimeout   = "request_timeout" // the body did not arrive in time
+	errTooBusy          = "too_busy"        // a bound on concurrent work is reached
+)
+
+// bodyReadError describes a failure to read the request body without the
+// connection's details (addresses are nobody's business but the logs').
+func bodyReadError(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &brainwire.Error{Code: errRequestTimeout, Message: "the request body did not arrive in time"}
+	}
+	return brainwire.Errorf(brainwire.EInvalid, "the request body could not be read")
 }
 
 // writeError answers err as JSON {"detail": "..."}; only used before a
 // stream has started.
 func writeError(w http.ResponseWriter, err error) {
+	noteCause(w, err)
 	writeJSON(w, statusFor(brainwire.ErrorCode(err)), map[string]string{"detail": brainwire.ErrorMessage(err)})
 }
 

@@ -1,15 +1,24 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/brainwire/brainwire"
 )
 
 // MaxFollowUpRounds bounds the clarifying conversation on one capture.
-const MaxFollowUpRounds = 3
+const MaxFollowUpRounds = brainwire.MaxFollowUpRounds
+
+// followUpClaimGrace is how long a follow-up's claim on its round outlives
+// the run timeout: time to file and to give the claim back. Only a server
+// that died mid-run leaves a claim to lapse.
+const followUpClaimGrace = 30 * time.Second
 
 type followUpRequest struct {
 	InboxItemID   string `json:"inbox_item_id"`
@@ -34,12 +43,16 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := strings.TrimSpace(req.FollowUpText)
+	textErr := brainwire.CheckText("follow_up_text", text)
 	switch {
 	case !validID(req.InboxItemID):
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required"))
 		return
 	case text == "":
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required"))
+		return
+	case textErr != nil:
+		writeError(w, textErr)
 		return
 	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "follow_up_text is over %d characters", s.cfg.MaxTextLength))
@@ -48,38 +61,33 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_round must be 1 to %d", MaxFollowUpRounds))
 		return
 	}
-	user := userFrom(r.Context())
-	item, err := s.cfg.Store.GetInboxItem(r.Context(), user, req.InboxItemID)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if item.Status != brainwire.StatusMisunderstood {
-		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s is %s, not misunderstood: there is nothing to follow up", item.ID, item.Status))
-		return
-	}
-	if item.FoundryThreadID == "" {
-		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has no agent conversation to continue", item.ID))
-		return
-	}
-	// Rounds go in order, so a retried or stale request cannot skip ahead
-	// or run past the limit.
-	if next := item.FollowUpRounds + 1; req.FollowUpRound != next {
-		if next > MaxFollowUpRounds {
-			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", item.ID, MaxFollowUpRounds))
-		} else {
-			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s expects follow-up round %d, not %d", item.ID, next, req.FollowUpRound))
-		}
-		return
-	}
 	c, err := s.newCapture(r, brainwire.KindFollowUp, req.ThreadID, req.RunID)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	// The round is claimed in the store before anything runs: of
+	// concurrent follow-ups on the item, on this server or another
+	// replica, one gets it and the others a 409.
+	now := s.cfg.Now()
+	claim := brainwire.FollowUpClaim{Round: req.FollowUpRound, Token: uuid.NewString(), At: now,
+		Until: now.Add(s.cfg.RunTimeout + followUpClaimGrace)}
+	item, err := s.cfg.Store.ClaimFollowUp(r.Context(), c.UserID, req.InboxItemID, claim)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	c.Text = text
-	c.FollowUp = &brainwire.FollowUp{Item: item, Round: req.FollowUpRound}
-	s.runCapture(w, r, c)
+	c.FollowUp = &brainwire.FollowUp{Item: item, Round: req.FollowUpRound, ClaimToken: claim.Token}
+	if res := s.runCapture(w, r, c); !res.Outcome.Filed() {
+		// Nothing was filed: give the round back so the person can try
+		// again, also when they went away (hence a context of its own).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+		defer cancel()
+		if err := s.cfg.Store.ReleaseFollowUp(ctx, c.UserID, item.ID, claim.Token); err != nil {
+			s.log.Error("releasing the follow-up claim", "inbox_item_id", item.ID, "round", claim.Round, "error", err)
+		}
+	}
 }
 
 // validID accepts the ids this server and its stores hand out.

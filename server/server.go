@@ -62,6 +62,8 @@ type Config struct {
 	MaxBodyBytes  int64         // JSON request bodies; DefaultMaxBodyBytes when 0
 	MaxTextLength int           // capture text, in characters
 	MaxAudioBytes int64         // voice uploads; DefaultMaxAudioBytes when 0
+	MaxUploads    int           // voice uploads received at once; DefaultMaxUploads when 0
+	UploadTimeout time.Duration // for a voice upload to arrive; DefaultUploadTimeout when 0
 	KeepAlive     time.Duration // SSE comment interval; negative disables
 
 	// NewID and Now are replaceable so replays are deterministic.
@@ -78,6 +80,7 @@ type Server struct {
 	log     *slog.Logger
 	health  healthCache
 	agent   *agentCache
+	uploads chan struct{} // a slot per voice upload being received
 }
 
 // New validates cfg and returns a Server.
@@ -106,6 +109,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxTextLength <= 0 {
 		cfg.MaxTextLength = DefaultMaxTextLength
 	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
+	}
+	if cfg.UploadTimeout <= 0 {
+		cfg.UploadTimeout = DefaultUploadTimeout
+	}
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
@@ -118,23 +127,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AgentRefresh == 0 {
 		cfg.AgentRefresh = DefaultAgentRefresh
 	}
-	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger)}
+	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger),
+		uploads: make(chan struct{}, cfg.MaxUploads)}
 	s.router = s.routes()
-	s.handler = s.router
+	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {
-		s.handler = cfg.Middleware(routed{s.router})
+		s.handler = cfg.Middleware(routed{Handler: s.handler, router: s.router})
 	}
 	return s, nil
 }
 
-// routed is the router as middleware sees it: a handler that can name the
+// routed is the API as middleware sees it: a handler that can name the
 // route a request matches.
-type routed struct{ *mux.Router }
+type routed struct {
+	http.Handler
+	router *mux.Router
+}
 
 // Route returns the template of the route r matches, or "".
 func (rt routed) Route(r *http.Request) string {
 	var m mux.RouteMatch
-	if rt.Match(r, &m) && m.Route != nil && m.MatchErr == nil {
+	if rt.router.Match(r, &m) && m.Route != nil && m.MatchErr == nil {
 		if tpl, err := m.Route.GetPathTemplate(); err == nil {
 			return tpl
 		}

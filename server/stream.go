@@ -67,24 +67,36 @@ func (s *eventStream) writeLocked(frames []byte) error {
 	return nil
 }
 
+// keepAlive writes a comment whenever the stream has been quiet for
+// every: the timer is set to fire one interval after the last write, so
+// a silence never lasts longer than every (a ticker at a fixed phase lets
+// it run up to half an interval more, which mobile carriers punish).
 func (s *eventStream) keepAlive(every time.Duration) {
 	defer close(s.done)
 	if every <= 0 {
 		<-s.stop
 		return
 	}
-	t := time.NewTicker(every / 2)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			s.mu.Lock()
-			if now.Sub(s.lastOut) >= every {
-				_ = s.writeLocked(keepAliveFrame)
+			quiet := time.Since(s.lastOut)
+			if quiet >= every {
+				if err := s.writeLocked(keepAliveFrame); err != nil {
+					// The client is gone (or the stream closed): nothing
+					// more to keep alive.
+					s.mu.Unlock()
+					return
+				}
+				quiet = 0
 			}
 			s.mu.Unlock()
+			t.Reset(max(every-quiet, 0))
 		}
 	}
 }

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
+	"net"
 	"net/http"
+	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,63 +22,116 @@ import (
 // DefaultMaxAudioBytes is the upload limit: the transcription service's.
 const DefaultMaxAudioBytes = brainwire.MaxAudioBytes
 
+// Defaults of the upload bounds in Config.
+const (
+	// DefaultMaxUploads bounds the voice uploads received at once. Each
+	// holds a few blocks in memory on their way to the blob store, not
+	// the file.
+	DefaultMaxUploads = 8
+	// DefaultUploadTimeout is how long a voice upload may take to arrive:
+	// 25 MB at about 2 Mbit/s, a slow mobile link.
+	DefaultUploadTimeout = 2 * time.Minute
+)
+
+// uploadRetryAfter is the Retry-After of a 503 for too many uploads: an
+// upload slot frees when one of the uploads in flight has arrived.
+const uploadRetryAfter = 5 * time.Second
+
 // voiceMessage asks the agent to transcribe before it classifies; the
 // `audio:` line carries the URL the transcribe_audio tool accepts.
 const voiceMessage = "This is a voice capture. Call transcribe_audio with the blob_url below, " +
 	"then classify the transcript and file it with file_capture.\naudio: %s"
 
 // handleVoice takes a multipart upload with a `file` part (the audio) and
-// optional `thread_id` / `run_id` fields.
+// optional `thread_id` / `run_id` fields. The audio streams from the
+// request into the blob store as it arrives, so an upload holds a few
+// blocks in memory, never the file; at most Config.MaxUploads are received
+// at once, each within Config.UploadTimeout.
 func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Blobs == nil {
+	switch {
+	case s.cfg.Blobs == nil:
 		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "voice capture is not configured on this server"))
 		return
-	}
-	upload, err := s.readVoiceUpload(w, r)
-	if err != nil {
-		writeError(w, err)
+	case s.cfg.Transcriber == nil:
+		// The agent could only ever answer that it cannot hear the audio.
+		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "voice capture is not available: transcription is not configured on this server"))
 		return
 	}
-	c, err := s.newCapture(r, brainwire.KindVoice, upload.threadID, upload.runID)
-	if err != nil {
-		writeError(w, err)
+	select {
+	case s.uploads <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(int(uploadRetryAfter/time.Second)))
+		writeError(w, &brainwire.Error{Code: errTooBusy, Message: "too many voice uploads at once; try again in a few seconds"})
 		return
 	}
-	blobName := "voice-" + s.cfg.NewID() + "." + upload.format
-	url, err := s.cfg.Blobs.Put(r.Context(), blobName, upload.contentType, bytes.NewReader(upload.audio))
+	// The capture's ids are made before the upload is read, so that the
+	// audio's blob name is made after them, as it always was; thread_id
+	// and run_id fields, if the form has them, replace them.
+	threadID, runID := "thread-"+s.cfg.NewID(), "run-"+s.cfg.NewID()
+	up, err := s.receiveVoice(w, r)
+	<-s.uploads
 	if err != nil {
-		s.log.Error("storing voice upload", "error", err)
-		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored"))
+		writeError(w, err)
 		return
 	}
 	// The audio lives only as long as its capture, whatever the outcome:
 	// also when the client went away, hence a context of its own.
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
-		defer cancel()
-		if err := s.cfg.Blobs.Delete(ctx, url); err != nil {
-			s.log.Error("deleting voice upload", "url", url, "error", err)
-		}
-	}()
-	c.AudioURL = url
+	defer s.deleteAudio(r.Context(), up.url)
+	if up.threadID != "" {
+		threadID = up.threadID
+	}
+	if up.runID != "" {
+		runID = up.runID
+	}
+	c, err := s.newCapture(r, brainwire.KindVoice, threadID, runID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c.AudioURL = up.url
 	s.runCapture(w, r, c)
 }
 
-type voiceUpload struct {
-	audio       []byte // read whole, within the limit, so size is checked before streaming
-	format      string // file extension the transcription service knows
-	contentType string
-	threadID    string
-	runID       string
+func (s *Server) deleteAudio(ctx context.Context, url string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := s.cfg.Blobs.Delete(ctx, url); err != nil {
+		s.log.Error("deleting voice upload", "url", url, "error", err)
+	}
 }
 
-// readVoiceUpload reads the multipart form within the size limit and checks
-// the audio's type, so every problem is a 4xx before the stream starts.
-func (s *Server) readVoiceUpload(w http.ResponseWriter, r *http.Request) (*voiceUpload, error) {
+// voiceUpload is a received upload: the audio is in the blob store.
+type voiceUpload struct {
+	url      string
+	threadID string
+	runID    string
+}
+
+// receiveVoice reads the multipart form within its size limit and its
+// deadline, streaming the file part into the blob store once its leading
+// bytes show it is audio of the format it claims. Every problem is an
+// error before the capture's stream starts; the audio is not left behind.
+func (s *Server) receiveVoice(w http.ResponseWriter, r *http.Request) (_ *voiceUpload, err error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "multipart/form-data" {
 		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be multipart/form-data with a file part"}
 	}
+	// The whole upload must arrive in time; the stream that follows has
+	// no read deadline (it only writes).
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.UploadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return nil, fmt.Errorf("setting the upload deadline: %w", err)
+	}
+	defer func() {
+		if err == nil {
+			_ = rc.SetReadDeadline(time.Time{})
+		} else {
+			// The rest of the body is not read: the connection cannot
+			// carry another request.
+			w.Header().Set("Connection", "close")
+		}
+	}()
+
 	limit := s.maxAudioBytes()
 	// The form's own fields and boundaries need a little room past the audio.
 	r.Body = http.MaxBytesReader(w, r.Body, limit+64<<10)
@@ -82,41 +140,31 @@ func (s *Server) readVoiceUpload(w http.ResponseWriter, r *http.Request) (*voice
 		return nil, brainwire.Errorf(brainwire.EInvalid, "malformed multipart body: %v", err)
 	}
 	up := &voiceUpload{}
-	found := false
+	defer func() {
+		if err != nil && up.url != "" {
+			s.deleteAudio(r.Context(), up.url)
+		}
+	}()
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, multipartError(err, limit)
+			return nil, uploadError(err, limit)
 		}
 		switch part.FormName() {
 		case "file":
-			if found {
+			if up.url != "" {
 				return nil, brainwire.Errorf(brainwire.EInvalid, "only one file part is allowed")
 			}
-			found = true
-			name, ctype, err := brainwire.AudioFormat(part.FileName(), part.Header.Get("Content-Type"))
-			if err != nil {
+			if up.url, err = s.storeAudio(r.Context(), part, limit); err != nil {
 				return nil, err
-			}
-			up.format = strings.TrimPrefix(path.Ext(name), ".")
-			up.contentType = ctype
-			up.audio, err = io.ReadAll(io.LimitReader(part, limit+1))
-			if err != nil {
-				return nil, multipartError(err, limit)
-			}
-			if int64(len(up.audio)) > limit {
-				return nil, brainwire.Errorf(brainwire.ETooLarge, "audio is over %d bytes", limit)
-			}
-			if len(up.audio) == 0 {
-				return nil, brainwire.Errorf(brainwire.EInvalid, "the file part is empty")
 			}
 		case "thread_id", "run_id":
 			v, err := io.ReadAll(io.LimitReader(part, 256))
 			if err != nil {
-				return nil, multipartError(err, limit)
+				return nil, uploadError(err, limit)
 			}
 			if part.FormName() == "thread_id" {
 				up.threadID = string(v)
@@ -127,14 +175,88 @@ func (s *Server) readVoiceUpload(w http.ResponseWriter, r *http.Request) (*voice
 			// Unknown fields are drained and ignored: older app builds
 			// send extra metadata.
 			if _, err := io.Copy(io.Discard, part); err != nil {
-				return nil, multipartError(err, limit)
+				return nil, uploadError(err, limit)
 			}
 		}
 	}
-	if !found {
+	if up.url == "" {
 		return nil, brainwire.Errorf(brainwire.EInvalid, "a file part with the audio is required")
 	}
 	return up, nil
+}
+
+// storeAudio checks the file part's format, by its name and type and then
+// by its leading bytes, and streams it into the blob store.
+func (s *Server) storeAudio(ctx context.Context, part *multipart.Part, limit int64) (string, error) {
+	name, ctype, err := brainwire.AudioFormat(part.FileName(), part.Header.Get("Content-Type"))
+	if err != nil {
+		return "", err
+	}
+	format := strings.TrimPrefix(path.Ext(name), ".")
+	body := &audioBody{r: part, limit: limit}
+	head := make([]byte, brainwire.AudioHeadLen)
+	n, _ := io.ReadFull(body, head)
+	head = head[:n]
+	switch {
+	case body.err != nil:
+		return "", uploadError(body.err, limit)
+	case n == 0:
+		return "", brainwire.Errorf(brainwire.EInvalid, "the file part is empty")
+	case !brainwire.IsAudio(format, head):
+		return "", &brainwire.Error{Code: errUnsupportedMedia,
+			Message: fmt.Sprintf("the file is not %s audio: its first bytes do not match the format", strings.ToUpper(format))}
+	}
+	blobName := "voice-" + s.cfg.NewID() + "." + format
+	url, err := s.cfg.Blobs.Put(ctx, blobName, ctype, io.MultiReader(bytes.NewReader(head), body))
+	if err != nil {
+		if body.err != nil {
+			// The upload failed, not the store; the store kept nothing.
+			return "", uploadError(body.err, limit)
+		}
+		s.log.Error("storing voice upload", "error", err)
+		return "", brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored")
+	}
+	return url, nil
+}
+
+// errAudioTooLarge ends an upload's audio past its limit.
+var errAudioTooLarge = errors.New("audio over the size limit")
+
+// audioBody is the file part on its way to the blob store: it stops past
+// the size limit, and remembers what went wrong reading it, so that a
+// failed Put can be told apart from a failed upload. Each Read fills p
+// as far as the upload allows: a multipart part gives at most a few KB
+// per read, and the store should not write in pieces that small.
+type audioBody struct {
+	r     io.Reader
+	limit int64
+	n     int64
+	err   error // the first error other than io.EOF
+	eof   bool
+}
+
+func (b *audioBody) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && b.err == nil && !b.eof {
+		m, err := b.r.Read(p[n:])
+		n += m
+		b.n += int64(m)
+		switch {
+		case b.n > b.limit:
+			b.err = errAudioTooLarge
+		case errors.Is(err, io.EOF):
+			b.eof = true
+		case err != nil:
+			b.err = err
+		}
+	}
+	switch {
+	case b.err != nil:
+		return n, b.err
+	case b.eof && n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 func (s *Server) maxAudioBytes() int64 {
@@ -144,10 +266,21 @@ func (s *Server) maxAudioBytes() int64 {
 	return DefaultMaxAudioBytes
 }
 
-func multipartError(err error, limit int64) error {
+// uploadError says what went wrong reading the upload, without the
+// connection's details.
+func uploadError(err error, limit int64) error {
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	switch {
+	case errors.As(err, &tooBig), errors.Is(err, errAudioTooLarge):
 		return brainwire.Errorf(brainwire.ETooLarge, "upload is over %d bytes", limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &brainwire.Error{Code: errRequestTimeout, Message: "the upload did not arrive in time"}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return brainwire.Errorf(brainwire.EInvalid, "malformed multipart body: it ends too early")
+	}
+	var perr *net.OpError
+	if errors.As(err, &perr) {
+		return brainwire.Errorf(brainwire.EInvalid, "the upload was interrupted")
 	}
 	return brainwire.Errorf(brainwire.EInvalid, "malformed multipart body: %v", err)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/internal/npmtest"
 	"github.com/brainwire/brainwire/internal/testaudio"
+	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/transcription"
 )
 
@@ -223,8 +225,21 @@ func TestVoiceAudioIsDeletedWhenTheClientDisconnects(t *testing.T) {
 	assertGone(t, blobs, url)
 }
 
+// stubTranscriber stands in for a configured transcription service.
+type stubTranscriber struct{ text string }
+
+func (s stubTranscriber) Transcribe(_ context.Context, audio io.Reader, _, _ string) (string, error) {
+	_, _ = io.Copy(io.Discard, audio)
+	return s.text, nil
+}
+
 func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
-	h := newHarness(t, nil, withMaxAudio(1024))
+	dir := t.TempDir()
+	blobs, err := localblob.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, nil, withMaxAudio(1024), withBlobs(blobs), withTranscriber(stubTranscriber{}))
 	wav := []byte("RIFF\x24\x00\x00\x00WAVEfmt ")
 	cases := []struct {
 		name        string
@@ -239,6 +254,12 @@ func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
 		{"no file part", "", "", 400, "file part"},
 		{"empty file", "", "", 400, "empty"},
 		{"broken multipart", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nabc", 400, "malformed multipart"},
+		{"broken multipart after the audio's start", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" + string(wav) + "abc", 400, "malformed multipart"},
+		{"two file parts", "", "", 400, "only one file part"},
+		{"an ELF binary named .wav", "", "", 415, "not WAV audio"},
+		{"MP3 audio named .wav", "", "", 415, "not WAV audio"},
+		{"text named .ogg", "", "", 415, "not OGG audio"},
+		{"a few bytes named .m4a", "", "", 415, "not M4A audio"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -247,7 +268,24 @@ func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
 			case "unsupported type":
 				ct, body = voiceBody(t, "notes.txt", "text/plain", []byte("hello"))
 			case "too large":
-				ct, body = voiceBody(t, "big.wav", "audio/wav", bytes.Repeat([]byte{1}, 2048))
+				ct, body = voiceBody(t, "big.wav", "audio/wav", append(wav, bytes.Repeat([]byte{1}, 2048)...))
+			case "two file parts":
+				var buf bytes.Buffer
+				mw := multipart.NewWriter(&buf)
+				for range 2 {
+					fw, _ := mw.CreateFormFile("file", "a.wav")
+					fw.Write(wav)
+				}
+				mw.Close()
+				ct, body = mw.FormDataContentType(), buf.String()
+			case "an ELF binary named .wav":
+				ct, body = voiceBody(t, "note.wav", "audio/wav", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"))
+			case "MP3 audio named .wav":
+				ct, body = voiceBody(t, "note.wav", "audio/wav", []byte("ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x00"))
+			case "text named .ogg":
+				ct, body = voiceBody(t, "note.ogg", "audio/ogg", []byte("just some text, not Ogg at all"))
+			case "a few bytes named .m4a":
+				ct, body = voiceBody(t, "note.m4a", "", []byte("ftyp"))
 			case "no file part":
 				var buf bytes.Buffer
 				mw := multipart.NewWriter(&buf)
@@ -265,5 +303,8 @@ func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
 	}
 	if n := len(h.up.Requests()); n != 0 {
 		t.Fatalf("%d upstream calls for rejected uploads", n)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Fatalf("rejected uploads left %d files in the blob store", len(files))
 	}
 }

@@ -157,7 +157,9 @@
 //	#invalid-bucket  the first file_capture names bucket "Misc"; when its
 //	                 output is an error it retries once with the right bucket
 //	#two-calls       one requires_action with two file_capture calls: the best
-//	                 bucket and the runner-up (ignored when misunderstood)
+//	                 bucket and the runner-up (ignored when misunderstood); the
+//	                 server runs them in this order, so the best bucket files
+//	                 and the runner-up gets already_filed
 //	#no-tool         reasoning text only; the run completes with no tool call
 //	#fail            the run ends with thread.run.failed, last_error
 //	                 {"code":"server_error",...}, after in_progress

@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, created_at, updated_at`
+	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, created_at, updated_at`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
 )
 
@@ -44,6 +44,9 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		} else {
 			before, err := getItem(ctx, tx, f.UserID, f.InboxItemID)
 			if err != nil {
+				return err
+			}
+			if err := f.CheckRefile(before); err != nil {
 				return err
 			}
 			item = stored(f.Refile(before))
@@ -108,6 +111,11 @@ func stored(it brainwire.InboxItem) brainwire.InboxItem {
 		r := *it.AgentRun
 		it.AgentRun = &r
 	}
+	if it.FollowUpClaim != nil {
+		c := *it.FollowUpClaim
+		c.At, c.Until = storedTime(c.At), storedTime(c.Until)
+		it.FollowUpClaim = &c
+	}
 	return it
 }
 
@@ -166,6 +174,25 @@ func encodeAgentRun(r *brainwire.AgentRun) (any, error) {
 	return string(b), nil
 }
 
+// claimDoc is a follow-up claim as its column holds it.
+type claimDoc struct {
+	Round int    `json:"round"`
+	Token string `json:"token"`
+	At    int64  `json:"at"`    // Unix nanoseconds, as the other times
+	Until int64  `json:"until"` // Unix nanoseconds
+}
+
+func encodeClaim(c *brainwire.FollowUpClaim) (any, error) {
+	if c == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(claimDoc{Round: c.Round, Token: c.Token, At: c.At.UnixNano(), Until: c.Until.UnixNano()})
+	if err != nil {
+		return nil, fmt.Errorf("encoding follow-up claim: %w", err)
+	}
+	return string(b), nil
+}
+
 func decodeAgentRun(s sql.NullString) (*brainwire.AgentRun, error) {
 	if !s.Valid {
 		return nil, nil
@@ -177,6 +204,17 @@ func decodeAgentRun(s sql.NullString) (*brainwire.AgentRun, error) {
 	return &r, nil
 }
 
+func decodeClaim(s sql.NullString) (*brainwire.FollowUpClaim, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var d claimDoc
+	if err := json.Unmarshal([]byte(s.String), &d); err != nil {
+		return nil, fmt.Errorf("decoding follow-up claim: %w", err)
+	}
+	return &brainwire.FollowUpClaim{Round: d.Round, Token: d.Token, At: time.Unix(0, d.At).UTC(), Until: time.Unix(0, d.Until).UTC()}, nil
+}
+
 func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	cls, err := encodeClassification(it.ClassificationMeta)
 	if err != nil {
@@ -186,9 +224,13 @@ func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	claim, err := encodeClaim(it.FollowUpClaim)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
 	}
@@ -208,12 +250,16 @@ func updateItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	if err != nil {
 		return err
 	}
+	claim, err := encodeClaim(it.FollowUpClaim)
+	if err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx, `
 UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification = ?,
-	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, updated_at = ?
+	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, follow_up_claim = ?, updated_at = ?
 WHERE user_id = ? AND id = ?`,
 		it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, it.UpdatedAt.UnixNano(),
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, it.UpdatedAt.UnixNano(),
 		it.UserID, it.ID)
 	if err != nil {
 		return fmt.Errorf("updating inbox item: %w", err)
@@ -250,11 +296,11 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	var (
 		it               brainwire.InboxItem
 		source           string
-		cls, run         sql.NullString
+		cls, run, claim  sql.NullString
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &created, &updated)
+		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &claim, &created, &updated)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -265,6 +311,9 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
 	}
 	if it.AgentRun, err = decodeAgentRun(run); err != nil {
+		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
+	}
+	if it.FollowUpClaim, err = decodeClaim(claim); err != nil {
 		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
 	}
 	return it, nil
@@ -426,6 +475,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		item = before
 		item.Status = brainwire.StatusClassified
 		item.ClassificationMeta = &c
+		item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
 		item.UpdatedAt = storedTime(now)
 
 		cls, err := encodeClassification(&c)

@@ -49,6 +49,9 @@ CREATE TABLE bucket_records (
 	`ALTER TABLE inbox ADD COLUMN follow_up_rounds INTEGER NOT NULL DEFAULT 0;`,
 	// 3: the agent run that filed an item (JSON agentRun; NULL when none).
 	`ALTER TABLE inbox ADD COLUMN agent_run TEXT;`,
+	// 4: the follow-up round being answered now (JSON FollowUpClaim; NULL
+	// when none).
+	`ALTER TABLE inbox ADD COLUMN follow_up_claim TEXT;`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

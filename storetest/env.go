@@ -293,6 +293,25 @@ func diffItem(got, want brainwire.InboxItem, tol time.Duration) []string {
 	case g == nil || w == nil || *g != *w:
 		d = append(d, fmt.Sprintf("AgentRun = %s, want %s", runString(g), runString(w)))
 	}
+	d = append(d, diffClaim(got.FollowUpClaim, want.FollowUpClaim, tol)...)
+	return d
+}
+
+func diffClaim(got, want *brainwire.FollowUpClaim, tol time.Duration) []string {
+	switch {
+	case got == nil && want == nil:
+		return nil
+	case got == nil:
+		return []string{fmt.Sprintf("FollowUpClaim = nil, want %+v", *want)}
+	case want == nil:
+		return []string{fmt.Sprintf("FollowUpClaim = %+v, want nil", *got)}
+	}
+	var d []string
+	if got.Round != want.Round || got.Token != want.Token {
+		d = append(d, fmt.Sprintf("FollowUpClaim round %d token %q, want round %d token %q", got.Round, got.Token, want.Round, want.Token))
+	}
+	d = append(d, diffTime("FollowUpClaim.At", got.At, want.At, tol)...)
+	d = append(d, diffTime("FollowUpClaim.Until", got.Until, want.Until, tol)...)
 	return d
 }
 

@@ -39,6 +39,10 @@
 //     Recategorize keeps it as it was. Items filed without one read back
 //     with none.
 //   - A store that is a brainwire.UserLister lists every user with an item.
+//   - ClaimFollowUp grants a round to one claim at a time, also to claims
+//     made concurrently; a claim stands until its Until, its token's
+//     filing, ReleaseFollowUp with its token, or a Recategorize. The
+//     claimed item is otherwise unchanged (UpdatedAt too).
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -74,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 		{"ListInbox", listTests},
 		{"Delete", deleteTests},
 		{"Recategorize", recategorizeTests},
+		{"FollowUpClaims", claimTests},
 		{"Isolation", isolationTests},
 		{"Ping", pingTests},
 		{"Users", userTests},

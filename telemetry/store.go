@@ -127,6 +127,20 @@ func (s *store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	return item, err
 }
 
+func (s *store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwire.FollowUpClaim) (brainwire.InboxItem, error) {
+	ctx, span := s.start(ctx, "claim_follow_up", AttrInboxItemID.String(id), attribute.Int("brainwire.follow_up.round", c.Round))
+	item, err := s.next.ClaimFollowUp(ctx, userID, id, c)
+	s.end(span, err)
+	return item, err
+}
+
+func (s *store) ReleaseFollowUp(ctx context.Context, userID, id, token string) error {
+	ctx, span := s.start(ctx, "release_follow_up", AttrInboxItemID.String(id))
+	err := s.next.ReleaseFollowUp(ctx, userID, id, token)
+	s.end(span, err)
+	return err
+}
+
 func (s *store) GetBucketRecord(ctx context.Context, userID, bucket, id string) (brainwire.BucketRecord, error) {
 	ctx, span := s.start(ctx, "get_bucket_record", AttrBucket.String(bucket))
 	rec, err := s.next.GetBucketRecord(ctx, userID, bucket, id)

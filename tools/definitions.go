@@ -9,7 +9,10 @@ var (
 		Name: brainwire.ToolFileCapture,
 		Description: "File the person's capture into their second brain. Call exactly once per capture. " +
 			"Use status 'classified' when confident (>= 0.6), 'pending' when unsure, and 'misunderstood' " +
-			"when the capture cannot be understood; then also give the clarifying question to ask.",
+			"when the capture cannot be understood; then also give the clarifying question to ask. " +
+			"A capture is filed once: if you call this tool more than once, the first call in your order " +
+			"that succeeds files the capture and every later call returns the error 'already_filed' " +
+			"with the filed item's id.",
 		Parameters: []byte(`{"type":"object","properties":{` +
 			`"text":{"type":"string","description":"The capture text, as the person said it."},` +
 			`"bucket":{"type":"string","enum":["People","Projects","Ideas","Admin"],"description":"Where the capture belongs."},` +

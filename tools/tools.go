@@ -157,10 +157,10 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 		raw = a.Text
 	}
 	now := s.deps.Now().UTC()
-	var refile string
+	var refile, claim string
 	var round int
 	if fu := s.capture.FollowUp; fu != nil {
-		refile, round = fu.Item.ID, fu.Round
+		refile, round, claim = fu.Item.ID, fu.Round, fu.ClaimToken
 	}
 	item, err := s.deps.Store.File(ctx, brainwire.Filing{
 		UserID:      s.capture.UserID,
@@ -181,6 +181,7 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 		FoundryThreadID: call.ThreadID,
 		FollowUpRound:   round,
 		AgentRun:        s.agentRun(status, a.Bucket, conf),
+		ClaimToken:      claim,
 		Now:             now,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ package transcription
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,7 +58,15 @@ type Config struct {
 	Language string
 	// Prompt guides the model's spelling and style; optional.
 	Prompt string
+	// MaxConcurrent bounds the transcriptions in flight: each holds its
+	// audio (up to 25 MB) in memory. Further calls wait for a slot, as
+	// long as their context allows. DefaultMaxConcurrent when 0.
+	MaxConcurrent int
 }
+
+// DefaultMaxConcurrent is Config.MaxConcurrent's default: at most 100 MB
+// of audio in memory.
+const DefaultMaxConcurrent = 4
 
 // Client is a brainwire.Transcriber. It is safe for concurrent use.
 type Client struct {
@@ -67,6 +76,7 @@ type Client struct {
 	cred     azcore.TokenCredential
 	language string
 	prompt   string
+	slots    chan struct{} // one per transcription in flight
 }
 
 var _ brainwire.Transcriber = (*Client)(nil)
@@ -104,6 +114,7 @@ func New(cfg Config, hc *http.Client) (*Client, error) {
 		cred:     cfg.TokenCredential,
 		language: cfg.Language,
 		prompt:   cfg.Prompt,
+		slots:    make(chan struct{}, cmp.Or(max(cfg.MaxConcurrent, 0), DefaultMaxConcurrent)),
 	}, nil
 }
 
@@ -117,6 +128,13 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 	filename, contentType, err := brainwire.AudioFormat(filename, contentType)
 	if err != nil {
 		return "", err
+	}
+	select {
+	case c.slots <- struct{}{}:
+		defer func() { <-c.slots }()
+	case <-ctx.Done():
+		return "", fmt.Errorf("transcription: waiting for a turn: %w: %w",
+			brainwire.Errorf(brainwire.EUpstream, "the transcription service did not answer in time"), ctx.Err())
 	}
 	// The whole file is read first: its size must be known before sending,
 	// and a known length lets the request be resent on redirects.

@@ -617,3 +617,66 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// watchedAudio is audio that tells when it is first read.
+type watchedAudio struct {
+	r    io.Reader
+	read chan struct{}
+	once sync.Once
+}
+
+func (w *watchedAudio) Read(p []byte) (int, error) {
+	w.once.Do(func() { close(w.read) })
+	return w.r.Read(p)
+}
+
+// At most MaxConcurrent transcriptions hold their audio at once: a further
+// one waits for a turn without reading its audio, and gives up with its
+// context.
+func TestConcurrentTranscriptionsAreBounded(t *testing.T) {
+	arrived, gate := make(chan struct{}, 4), make(chan struct{})
+	svc := newService(t, func(w http.ResponseWriter, r *http.Request, got request) {
+		arrived <- struct{}{}
+		<-gate
+		answerText("done")(w, r, got)
+	})
+	c := svc.client(t, func(cfg *transcription.Config) { cfg.MaxConcurrent = 1 })
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Transcribe(t.Context(), strings.NewReader("RIFF....WAVE"), "a.wav", "audio/wav")
+		first <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first transcription never reached the service")
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	second := &watchedAudio{r: strings.NewReader("RIFF....WAVE"), read: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Transcribe(ctx, second, "b.wav", "audio/wav")
+		done <- err
+	}()
+	select {
+	case <-second.read:
+		t.Fatal("a second transcription read its audio while the first held the only slot")
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || brainwire.ErrorCode(err) != brainwire.EUpstream {
+		t.Errorf("the waiting transcription ended with %v", err)
+	}
+
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first transcription: %v", err)
+	}
+	if text, err := c.Transcribe(t.Context(), strings.NewReader("RIFF....WAVE"), "c.wav", "audio/wav"); err != nil || text != "done" {
+		t.Fatalf("a transcription after the slot freed: %q, %v", text, err)
+	}
+	if n := len(svc.calls()); n != 2 {
+		t.Errorf("%d requests reached the service, want 2", n)
+	}
+}

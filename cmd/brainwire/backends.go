@@ -139,6 +139,17 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 		}
 		log.Info("--init-db: database and containers are in place")
 	}
+	// A database the server cannot work with (missing containers, an
+	// Inbox without its composite index) is refused now, with what to run,
+	// rather than found out by every inbox listing. A check that cannot be
+	// made (network, credentials) does not stop the start: /health tells.
+	if err := st.CheckSetup(ctx); err != nil {
+		if errors.Is(err, cosmos.ErrNotSetUp) {
+			st.Close()
+			return nil, err
+		}
+		log.Warn("store: could not check the Cosmos DB database's setup", "error", err)
+	}
 	log.Info("store: Azure Cosmos DB", "endpoint", endpoint, "database", st.Database())
 	return st, nil
 }
@@ -184,7 +195,7 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
 	endpoint := getenv("AZURE_OPENAI_ENDPOINT")
 	if endpoint == "" {
-		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures get a clear tool error")
+		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures are refused with 503")
 		return nil, nil
 	}
 	tc := transcription.Config{

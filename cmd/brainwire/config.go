@@ -25,6 +25,8 @@ type config struct {
 	// SimInstructions are the simulated agent's instructions (from
 	// BRAINWIRE_SIM_INSTRUCTIONS_FILE); "" keeps its own.
 	SimInstructions string
+	MaxUploads      int
+	UploadTimeout   time.Duration
 
 	FoundryEndpoint   string // empty: use the in-process simulator
 	FoundryAgentID    string
@@ -60,6 +62,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("BRAINWIRE_SIM_INSTRUCTIONS_FILE: %w", err)
 		}
 		c.SimInstructions = string(b)
+	}
+	if c.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
+		return c, err
+	}
+	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads); err != nil {
+		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
 		if c.Keys, err = server.ParseKeys(keys); err != nil {
@@ -103,4 +111,17 @@ func envDuration(getenv func(string) string, name string, def time.Duration) (ti
 		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 60s) or a number of seconds", name, v)
 	}
 	return d, nil
+}
+
+// envInt accepts a whole number from 1.
+func envInt(getenv func(string) string, name string, def int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %q is not a whole number from 1", name, v)
+	}
+	return n, nil
 }

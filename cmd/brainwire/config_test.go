@@ -16,7 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.RunTimeout != 60*time.Second ||
-		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" {
+		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute {
 		t.Fatalf("defaults %+v", c)
 	}
 	// No keys configured: one is generated and maps to the default user.
@@ -36,12 +36,15 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		"AZURE_AI_PROJECT_ENDPOINT":   "https://r.services.ai.azure.com/api/projects/p",
 		"AZURE_AI_AGENT_ID":           "asst_1",
 		"AZURE_AI_AGENTS_API_VERSION": "2025-05-15-preview",
+		"BRAINWIRE_MAX_UPLOADS":       "3",
+		"BRAINWIRE_UPLOAD_TIMEOUT":    "5m",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GeneratedKey != "" || c.Keys["k-0123456789abcdef"] != "alice" || c.RunTimeout != 90*time.Second ||
-		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" {
+		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" ||
+		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute {
 		t.Fatalf("config %+v", c)
 	}
 	instr := filepath.Join(t.TempDir(), "instructions.txt")
@@ -65,6 +68,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"endpoint without agent":   {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
 		"bad agent refresh":        {"BRAINWIRE_AGENT_REFRESH": "often"},
 		"missing sim instructions": {"BRAINWIRE_SIM_INSTRUCTIONS_FILE": "/nonexistent/instructions.txt"},
+		"no uploads":               {"BRAINWIRE_MAX_UPLOADS": "0"},
+		"uploads not a number":     {"BRAINWIRE_MAX_UPLOADS": "many"},
+		"bad upload timeout":       {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -6,6 +6,7 @@
 //	brainwire replay   replay fixtures: print the phone's SSE, or -check it
 //	brainwire eval     try instructions against a labelled corpus
 //	brainwire export-labels  write a labelled corpus from people's corrections
+//	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
 //
 // Configuration comes from the environment; see README.md.
 package main
@@ -51,6 +52,7 @@ commands:
   replay  replay fixtures through the server: print the phone's SSE, or -check goldens
   eval    run a labelled corpus against the agent (or new -instructions) and report accuracy
   export-labels  write people's corrections from the store as a labelled corpus
+  health  probe a running server's /health: exit 0 when it answers 200
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return evalCmd(ctx, args[1:], getenv, stdout, stderr, logger)
 	case "export-labels":
 		return exportLabels(ctx, args[1:], getenv, stdout, stderr, logger)
+	case "health":
+		return health(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

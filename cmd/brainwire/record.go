@@ -385,10 +385,12 @@ func (r *recording) close() {
 	}
 }
 
-// setupRecording reads BRAINWIRE_RECORD_DIR (where fixtures go) and
-// BRAINWIRE_RECORD_SAMPLE (the share of captures recorded, 0..1, default
-// 1). Secrets from the environment are redacted from every recording.
-func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, error) {
+// setupRecording reads BRAINWIRE_RECORD_DIR (where fixtures go: a
+// directory, or a Blob Storage container URL so that every replica's
+// recordings land in one place) and BRAINWIRE_RECORD_SAMPLE (the share of
+// captures recorded, 0..1, default 1). Secrets from the environment are
+// redacted from every recording.
+func setupRecording(ctx context.Context, getenv func(string) string, log *slog.Logger) (*recording, error) {
 	dir := getenv("BRAINWIRE_RECORD_DIR")
 	if dir == "" {
 		return &recording{log: log}, nil
@@ -401,7 +403,8 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 		}
 		sample = s
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	sink, err := recordingSink(ctx, dir, getenv)
+	if err != nil {
 		return nil, fmt.Errorf("BRAINWIRE_RECORD_DIR: %w", err)
 	}
 	upstream := "simulator"
@@ -412,7 +415,7 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 		upstream = "openai"
 	}
 	rec, err := recorder.New(recorder.Config{
-		Sink:     recorder.DirSink{Dir: dir},
+		Sink:     sink,
 		Sample:   sample,
 		Secrets:  secretsFromEnv(getenv),
 		Upstream: upstream,
@@ -421,7 +424,7 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 	if err != nil {
 		return nil, err
 	}
-	log.Info("recording captures", "dir", dir, "sample", sample)
+	log.Info("recording captures", "to", dir, "sample", sample)
 	return &recording{recorder: rec, log: log}, nil
 }
 

@@ -121,7 +121,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 
 func TestSetupRecordingConfig(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	rec, err := setupRecording(envFunc(nil), log)
+	rec, err := setupRecording(t.Context(), envFunc(nil), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestSetupRecordingConfig(t *testing.T) {
 	}
 	rec.close()
 	for _, bad := range []string{"1.5", "-0.1", "half"} {
-		_, err := setupRecording(envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": bad}), log)
+		_, err := setupRecording(t.Context(), envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": bad}), log)
 		if err == nil {
 			t.Errorf("BRAINWIRE_RECORD_SAMPLE=%s accepted", bad)
 		}
@@ -173,7 +173,14 @@ func TestServeRecordsLive(t *testing.T) {
 	var entries []os.DirEntry
 	for len(entries) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		entries, _ = os.ReadDir(dir)
+		all, _ := os.ReadDir(dir)
+		entries = entries[:0]
+		for _, e := range all {
+			// A recording is written under a temporary dot-name first.
+			if !strings.HasPrefix(e.Name(), ".") {
+				entries = append(entries, e)
+			}
+		}
 	}
 	if len(entries) != 1 {
 		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)

@@ -27,7 +27,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
-	rec, err := setupRecording(getenv, log)
+	rec, err := setupRecording(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -45,18 +45,20 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	}
 	defer b.close()
 	srv, err := app.New(app.Config{
-		Keys:         cfg.Keys,
-		Agent:        b.agent,
-		Store:        b.store,
-		Blobs:        b.blobs,
-		Transcriber:  b.transcriber,
-		Telemetry:    tel.tel,
-		Recorder:     rec.recorder,
-		LogReasoning: tel.content,
-		Logger:       log,
-		AgentName:    agentName,
-		AgentRefresh: cfg.AgentRefresh,
-		RunTimeout:   cfg.RunTimeout,
+		Keys:          cfg.Keys,
+		Agent:         b.agent,
+		Store:         b.store,
+		Blobs:         b.blobs,
+		Transcriber:   b.transcriber,
+		Telemetry:     tel.tel,
+		Recorder:      rec.recorder,
+		LogReasoning:  tel.content,
+		Logger:        log,
+		AgentName:     agentName,
+		AgentRefresh:  cfg.AgentRefresh,
+		RunTimeout:    cfg.RunTimeout,
+		MaxUploads:    cfg.MaxUploads,
+		UploadTimeout: cfg.UploadTimeout,
 	})
 	if err != nil {
 		return err

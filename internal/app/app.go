@@ -55,14 +55,16 @@ type Config struct {
 	Instructions string
 	EvalRunID    string
 
-	// AgentName, AgentRefresh, RunTimeout, KeepAlive, MaxAudioBytes, NewID
-	// and Now are the server's (server.Config); zero values take its
-	// defaults.
+	// AgentName, AgentRefresh, RunTimeout, KeepAlive, MaxAudioBytes,
+	// MaxUploads, UploadTimeout, NewID and Now are the server's
+	// (server.Config); zero values take its defaults.
 	AgentName     string
 	AgentRefresh  time.Duration
 	RunTimeout    time.Duration
 	KeepAlive     time.Duration
 	MaxAudioBytes int64
+	MaxUploads    int
+	UploadTimeout time.Duration
 	NewID         func() string
 	Now           func() time.Time
 }
@@ -131,6 +133,8 @@ func New(cfg Config) (*server.Server, error) {
 		RunTimeout:    cfg.RunTimeout,
 		KeepAlive:     cfg.KeepAlive,
 		MaxAudioBytes: cfg.MaxAudioBytes,
+		MaxUploads:    cfg.MaxUploads,
+		UploadTimeout: cfg.UploadTimeout,
 		NewID:         cfg.NewID,
 		Now:           cfg.Now,
 	})

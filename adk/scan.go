@@ -1,0 +1,294 @@
+package adk
+
+import (
+	"errors"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire/internal/jsonscan"
+)
+
+// Nearly every event of a stream is a streamed chunk of text or thought:
+// {"modelVersion":…,"content":{"parts":[{"text":"…","thought":true}],
+// "role":"model"},"partial":true,…,"invocationId":"e-…","author":"…",
+// "actions":{…},"nodeInfo":{…},"id":"…","timestamp":…}. fastDecoder
+// reads those with jsonscan instead of encoding/json: it walks the members
+// decodeJSON reads, validates everything else without building it, and
+// allocates only the text (the ids and the author repeat from event to
+// event and are reused).
+//
+// It declines, leaving the document to decodeJSON, whenever it is not sure
+// to decode exactly what encoding/json would: a function call or response,
+// an error, long-running ids, a null where a value is read, a member given
+// twice, an escaped or non-ASCII key, a key that only differs in case from
+// one decodeJSON reads (encoding/json matches keys case-insensitively).
+
+// fastMaxDepth bounds nesting on the fast path; deeper documents are left
+// to encoding/json.
+const fastMaxDepth = 64
+
+// errDecline stops the walk: the document goes to decodeJSON.
+var errDecline = errors.New("adk: left to encoding/json")
+
+// knownKeys are the members decodeJSON reads, per object, as wireEvent's
+// json tags name them (a test holds the two lists together).
+var knownKeys = map[string][]string{
+	"event":   {"content", "partial", "invocationId", "author", "longRunningToolIds", "errorCode", "errorMessage", "usageMetadata", "actions", "error", "error_details"},
+	"content": {"role", "parts"},
+	"part":    {"text", "thought", "functionCall", "functionResponse"},
+	"usage":   {"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount"},
+	"actions": {"skipSummarization"},
+}
+
+var (
+	eventKeys   = knownKeys["event"]
+	contentKeys = knownKeys["content"]
+	partKeys    = knownKeys["part"]
+	usageKeys   = knownKeys["usage"]
+	actionKeys  = knownKeys["actions"]
+)
+
+type fastDecoder struct {
+	sc      jsonscan.Scanner
+	ev      Event
+	parts   []Part // reused: an event's Parts are valid until the next decode
+	scratch []byte
+
+	// The last values seen, handed out again when they repeat.
+	invocation, author, role string
+
+	seen, seenContent, seenPart, seenUsage uint16
+}
+
+// decode reads data, or reports false when it declines.
+func (d *fastDecoder) decode(data []byte) (Event, bool) {
+	d.sc.Reset(data)
+	d.sc.MaxDepth = fastMaxDepth
+	d.ev = Event{}
+	d.parts = d.parts[:0]
+	d.seen = 0
+	if d.sc.Object(d.eventMember) != nil || d.sc.End() != nil {
+		return Event{}, false
+	}
+	ev := d.ev
+	if len(d.parts) > 0 {
+		ev.Parts = d.parts
+	}
+	return ev, true
+}
+
+// once marks member bit of an object as read; a member given twice
+// declines (encoding/json would merge or replace, which is not worth
+// mimicking).
+func once(seen *uint16, bit uint16) error {
+	if *seen&bit != 0 {
+		return errDecline
+	}
+	*seen |= bit
+	return nil
+}
+
+// other skips an unknown member, unless encoding/json could take it for a
+// known one.
+func (d *fastDecoder) other(key []byte, known []string) error {
+	if mayFold(key, known) {
+		return errDecline
+	}
+	return d.sc.Skip()
+}
+
+// mayFold reports whether encoding/json might match key to one of names:
+// it folds case, including non-ASCII letters that fold to ASCII ones.
+func mayFold(key []byte, names []string) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for _, n := range names {
+		if len(n) == len(key) && equalFoldASCII(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(a []byte, b string) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *fastDecoder) eventMember(key []byte, plain bool) error {
+	if !plain {
+		return errDecline
+	}
+	var err error
+	switch string(key) {
+	case "content":
+		if err = once(&d.seen, 1<<0); err == nil {
+			d.seenContent = 0
+			err = d.sc.Object(d.contentMember)
+		}
+	case "partial":
+		if err = once(&d.seen, 1<<1); err == nil {
+			d.ev.Partial, err = d.sc.Bool()
+		}
+	case "invocationId":
+		if err = once(&d.seen, 1<<2); err == nil {
+			d.ev.InvocationID, err = d.str(&d.invocation)
+		}
+	case "author":
+		if err = once(&d.seen, 1<<3); err == nil {
+			d.ev.Author, err = d.str(&d.author)
+		}
+	case "usageMetadata":
+		if err = once(&d.seen, 1<<4); err == nil {
+			d.ev.HasUsage = true
+			d.seenUsage = 0
+			err = d.sc.Object(d.usageMember)
+		}
+	case "actions":
+		if err = once(&d.seen, 1<<5); err == nil {
+			err = d.sc.Object(d.actionsMember)
+		}
+	case "longRunningToolIds", "errorCode", "errorMessage", "error", "error_details":
+		return errDecline
+	default:
+		return d.other(key, eventKeys)
+	}
+	if err != nil {
+		return errDecline
+	}
+	return nil
+}
+
+func (d *fastDecoder) contentMember(key []byte, plain bool) error {
+	if !plain {
+		return errDecline
+	}
+	var err error
+	switch string(key) {
+	case "role":
+		if err = once(&d.seenContent, 1<<0); err == nil {
+			d.ev.Role, err = d.str(&d.role)
+		}
+	case "parts":
+		if err = once(&d.seenContent, 1<<1); err == nil {
+			err = d.sc.Array(d.partElement)
+		}
+	default:
+		return d.other(key, contentKeys)
+	}
+	if err != nil {
+		return errDecline
+	}
+	return nil
+}
+
+func (d *fastDecoder) partElement() error {
+	d.parts = append(d.parts, Part{})
+	d.seenPart = 0
+	if d.sc.Object(d.partMember) != nil {
+		return errDecline
+	}
+	return nil
+}
+
+func (d *fastDecoder) partMember(key []byte, plain bool) error {
+	if !plain {
+		return errDecline
+	}
+	p := &d.parts[len(d.parts)-1]
+	var err error
+	switch string(key) {
+	case "text":
+		if err = once(&d.seenPart, 1<<0); err == nil {
+			var raw []byte
+			var plainText bool
+			if raw, plainText, err = d.sc.String(); err == nil {
+				if !plainText {
+					d.scratch = jsonscan.Unquote(d.scratch[:0], raw)
+					raw = d.scratch
+				}
+				p.Text = string(raw)
+			}
+		}
+	case "thought":
+		if err = once(&d.seenPart, 1<<1); err == nil {
+			p.Thought, err = d.sc.Bool()
+		}
+	case "functionCall", "functionResponse":
+		return errDecline
+	default:
+		return d.other(key, partKeys)
+	}
+	if err != nil {
+		return errDecline
+	}
+	return nil
+}
+
+func (d *fastDecoder) usageMember(key []byte, plain bool) error {
+	if !plain {
+		return errDecline
+	}
+	var dst *int64
+	var bit uint16
+	switch string(key) {
+	case "promptTokenCount":
+		dst, bit = &d.ev.Usage.PromptTokens, 1<<0
+	case "candidatesTokenCount":
+		dst, bit = &d.ev.Usage.CandidatesTokens, 1<<1
+	case "thoughtsTokenCount":
+		dst, bit = &d.ev.Usage.ThoughtsTokens, 1<<2
+	case "totalTokenCount":
+		dst, bit = &d.ev.Usage.TotalTokens, 1<<3
+	default:
+		return d.other(key, usageKeys)
+	}
+	if once(&d.seenUsage, bit) != nil {
+		return errDecline
+	}
+	n, err := d.sc.Int64()
+	if err != nil {
+		return errDecline
+	}
+	*dst = n
+	return nil
+}
+
+func (d *fastDecoder) actionsMember(key []byte, plain bool) error {
+	if !plain {
+		return errDecline
+	}
+	if string(key) == "skipSummarization" {
+		return errDecline
+	}
+	return d.other(key, actionKeys)
+}
+
+// str reads a string, handing out *last again when it is the same.
+func (d *fastDecoder) str(last *string) (string, error) {
+	raw, plain, err := d.sc.String()
+	if err != nil {
+		return "", err
+	}
+	if !plain {
+		d.scratch = jsonscan.Unquote(d.scratch[:0], raw)
+		raw = d.scratch
+	}
+	if string(raw) != *last {
+		*last = string(raw)
+	}
+	return *last, nil
+}

@@ -78,7 +78,8 @@ func (c Call) matches(method, path string) bool {
 
 // Request is a request the server received.
 type Request struct {
-	Method  string
+	Method string
+	// Path is the path as sent, escaped.
 	Path    string
 	Query   url.Values
 	Header  http.Header
@@ -155,7 +156,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("adktest: reading body of %s %s: %v", r.Method, r.URL.Path, err)
 		return
 	}
-	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), RawBody: raw}
+	req := Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.Query(), Header: r.Header.Clone(), RawBody: raw}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &req.Body); err != nil {
 			s.t.Errorf("adktest: %s: body is not a JSON object: %v\n%s", req, err, raw)

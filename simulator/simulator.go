@@ -55,9 +55,11 @@ type Config struct {
 	// NewID returns a fresh id for prefix ("thread", "run", "step", "msg",
 	// "call"); random ids like thread_AbC… when nil.
 	NewID func(prefix string) string
-	// MaxThreads bounds the threads kept; the least recently used go first.
-	// Zero means DefaultMaxThreads.
+	// MaxThreads bounds the threads kept, and the ADK face's sessions; the
+	// least recently used go first. Zero means DefaultMaxThreads.
 	MaxThreads int
+	// ADKApp is the app the ADK face serves; DefaultADKApp when empty.
+	ADKApp string
 }
 
 // Simulator is an offline stand-in for the Foundry Agent Service
@@ -70,6 +72,7 @@ type Simulator struct {
 	threads map[string]*thread
 	lru     *list.List // of *thread, most recently used first
 	bytes   int        // message text held, for eviction
+	adk     adkSessions
 }
 
 // New returns a Simulator with cfg's zero fields set to their defaults.
@@ -94,6 +97,9 @@ func New(cfg Config) *Simulator {
 	}
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = DefaultMaxThreads
+	}
+	if cfg.ADKApp == "" {
+		cfg.ADKApp = DefaultADKApp
 	}
 	return &Simulator{
 		cfg:        cfg,

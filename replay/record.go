@@ -28,6 +28,10 @@ type RecordConfig struct {
 	// Auth adds credentials to requests; it sits above the recorder, so
 	// the Authorization header is recorded (redacted) as sent.
 	Auth func(http.RoundTripper) http.RoundTripper
+	// Agent opens another agent service's provider (app.ADK, ...), with
+	// its own credentials above the transport; when nil, the Foundry
+	// project above is recorded.
+	Agent func(http.RoundTripper) (brainwire.Provider, error)
 	// Transport carries the requests under the recorder; app.NewTransport
 	// when nil.
 	Transport http.RoundTripper
@@ -139,9 +143,13 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 	if base == nil {
 		base = app.NewTransport()
 	}
+	agent := cfg.Agent
+	if agent == nil {
+		agent = app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
+	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir:         dir,
-		Agent:       app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth),
+		Agent:       agent,
 		Transport:   cfg.Faults.transport(base),
 		Recorder:    rec,
 		Transcriber: cfg.Transcriber,

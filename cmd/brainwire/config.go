@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/brainwire/brainwire/adk"
+	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
 )
 
 // config is everything `serve` reads from the environment.
@@ -23,6 +26,13 @@ type config struct {
 	FoundryAgentID    string
 	FoundryAPIVersion string
 	FoundryToken      string
+
+	// ADKBaseURL selects an agent served by a Google ADK API server
+	// instead of Foundry.
+	ADKBaseURL string
+	ADKAppName string
+	// ADKAuthHeader is "Name: value", for a server behind a proxy.
+	ADKAuthHeader string
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -33,6 +43,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		FoundryAgentID:    getenv("AZURE_AI_AGENT_ID"),
 		FoundryAPIVersion: envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", "v1"),
 		FoundryToken:      getenv("AZURE_AI_PROJECT_TOKEN"),
+		ADKBaseURL:        getenv("ADK_API_BASE_URL"),
+		ADKAppName:        getenv("ADK_APP_NAME"),
+		ADKAuthHeader:     getenv("ADK_AUTH_HEADER"),
 	}
 	var err error
 	if c.RunTimeout, err = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout); err != nil {
@@ -56,7 +69,32 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.FoundryEndpoint != "" && c.FoundryAgentID == "" {
 		return c, fmt.Errorf("AZURE_AI_AGENT_ID is required when AZURE_AI_PROJECT_ENDPOINT is set")
 	}
+	if c.ADKBaseURL != "" {
+		switch {
+		case c.FoundryEndpoint != "":
+			return c, fmt.Errorf("ADK_API_BASE_URL and AZURE_AI_PROJECT_ENDPOINT are both set: choose one agent service")
+		case c.ADKAppName == "":
+			return c, fmt.Errorf("ADK_APP_NAME is required when ADK_API_BASE_URL is set")
+		}
+	}
+	if c.ADKAuthHeader != "" {
+		if _, _, err := adk.ParseHeader(c.ADKAuthHeader); err != nil {
+			return c, fmt.Errorf("ADK_AUTH_HEADER: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// agentIdentity is how telemetry names the configured agent service and
+// agent: its gen_ai.provider.name and gen_ai.agent.id.
+func (c config) agentIdentity() (provider, agentID string) {
+	switch {
+	case c.ADKBaseURL != "":
+		return adk.ProviderName, c.ADKAppName
+	case c.FoundryEndpoint != "":
+		return foundry.ProviderName, c.FoundryAgentID
+	}
+	return foundry.ProviderName, simulator.DefaultAgentID
 }
 
 func envOr(getenv func(string) string, name, def string) string {

@@ -53,9 +53,30 @@ func TestLoadConfigErrors(t *testing.T) {
 		"bad timeout":            {"BRAINWIRE_RUN_TIMEOUT": "soon"},
 		"negative timeout":       {"BRAINWIRE_RUN_TIMEOUT": "-5"},
 		"endpoint without agent": {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
+		"adk without app":        {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
+		"adk and foundry": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
+			"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"},
+		"adk header without value": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "X-Api-Key"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestLoadConfigADK(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{
+		"ADK_API_BASE_URL": "http://127.0.0.1:8001",
+		"ADK_APP_NAME":     "brainwire_classifier",
+		"ADK_AUTH_HEADER":  "Authorization: Bearer t0k3n-0123456789",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if provider, id := c.agentIdentity(); provider != "gcp.gen_ai" || id != "brainwire_classifier" {
+		t.Fatalf("telemetry names the agent %s %s", provider, id)
+	}
+	if provider, id := (config{}).agentIdentity(); provider != "azure.ai.agents" || id != "asst_brainwire_sim" {
+		t.Fatalf("the simulator's agent: %s %s", provider, id)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/simulator"
@@ -27,9 +29,10 @@ const recordUsage = `usage: brainwire record [flags]
 
 Runs one capture through the real server path against the configured agent
 service (the built-in simulator when AZURE_AI_PROJECT_ENDPOINT is unset, or
-with -sim), records it into DIR/NAME.json, replays the fixture to check it
-reproduces what the phone got, and writes its golden files
-(NAME.sse.golden, NAME.telemetry.golden).
+with -sim; the ADK API server at ADK_API_BASE_URL when set, or with -adk),
+records it into DIR/NAME.json, replays the fixture to check it reproduces
+what the phone got, and writes its golden files (NAME.sse.golden,
+NAME.telemetry.golden).
 
 flags:
 `
@@ -39,7 +42,7 @@ type recordFlags struct {
 	text, audio, transcript, followUp string
 	round                             int
 	name, description, dir            string
-	sim, force                        bool
+	sim, adk, force                   bool
 	simDelay                          time.Duration
 	cut, httpError                    string
 	splitUTF8                         int
@@ -59,7 +62,8 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&f.name, "name", "", "fixture name (default: made from the text)")
 	fs.StringVar(&f.description, "description", "", "what the fixture tests")
 	fs.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
-	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when AZURE_AI_PROJECT_ENDPOINT is set")
+	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when AZURE_AI_PROJECT_ENDPOINT or ADK_API_BASE_URL is set")
+	fs.BoolVar(&f.adk, "adk", false, "record against an ADK API server: ADK_API_BASE_URL, or the simulator's ADK face when it is unset or with -sim")
 	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default: BRAINWIRE_SIM_CHUNK_DELAY or 25ms; 0 for none)")
 	fs.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
 	fs.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
@@ -173,19 +177,32 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 	if rc.Faults, err = f.faults(); err != nil {
 		return rc, nil, err
 	}
+	useADK := f.adk || (!f.sim && cfg.ADKBaseURL != "")
+	useSim := f.sim || (useADK && cfg.ADKBaseURL == "") || (!useADK && cfg.FoundryEndpoint == "")
 	stop = func() {}
-	token := cfg.FoundryToken
-	if f.sim || cfg.FoundryEndpoint == "" {
-		if rc.Endpoint, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
+	simURL := ""
+	if useSim {
+		if simURL, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
 			return rc, nil, err
-		}
-		rc.AgentID, rc.APIVersion, rc.Upstream = simulator.DefaultAgentID, "v1", "simulator"
-		if token == "" {
-			token = "simulator"
 		}
 	}
 	var cred credential
-	if rc.Auth, err = foundryAuth(token, &cred); err == nil {
+	switch {
+	case useADK && useSim:
+		rc.Agent, rc.Upstream = app.ADK(simURL, simulator.DefaultADKApp, nil), "simulator"
+	case useADK:
+		rc.Agent, rc.Upstream = app.ADK(cfg.ADKBaseURL, cfg.ADKAppName, adkAuth(cfg.ADKAuthHeader)), "adk"
+	default:
+		token := cfg.FoundryToken
+		if useSim {
+			rc.Endpoint, rc.AgentID, rc.APIVersion, rc.Upstream = simURL+simulator.ProjectPath, simulator.DefaultAgentID, "v1", "simulator"
+			if token == "" {
+				token = "simulator"
+			}
+		}
+		rc.Auth, err = foundryAuth(token, &cred)
+	}
+	if err == nil {
 		rc.Transcriber, err = f.transcriber(getenv, &cred, log)
 	}
 	if err != nil {
@@ -250,6 +267,12 @@ func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, 
 // recordings wherever they appear.
 func secretsFromEnv(getenv func(string) string) []string {
 	var out []string
+	if _, v, err := adk.ParseHeader(getenv("ADK_AUTH_HEADER")); err == nil {
+		out = append(out, v)
+		if _, token, ok := strings.Cut(v, " "); ok {
+			out = append(out, token) // the credential of "Bearer <token>"
+		}
+	}
 	for _, name := range []string{"AZURE_AI_PROJECT_TOKEN", "AZURE_OPENAI_API_KEY", "COSMOS_KEY",
 		"AZURE_STORAGE_CONNECTION_STRING", "APPLICATIONINSIGHTS_CONNECTION_STRING"} {
 		v := getenv(name)
@@ -390,7 +413,10 @@ func setupRecording(getenv func(string) string, log *slog.Logger) (*recording, e
 		return nil, fmt.Errorf("BRAINWIRE_RECORD_DIR: %w", err)
 	}
 	upstream := "simulator"
-	if getenv("AZURE_AI_PROJECT_ENDPOINT") != "" {
+	switch {
+	case getenv("ADK_API_BASE_URL") != "":
+		upstream = "adk"
+	case getenv("AZURE_AI_PROJECT_ENDPOINT") != "":
 		upstream = "foundry"
 	}
 	rec, err := recorder.New(recorder.Config{

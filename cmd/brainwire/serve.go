@@ -89,8 +89,10 @@ func sim(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("listening on %s: %w", *addr, err)
 	}
 	fmt.Fprintf(stdout, "Foundry Agent Service simulator (a keyword classifier, not an LLM)\n"+
-		"  AZURE_AI_PROJECT_ENDPOINT=http://%s%s\n  AZURE_AI_AGENT_ID=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n",
-		l.Addr(), simulator.ProjectPath, simulator.DefaultAgentID)
+		"  AZURE_AI_PROJECT_ENDPOINT=http://%s%s\n  AZURE_AI_AGENT_ID=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n"+
+		"or, the same classifier as a Google ADK API server:\n"+
+		"  ADK_API_BASE_URL=http://%s\n  ADK_APP_NAME=%s\n",
+		l.Addr(), simulator.ProjectPath, simulator.DefaultAgentID, l.Addr(), simulator.DefaultADKApp)
 	log.Info("simulator listening", "addr", l.Addr().String())
 	return simulator.New(simulator.Config{ChunkDelay: delay}).Serve(ctx, l)
 }

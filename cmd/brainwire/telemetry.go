@@ -9,8 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 
-	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/telemetry"
 )
 
@@ -37,12 +35,9 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	if err != nil {
 		return nil, err
 	}
-	agentID := cfg.FoundryAgentID
-	if cfg.FoundryEndpoint == "" {
-		agentID = simulator.DefaultAgentID
-	}
+	provider, agentID := cfg.agentIdentity()
 	tel, err := telemetry.Start(ctx, settings, telemetry.Options{
-		Agent:   telemetry.Agent{Name: agentName, ID: agentID, Provider: foundry.ProviderName},
+		Agent:   telemetry.Agent{Name: agentName, ID: agentID, Provider: provider},
 		Logger:  log,
 		Console: stdout,
 	})

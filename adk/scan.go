@@ -22,6 +22,9 @@ import (
 // twice, an escaped or non-ASCII key, a key that only differs in case from
 // one decodeJSON reads (encoding/json matches keys case-insensitively).
 
+// emptyActions is the actions member of nearly every event, read at once.
+const emptyActions = `{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}}`
+
 // fastMaxDepth bounds nesting on the fast path; deeper documents are left
 // to encoding/json.
 const fastMaxDepth = 64
@@ -159,7 +162,9 @@ func (d *fastDecoder) eventMember(key []byte, plain bool) error {
 		}
 	case "actions":
 		if err = once(&d.seen, 1<<5); err == nil {
-			err = d.sc.Object(d.actionsMember)
+			if !d.sc.Literal(emptyActions) {
+				err = d.sc.Object(d.actionsMember)
+			}
 		}
 	case "longRunningToolIds", "errorCode", "errorMessage", "error", "error_details":
 		return errDecline

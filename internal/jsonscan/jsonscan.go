@@ -11,6 +11,7 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf16"
@@ -104,8 +105,8 @@ func (s *Scanner) enter() error {
 }
 
 // Object reads the object at the cursor. For each member it calls each
-// with the key and leaves the cursor on the member's value, which each must
-// read or Skip. The key is raw (plain reports that it needs no unquoting)
+// with the key and leaves the cursor before the member's value (perhaps
+// on whitespace), which each must read or Skip. The key is raw (plain reports that it needs no unquoting)
 // and valid until the next string is read. A value other than an object is
 // ErrType, left unread.
 func (s *Scanner) Object(each func(key []byte, plain bool) error) error {
@@ -125,15 +126,16 @@ func (s *Scanner) Object(each func(key []byte, plain bool) error) error {
 		if s.Peek() != '"' {
 			return s.errorf("expected object key")
 		}
-		key, plain, err := s.String()
+		key, plain, err := s.scanString()
 		if err != nil {
 			return err
 		}
-		if s.Peek() != ':' {
-			return s.errorf("expected ':' after object key")
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			if s.Peek() != ':' {
+				return s.errorf("expected ':' after object key")
+			}
 		}
 		s.i++
-		s.Peek()
 		if err := each(key, plain); err != nil {
 			return err
 		}
@@ -192,12 +194,22 @@ func (s *Scanner) String() (raw []byte, plain bool, err error) {
 	if s.Peek() != '"' {
 		return nil, false, ErrType
 	}
+	return s.scanString()
+}
+
+// scanString reads the string starting at the cursor, a '"'.
+func (s *Scanner) scanString() (raw []byte, plain bool, err error) {
 	b := s.b
 	start := s.i + 1
 	j := start
 	plain = true
 	high := false
 	for {
+		// Eight plain bytes at a time, then byte by byte to the one
+		// that is not.
+		for j+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[j:])) {
+			j += 8
+		}
 		for j < len(b) && strClass[b[j]] == chPlain {
 			j++
 		}
@@ -240,6 +252,19 @@ func (s *Scanner) String() (raw []byte, plain bool, err error) {
 			j++
 		}
 	}
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes of x are all plain string bytes:
+// none is '"', '\\', a control character or a non-ASCII byte.
+func plain8(x uint64) bool {
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	control := (x - 0x20*ones) & ^x & highs // some byte < 0x20 (exact for ASCII bytes)
+	return (x&highs)|control|hasZero(x^('"'*ones))|hasZero(x^('\\'*ones)) == 0
 }
 
 // Bool reads true or false. Any other value is ErrType, left unread.
@@ -302,7 +327,7 @@ func (s *Scanner) Int64() (int64, error) {
 func (s *Scanner) Skip() error {
 	switch c := s.Peek(); {
 	case c == '"':
-		_, _, err := s.String()
+		_, _, err := s.scanString()
 		return err
 	case c == '{':
 		return s.Object(func([]byte, bool) error { return s.Skip() })
@@ -317,6 +342,15 @@ func (s *Scanner) Skip() error {
 	default:
 		return s.errorf("unexpected %q looking for a value", c)
 	}
+}
+
+// Literal skips whitespace and consumes lit if the input continues with
+// it: a shortcut past a value that is nearly always the same. lit must be
+// one complete, valid JSON value, so the document stays validated; its
+// nesting does not count against MaxDepth.
+func (s *Scanner) Literal(lit string) bool {
+	s.Peek()
+	return s.literal(lit)
 }
 
 // literal consumes lit if the input continues with it.

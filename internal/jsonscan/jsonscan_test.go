@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -188,6 +189,40 @@ func FuzzSkip(f *testing.F) {
 			if got != want {
 				t.Fatalf("%q: got %q, want %q", doc, got, want)
 			}
+		}
+	})
+}
+
+// plainBytes is plain8 byte by byte.
+func plainBytes(b []byte) bool {
+	for _, c := range b {
+		if strClass[c] != chPlain {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPlain8(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			if got, want := plain8(binary.LittleEndian.Uint64(b)), plainBytes(b); got != want {
+				t.Fatalf("%q: plain8 %v, byte by byte %v", b, got, want)
+			}
+		}
+	}
+}
+
+func FuzzPlain8(f *testing.F) {
+	f.Add(uint64(0x6867666564636261))
+	f.Add(uint64(0x2221201f5c5b7f80))
+	f.Fuzz(func(t *testing.T, x uint64) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], x)
+		if got, want := plain8(x), plainBytes(b[:]); got != want {
+			t.Fatalf("%q: plain8 %v, byte by byte %v", b, got, want)
 		}
 	})
 }

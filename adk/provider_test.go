@@ -411,3 +411,28 @@ func TestHeaderTransportAuthorizesEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// The tool's result is yielded before the run is resumed, so the phone
+// hears the outcome while the agent is still writing its answer.
+func TestRunYieldsToolResultsBeforeResuming(t *testing.T) {
+	srv := adktest.NewServer(t,
+		sessionCreated(),
+		adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
+		adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
+	)
+	sawResult := false
+	for ev, err := range newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x", Tools: filer()}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == brainwire.EventToolResult {
+			sawResult = true
+			if n := len(srv.Find("POST /run_sse")); n != 1 {
+				t.Fatalf("the run was resumed (%d requests) before the result was yielded", n)
+			}
+		}
+	}
+	if !sawResult {
+		t.Fatal("no tool result")
+	}
+}

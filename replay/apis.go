@@ -26,6 +26,9 @@ type agentAPI struct {
 	agent func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error)
 	// telemetryAgent is how telemetry names the agent of fx.
 	telemetryAgent func(fx *recorder.Fixture) telemetry.Agent
+	// user is the user the recorded requests name, when the API's
+	// requests name one: the replay's capture must be that user's.
+	user func(fx *recorder.Fixture) string
 }
 
 // agentAPIs are the APIs replay knows, tried in order.
@@ -101,7 +104,17 @@ var adkAPI = agentAPI{
 		_, appName := adkParams(fx)
 		return telemetry.Agent{Name: AgentName, ID: appName, Provider: adk.ProviderName}
 	},
+	user: func(fx *recorder.Fixture) string {
+		for _, ex := range fx.Exchanges {
+			if m := adkUserID.FindSubmatch(ex.Request.BodyBytes()); m != nil {
+				return string(m[1])
+			}
+		}
+		return ""
+	},
 }
+
+var adkUserID = regexp.MustCompile(`"userId":\s*"([^"\\]+)"`)
 
 // adkRoute splits a path of the API server's routes into what comes
 // before them (a proxy's prefix) and, for a session route, the app.

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -215,3 +217,45 @@ func checkADKFixture(t *testing.T, path, upstream string) []byte {
 	}
 	return raw
 }
+
+// TestServeRecordsADKLive: a live recording of a capture on an ADK agent
+// (the user's id is in its requests) replays to the same bytes, up to ids.
+func TestServeRecordsADKLive(t *testing.T) {
+	up := startADK(t)
+	dir := t.TempDir()
+	env := adkEnv(up)
+	env["BRAINWIRE_RECORD_DIR"] = dir
+	base := startServe(t, env)
+	live := post(t, base, "/api/capture", `{"text":"Call mom about her birthday"}`)
+	deadline := time.Now().Add(hangBound)
+	var entries []os.DirEntry
+	for len(entries) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		entries, _ = os.ReadDir(dir)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	if bytes.Contains(raw, []byte(adkProxyKey)) {
+		t.Fatal("the recording holds the proxy's key")
+	}
+	fx, err := recorder.Unmarshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Upstream != "adk" || !strings.Contains(fx.Exchanges[0].Request.Path, "/users/phone-user/") {
+		t.Fatalf("recording upstream %q, first request %s", fx.Upstream, fx.Exchanges[0].Request.Path)
+	}
+	res, err := replay.Run(t.Context(), fx, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := func(b string) string { return uuidRE.ReplaceAllString(b, "<id>") }
+	if mask(string(res.SSE)) != mask(live) {
+		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(string(res.SSE)), "live", "replay"))
+	}
+}
+
+// hangBound is how long a test waits for what must happen soon.
+const hangBound = 10 * time.Second

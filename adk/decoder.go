@@ -23,7 +23,8 @@ import (
 //     chunks (all of it when the server streamed nothing, as without
 //     streaming);
 //   - usageMetadata of an aggregated event is an EventUsage: one per model
-//     call, so a run's usage is their sum;
+//     call, so a run's usage is their sum (the same usage on the next
+//     event, with nothing between, is the same call's);
 //   - a function call the agent hands to its client (its id among the
 //     event's longRunningToolIds) is an EventToolCall, taken from the
 //     aggregated event only; calls the agent runs itself are not
@@ -53,6 +54,11 @@ type Decoder struct {
 	failed   bool
 	frameErr bool
 	pending  []brainwire.ToolCall
+	// lastUsage is the usage of the last aggregated model event, while
+	// nothing else has come since: servers before 1.22 report one model
+	// call's usage on two events in a row (its text, then its call).
+	lastUsage    Usage
+	hasLastUsage bool
 	// clientTools are tools the client runs: the agent must hand their
 	// calls over rather than run them itself.
 	clientTools map[string]bool
@@ -135,6 +141,9 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 			return out, nil
 		}
 		d.final = !ev.Partial && ev.isFinalResponse()
+		if ev.Role == "user" || ev.Partial {
+			d.hasLastUsage = false
+		}
 		if ev.Role == "user" {
 			continue // responses of tools the agent ran itself
 		}
@@ -236,7 +245,8 @@ func (d *Decoder) aggregated(ev *Event) error {
 	}
 	d.streamed = [2]int{}
 
-	if ev.HasUsage {
+	if ev.HasUsage && !(d.hasLastUsage && ev.Usage == d.lastUsage) {
+		d.lastUsage, d.hasLastUsage = ev.Usage, true
 		out := d.event(brainwire.EventUsage)
 		out.Usage = brainwire.Usage{
 			PromptTokens: ev.Usage.PromptTokens,

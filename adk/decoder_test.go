@@ -174,6 +174,17 @@ func TestDecoder(t *testing.T) {
 			wantErr: "as a tool it runs itself",
 		},
 		{
+			// ADK before 1.22: only text streams; when the call comes,
+			// the text is closed by a non-partial event carrying the
+			// call's usage, then the call's event carries it again.
+			name: "an old server's text and call events: one model call, its usage once",
+			body: "data: " + legacyText(true, `"**Filing**"`, "") + "\n\n" +
+				"data: " + legacyText(false, `"**Filing**"`, `,"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"totalTokenCount":13}`) + "\n\n" +
+				"data: " + `{"content":{"parts":[{"functionCall":{"id":"adk-l","args":{},"name":"file_capture"}}],"role":"model"},"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"totalTokenCount":13},"invocationId":"e-8","author":"classifier","longRunningToolIds":["adk-l"],"id":"ev-c"}` + "\n\n",
+			want: []string{"run_status in_progress", `text_chunk [e-8] "**Filing**"`, "usage [e-8] 10/3/13",
+				"tool_call [e-8] adk-l file_capture {}", "run_status [e-8] requires_action"},
+		},
+		{
 			name: "comments, keep-alive frames and event names are ignored",
 			body: ": ping\n\ndata:\n\nevent: message\n" + body(confirm.Frames()),
 			want: []string{"run_status in_progress", `text_chunk [e-1] "Filed to"`, `text_chunk [e-1] " People."`,
@@ -206,6 +217,11 @@ func TestDecoder(t *testing.T) {
 			})
 		}
 	}
+}
+
+// legacyText is a text event of an ADK server before 1.22.
+func legacyText(partial bool, text, extra string) string {
+	return fmt.Sprintf(`{"content":{"parts":[{"text":%s,"thought":true}],"role":"model"},"partial":%v%s,"invocationId":"e-8","author":"classifier","id":"ev-t"}`, text, partial, extra)
 }
 
 // brokenReader returns its data, then an error.

@@ -58,6 +58,7 @@ func BenchmarkDecodeRun(b *testing.B) {
 			var ms0, ms1 runtime.MemStats
 			b.ReportAllocs()
 			runtime.ReadMemStats(&ms0)
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				for _, body := range bodies {
 					d := adk.NewDecoder(bytes.NewReader(body))
@@ -71,9 +72,13 @@ func BenchmarkDecodeRun(b *testing.B) {
 					}
 				}
 			}
+			cpu := cpuSeconds() - cpu0
 			runtime.ReadMemStats(&ms1)
 			total := float64(b.N) * float64(events)
 			b.ReportMetric(total/b.Elapsed().Seconds(), "events/s")
+			if cpu > 0 {
+				b.ReportMetric(total/cpu, "events/cpu-s")
+			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/event")
 			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/total, "allocs/event")
 		})

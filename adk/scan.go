@@ -43,12 +43,27 @@ var knownKeys = map[string][]string{
 }
 
 var (
-	eventKeys   = knownKeys["event"]
-	contentKeys = knownKeys["content"]
-	partKeys    = knownKeys["part"]
-	usageKeys   = knownKeys["usage"]
-	actionKeys  = knownKeys["actions"]
+	eventKeys   = newKeySet(knownKeys["event"])
+	contentKeys = newKeySet(knownKeys["content"])
+	partKeys    = newKeySet(knownKeys["part"])
+	usageKeys   = newKeySet(knownKeys["usage"])
+	actionKeys  = newKeySet(knownKeys["actions"])
 )
+
+// keySet is the member names of one object decodeJSON reads, with their
+// lengths as a bit set, so most other keys are told apart at once.
+type keySet struct {
+	names []string
+	lens  uint64 // bit n: a name of n bytes (n < 64)
+}
+
+func newKeySet(names []string) keySet {
+	k := keySet{names: names}
+	for _, n := range names {
+		k.lens |= 1 << len(n)
+	}
+	return k
+}
 
 type fastDecoder struct {
 	sc      jsonscan.Scanner
@@ -92,22 +107,27 @@ func once(seen *uint16, bit uint16) error {
 
 // other skips an unknown member, unless encoding/json could take it for a
 // known one.
-func (d *fastDecoder) other(key []byte, known []string) error {
+func (d *fastDecoder) other(key []byte, known keySet) error {
 	if mayFold(key, known) {
 		return errDecline
 	}
 	return d.sc.Skip()
 }
 
-// mayFold reports whether encoding/json might match key to one of names:
-// it folds case, including non-ASCII letters that fold to ASCII ones.
-func mayFold(key []byte, names []string) bool {
+// mayFold reports whether encoding/json might match key to one of the
+// known names: it folds case, including non-ASCII letters that fold to
+// ASCII ones (the Kelvin sign to k), so a key with a non-ASCII byte may
+// match a name of another length.
+func mayFold(key []byte, known keySet) bool {
 	for _, c := range key {
 		if c >= utf8.RuneSelf {
 			return true
 		}
 	}
-	for _, n := range names {
+	if len(key) >= 64 || known.lens&(1<<len(key)) == 0 {
+		return false
+	}
+	for _, n := range known.names {
 		if len(n) == len(key) && equalFoldASCII(key, n) {
 			return true
 		}

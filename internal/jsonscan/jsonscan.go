@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -205,14 +206,7 @@ func (s *Scanner) scanString() (raw []byte, plain bool, err error) {
 	plain = true
 	high := false
 	for {
-		// Eight plain bytes at a time, then byte by byte to the one
-		// that is not.
-		for j+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[j:])) {
-			j += 8
-		}
-		for j < len(b) && strClass[b[j]] == chPlain {
-			j++
-		}
+		j = plainRun(b, j)
 		if j >= len(b) {
 			s.i = j
 			return nil, false, s.errorf("unterminated string")
@@ -259,12 +253,29 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plain8 reports whether the eight bytes of x are all plain string bytes:
-// none is '"', '\\', a control character or a non-ASCII byte.
-func plain8(x uint64) bool {
+// plainRun returns the index of the first byte of b at or after j that is
+// not a plain string byte ('"', '\\', a control character or a non-ASCII
+// byte), or len(b). It reads eight bytes at a time.
+func plainRun(b []byte, j int) int {
+	for j+8 <= len(b) {
+		if m := special8(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(b) && strClass[b[j]] == chPlain {
+		j++
+	}
+	return j
+}
+
+// special8 flags, in the top bit of each byte of x, the bytes that are not
+// plain string bytes. Borrows only run upward, so the lowest flag is
+// exact (higher ones may be spurious): it marks the first such byte.
+func special8(x uint64) uint64 {
 	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
-	control := (x - 0x20*ones) & ^x & highs // some byte < 0x20 (exact for ASCII bytes)
-	return (x&highs)|control|hasZero(x^('"'*ones))|hasZero(x^('\\'*ones)) == 0
+	control := (x - 0x20*ones) & ^x & highs // a byte below 0x20
+	return (x & highs) | control | hasZero(x^('"'*ones)) | hasZero(x^('\\'*ones))
 }
 
 // Bool reads true or false. Any other value is ErrType, left unread.

@@ -1,7 +1,6 @@
 package jsonscan
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -193,36 +192,37 @@ func FuzzSkip(f *testing.F) {
 	})
 }
 
-// plainBytes is plain8 byte by byte.
-func plainBytes(b []byte) bool {
-	for _, c := range b {
-		if strClass[c] != chPlain {
-			return false
-		}
+// plainRunBytes is plainRun byte by byte.
+func plainRunBytes(b []byte, j int) int {
+	for j < len(b) && strClass[b[j]] == chPlain {
+		j++
 	}
-	return true
+	return j
 }
 
-func TestPlain8(t *testing.T) {
+func TestPlainRun(t *testing.T) {
 	for c := range 256 {
-		for pos := range 8 {
-			b := []byte("abcdefgh")
+		for pos := range 19 {
+			b := []byte("abcdefghijklmnopqrs")
 			b[pos] = byte(c)
-			if got, want := plain8(binary.LittleEndian.Uint64(b)), plainBytes(b); got != want {
-				t.Fatalf("%q: plain8 %v, byte by byte %v", b, got, want)
+			for from := range 3 {
+				if got, want := plainRun(b, from), plainRunBytes(b, from); got != want {
+					t.Fatalf("%q from %d: plainRun %d, byte by byte %d", b, from, got, want)
+				}
 			}
 		}
 	}
 }
 
-func FuzzPlain8(f *testing.F) {
-	f.Add(uint64(0x6867666564636261))
-	f.Add(uint64(0x2221201f5c5b7f80))
-	f.Fuzz(func(t *testing.T, x uint64) {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], x)
-		if got, want := plain8(x), plainBytes(b[:]); got != want {
-			t.Fatalf("%q: plain8 %v, byte by byte %v", b, got, want)
+func FuzzPlainRun(f *testing.F) {
+	f.Add([]byte(`abcdefgh\`), 0)
+	f.Add([]byte("0123456789abcdef\\\x01\"\xff"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, from int) {
+		if from < 0 || from > len(b) {
+			return
+		}
+		if got, want := plainRun(b, from), plainRunBytes(b, from); got != want {
+			t.Fatalf("%q from %d: plainRun %d, byte by byte %d", b, from, got, want)
 		}
 	})
 }

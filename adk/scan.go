@@ -83,6 +83,14 @@ func (d *fastDecoder) decode(data []byte) (Event, bool) {
 	d.sc.MaxDepth = fastMaxDepth
 	d.ev = Event{}
 	d.parts = d.parts[:0]
+	if d.layout() {
+		ev := d.ev
+		ev.Parts = d.parts
+		return ev, true
+	}
+	d.sc.Reset(data)
+	d.ev = Event{}
+	d.parts = d.parts[:0]
 	d.seen = 0
 	if d.sc.Object(d.eventMember) != nil || d.sc.End() != nil {
 		return Event{}, false
@@ -92,6 +100,65 @@ func (d *fastDecoder) decode(data []byte) (Event, bool) {
 		ev.Parts = d.parts
 	}
 	return ev, true
+}
+
+// The layout of a streamed chunk as ADK 2.x writes it, member for member;
+// in between are values layout reads or skips.
+const (
+	layoutHead    = `{"modelVersion":`
+	layoutContent = `,"content":{"parts":[{"text":`
+	layoutThought = `,"thought":true`
+	layoutPartial = `}],"role":"model"},"partial":true,"invocationId":`
+	layoutAuthor  = `,"author":`
+	layoutActions = `,"actions":` + emptyActions
+	layoutNode    = `,"nodeInfo":{"path":`
+	layoutID      = `,"id":`
+	layoutTime    = `,"timestamp":`
+)
+
+// layout reads a chunk in exactly the layout above: the literal runs are
+// compared as bytes and the values between them validated, so what it
+// accepts is valid JSON with each member once, under its exact name. It
+// reports false, for decode's general walk, on any other layout (usage
+// or a finish reason on the chunk, a signature on the part, older
+// servers' member sets).
+func (d *fastDecoder) layout() bool {
+	sc := &d.sc
+	if !sc.Literal(layoutHead) || sc.Skip() != nil || !sc.Literal(layoutContent) {
+		return false
+	}
+	raw, plain, err := sc.String()
+	if err != nil {
+		return false
+	}
+	thought := sc.Literal(layoutThought)
+	if !sc.Literal(layoutPartial) {
+		return false
+	}
+	inv, err := d.str(&d.invocation)
+	if err != nil || !sc.Literal(layoutAuthor) {
+		return false
+	}
+	author, err := d.str(&d.author)
+	if err != nil || !sc.Literal(layoutActions) {
+		return false
+	}
+	if sc.Literal(layoutNode) && (sc.Skip() != nil || !sc.Literal("}")) {
+		return false
+	}
+	if !sc.Literal(layoutID) || sc.Skip() != nil || !sc.Literal(layoutTime) || sc.Skip() != nil || !sc.Literal("}") || sc.End() != nil {
+		return false
+	}
+	if !plain {
+		d.scratch = jsonscan.Unquote(d.scratch[:0], raw)
+		raw = d.scratch
+	}
+	if d.role != "model" {
+		d.role = "model"
+	}
+	d.parts = append(d.parts, Part{Text: string(raw), Thought: thought})
+	d.ev = Event{InvocationID: inv, Author: author, Partial: true, Role: d.role}
+	return true
 }
 
 // once marks member bit of an object as read; a member given twice

@@ -106,6 +106,14 @@ var edgeFrames = []string{
 	`{"content":{"parts":[{"text":"a"}]}} trailing`,
 	`[]`, `null`, `"x"`, `{}`, ``, `{`,
 	"{\"content\":{\"parts\":[{\"text\":\"bad \xff utf8\"}]},\"partial\":true}",
+	// Near the layout of a streamed chunk, which has its own path.
+	`{"modelVersion":"m","content":{"parts":[{"text":"x","thought":true}],"role":"model"},"partial":true,"invocationId":"e","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"nodeInfo":{"path":"a@1"},"id":"i","timestamp":1.5}`,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x","thought":false}],"role":"model"},"partial":true,"invocationId":"e","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1.5}`,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x\u00e9\n"}],"role":"model"},"partial":true,"invocationId":"e\u0031","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"nodeInfo":{"path":[1,{"x":null}]},"id":{"i":1},"timestamp":"t"}  `,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x"}],"role":"model"},"partial":true,"invocationId":"e","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1.5,"partial":false}`,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x"}],"role":"model"},"partial":true,"invocationId":"e","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1.}`,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x"}],"role":"model"},"partial":true,"invocationId":"e","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1}}`,
+	`{"modelVersion":"m","content":{"parts":[{"text":"x"}],"role":"model"},"partial":true,"invocationId":5,"author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1}`,
 }
 
 func TestFastPathAgreesWithEncodingJSON(t *testing.T) {
@@ -195,4 +203,30 @@ func TestDecodePayload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The chunks in the middle of a model call, which carry no usage, take
+// the layout path; others are still left to the general walk, not to
+// encoding/json.
+func TestLayoutTakesSteadyChunks(t *testing.T) {
+	tr := adktest.Turn{InvocationID: "e-1", EventID: "ev-1", Thoughts: []string{"a", " b\n\"c\" 🎂", "c"}, Texts: []string{" d", " e"},
+		Usage: &adktest.Usage{Prompt: 3, Candidates: 1, Total: 4}}
+	partials := tr.Partials()
+	for i, f := range partials {
+		var d fastDecoder
+		d.sc.Reset([]byte(f.Data))
+		middle := i > 0 && i < len(partials)-1
+		if got := d.layout(); got != middle {
+			t.Errorf("chunk %d: layout %v, want %v: %s", i, got, middle, f.Data)
+		}
+		checkFastPath(t, []byte(f.Data))
+	}
+	// ADK 1.x: no nodeInfo.
+	old := `{"modelVersion":"gemini-2.0-flash","content":{"parts":[{"text":"x"}],"role":"model"},"partial":true,"invocationId":"e-1","author":"a","actions":{"stateDelta":{},"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{}},"id":"i","timestamp":1.5}`
+	var d fastDecoder
+	d.sc.Reset([]byte(old))
+	if !d.layout() {
+		t.Error("a 1.x chunk does not take the layout path")
+	}
+	checkFastPath(t, []byte(old))
 }

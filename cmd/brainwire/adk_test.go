@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/internal/syncbuf"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/simulator"
@@ -316,5 +318,36 @@ func waitGone(t *testing.T, up *adktest.Server) {
 		}
 	case <-time.After(hangBound):
 		t.Fatal("the agent's request was never closed")
+	}
+}
+
+// TestSimPrintsBothFaces: `brainwire sim` prints the variables of its ADK
+// face too, and they point at an ADK API server that serves the app.
+func TestSimPrintsBothFaces(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"sim", "-addr", "127.0.0.1:0"}, envFunc(nil), &out, io.Discard) }()
+	defer func() { cancel(); <-done }()
+	var base string
+	for deadline := time.Now().Add(hangBound); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := regexp.MustCompile(`ADK_API_BASE_URL=(\S+)\n  ADK_APP_NAME=brainwire_classifier\n`).FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sim printed:\n%s", out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "AZURE_AI_PROJECT_ENDPOINT="+base+"/api/projects/sim\n") {
+		t.Errorf("the Foundry face is not on the same listener:\n%s", out.String())
+	}
+	resp, err := http.Get(base + "/list-apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != `["brainwire_classifier"]` {
+		t.Fatalf("/list-apps: %s", b)
 	}
 }

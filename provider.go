@@ -7,6 +7,9 @@ import (
 
 // RunRequest asks a provider to run the agent once over a capture.
 type RunRequest struct {
+	// UserID is the capture's user, for agent services that keep
+	// conversations per user.
+	UserID string
 	// ThreadID continues an existing upstream thread (follow-up); empty
 	// creates a new thread.
 	ThreadID string

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
@@ -25,10 +26,13 @@ type agentAPI struct {
 	agent func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error)
 	// telemetryAgent is how telemetry names the agent of fx.
 	telemetryAgent func(fx *recorder.Fixture) telemetry.Agent
+	// user is the user the recorded requests name, when the API's
+	// requests name one: the replay's capture must be that user's.
+	user func(fx *recorder.Fixture) string
 }
 
 // agentAPIs are the APIs replay knows, tried in order.
-var agentAPIs = []agentAPI{threadsRunsAPI, responsesAPI}
+var agentAPIs = []agentAPI{threadsRunsAPI, responsesAPI, adkAPI}
 
 // apiOf finds the API a fixture was recorded against.
 func apiOf(fx *recorder.Fixture) (agentAPI, error) {
@@ -83,4 +87,73 @@ func threadsRunsParams(fx *recorder.Fixture) (prefix, apiVersion, agentID string
 		agentID = string(m[1])
 	}
 	return
+}
+
+// adkAPI is a Google ADK API server's (and the simulator's face of one).
+var adkAPI = agentAPI{
+	name: "adk",
+	recorded: func(first recorder.Request) bool {
+		_, _, ok := adkRoute(first.Path)
+		return ok
+	},
+	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
+		prefix, appName := adkParams(fx)
+		return app.ADK(base+prefix, appName, nil)
+	},
+	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
+		_, appName := adkParams(fx)
+		return telemetry.Agent{Name: AgentName, ID: appName, Provider: adk.ProviderName}
+	},
+	user: func(fx *recorder.Fixture) string {
+		for _, ex := range fx.Exchanges {
+			if m := adkUserID.FindSubmatch(ex.Request.BodyBytes()); m != nil {
+				return string(m[1])
+			}
+		}
+		return ""
+	},
+}
+
+var adkUserID = regexp.MustCompile(`"userId":\s*"([^"\\]+)"`)
+
+// adkRoute splits a path of the API server's routes into what comes
+// before them (a proxy's prefix) and, for a session route, the app.
+func adkRoute(p string) (prefix, appName string, ok bool) {
+	for _, route := range []string{"/run_sse", "/list-apps"} {
+		if before, found := strings.CutSuffix(p, route); found {
+			return before, "", true
+		}
+	}
+	i := strings.Index(p, "/apps/")
+	if i < 0 {
+		return "", "", false
+	}
+	seg := strings.Split(p[i+len("/apps/"):], "/")
+	if len(seg) < 4 || seg[1] != "users" || seg[3] != "sessions" {
+		return "", "", false
+	}
+	return p[:i], seg[0], true
+}
+
+var adkAppName = regexp.MustCompile(`"appName":\s*"([^"]+)"`)
+
+// adkParams reads from the first recorded request the base URL's prefix
+// and the app: a new capture's first request creates its session, a
+// follow-up's runs the app on the session it continues.
+func adkParams(fx *recorder.Fixture) (prefix, appName string) {
+	appName = "replay_app"
+	if len(fx.Exchanges) == 0 {
+		return "", appName
+	}
+	rq := fx.Exchanges[0].Request
+	prefix, fromPath, _ := adkRoute(rq.Path)
+	switch {
+	case fromPath != "":
+		appName = fromPath
+	default:
+		if m := adkAppName.FindSubmatch(rq.BodyBytes()); m != nil {
+			appName = string(m[1])
+		}
+	}
+	return prefix, appName
 }

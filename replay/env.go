@@ -58,6 +58,9 @@ type EnvConfig struct {
 	Recorder   *recorder.Recorder
 	Logger     *slog.Logger
 	RunTimeout time.Duration
+	// UserID is the user APIKey maps to; UserID (the constant) when
+	// empty. A replay takes the recorded one when the agent service saw it.
+	UserID string
 }
 
 // Env is the capture server as the golden suite runs it: wired by
@@ -66,6 +69,7 @@ type EnvConfig struct {
 // off, so the bytes of a capture depend only on what the upstream
 // answered.
 type Env struct {
+	user      string
 	store     *sqlite.Store
 	ids       *idSource
 	http      *httptest.Server
@@ -85,9 +89,12 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the replay store: %w", err)
 	}
+	if cfg.UserID == "" {
+		cfg.UserID = UserID
+	}
 	ids := &idSource{}
 	srv, err := app.New(app.Config{
-		Keys:        server.Keys{APIKey: UserID},
+		Keys:        server.Keys{APIKey: cfg.UserID},
 		Agent:       cfg.Agent,
 		Transport:   cfg.Transport,
 		Store:       store,
@@ -108,7 +115,7 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 		store.Close()
 		return nil, fmt.Errorf("capture server: %w", err)
 	}
-	return &Env{store: store, ids: ids, http: httptest.NewServer(srv.Handler())}, nil
+	return &Env{user: cfg.UserID, store: store, ids: ids, http: httptest.NewServer(srv.Handler())}, nil
 }
 
 // Close stops the server, once every request it is serving has ended, and
@@ -265,7 +272,7 @@ func (e *Env) Seed(ctx context.Context, s recorder.InboxSeed) error {
 		bucket = ""
 	}
 	_, err := e.store.File(ctx, brainwire.Filing{
-		UserID:     UserID,
+		UserID:     e.user,
 		NewInboxID: s.ID,
 		RawText:    s.RawText,
 		Title:      s.Title,

@@ -95,6 +95,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		Telemetry:   tr.tel,
 		Logger:      opts.Logger,
 		RunTimeout:  opts.RunTimeout,
+		UserID:      recordedUser(api, fx),
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +121,15 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)
 	}
 	return res, nil
+}
+
+// recordedUser is the user the fixture's requests name, or "" for the
+// Env's own.
+func recordedUser(api agentAPI, fx *recorder.Fixture) string {
+	if api.user == nil {
+		return ""
+	}
+	return api.user(fx)
 }
 
 // RequestFor returns the phone's request of a fixture's capture.

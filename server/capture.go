@@ -107,17 +107,15 @@ func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadI
 
 // runRequest is what the agent is asked to do for c.
 func runRequest(c brainwire.Capture) brainwire.RunRequest {
+	req := brainwire.RunRequest{UserID: c.UserID, Message: c.Text}
 	switch {
 	case c.FollowUp != nil:
-		return brainwire.RunRequest{
-			ThreadID:               c.UpstreamThreadID(),
-			Message:                c.Text,
-			AdditionalInstructions: fmt.Sprintf(followUpInstructions, c.FollowUp.Round, MaxFollowUpRounds),
-		}
+		req.ThreadID = c.UpstreamThreadID()
+		req.AdditionalInstructions = fmt.Sprintf(followUpInstructions, c.FollowUp.Round, MaxFollowUpRounds)
 	case c.Kind == brainwire.KindVoice:
-		return brainwire.RunRequest{Message: fmt.Sprintf(voiceMessage, c.AudioURL)}
+		req.Message = fmt.Sprintf(voiceMessage, c.AudioURL)
 	}
-	return brainwire.RunRequest{Message: c.Text}
+	return req
 }
 
 // runCapture streams one capture to the phone: STEP_START at once, then

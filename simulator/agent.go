@@ -154,10 +154,13 @@ type capture struct {
 }
 
 // readThread gathers the user messages; the caller holds s.mu.
-func readThread(th *thread) capture {
+func readThread(th *thread) capture { return readMessages(th.messages) }
+
+// readMessages gathers the user messages of a conversation.
+func readMessages(msgs []*message) capture {
 	var c capture
 	var files []string
-	for _, m := range th.messages {
+	for _, m := range msgs {
 		if m.obj.Role != "user" {
 			continue
 		}

@@ -1,10 +1,11 @@
 // Package simulator is an offline stand-in for Azure AI Foundry Agent
-// Service. It has two faces: the Responses API (the current Foundry API,
-// also Azure OpenAI's and OpenAI's) and the classic threads/runs API. Each
-// speaks its REST API and server-sent event streams the way the real
-// service does (event names, object shapes, ids such as resp_…, conv_…,
-// thread_…, run_…, call_…, created_at in seconds, usage), so brainwire's
-// clients run against it unchanged. It is NOT a language model: the
+// Service, and for a Google ADK API server. It has three faces on one
+// listener: the Responses API (the current Foundry API, also Azure
+// OpenAI's and OpenAI's), the classic threads/runs API, and an ADK API
+// server (the ADK face, below). Each speaks its REST API and server-sent
+// event streams the way the real service does (event names, object
+// shapes, ids such as resp_…, conv_…, thread_…, run_…, call_…, created_at
+// in seconds, usage), so brainwire's clients run against it unchanged. It is NOT a language model: the
 // "agent" is a small, deterministic keyword classifier, and its
 // chain-of-thought is a plain account of the cues it saw.
 //
@@ -174,4 +175,39 @@
 // the agent answers in text only. A file_capture output that is an error
 // (a JSON object with "error") ends the run with a short message saying so,
 // unless #invalid-bucket's retry applies.
+//
+// # ADK face
+//
+// Paths /list-apps, /apps/... and /run_sse answer as `adk api_server` does
+// for one app, Config.ADKApp (DefaultADKApp), whose agent "classifier" has
+// file_capture and transcribe_audio as long-running tools: the client runs
+// them. No authentication; like the server, a non-GET request with an
+// Origin header is refused (403). Errors are FastAPI's {"detail": ...}.
+//
+//	GET  /list-apps                             ["brainwire_classifier"] (?detailed=true: the app's info)
+//	POST /apps/{app}/users/{user}/sessions      create a session (body {"sessionId"?, "state"?}); 409 if the id exists
+//	POST /run_sse                               run the agent: {appName, userId, sessionId, newMessage, streaming, stateDelta?}
+//
+// A /run_sse answer is "data: <event JSON>" frames (camelCase, no null
+// members) and then the end of the body. Each model call streams one
+// partial event per thought chunk ({"text":…,"thought":true}, paced by
+// Config.ChunkDelay) and per answer chunk, one with its function calls,
+// then the aggregated event (partial false) repeating all of it, with the
+// finish reason, usageMetadata and longRunningToolIds; all share one event
+// id, and a run's events one invocation id ("e-<uuid>"). A call pauses the
+// run and the body ends; a later /run_sse on the session whose newMessage
+// holds only the functionResponse parts, one per call, resumes it under
+// the same invocation id. Without "streaming": true only aggregated events
+// come. Ids are uuid4-shaped, drawn from Config.NewID; a function call's
+// is "adk-<uuid>".
+//
+// The classifier, the voice flow and the magic phrases work as on the
+// Foundry face, except: #fail makes the model call fail (errorCode
+// MALFORMED_FUNCTION_CALL); #error-event streams three thought chunks and
+// then an error frame, {"error": "ServerError: 503 UNAVAILABLE. …",
+// "error_details": {…}}, written as Python's json.dumps writes it. A
+// message mixing text and function responses, a response to no pending
+// call, or a resume that leaves a call unanswered is an error frame
+// (ValueError). A new text message drops calls an abandoned run left
+// waiting. Sessions are bounded like threads.
 package simulator

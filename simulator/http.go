@@ -33,9 +33,14 @@ func notFound(kind, id string) *httpError {
 	return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("No %s found with id '%s'.", kind, id)}
 }
 
-// ServeHTTP answers one threads/runs API call. Operation paths may come
-// after any /api/projects/<name> prefix.
+// ServeHTTP answers one threads/runs API call, or one ADK API server call
+// (the ADK face, adk.go). Operation paths may come after any
+// /api/projects/<name> prefix.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if isADKPath(req.URL.Path) {
+		s.serveADK(w, req)
+		return
+	}
 	if op, ok := responsesOperation(req.URL.Path); ok {
 		s.serveResponses(w, req, op)
 		return

@@ -60,9 +60,11 @@ type Config struct {
 	// NewID returns a fresh id for prefix ("thread", "run", "step", "msg",
 	// "call"); random ids like thread_AbC… when nil.
 	NewID func(prefix string) string
-	// MaxThreads bounds the threads kept; the least recently used go first.
-	// Zero means DefaultMaxThreads.
+	// MaxThreads bounds the threads kept, and the ADK face's sessions; the
+	// least recently used go first. Zero means DefaultMaxThreads.
 	MaxThreads int
+	// ADKApp is the app the ADK face serves; DefaultADKApp when empty.
+	ADKApp string
 }
 
 // Simulator is an offline stand-in for the Foundry Agent Service
@@ -74,8 +76,9 @@ type Simulator struct {
 
 	mu      sync.Mutex
 	threads map[string]*thread
-	lru     *list.List // of *thread, most recently used first
-	bytes   int        // message text held, for eviction
+	lru     *list.List  // of *thread, most recently used first
+	bytes   int         // message text held, for eviction
+	adk     adkSessions // the ADK face's sessions (adk.go)
 
 	// responses is the Responses API face's state (responses.go).
 	responses *responsesState
@@ -103,6 +106,9 @@ func New(cfg Config) *Simulator {
 	}
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = DefaultMaxThreads
+	}
+	if cfg.ADKApp == "" {
+		cfg.ADKApp = DefaultADKApp
 	}
 	rules := parseRules(cfg.Instructions)
 	return &Simulator{

@@ -30,7 +30,10 @@
 // the phone got its outcome. Upstream spans carry the HTTP method, URL
 // (query reduced to api-version), status, the Foundry thread and run ids
 // and foundry.run.status, the last run state seen on that response; a
-// streamed response's span ends when its body ends.
+// streamed response's span ends when its body ends. With an agent served
+// by Google ADK's API server the upstream calls are create_session and
+// run_sse, and the ADK session and invocation stand where the Foundry
+// thread and run do.
 //
 // With content on, it also carries gen_ai.system_instructions, and when it
 // ends gen_ai.output.messages: the run's reasoning assembled into one

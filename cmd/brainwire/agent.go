@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/instructions"
 	"github.com/brainwire/brainwire/internal/app"
@@ -21,6 +22,7 @@ import (
 const (
 	apiResponses = "responses" // the Responses API: Foundry's current API, Azure OpenAI's, OpenAI's
 	apiThreads   = "threads"   // the classic Agents API (threads/runs)
+	apiADK       = "adk"       // a Google ADK API server (/run_sse)
 )
 
 // The simulator's faces (BRAINWIRE_SIM_API, record -api).
@@ -28,6 +30,7 @@ const (
 	simResponses = "responses" // Responses API, an agent brainwire defines
 	simAgent     = "agent"     // Responses API, the simulated Foundry agent by name
 	simThreads   = "threads"   // the classic threads/runs API
+	simADK       = "adk"       // an ADK API server
 )
 
 // classicRetirement is when Microsoft retires the classic Agents API.
@@ -57,6 +60,18 @@ type agentConfig struct {
 	// AgentID and APIVersion are the classic agent's (threads/runs).
 	AgentID    string
 	APIVersion string
+
+	// ADK names an agent app on a Google ADK API server.
+	ADK adkConfig
+}
+
+// adkConfig is an ADK API server's agent app.
+type adkConfig struct {
+	BaseURL string // ADK_API_BASE_URL (the simulator's once it runs)
+	App     string // ADK_APP_NAME
+	// AuthHeader is ADK_AUTH_HEADER, "Name: value", for a server behind
+	// a proxy.
+	AuthHeader string
 }
 
 // loadAgentConfig reads which agent to run from the environment.
@@ -70,6 +85,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		AgentID:      getenv("AZURE_AI_AGENT_ID"),
 		APIVersion:   envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", foundry.DefaultAPIVersion),
 	}
+	a.ADK = adkConfig{BaseURL: strings.TrimRight(getenv("ADK_API_BASE_URL"), "/"), App: getenv("ADK_APP_NAME"), AuthHeader: getenv("ADK_AUTH_HEADER")}
 	name, version := getenv("AZURE_AI_AGENT_NAME"), getenv("AZURE_AI_AGENT_VERSION")
 	model := getenv("AZURE_AI_MODEL_DEPLOYMENT_NAME")
 	summary, err := reasoningSummary(getenv("BRAINWIRE_REASONING_SUMMARY"))
@@ -86,7 +102,22 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		return a, fmt.Errorf("AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME")
 	}
 
+	if a.ADK.AuthHeader != "" {
+		if _, _, err := adk.ParseHeader(a.ADK.AuthHeader); err != nil {
+			return a, fmt.Errorf("ADK_AUTH_HEADER: %w", err)
+		}
+	}
 	switch {
+	case a.ADK.BaseURL != "" && a.Project != "":
+		return a, fmt.Errorf("ADK_API_BASE_URL and AZURE_AI_PROJECT_ENDPOINT are both set: choose one agent service")
+	case a.ADK.BaseURL != "" && a.BaseURL != "":
+		return a, fmt.Errorf("ADK_API_BASE_URL and OPENAI_BASE_URL are both set: choose one agent service")
+	case a.ADK.BaseURL != "":
+		if a.ADK.App == "" {
+			return a, fmt.Errorf("ADK_APP_NAME is required when ADK_API_BASE_URL is set")
+		}
+		a.API = apiADK
+		return a, nil
 	case a.Project != "" && a.BaseURL != "":
 		return a, fmt.Errorf("set AZURE_AI_PROJECT_ENDPOINT (a Foundry project) or OPENAI_BASE_URL (another Responses API endpoint), not both")
 	case a.Project != "":
@@ -150,8 +181,10 @@ func (a *agentConfig) useSimulator(face string) error {
 		a.Instructions = instructions.Instructions{}
 	case simThreads:
 		a.API, a.AgentID, a.APIVersion = apiThreads, simulator.DefaultAgentID, foundry.DefaultAPIVersion
+	case simADK:
+		a.API, a.ADK = apiADK, adkConfig{App: simulator.DefaultADKApp}
 	default:
-		return fmt.Errorf("%q is not a simulator face (%s, %s or %s)", face, simResponses, simAgent, simThreads)
+		return fmt.Errorf("%q is not a simulator face (%s, %s, %s or %s)", face, simResponses, simAgent, simThreads, simADK)
 	}
 	if a.API == apiResponses && a.Responses.Agent.Name == "" && a.Instructions.Text == "" {
 		a.Instructions = instructions.Default()
@@ -160,12 +193,16 @@ func (a *agentConfig) useSimulator(face string) error {
 	return nil
 }
 
-// simulatorAt points a simulator config at the simulator's project
-// endpoint.
-func (a *agentConfig) simulatorAt(project string) {
-	a.Project = project
+// simulatorAt points a simulator config at the simulator at base: its
+// Foundry project endpoint, or its ADK face.
+func (a *agentConfig) simulatorAt(base string) {
+	if a.API == apiADK {
+		a.ADK.BaseURL = base
+		return
+	}
+	a.Project = base + simulator.ProjectPath
 	if a.API == apiResponses {
-		a.BaseURL = responses.ProjectBaseURL(project)
+		a.BaseURL = responses.ProjectBaseURL(a.Project)
 	}
 	if a.Token == "" {
 		a.Token = "simulator"
@@ -213,6 +250,9 @@ func endpointProvider(baseURL string) string {
 
 // opener returns the agent provider's opener (app.Config.Agent).
 func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwire.Provider, error), error) {
+	if a.API == apiADK {
+		return app.ADK(a.ADK.BaseURL, a.ADK.App, adkAuth(a.ADK.AuthHeader)), nil
+	}
 	if a.API == apiThreads {
 		auth, err := foundryAuth(a.Token, cred)
 		if err != nil {
@@ -237,6 +277,8 @@ func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwir
 func (a agentConfig) telemetry() telemetry.Agent {
 	t := telemetry.Agent{Name: agentName}
 	switch {
+	case a.API == apiADK:
+		t.ID, t.Provider = a.ADK.App, adk.ProviderName
 	case a.API == apiThreads:
 		t.ID, t.Provider = a.AgentID, foundry.ProviderName
 	case a.Responses.Agent.Name != "":
@@ -247,11 +289,13 @@ func (a agentConfig) telemetry() telemetry.Agent {
 	return t
 }
 
-// upstream labels recordings: "simulator", "foundry" or "openai".
+// upstream labels recordings: "simulator", "foundry", "adk" or "openai".
 func (a agentConfig) upstream() string {
 	switch {
 	case a.Sim != "":
 		return "simulator"
+	case a.API == apiADK:
+		return "adk"
 	case a.Project != "":
 		return "foundry"
 	}
@@ -264,6 +308,9 @@ func (a agentConfig) logActive(log *slog.Logger) {
 	attrs := []any{"provider", a.Responses.Name}
 	var what string
 	switch {
+	case a.API == apiADK:
+		what = "Google ADK API server"
+		attrs = []any{"provider", adk.ProviderName, "app", a.ADK.App, "auth_header", headerName(a.ADK.AuthHeader)}
 	case a.API == apiThreads:
 		what = "Foundry Agent Service, classic Agents API (threads/runs)"
 		attrs = []any{"provider", foundry.ProviderName, "agent_id", a.AgentID, "api_version", a.APIVersion}
@@ -286,10 +333,10 @@ func (a agentConfig) logActive(log *slog.Logger) {
 	}
 	switch {
 	case a.Sim != "":
-		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL): captures go to the built-in offline simulator "+
-			"(a deterministic keyword classifier, not an LLM)", append([]any{"api", what, "endpoint", a.Project}, attrs...)...)
+		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL): captures go to the built-in offline simulator "+
+			"(a deterministic keyword classifier, not an LLM)", append([]any{"api", what, "endpoint", orDefault(a.Project, a.ADK.BaseURL)}, attrs...)...)
 	default:
-		log.Info("agent: "+what, append([]any{"endpoint", orDefault(a.Project, a.BaseURL)}, attrs...)...)
+		log.Info("agent: "+what, append([]any{"endpoint", orDefault(a.Project, orDefault(a.BaseURL, a.ADK.BaseURL))}, attrs...)...)
 	}
 	if a.API == apiThreads && a.Sim == "" {
 		log.Warn("AZURE_AI_AGENT_ID selects the classic Agents API (threads/runs), which Microsoft retires on " + classicRetirement +

@@ -95,7 +95,7 @@ func TestAgentConfigErrors(t *testing.T) {
 		"compat with an agent": {"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "AZURE_AI_AGENT_NAME": "a"},
 		"bad chaining":         {"BRAINWIRE_RESPONSES_CHAINING": "threads"},
 		"bad summary":          {"BRAINWIRE_REASONING_SUMMARY": "verbose"},
-		"bad simulator face":   {"BRAINWIRE_SIM_API": "adk"},
+		"bad simulator face":   {"BRAINWIRE_SIM_API": "gemini"},
 		"missing instructions": {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m", "BRAINWIRE_INSTRUCTIONS": "/nonexistent/classifier.md"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/azureblob"
 	"github.com/brainwire/brainwire/cosmos"
 	"github.com/brainwire/brainwire/foundry"
@@ -80,8 +82,9 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 }
 
 // startSimulator serves the offline simulator on a loopback port until
-// stop is called, and returns its project endpoint.
-func startSimulator(ctx context.Context, sc simulator.Config) (endpoint string, stop func(), err error) {
+// stop is called, and returns its base URL: the ADK face's, and the
+// Foundry face's with simulator.ProjectPath after it.
+func startSimulator(ctx context.Context, sc simulator.Config) (baseURL string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("starting the simulator: %w", err)
@@ -90,7 +93,24 @@ func startSimulator(ctx context.Context, sc simulator.Config) (endpoint string, 
 	simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = sim.Serve(simCtx, l) }()
-	return "http://" + l.Addr().String() + simulator.ProjectPath, func() { cancel(); <-done }, nil
+	return "http://" + l.Addr().String(), func() { cancel(); <-done }, nil
+}
+
+// adkAuth sets ADK_AUTH_HEADER on every request to the ADK API server;
+// nil when it is not set.
+func adkAuth(header string) func(http.RoundTripper) http.RoundTripper {
+	name, value, err := adk.ParseHeader(header)
+	if header == "" || err != nil { // loadConfig rejected a malformed one
+		return nil
+	}
+	return func(next http.RoundTripper) http.RoundTripper { return adk.NewHeaderTransport(name, value, next) }
+}
+
+// headerName is the name of a "Name: value" header, for logs: never the
+// value.
+func headerName(header string) string {
+	name, _, _ := strings.Cut(header, ":")
+	return strings.TrimSpace(name)
 }
 
 // foundryAuth authorizes agent service requests with a static token, or

@@ -71,9 +71,30 @@ func TestLoadConfigErrors(t *testing.T) {
 		"no uploads":               {"BRAINWIRE_MAX_UPLOADS": "0"},
 		"uploads not a number":     {"BRAINWIRE_MAX_UPLOADS": "many"},
 		"bad upload timeout":       {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
+		"adk without app":          {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
+		"adk and foundry": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
+			"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"},
+		"adk header without value": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "X-Api-Key"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestLoadConfigADK(t *testing.T) {
+	c, err := loadConfig(env(map[string]string{
+		"ADK_API_BASE_URL": "http://127.0.0.1:8001",
+		"ADK_APP_NAME":     "brainwire_classifier",
+		"ADK_AUTH_HEADER":  "Authorization: Bearer t0k3n-0123456789",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta := c.Agent.telemetry(); ta.Provider != "gcp.gen_ai" || ta.ID != "brainwire_classifier" {
+		t.Fatalf("telemetry names the agent %s %s", ta.Provider, ta.ID)
+	}
+	if c.Agent.API != apiADK || c.Agent.ADK.BaseURL != "http://127.0.0.1:8001" {
+		t.Fatalf("agent config %+v", c.Agent)
 	}
 }

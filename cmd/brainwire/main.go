@@ -1,7 +1,7 @@
 // Command brainwire is the capture backend's one binary.
 //
 //	brainwire serve    run the capture server
-//	brainwire sim      run the offline Foundry simulator on its own
+//	brainwire sim      run the offline simulator (Foundry and ADK faces) on its own
 //	brainwire record   record one capture into a fixture and its golden files
 //	brainwire replay   replay fixtures: print the phone's SSE, or -check it
 //	brainwire eval     try instructions against a labelled corpus
@@ -46,8 +46,8 @@ func (e usageError) Error() string { return e.msg }
 const usage = `usage: brainwire <command> [flags]
 
 commands:
-  serve   run the capture server (simulator + SQLite unless Azure is configured)
-  sim     run the offline Foundry Agent Service simulator (not an LLM)
+  serve   run the capture server (simulator + SQLite unless Azure or ADK is configured)
+  sim     run the offline simulator of Foundry Agent Service and an ADK API server (not an LLM)
   record  record one capture (-text or -audio) into a fixture plus its golden files
   replay  replay fixtures through the server: print the phone's SSE, or -check goldens
   eval    run a labelled corpus against the agent (or new -instructions) and report accuracy

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/responses"
@@ -27,10 +28,11 @@ import (
 const recordUsage = `usage: brainwire record [flags]
 
 Runs one capture through the real server path against the configured agent
-service (the built-in simulator when neither AZURE_AI_PROJECT_ENDPOINT nor
-OPENAI_BASE_URL is set, or with -sim), records it into DIR/NAME.json,
-replays the fixture to check it reproduces what the phone got, and writes
-its golden files (NAME.sse.golden, NAME.telemetry.golden).
+service (the built-in simulator when no agent service is configured
+(AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL), or with -sim),
+records it into DIR/NAME.json, replays the fixture to check it reproduces
+what the phone got, and writes its golden files (NAME.sse.golden,
+NAME.telemetry.golden).
 
 flags:
 `
@@ -62,7 +64,7 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.StringVar(&f.description, "description", "", "what the fixture tests")
 	fs.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
 	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when an agent service is configured")
-	fs.StringVar(&f.api, "api", "", "the simulator's face: responses (an agent brainwire defines), agent (a Foundry agent by name) or threads (the classic threads/runs API); default BRAINWIRE_SIM_API or responses")
+	fs.StringVar(&f.api, "api", "", "the simulator's face: responses (an agent brainwire defines), agent (a Foundry agent by name) or threads (the classic threads/runs API) or adk (an ADK API server); default BRAINWIRE_SIM_API or responses")
 	fs.StringVar(&f.chaining, "chaining", "", "Responses API: how responses continue the conversation, conversation or previous_response_id (default BRAINWIRE_RESPONSES_CHAINING, or as the endpoint has it)")
 	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default: BRAINWIRE_SIM_CHUNK_DELAY or 25ms; 0 for none)")
 	fs.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
@@ -265,6 +267,12 @@ func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, 
 // recordings wherever they appear.
 func secretsFromEnv(getenv func(string) string) []string {
 	var out []string
+	if _, v, err := adk.ParseHeader(getenv("ADK_AUTH_HEADER")); err == nil {
+		out = append(out, v)
+		if _, token, ok := strings.Cut(v, " "); ok {
+			out = append(out, token) // the credential of "Bearer <token>"
+		}
+	}
 	for _, name := range []string{"AZURE_AI_PROJECT_TOKEN", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "COSMOS_KEY",
 		"AZURE_STORAGE_CONNECTION_STRING", "APPLICATIONINSIGHTS_CONNECTION_STRING"} {
 		v := getenv(name)
@@ -409,6 +417,8 @@ func setupRecording(ctx context.Context, getenv func(string) string, log *slog.L
 	}
 	upstream := "simulator"
 	switch {
+	case getenv("ADK_API_BASE_URL") != "":
+		upstream = "adk"
 	case getenv("AZURE_AI_PROJECT_ENDPOINT") != "":
 		upstream = "foundry"
 	case getenv("OPENAI_BASE_URL") != "":

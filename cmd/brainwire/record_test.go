@@ -142,8 +142,9 @@ func TestSecretsFromEnv(t *testing.T) {
 		"AZURE_AI_PROJECT_TOKEN":          "tok",
 		"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=S3cr3tKey==;EndpointSuffix=core.windows.net",
 		"BRAINWIRE_API_KEYS":              "phone-key-0123456789:me, other-key-0123456789",
+		"ADK_AUTH_HEADER":                 "Authorization: Bearer adk-t0k3n-0123",
 	}))
-	for _, want := range []string{"tok", "S3cr3tKey==", "phone-key-0123456789", "other-key-0123456789"} {
+	for _, want := range []string{"tok", "S3cr3tKey==", "phone-key-0123456789", "other-key-0123456789", "Bearer adk-t0k3n-0123", "adk-t0k3n-0123"} {
 		found := false
 		for _, s := range got {
 			found = found || s == want

@@ -108,7 +108,9 @@ func printSimulatorEnv(w io.Writer, base string) {
 		"Any OpenAI-compatible Responses API client:\n"+
 		"  OPENAI_BASE_URL=%s/v1\n  OPENAI_API_KEY=<any value>\n  OPENAI_MODEL=%s\n\n"+
 		"Classic Agents API (threads/runs, retires %s): instead of the model,\n"+
-		"  AZURE_AI_AGENT_ID=%s\n",
+		"  AZURE_AI_AGENT_ID=%s\n\n"+
+		"The same classifier as a Google ADK API server, instead of all of the above:\n"+
+		"  ADK_API_BASE_URL=%s\n  ADK_APP_NAME=%s\n",
 		project, simulator.DefaultModel, simulator.DefaultAgentName, simulator.DefaultAgentVersion,
-		base, simulator.DefaultModel, classicRetirement, simulator.DefaultAgentID)
+		base, simulator.DefaultModel, classicRetirement, simulator.DefaultAgentID, base, simulator.DefaultADKApp)
 }

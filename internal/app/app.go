@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
@@ -164,5 +165,25 @@ func Foundry(endpoint, agentID, apiVersion string, auth func(http.RoundTripper) 
 			return nil, fmt.Errorf("agent service: %w", err)
 		}
 		return foundry.NewProvider(client, agentID), nil
+	}
+}
+
+// ADK returns the Agent of an app served by a Google ADK API server (or
+// the simulator's face of one, or a replay of either): the app appName at
+// baseURL, with auth above the transport (nil: none; the API server has
+// no authentication, a proxy in front may want a header).
+func ADK(baseURL, appName string, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+	return func(rt http.RoundTripper) (brainwire.Provider, error) {
+		if auth != nil {
+			rt = auth(rt)
+		}
+		client, err := adk.NewClient(baseURL, &http.Client{Transport: rt})
+		if err != nil {
+			return nil, fmt.Errorf("agent server: %w", err)
+		}
+		if appName == "" {
+			return nil, fmt.Errorf("agent server: the ADK app name is required")
+		}
+		return adk.NewProvider(client, appName), nil
 	}
 }

@@ -1,0 +1,244 @@
+package adk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/brainwire/brainwire"
+)
+
+// Client calls an ADK API server (`adk api_server`): its session routes,
+// /list-apps and /run_sse. It is safe for concurrent use.
+type Client struct {
+	base string // scheme, host and escaped path prefix, without a trailing slash
+	hc   *http.Client
+}
+
+// NewClient returns a client for the API server at baseURL
+// (http://127.0.0.1:8000, or a proxy's URL with a path prefix). Requests
+// go through hc, whose transport adds any credentials a proxy in front
+// needs (NewHeaderTransport); nil means http.DefaultClient. Runs stream for
+// as long as the agent works, so hc should have no overall Timeout: bound
+// calls with their context instead.
+func NewClient(baseURL string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the ADK API server URL: %w", err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("ADK API server URL %q: want an absolute http(s) URL", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		// They would end up in recordings and traces; credentials go in a header.
+		return nil, fmt.Errorf("ADK API server URL %q: want no query, fragment or user info", baseURL)
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: u.Scheme + "://" + u.Host + u.EscapedPath(), hc: hc}, nil
+}
+
+// Session is an ADK session: one conversation of one user with one app.
+type Session struct {
+	ID      string `json:"id"`
+	AppName string `json:"appName"`
+	UserID  string `json:"userId"`
+	// LastUpdateTime is in seconds since the epoch.
+	LastUpdateTime float64 `json:"lastUpdateTime"`
+}
+
+// Message is the message a /run_sse call brings the agent (newMessage):
+// the user's text, or the responses to the function calls the agent
+// handed over, never both.
+type Message struct {
+	Role  string        `json:"role"`
+	Parts []MessagePart `json:"parts"`
+}
+
+// MessagePart is one part of a Message.
+type MessagePart struct {
+	Text             string          `json:"text,omitempty"`
+	FunctionResponse *FunctionAnswer `json:"functionResponse,omitempty"`
+}
+
+// FunctionAnswer answers one function call (a functionResponse part).
+type FunctionAnswer struct {
+	// ID is the call's id, exactly as the agent's event gave it.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Response must be a JSON object.
+	Response json.RawMessage `json:"response"`
+}
+
+// UserText returns a message from the user.
+func UserText(text string) Message {
+	return Message{Role: "user", Parts: []MessagePart{{Text: text}}}
+}
+
+// RunSSERequest is the body of POST /run_sse.
+type RunSSERequest struct {
+	AppName    string  `json:"appName"`
+	UserID     string  `json:"userId"`
+	SessionID  string  `json:"sessionId"`
+	NewMessage Message `json:"newMessage"`
+	// Streaming asks for partial events as the model writes; without it
+	// only each model call's aggregated event comes.
+	Streaming bool `json:"streaming"`
+	// StateDelta is applied to the session's state with the new message.
+	StateDelta map[string]any `json:"stateDelta,omitempty"`
+}
+
+// Operations of the API server, as the client names them on each
+// request's context (brainwire.Operation).
+const (
+	OpCreateSession = "create_session"
+	OpRunSSE        = "run_sse"
+	OpListApps      = "list_apps"
+)
+
+// op names the call made with ctx.
+func op(ctx context.Context, name, sessionID, invocationID string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: sessionID, RunID: invocationID})
+}
+
+// ListApps returns the apps the server serves (GET /list-apps).
+func (c *Client) ListApps(ctx context.Context) ([]string, error) {
+	var apps []string
+	if err := c.do(op(ctx, OpListApps, "", ""), http.MethodGet, c.url("list-apps"), nil, &apps); err != nil {
+		return nil, fmt.Errorf("listing apps: %w", err)
+	}
+	return apps, nil
+}
+
+// CreateSession creates a session of user with app, with an id the server
+// chooses (POST /apps/{app}/users/{user}/sessions).
+func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, error) {
+	var s Session
+	if err := c.do(op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
+		return Session{}, fmt.Errorf("creating a session of %s with %s: %w", user, app, err)
+	}
+	if s.ID == "" {
+		return Session{}, &upstreamError{
+			msg: "the agent server created a session without an id",
+			err: fmt.Errorf("creating a session of %s with %s: the answer has no id", user, app),
+		}
+	}
+	return s, nil
+}
+
+// RunSSE runs the agent on a message and streams its events
+// (POST /run_sse). invocationID names the paused run a message of function
+// responses resumes, for telemetry; the server finds it by the responses'
+// ids. Read the stream to its end and Close it; closing it early closes
+// the request, which stops the run on the server.
+func (c *Client) RunSSE(ctx context.Context, req RunSSERequest, invocationID string) (*Stream, error) {
+	ctx, cancel := context.WithCancel(op(ctx, OpRunSSE, req.SessionID, invocationID))
+	hr, err := c.newRequest(ctx, http.MethodPost, c.url("run_sse"), req)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, err)
+	}
+	hr.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer cancel()
+		defer resp.Body.Close()
+		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, readAPIError(resp))
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
+			defer cancel()
+			defer resp.Body.Close()
+			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			return nil, &upstreamError{
+				msg: "the agent server did not answer with an event stream",
+				err: fmt.Errorf("running %s on session %s: expected an event stream, got %s: %s", req.AppName, req.SessionID, mt, bodyText(snippet)),
+			}
+		}
+	}
+	d := NewDecoder(resp.Body)
+	d.SetSession(req.SessionID, invocationID)
+	return &Stream{Decoder: d, body: resp.Body, cancel: cancel}, nil
+}
+
+// Stream is a /run_sse response. Read it with Next until io.EOF or an
+// error, and always Close it.
+type Stream struct {
+	*Decoder
+	body   io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close releases the response; a stream not read to its end is cut off.
+func (s *Stream) Close() error {
+	err := s.body.Close()
+	s.cancel()
+	return err
+}
+
+// url joins path segments to the base URL, each escaped.
+func (c *Client) url(segments ...string) string {
+	var b strings.Builder
+	b.WriteString(c.base)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+func (c *Client) newRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request body: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// do sends a JSON request and decodes the JSON answer into out.
+func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
+	req, err := c.newRequest(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return &upstreamError{msg: "the agent server answered with malformed JSON", err: fmt.Errorf("decoding response: %w", err)}
+	}
+	return nil
+}
+
+// maxAnswerBytes bounds a JSON answer: a session with a long history is
+// the largest the client asks for.
+const maxAnswerBytes = 32 << 20

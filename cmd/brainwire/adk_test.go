@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/internal/syncbuf"
+	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/replay"
+	"github.com/brainwire/brainwire/simulator"
+)
+
+const adkProxyKey = "adk-proxy-key-5f2c9e41b7d3"
+
+// adkUpstream is the simulator's ADK face behind a recording of the
+// requests it got, standing for an ADK API server behind a proxy.
+type adkUpstream struct {
+	url  string
+	mu   sync.Mutex
+	reqs []adkRequest
+}
+
+type adkRequest struct {
+	path   string
+	header http.Header
+	body   map[string]any
+}
+
+func startADK(t *testing.T) *adkUpstream {
+	t.Helper()
+	sim := simulator.New(simulator.Config{ChunkDelay: -1})
+	u := &adkUpstream{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(b, &body)
+		u.mu.Lock()
+		u.reqs = append(u.reqs, adkRequest{path: r.URL.Path, header: r.Header.Clone(), body: body})
+		u.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u.url = srv.URL
+	return u
+}
+
+func (u *adkUpstream) requests() []adkRequest {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]adkRequest(nil), u.reqs...)
+}
+
+func adkEnv(u *adkUpstream) map[string]string {
+	return map[string]string{
+		"ADK_API_BASE_URL": u.url,
+		"ADK_APP_NAME":     simulator.DefaultADKApp,
+		"ADK_AUTH_HEADER":  "X-Api-Key: " + adkProxyKey,
+	}
+}
+
+// post sends a phone request and returns the SSE body.
+func post(t *testing.T, base, route, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+route, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %s", route, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestServeWithADK runs `brainwire serve` against an ADK API server: it
+// says so, /health checks the app is served, a capture is classified with
+// file_capture run here, and its follow-up continues the same session.
+func TestServeWithADK(t *testing.T) {
+	up := startADK(t)
+	base, logs, stop := runServe(t, adkEnv(up))
+	defer stop()
+	if !strings.Contains(logs.String(), `msg="agent: Google ADK API server" endpoint=`+up.url+` provider=gcp.gen_ai app=brainwire_classifier auth_header=X-Api-Key`) {
+		t.Errorf("serve does not say which agent service it uses:\n%s", logs)
+	}
+
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Backends map[string]struct {
+			Kind      string `json:"kind"`
+			Reachable *bool  `json:"reachable"`
+		} `json:"backends"`
+	}
+	json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if a := health.Backends["agent"]; resp.StatusCode != 200 || a.Kind != "gcp.gen_ai" || a.Reachable == nil || !*a.Reachable {
+		t.Fatalf("health %d %+v", resp.StatusCode, health)
+	}
+
+	first := post(t, base, "/api/capture", `{"text":"hmm zzkx"}`)
+	if !strings.Contains(first, `"type":"MISUNDERSTOOD"`) {
+		t.Fatalf("capture:\n%s", first)
+	}
+	var mis struct {
+		Value struct {
+			InboxItemID string `json:"inboxItemId"`
+			Session     string `json:"foundryConversationId"`
+		} `json:"value"`
+	}
+	for line := range strings.SplitSeq(first, "\n") {
+		if strings.Contains(line, "MISUNDERSTOOD") {
+			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &mis)
+		}
+	}
+	second := post(t, base, "/api/capture/follow-up",
+		`{"inbox_item_id":"`+mis.Value.InboxItemID+`","follow_up_text":"I meant call my sister about her birthday","follow_up_round":1}`)
+	if !strings.Contains(second, `"type":"CLASSIFIED","value":{"inboxItemId":"`+mis.Value.InboxItemID+`","bucket":"People"`) {
+		t.Fatalf("follow-up:\n%s", second)
+	}
+
+	var runs []adkRequest
+	for _, r := range up.requests() {
+		if r.header.Get("X-Api-Key") != adkProxyKey {
+			t.Errorf("%s without the proxy's header", r.path)
+		}
+		if r.path == "/run_sse" {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) != 4 {
+		t.Fatalf("%d runs, want 2 captures of 2 requests each", len(runs))
+	}
+	for _, r := range runs {
+		if r.body["sessionId"] != mis.Value.Session || r.body["userId"] != "phone-user" {
+			t.Errorf("run on session %v for %v, want %s for phone-user", r.body["sessionId"], r.body["userId"], mis.Value.Session)
+		}
+	}
+	if sd, _ := runs[2].body["stateDelta"].(map[string]any); !strings.Contains(sd["brainwire_instructions"].(string), "follow-up round 1") {
+		t.Errorf("the follow-up's instructions: %v", runs[2].body["stateDelta"])
+	}
+	if strings.Contains(logs.String(), adkProxyKey) {
+		t.Error("the logs show the proxy's key")
+	}
+}
+
+func TestHealthWithADKAppMissing(t *testing.T) {
+	up := startADK(t)
+	env := adkEnv(up)
+	env["ADK_APP_NAME"] = "another_app"
+	base := startServe(t, env)
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("health %d, want 503 for an app the server does not serve", resp.StatusCode)
+	}
+}
+
+// TestRecordADK records against the simulator's ADK face (-api adk) and
+// against a configured ADK API server behind a proxy: the fixtures replay
+// and hold no trace of the proxy's key.
+func TestRecordADK(t *testing.T) {
+	t.Run("the simulator's face", func(t *testing.T) {
+		dir := t.TempDir()
+		if _, err := runCmd(t, map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}, "record", "-sim", "-api", "adk", "-dir", dir, "-name", "c",
+			"-text", "Call mom about her birthday"); err != nil {
+			t.Fatal(err)
+		}
+		checkADKFixture(t, filepath.Join(dir, "c.json"), "simulator")
+	})
+	t.Run("a configured server", func(t *testing.T) {
+		up := startADK(t)
+		dir := t.TempDir()
+		if _, err := runCmd(t, adkEnv(up), "record", "-dir", dir, "-name", "c", "-text", "Call mom, key "+adkProxyKey); err != nil {
+			t.Fatal(err)
+		}
+		raw := checkADKFixture(t, filepath.Join(dir, "c.json"), "adk")
+		if bytes.Contains(raw, []byte(adkProxyKey)) {
+			t.Fatal("the fixture holds the proxy's key")
+		}
+	})
+}
+
+func checkADKFixture(t *testing.T, path, upstream string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx, err := recorder.Unmarshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Upstream != upstream || fx.Exchanges[0].Request.Path != "/apps/brainwire_classifier/users/replay-user/sessions" ||
+		fx.Exchanges[1].Request.Path != "/run_sse" {
+		t.Fatalf("fixture upstream %q, first requests %s, %s", fx.Upstream, fx.Exchanges[0].Request.Path, fx.Exchanges[1].Request.Path)
+	}
+	if out, err := runCmd(t, nil, "replay", "-check", path); err != nil || !strings.HasPrefix(out, "ok ") {
+		t.Fatalf("replay -check: %v\n%s", err, out)
+	}
+	return raw
+}
+
+// TestServeRecordsADKLive: a live recording of a capture on an ADK agent
+// (the user's id is in its requests) replays to the same bytes, up to ids.
+func TestServeRecordsADKLive(t *testing.T) {
+	up := startADK(t)
+	dir := t.TempDir()
+	env := adkEnv(up)
+	env["BRAINWIRE_RECORD_DIR"] = dir
+	base := startServe(t, env)
+	live := post(t, base, "/api/capture", `{"text":"Call mom about her birthday"}`)
+	deadline := time.Now().Add(hangBound)
+	var entries []os.DirEntry
+	for len(entries) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		entries, _ = os.ReadDir(dir)
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	if bytes.Contains(raw, []byte(adkProxyKey)) {
+		t.Fatal("the recording holds the proxy's key")
+	}
+	fx, err := recorder.Unmarshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Upstream != "adk" || !strings.Contains(fx.Exchanges[0].Request.Path, "/users/phone-user/") {
+		t.Fatalf("recording upstream %q, first request %s", fx.Upstream, fx.Exchanges[0].Request.Path)
+	}
+	res, err := replay.Run(t.Context(), fx, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := func(b string) string { return uuidRE.ReplaceAllString(b, "<id>") }
+	if mask(string(res.SSE)) != mask(live) {
+		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(string(res.SSE)), "live", "replay"))
+	}
+}
+
+// hangBound is how long a test waits for what must happen soon.
+const hangBound = 10 * time.Second
+
+// A hung ADK stream ends at the run timeout with ERROR and COMPLETE, and
+// a phone that goes away mid-capture closes the agent's request: both
+// close the /run_sse request, which stops the run on the server.
+func TestServeADKFaults(t *testing.T) {
+	thinking := adktest.Turn{InvocationID: "e-1", EventID: "ev-1", Thoughts: []string{"Reading", " the capture"}}
+	session := adktest.Expect("POST /apps/{app}/users/{user}/sessions", adktest.JSON(http.StatusOK, adktest.Session("s-1", "app", "phone-user")))
+	t.Run("hang", func(t *testing.T) {
+		up := adktest.NewServer(t, session, adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
+		base := startServe(t, map[string]string{"ADK_API_BASE_URL": up.URL(), "ADK_APP_NAME": "app", "BRAINWIRE_RUN_TIMEOUT": "2s"})
+		got := post(t, base, "/api/capture", `{"text":"Call mom"}`)
+		want := `data: {"type":"STEP_START","stepName":"Classifying"}` + "\n\n" +
+			`data: {"type":"ERROR","message":"The agent took too long to respond"}` + "\n\n"
+		if !strings.HasPrefix(got, want) || !strings.Contains(got, `"type":"COMPLETE"`) {
+			t.Fatalf("phone got:\n%s", got)
+		}
+		waitGone(t, up)
+	})
+	t.Run("the phone goes away", func(t *testing.T) {
+		up := adktest.NewServer(t, session, adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
+		base := startServe(t, map[string]string{"ADK_API_BASE_URL": up.URL(), "ADK_APP_NAME": "app"})
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom"}`))
+		req.Header.Set("Authorization", "Bearer "+phoneKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		if !strings.Contains(line, "STEP_START") {
+			t.Fatalf("first line %q", line)
+		}
+		// Go away once the agent is running.
+		for deadline := time.Now().Add(hangBound); len(up.Find("POST /run_sse")) == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the agent never ran")
+			}
+		}
+		cancel()
+		resp.Body.Close()
+		waitGone(t, up)
+	})
+}
+
+func waitGone(t *testing.T, up *adktest.Server) {
+	t.Helper()
+	select {
+	case r := <-up.Gone():
+		if r != "POST /run_sse" {
+			t.Fatalf("%s was closed, want the run", r)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("the agent's request was never closed")
+	}
+}
+
+// TestSimPrintsBothFaces: `brainwire sim` prints the variables of its ADK
+// face too, and they point at an ADK API server that serves the app.
+func TestSimPrintsBothFaces(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"sim", "-addr", "127.0.0.1:0"}, envFunc(nil), &out, io.Discard) }()
+	defer func() { cancel(); <-done }()
+	var base string
+	for deadline := time.Now().Add(hangBound); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := regexp.MustCompile(`ADK_API_BASE_URL=(\S+)\n  ADK_APP_NAME=brainwire_classifier\n`).FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sim printed:\n%s", out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "AZURE_AI_PROJECT_ENDPOINT="+base+"/api/projects/sim\n") {
+		t.Errorf("the Foundry face is not on the same listener:\n%s", out.String())
+	}
+	resp, err := http.Get(base + "/list-apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != `["brainwire_classifier"]` {
+		t.Fatalf("/list-apps: %s", b)
+	}
+}

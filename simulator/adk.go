@@ -1,0 +1,385 @@
+package simulator
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultADKApp is the app the ADK face serves.
+const DefaultADKApp = "brainwire_classifier"
+
+// adkAuthor is the simulated agent's name, the author of its events.
+const adkAuthor = "classifier"
+
+// isADKPath reports whether a path is one of the ADK API server's routes.
+func isADKPath(p string) bool {
+	return p == "/run_sse" || p == "/list-apps" || strings.HasPrefix(p, "/apps/")
+}
+
+// adkError is a non-2xx answer in FastAPI's shape: {"detail": ...}.
+type adkError struct {
+	status int
+	detail any // a string, or a validation error list
+}
+
+func (e *adkError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
+
+func adkDetail(status int, format string, args ...any) *adkError {
+	return &adkError{status: status, detail: fmt.Sprintf(format, args...)}
+}
+
+// adkInvalid is FastAPI's 422 for a body that fails validation.
+func adkInvalid(loc []any, msg string) *adkError {
+	return &adkError{status: http.StatusUnprocessableEntity, detail: []map[string]any{
+		{"type": "value_error", "loc": append([]any{"body"}, loc...), "msg": msg, "input": nil},
+	}}
+}
+
+// adkSession is one conversation of the ADK face. Guarded by Simulator.mu.
+type adkSession struct {
+	key      string
+	obj      adkSessionObject
+	messages []*message // the user's messages
+
+	invocation string      // the run in progress or paused
+	pending    []*toolCall // calls handed over, awaiting responses
+	stage      stage
+	audio      *message
+	magic      magic
+	retried    bool
+	longDone   bool
+	context    int64 // tokens the agent has read or written
+	bytes      int
+	elem       *list.Element
+}
+
+// adkSessions holds the ADK face's sessions, least recently used evicted
+// beyond Config.MaxThreads or the stored-bytes limit. Guarded by
+// Simulator.mu.
+type adkSessions struct {
+	byKey map[string]*adkSession
+	lru   *list.List
+	bytes int
+}
+
+func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
+
+// serveADK answers one ADK API server call. The server has no
+// authentication; like it, the face refuses a non-GET request whose
+// Origin header names another site.
+func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
+	if err := s.routeADK(w, req); err != nil {
+		var ae *adkError
+		if !errors.As(err, &ae) {
+			ae = adkDetail(http.StatusInternalServerError, "internal simulator error")
+		}
+		_ = writeJSON(w, ae.status, map[string]any{"detail": ae.detail}) // the client is gone if this fails
+	}
+}
+
+func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
+	if o := req.Header.Get("Origin"); o != "" && req.Method != http.MethodGet && req.Method != http.MethodHead {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, "Forbidden: origin not allowed")
+		return nil
+	}
+	p := req.URL.Path
+	seg := strings.Split(strings.Trim(p, "/"), "/")
+	switch {
+	case p == "/list-apps":
+		return adkMethod(req.Method, http.MethodGet, func() error { return s.listApps(w, req) })
+	case p == "/run_sse":
+		return adkMethod(req.Method, http.MethodPost, func() error { return s.runSSE(w, req) })
+	case len(seg) == 5 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
+		return adkMethod(req.Method, http.MethodPost, func() error { return s.createSession(w, req, seg[1], seg[3]) })
+	}
+	return adkDetail(http.StatusNotFound, "Not Found")
+}
+
+func adkMethod(got, want string, h func() error) error {
+	if got != want {
+		return adkDetail(http.StatusMethodNotAllowed, "Method Not Allowed")
+	}
+	return h()
+}
+
+func (s *Simulator) checkApp(app string) error {
+	switch {
+	case strings.HasPrefix(app, "__"):
+		return adkDetail(http.StatusForbidden, "Access to app %q is not allowed.", app)
+	case app != s.cfg.ADKApp:
+		return adkDetail(http.StatusNotFound, "Agent not found: '%s'", app)
+	}
+	return nil
+}
+
+func (s *Simulator) listApps(w http.ResponseWriter, req *http.Request) error {
+	if req.URL.Query().Get("detailed") == "true" {
+		return writeJSON(w, http.StatusOK, map[string]any{"apps": []map[string]any{{
+			"name": s.cfg.ADKApp, "rootAgentName": adkAuthor, "language": "python", "isComputerUse": false,
+			"description": "Offline keyword classifier standing in for the brainwire Classifier agent. Not a language model.",
+		}}})
+	}
+	return writeJSON(w, http.StatusOK, []string{s.cfg.ADKApp})
+}
+
+func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app, user string) error {
+	if err := s.checkApp(app); err != nil {
+		return err
+	}
+	var body struct {
+		SessionID string          `json:"sessionId"`
+		State     json.RawMessage `json:"state"`
+	}
+	if err := decode(w, req, &body, true); err != nil {
+		return adkInvalid(nil, err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := body.SessionID
+	if id == "" {
+		id = s.uuid()
+	}
+	key := sessionKey(app, user, id)
+	if _, ok := s.adk.byKey[key]; ok {
+		return adkDetail(http.StatusConflict, "Session already exists: %s", id)
+	}
+	ss := &adkSession{key: key, obj: adkSessionObject{ID: id, AppName: app, UserID: user,
+		State: orDefault(body.State, `{}`), Events: []struct{}{}, LastUpdateTime: adkTime(s.cfg.Now())}}
+	if s.adk.byKey == nil {
+		s.adk.byKey, s.adk.lru = map[string]*adkSession{}, list.New()
+	}
+	ss.elem = s.adk.lru.PushFront(ss)
+	s.adk.byKey[key] = ss
+	s.accountADK(ss, len(ss.obj.State))
+	return writeJSON(w, http.StatusOK, ss.obj)
+}
+
+// accountADK adds n bytes to a session's share and evicts least recently
+// used sessions beyond the limits; the caller holds s.mu.
+func (s *Simulator) accountADK(ss *adkSession, n int) {
+	ss.bytes += n
+	if s.adk.byKey[ss.key] == ss {
+		s.adk.bytes += n
+	}
+	for len(s.adk.byKey) > s.cfg.MaxThreads || s.adk.bytes > maxStoredBytes {
+		e := s.adk.lru.Back()
+		if e == nil || e.Value.(*adkSession) == ss {
+			return
+		}
+		old := e.Value.(*adkSession)
+		s.adk.lru.Remove(e)
+		delete(s.adk.byKey, old.key)
+		s.adk.bytes -= old.bytes
+	}
+}
+
+// adkRunRequest is /run_sse's body. The server reads camelCase and
+// snake_case names alike.
+type adkRunRequest struct {
+	app, user, session string
+	message            adkMessage
+	streaming          bool
+}
+
+type adkMessage struct {
+	texts     []string
+	responses []adkResponse
+}
+
+type adkResponse struct {
+	ID       string
+	Name     string
+	Response json.RawMessage
+}
+
+func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, error) {
+	var raw map[string]json.RawMessage
+	if err := decode(w, req, &raw, false); err != nil {
+		var he *httpError
+		if errors.As(err, &he) && he.status == http.StatusRequestEntityTooLarge {
+			return nil, adkDetail(he.status, "%s", he.message)
+		}
+		return nil, adkInvalid(nil, "JSON decode error")
+	}
+	field := func(camel, snake string) json.RawMessage {
+		if v, ok := raw[camel]; ok {
+			return v
+		}
+		return raw[snake]
+	}
+	str := func(camel, snake string) (string, error) {
+		v := field(camel, snake)
+		if len(v) == 0 || string(v) == "null" {
+			return "", nil
+		}
+		var out string
+		if json.Unmarshal(v, &out) != nil {
+			return "", adkInvalid([]any{camel}, "Input should be a valid string")
+		}
+		return out, nil
+	}
+	r := &adkRunRequest{}
+	var err error
+	if r.app, err = str("appName", "app_name"); err != nil {
+		return nil, err
+	}
+	if r.user, err = str("userId", "user_id"); err != nil {
+		return nil, err
+	}
+	if r.session, err = str("sessionId", "session_id"); err != nil {
+		return nil, err
+	}
+	switch {
+	case r.user == "":
+		return nil, adkInvalid([]any{"userId"}, "Field required")
+	case r.session == "":
+		return nil, adkInvalid([]any{"sessionId"}, "Field required")
+	}
+	if v := field("streaming", "streaming"); len(v) > 0 && json.Unmarshal(v, &r.streaming) != nil {
+		return nil, adkInvalid([]any{"streaming"}, "Input should be a valid boolean")
+	}
+	if r.message, err = parseNewMessage(field("newMessage", "new_message")); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// parseNewMessage reads a genai Content, which forbids unknown members.
+func parseNewMessage(raw json.RawMessage) (adkMessage, error) {
+	var m adkMessage
+	if len(raw) == 0 || string(raw) == "null" {
+		return m, adkInvalid([]any{"newMessage"}, "Field required (the simulated app is not resumable)")
+	}
+	type response struct {
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Response json.RawMessage `json:"response"`
+	}
+	var content struct {
+		Role  string `json:"role"`
+		Parts []struct {
+			Text                  *string         `json:"text"`
+			Thought               *bool           `json:"thought"`
+			FunctionResponse      *response       `json:"functionResponse"`
+			FunctionResponseSnake *response       `json:"function_response"`
+			FunctionCall          json.RawMessage `json:"functionCall"`
+			FunctionCallSnake     json.RawMessage `json:"function_call"`
+		} `json:"parts"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&content); err != nil {
+		return m, adkInvalid([]any{"newMessage"}, "Invalid content: "+err.Error())
+	}
+	for i, p := range content.Parts {
+		fr := p.FunctionResponse
+		if fr == nil {
+			fr = p.FunctionResponseSnake
+		}
+		switch {
+		case p.FunctionCall != nil || p.FunctionCallSnake != nil:
+			return m, adkInvalid([]any{"newMessage", "parts", i}, "User message cannot contain function calls.")
+		case fr != nil:
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(fr.Response, &obj) != nil {
+				return m, adkInvalid([]any{"newMessage", "parts", i, "functionResponse", "response"}, "Input should be a valid dictionary")
+			}
+			m.responses = append(m.responses, adkResponse{ID: fr.ID, Name: fr.Name, Response: fr.Response})
+		case p.Text != nil:
+			if utf8.RuneCountInString(*p.Text) > maxMessageRunes {
+				return m, adkInvalid([]any{"newMessage", "parts", i, "text"}, fmt.Sprintf("The message is over %d characters.", maxMessageRunes))
+			}
+			m.texts = append(m.texts, *p.Text)
+		}
+	}
+	if len(m.texts) == 0 && len(m.responses) == 0 {
+		return m, adkInvalid([]any{"newMessage", "parts"}, "The message has no text and no function response.")
+	}
+	return m, nil
+}
+
+func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
+	r, err := parseRunRequest(w, req)
+	if err != nil {
+		return err
+	}
+	if r.app == "" {
+		return adkDetail(http.StatusBadRequest, "app_name is required when ADK_DEFAULT_APP_NAME is not set")
+	}
+	if err := s.checkApp(r.app); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	ss, ok := s.adk.byKey[sessionKey(r.app, r.user, r.session)]
+	if !ok {
+		s.mu.Unlock()
+		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
+	}
+	s.adk.lru.MoveToFront(ss.elem)
+	frames := s.planADK(ss, r.message)
+	s.mu.Unlock()
+	s.streamADK(req.Context(), w, frames, r.streaming)
+	return nil
+}
+
+// adkFrame is one frame of a /run_sse answer: an event, timestamped when
+// it is written, or an error frame.
+type adkFrame struct {
+	pace     bool // pause ChunkDelay before it
+	ev       *adkEvent
+	errType  string
+	errMsg   string
+	isStream bool // a partial event, left out without streaming
+}
+
+// streamADK writes the frames as the server does: "data: <json>" and a
+// blank line each, no event names, no end marker, then the body ends. A
+// client that goes away stops it: the run is already recorded.
+func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames []adkFrame, streaming bool) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if flush(rc) != nil {
+		return
+	}
+	delay := s.chunkDelay()
+	for _, f := range frames {
+		if f.isStream && !streaming {
+			continue
+		}
+		if f.pace && delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		var data []byte
+		if f.ev != nil {
+			f.ev.Timestamp = adkTime(s.cfg.Now())
+			var err error
+			if data, err = marshalLine(f.ev); err != nil {
+				data = adkErrorFrame("TypeError", err.Error(), s.cfg.Now())
+			}
+		} else {
+			data = adkErrorFrame(f.errType, f.errMsg, s.cfg.Now())
+		}
+		buf := make([]byte, 0, len(data)+8)
+		buf = append(append(append(buf, "data: "...), data...), "\n\n"...)
+		if _, err := w.Write(buf); err != nil || flush(rc) != nil {
+			return
+		}
+	}
+}

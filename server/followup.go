@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
 // MaxFollowUpRounds bounds the clarifying conversation on one capture.
@@ -33,53 +34,54 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	text := strings.TrimSpace(req.FollowUpText)
-	switch {
-	case !validID(req.InboxItemID):
-		writeError(w, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required"))
-		return
-	case text == "":
-		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required"))
-		return
-	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
-		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "follow_up_text is over %d characters", s.cfg.MaxTextLength))
-		return
-	case req.FollowUpRound < 1 || req.FollowUpRound > MaxFollowUpRounds:
-		writeError(w, brainwire.Errorf(brainwire.EInvalid, "follow_up_round must be 1 to %d", MaxFollowUpRounds))
-		return
-	}
-	user := userFrom(r.Context())
-	item, err := s.cfg.Store.GetInboxItem(r.Context(), user, req.InboxItemID)
+	c, err := s.followUpCapture(r, req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	s.runCapture(w, r, c, capturev2.Encoder{})
+}
+
+// followUpCapture checks a follow-up and the inbox item it answers, and
+// returns its capture. Every protocol's follow-up goes through it.
+func (s *Server) followUpCapture(r *http.Request, req followUpRequest) (brainwire.Capture, error) {
+	text := strings.TrimSpace(req.FollowUpText)
+	switch {
+	case !validID(req.InboxItemID):
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required")
+	case text == "":
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required")
+	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.ETooLarge, "follow_up_text is over %d characters", s.cfg.MaxTextLength)
+	case req.FollowUpRound < 1 || req.FollowUpRound > MaxFollowUpRounds:
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "follow_up_round must be 1 to %d", MaxFollowUpRounds)
+	}
+	user := userFrom(r.Context())
+	item, err := s.cfg.Store.GetInboxItem(r.Context(), user, req.InboxItemID)
+	if err != nil {
+		return brainwire.Capture{}, err
+	}
 	if item.Status != brainwire.StatusMisunderstood {
-		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s is %s, not misunderstood: there is nothing to follow up", item.ID, item.Status))
-		return
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EConflict, "inbox item %s is %s, not misunderstood: there is nothing to follow up", item.ID, item.Status)
 	}
 	if item.FoundryThreadID == "" {
-		writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has no agent conversation to continue", item.ID))
-		return
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EConflict, "inbox item %s has no agent conversation to continue", item.ID)
 	}
 	// Rounds go in order, so a retried or stale request cannot skip ahead
 	// or run past the limit.
 	if next := item.FollowUpRounds + 1; req.FollowUpRound != next {
 		if next > MaxFollowUpRounds {
-			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", item.ID, MaxFollowUpRounds))
-		} else {
-			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s expects follow-up round %d, not %d", item.ID, next, req.FollowUpRound))
+			return brainwire.Capture{}, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", item.ID, MaxFollowUpRounds)
 		}
-		return
+		return brainwire.Capture{}, brainwire.Errorf(brainwire.EConflict, "inbox item %s expects follow-up round %d, not %d", item.ID, next, req.FollowUpRound)
 	}
 	c, err := s.newCapture(r, brainwire.KindFollowUp, req.ThreadID, req.RunID)
 	if err != nil {
-		writeError(w, err)
-		return
+		return brainwire.Capture{}, err
 	}
 	c.Text = text
 	c.FollowUp = &brainwire.FollowUp{Item: item, Round: req.FollowUpRound}
-	s.runCapture(w, r, c)
+	return c, nil
 }
 
 // validID accepts the ids this server and its stores hand out.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
 // DefaultMaxAudioBytes is the upload limit: the transcription service's.
@@ -25,8 +26,14 @@ const voiceMessage = "This is a voice capture. Call transcribe_audio with the bl
 // handleVoice takes a multipart upload with a `file` part (the audio) and
 // optional `thread_id` / `run_id` fields.
 func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
+	s.voice(w, r, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
+}
+
+// voice runs a multipart voice upload's capture, streamed in the protocol
+// newEncoder speaks.
+func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(brainwire.Capture) encoder) {
 	if s.cfg.Blobs == nil {
-		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "voice capture is not configured on this server"))
+		writeError(w, errNoVoice)
 		return
 	}
 	upload, err := s.readVoiceUpload(w, r)
@@ -39,6 +46,14 @@ func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.runVoice(w, r, c, upload, newEncoder)
+}
+
+// errNoVoice answers voice captures on a server without audio storage.
+var errNoVoice = brainwire.Errorf(brainwire.EUnavailable, "voice capture is not configured on this server")
+
+// runVoice stores the audio for the length of capture c and runs it.
+func (s *Server) runVoice(w http.ResponseWriter, r *http.Request, c brainwire.Capture, upload *voiceUpload, newEncoder func(brainwire.Capture) encoder) {
 	blobName := "voice-" + s.cfg.NewID() + "." + upload.format
 	url, err := s.cfg.Blobs.Put(r.Context(), blobName, upload.contentType, bytes.NewReader(upload.audio))
 	if err != nil {
@@ -56,7 +71,7 @@ func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	c.AudioURL = url
-	s.runCapture(w, r, c)
+	s.runCapture(w, r, c, newEncoder(c))
 }
 
 type voiceUpload struct {

@@ -2,13 +2,13 @@ package agui
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/agui/aguitest"
 )
 
 var capture = brainwire.Capture{Kind: brainwire.KindText, ThreadID: "t-1", RunID: "r-1"}
@@ -51,25 +51,13 @@ func encode(c brainwire.Capture, opts Options, evs ...brainwire.CaptureEvent) st
 	return string(dst)
 }
 
-// payloads returns the JSON of each frame, checking the framing: exactly
-// `data: <one line>` and a blank line, LF only.
 func payloads(t *testing.T, stream string) []string {
 	t.Helper()
-	if stream == "" {
-		return nil
+	frames, err := aguitest.Frames(stream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.HasSuffix(stream, "\n\n") || strings.Contains(stream, "\r") {
-		t.Fatalf("stream is not LF-framed: %q", stream)
-	}
-	var out []string
-	for _, f := range strings.Split(strings.TrimSuffix(stream, "\n\n"), "\n\n") {
-		p, ok := strings.CutPrefix(f, "data: ")
-		if !ok || strings.Contains(p, "\n") || !json.Valid([]byte(p)) {
-			t.Fatalf("frame is not one data line of JSON: %q", f)
-		}
-		out = append(out, p)
-	}
-	return out
+	return frames
 }
 
 var filedPeople = `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`
@@ -200,7 +188,7 @@ func TestEncodeSequences(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
-			if err := verify(got); err != nil {
+			if err := aguitest.Verify(got); err != nil {
 				t.Fatalf("not a valid AG-UI stream: %v", err)
 			}
 		})
@@ -229,7 +217,7 @@ func TestEncodeIsAlwaysWellFormed(t *testing.T) {
 		// A stream always ends in Complete, as the adapter's do.
 		evs = append(evs, complete())
 		got := payloads(t, encode(capture, opts, evs...))
-		if err := verify(got); err != nil {
+		if err := aguitest.Verify(got); err != nil {
 			t.Fatalf("case %d (%+v): %v\n%s", i, opts, err, strings.Join(got, "\n"))
 		}
 	}
@@ -243,126 +231,6 @@ func TestReasoningChunksAllocateNothing(t *testing.T) {
 		buf = e.Encode(buf, ev) // opens the reasoning message, if asked
 		if n := testing.AllocsPerRun(100, func() { buf = e.Encode(buf[:0], ev) }); n != 0 {
 			t.Errorf("%+v: a reasoning chunk allocates %v times", opts, n)
-		}
-	}
-}
-
-// verify checks a stream against the rules @ag-ui/client 1.0's
-// verifyEvents and schemas enforce (the Node test runs the real client on
-// served streams): RUN_STARTED first, one terminal event last, messages,
-// tool calls and steps opened before use and closed before RUN_FINISHED,
-// required fields present, no nulls.
-func verify(frames []string) error {
-	required := map[string][]string{
-		"RUN_STARTED": {"threadId", "runId"}, "RUN_FINISHED": {"threadId", "runId"}, "RUN_ERROR": {"message"},
-		"STEP_STARTED": {"stepName"}, "STEP_FINISHED": {"stepName"},
-		"TEXT_MESSAGE_START": {"messageId"}, "TEXT_MESSAGE_CONTENT": {"messageId", "delta"}, "TEXT_MESSAGE_END": {"messageId"},
-		"TOOL_CALL_START": {"toolCallId", "toolCallName"}, "TOOL_CALL_ARGS": {"toolCallId", "delta"}, "TOOL_CALL_END": {"toolCallId"},
-		"TOOL_CALL_RESULT": {"messageId", "toolCallId", "content"}, "CUSTOM": {"name", "value"}, "STATE_DELTA": {"delta"},
-		"REASONING_START": {"messageId"}, "REASONING_MESSAGE_START": {"messageId", "role"}, "REASONING_MESSAGE_CONTENT": {"messageId", "delta"},
-		"REASONING_MESSAGE_END": {"messageId"}, "REASONING_END": {"messageId"},
-	}
-	open := map[string]map[string]bool{"step": {}, "text": {}, "tool": {}, "reasoning": {}, "span": {}}
-	opens := map[string][2]string{ // type -> kind, open|use|close
-		"STEP_STARTED": {"step", "open"}, "STEP_FINISHED": {"step", "close"},
-		"TEXT_MESSAGE_START": {"text", "open"}, "TEXT_MESSAGE_CONTENT": {"text", "use"}, "TEXT_MESSAGE_END": {"text", "close"},
-		"TOOL_CALL_START": {"tool", "open"}, "TOOL_CALL_ARGS": {"tool", "use"}, "TOOL_CALL_END": {"tool", "close"},
-		"REASONING_MESSAGE_START": {"reasoning", "open"}, "REASONING_MESSAGE_CONTENT": {"reasoning", "use"}, "REASONING_MESSAGE_END": {"reasoning", "close"},
-		"REASONING_START": {"span", "open"}, "REASONING_END": {"span", "close"},
-	}
-	if len(frames) == 0 {
-		return fmt.Errorf("empty stream")
-	}
-	for i, f := range frames {
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(f), &ev); err != nil {
-			return err
-		}
-		typ, _ := ev["type"].(string)
-		need, known := required[typ]
-		if !known {
-			return fmt.Errorf("frame %d: unknown type %q", i, typ)
-		}
-		for k, v := range ev {
-			if v == nil {
-				return fmt.Errorf("frame %d: %s is null", i, k)
-			}
-		}
-		for _, k := range need {
-			if _, ok := ev[k]; !ok {
-				return fmt.Errorf("frame %d: %s without %s", i, typ, k)
-			}
-		}
-		if typ == "TEXT_MESSAGE_START" && ev["role"] != "assistant" || typ == "REASONING_MESSAGE_START" && ev["role"] != "reasoning" {
-			return fmt.Errorf("frame %d: %s role %v", i, typ, ev["role"])
-		}
-		switch {
-		case i == 0 && typ != "RUN_STARTED":
-			return fmt.Errorf("first event is %s", typ)
-		case i > 0 && typ == "RUN_STARTED":
-			return fmt.Errorf("frame %d: a second RUN_STARTED", i)
-		case (typ == "RUN_FINISHED" || typ == "RUN_ERROR") && i != len(frames)-1:
-			return fmt.Errorf("frame %d: %s is not last", i, typ)
-		case i == len(frames)-1 && typ != "RUN_FINISHED" && typ != "RUN_ERROR":
-			return fmt.Errorf("last event is %s", typ)
-		}
-		if typ == "RUN_FINISHED" {
-			for kind, ids := range open {
-				if len(ids) > 0 {
-					return fmt.Errorf("RUN_FINISHED with %s still open: %v", kind, ids)
-				}
-			}
-		}
-		if o, ok := opens[typ]; ok {
-			key := "stepName"
-			switch o[0] {
-			case "tool":
-				key = "toolCallId"
-			case "text", "reasoning", "span":
-				key = "messageId"
-			}
-			id, _ := ev[key].(string)
-			ids := open[o[0]]
-			switch o[1] {
-			case "open":
-				if ids[id] {
-					return fmt.Errorf("frame %d: %s %q already open", i, typ, id)
-				}
-				ids[id] = true
-			case "use", "close":
-				if !ids[id] {
-					return fmt.Errorf("frame %d: %s %q not open", i, typ, id)
-				}
-				if o[1] == "close" {
-					delete(ids, id)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// The checker must fail what the client fails, or the tests above prove
-// nothing.
-func TestVerifyRejectsWhatTheClientRejects(t *testing.T) {
-	start, finish := `{"type":"RUN_STARTED","threadId":"t","runId":"r"}`, `{"type":"RUN_FINISHED","threadId":"t","runId":"r"}`
-	cases := map[string][]string{
-		"no RUN_STARTED":          {`{"type":"STEP_STARTED","stepName":"s"}`, finish},
-		"no terminal event":       {start, `{"type":"STEP_STARTED","stepName":"s"}`},
-		"event after the end":     {start, finish, `{"type":"CUSTOM","name":"n","value":1}`},
-		"content before start":    {start, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x"}`, finish},
-		"message left open":       {start, `{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`, finish},
-		"step left open":          {start, `{"type":"STEP_STARTED","stepName":"s"}`, finish},
-		"tool call left open":     {start, `{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f"}`, finish},
-		"reasoning role wrong":    {start, `{"type":"REASONING_MESSAGE_START","messageId":"m","role":"assistant"}`, finish},
-		"null optional field":     {start, `{"type":"RUN_ERROR","message":"m","code":null}`},
-		"custom without value":    {start, `{"type":"CUSTOM","name":"n"}`, finish},
-		"unknown event type":      {start, `{"type":"THINKING_START"}`, finish},
-		"finish step never begun": {start, `{"type":"STEP_FINISHED","stepName":"s"}`, finish},
-	}
-	for name, frames := range cases {
-		if verify(frames) == nil {
-			t.Errorf("%s: accepted", name)
 		}
 	}
 }

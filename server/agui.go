@@ -1,0 +1,116 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/agui"
+)
+
+// handleAGUI is the AG-UI 1.0 endpoint: a RunAgentInput in, the capture's
+// AG-UI events out. The last user message is the capture: text, or audio
+// sent inline as a voice capture; when the state holds a misunderstood
+// capture a previous run reported, the message answers its question.
+func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readJSON(w, r, s.aguiBodyLimit())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	in, err := agui.ParseInput(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body = nil // the audio, if any, is decoded; let the rest go
+	newEncoder := func(c brainwire.Capture) encoder { return agui.NewEncoder(c, in.Options) }
+	switch {
+	case in.FollowUp != nil:
+		if in.FollowUp.Round > MaxFollowUpRounds {
+			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", in.FollowUp.InboxItemID, MaxFollowUpRounds))
+			return
+		}
+		c, err := s.followUpCapture(r, followUpRequest{
+			InboxItemID: in.FollowUp.InboxItemID, FollowUpText: in.Text, FollowUpRound: in.FollowUp.Round,
+			ThreadID: in.ThreadID, RunID: in.RunID,
+		})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.runCapture(w, r, c, newEncoder(c))
+	case in.Audio != nil:
+		if s.cfg.Blobs == nil {
+			writeError(w, errNoVoice)
+			return
+		}
+		upload, err := s.inlineAudio(in.Audio)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		c, err := s.newCapture(r, brainwire.KindVoice, in.ThreadID, in.RunID)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.runVoice(w, r, c, upload, newEncoder)
+	default:
+		if n := utf8.RuneCountInString(in.Text); n > s.cfg.MaxTextLength {
+			writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
+			return
+		}
+		c, err := s.newCapture(r, brainwire.KindText, in.ThreadID, in.RunID)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		c.Text = in.Text
+		s.runCapture(w, r, c, newEncoder(c))
+	}
+}
+
+// aguiBodyLimit bounds a RunAgentInput: a JSON body, with room for audio
+// up to the voice limit in base64 when voice captures are on.
+func (s *Server) aguiBodyLimit() int64 {
+	if s.cfg.Blobs == nil {
+		return s.cfg.MaxBodyBytes
+	}
+	return s.cfg.MaxBodyBytes + (s.maxAudioBytes()+2)/3*4
+}
+
+// inlineAudio checks an audio content part as readVoiceUpload checks an
+// uploaded file.
+func (s *Server) inlineAudio(a *agui.Audio) (*voiceUpload, error) {
+	if limit := s.maxAudioBytes(); int64(len(a.Data)) > limit {
+		return nil, brainwire.Errorf(brainwire.ETooLarge, "audio is over %d bytes", limit)
+	}
+	name, ctype, err := brainwire.AudioFormat(a.Filename, a.MimeType)
+	if err != nil {
+		return nil, err
+	}
+	return &voiceUpload{audio: a.Data, format: strings.TrimPrefix(path.Ext(name), "."), contentType: ctype}, nil
+}
+
+// readJSON reads a whole application/json body of at most limit bytes.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/json" {
+		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
+		}
+		return nil, brainwire.Errorf(brainwire.EInvalid, "reading the request body: %v", err)
+	}
+	return body, nil
+}

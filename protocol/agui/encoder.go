@@ -84,7 +84,8 @@ type Encoder struct {
 	step           string // the open step, "" when none
 	reasoningID    string // the open reasoning message, "" when none
 	textID         string // the open text message, "" when none
-	messages       int    // messages opened so far, for their ids
+	// Messages of each kind opened so far, for their ids.
+	reasoningMessages, textMessages int
 
 	outcome outcome // the outcome, once sent
 }
@@ -299,9 +300,15 @@ func (e *Encoder) outcomeValue(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// nextMessageID names a new message of the run: unique within the thread
+// as long as run ids are, and readable in a debugging UI.
 func (e *Encoder) nextMessageID(kind string) string {
-	e.messages++
-	return e.runID + "-" + kind + "-" + strconv.Itoa(e.messages)
+	n := &e.textMessages
+	if kind == "reasoning" {
+		n = &e.reasoningMessages
+	}
+	*n++
+	return e.runID + "-" + kind + "-" + strconv.Itoa(*n)
 }
 
 func (e *Encoder) closeMessages(dst []byte) []byte {

@@ -76,13 +76,20 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// aguiBodyLimit bounds a RunAgentInput: a JSON body, with room for audio
-// up to the voice limit in base64 when voice captures are on.
+// aguiConversationBytes is what a RunAgentInput may take at least: AG-UI
+// clients send the whole conversation with every run, so a thread that has
+// filed a few captures (reasoning included) outgrows a capture's body.
+const aguiConversationBytes = 1 << 20
+
+// aguiBodyLimit bounds a RunAgentInput: the conversation, with room for
+// audio up to the voice limit in base64 when voice captures are on. The
+// capture itself is held to the text limit like any other.
 func (s *Server) aguiBodyLimit() int64 {
-	if s.cfg.Blobs == nil {
-		return s.cfg.MaxBodyBytes
+	limit := max(s.cfg.MaxBodyBytes, aguiConversationBytes)
+	if s.cfg.Blobs != nil {
+		limit += (s.maxAudioBytes() + 2) / 3 * 4
 	}
-	return s.cfg.MaxBodyBytes + (s.maxAudioBytes()+2)/3*4
+	return limit
 }
 
 // inlineAudio checks an audio content part as readVoiceUpload checks an

@@ -331,3 +331,32 @@ func TestAGUIClientDisconnectCancelsTheRun(t *testing.T) {
 		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
 	h.disconnectAfterStart("/api/agui", "application/json", runInput("x", `{}`, `{}`), "STEP_STARTED")
 }
+
+// AG-UI clients send the whole conversation with every run: a long thread
+// is taken, its last message captured, even without voice configured.
+func TestAGUITakesTheConversation(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 1)
+	h := newHarness(t, c.Script(), withBlobs(nil))
+	var msgs []map[string]any
+	for i := range 200 {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprint("u", i), "role": "user", "content": strings.Repeat("earlier capture ", 60)},
+			map[string]any{"id": fmt.Sprint("a", i), "role": "assistant", "content": "Filed to Ideas."})
+	}
+	msgs = append(msgs, map[string]any{"id": "last", "role": "user", "content": "Call Sarah"})
+	body, _ := json.Marshal(map[string]any{"threadId": "t", "runId": "r", "messages": msgs, "state": map[string]any{}})
+	if len(body) < 200<<10 {
+		t.Fatalf("conversation of only %d bytes", len(body))
+	}
+	evs := h.agui(string(body))
+	if last := evs[len(evs)-1]; last.typ() != "RUN_FINISHED" || h.inbox(testUser)[0].RawText != "Call Sarah" {
+		t.Fatalf("ended with %v; inbox %+v", last, h.inbox(testUser))
+	}
+	huge := strings.Replace(string(body), "Filed to Ideas.", strings.Repeat("x", 1<<20), 1)
+	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", huge); r.status != 413 {
+		t.Fatalf("a conversation over 1 MiB: %d %s", r.status, r.detail)
+	}
+	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", runInput([]map[string]any{{"type": "audio",
+		"source": map[string]string{"type": "data", "value": "AAAA", "mimeType": "audio/wav"}}}, `{}`, `{}`)); r.status != 503 {
+		t.Fatalf("audio without voice configured: %d %s", r.status, r.detail)
+	}
+}

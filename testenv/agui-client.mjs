@@ -6,6 +6,8 @@
 //
 // Usage: node agui-client.mjs <url> <api-key> <spec-json>
 //   spec: {"runs": [{"content": <string or content parts>, "forwardedProps"?: {...}}, ...]}
+//   or {"streams": [<url>, ...]}: one run on a fresh agent per URL, each
+//   serving a recorded stream (the url argument is then unused).
 // Prints {"runs": [{events, result, pendingToolCallIds, runError, error,
 // state, messages}], "warnings": [...]} as JSON. warnings holds whatever the
 // client logged: it logs when it strips, drops or cannot apply something.
@@ -19,10 +21,15 @@ for (const level of ['warn', 'error']) {
   console[level] = (...args) => warnings.push(args.map((a) => (a instanceof Error ? a.message : String(a))).join(' '));
 }
 
-const agent = new HttpAgent({ url, headers: key ? { Authorization: `Bearer ${key}` } : {} });
+const headers = key ? { Authorization: `Bearer ${key}` } : {};
+const shared = new HttpAgent({ url, headers });
+const plan = spec.streams
+  ? spec.streams.map((u) => ({ agent: new HttpAgent({ url: u, headers }), content: 'replayed' }))
+  : spec.runs.map((r) => ({ ...r, agent: shared }));
 const runs = [];
 let n = 0;
-for (const run of spec.runs) {
+for (const run of plan) {
+  const agent = run.agent;
   agent.addMessage({ id: `user-${++n}`, role: 'user', content: run.content });
   const out = { events: [] };
   try {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/internal/npmtest"
+	"github.com/brainwire/brainwire/replay"
 )
 
 // aguiRun is what the AG-UI client saw of one runAgent() call.
@@ -42,13 +46,18 @@ func (r aguiRun) types() []string {
 // takes as it is logs nothing.
 func runAGUIClient(t *testing.T, base, key string, runs ...map[string]any) ([]aguiRun, []string) {
 	t.Helper()
+	return aguiClient(t, base+"/api/agui", key, map[string]any{"runs": runs})
+}
+
+func aguiClient(t *testing.T, url, key string, spec any) ([]aguiRun, []string) {
+	t.Helper()
 	node := npmtest.Node(t)
 	npmtest.Package(t, "@ag-ui/client")
 	script, _ := filepath.Abs("../../testenv/agui-client.mjs")
-	spec, _ := json.Marshal(map[string]any{"runs": runs})
+	specJSON, _ := json.Marshal(spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, base+"/api/agui", key, string(spec))
+	cmd := exec.CommandContext(ctx, node, script, url, key, string(specJSON))
 	cmd.Dir = filepath.Dir(script)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -225,5 +234,43 @@ func TestAGUIClientTimeout(t *testing.T) {
 	}
 	if r.RunError["code"] != "timeout" || !slices.Contains(r.types(), "REASONING_MESSAGE_CONTENT") {
 		t.Fatalf("run error %v after %v", r.RunError, r.types())
+	}
+}
+
+// TestAGUIClientAcceptsEveryGolden serves every fixture's AG-UI golden
+// stream, faults and all (cut streams, upstream errors, 1,000 reasoning
+// chunks, split multibyte text), to the real client: each must be
+// accepted as it is.
+func TestAGUIClientAcceptsEveryGolden(t *testing.T) {
+	paths, err := filepath.Glob("../../fixtures/*" + replay.AGUI.GoldenSuffix())
+	if err != nil || len(paths) < 14 {
+		t.Fatalf("%d AG-UI goldens (%v)", len(paths), err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := os.ReadFile(filepath.Join("../../fixtures", filepath.Base(r.URL.Path)))
+		if err != nil || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(b)
+	}))
+	defer srv.Close()
+	var urls []string
+	for _, p := range paths {
+		urls = append(urls, srv.URL+"/"+filepath.Base(p))
+	}
+	runs, warnings := aguiClient(t, srv.URL, "", map[string]any{"streams": urls})
+	if len(warnings) != 0 {
+		t.Fatalf("the AG-UI client warned: %q", warnings)
+	}
+	for i, r := range runs {
+		ts := r.types()
+		if r.Error != nil || len(ts) == 0 || (ts[len(ts)-1] != "RUN_FINISHED" && ts[len(ts)-1] != "RUN_ERROR") {
+			t.Errorf("%s: %+v after %v", filepath.Base(paths[i]), r.Error, ts)
+		}
+		if ts[len(ts)-1] == "RUN_FINISHED" && len(r.PendingToolCallIDs) != 0 {
+			t.Errorf("%s: pending tool calls %v", filepath.Base(paths[i]), r.PendingToolCallIDs)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,6 +72,17 @@ func TestGolden(t *testing.T) {
 						}
 						if err != nil {
 							t.Errorf("agui stream: %v", err)
+						}
+					case replay.V1:
+						// Earlier app builds read data lines only, and close
+						// the stream at RUN_FINISHED or RUN_ERROR.
+						frames, err := aguitest.Frames(string(res.SSE))
+						if err == nil && (len(frames) == 0 || !strings.Contains(frames[len(frames)-1], `"type":"RUN_FINISHED"`) &&
+							!strings.Contains(frames[len(frames)-1], `"type":"RUN_ERROR"`)) {
+							err = fmt.Errorf("the stream does not end with RUN_FINISHED or RUN_ERROR")
+						}
+						if err != nil {
+							t.Errorf("v1 stream: %v", err)
 						}
 					}
 					// One pipeline: every protocol's capture is observed

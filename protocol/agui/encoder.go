@@ -142,7 +142,9 @@ func (e *Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 	case brainwire.CaptureOutcome:
 		dst = e.sendOutcome(dst, ev.Result)
 	case brainwire.CaptureError:
-		// RUN_ERROR ends the run as it stands: nothing needs closing.
+		// RUN_ERROR ends the run where it stopped: the messages are
+		// closed above, so the client keeps them whole; the step is left
+		// open, as the run failed in it (the client allows that).
 		e.ended = true
 		dst = open(dst, typeRunError)
 		dst = stringField(dst, "message", ev.Message)

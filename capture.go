@@ -191,8 +191,9 @@ type CaptureEventType uint8
 
 // Capture events, in the order a capture produces them: StepStart, StepEnd,
 // at most one Outcome, Complete; or on failure StepStart, [StepEnd], Error,
-// Complete. Reasoning events interleave anywhere before Complete and never
-// reach the phone.
+// Complete. Reasoning and tool events interleave anywhere before Complete;
+// each protocol decides which of them its clients see (the phone's see
+// none).
 const (
 	CaptureStepStart CaptureEventType = iota + 1
 	CaptureStepEnd
@@ -200,6 +201,11 @@ const (
 	CaptureError
 	CaptureComplete
 	CaptureReasoning
+	// CaptureToolCall is a tool call the agent asked for, before it runs.
+	CaptureToolCall
+	// CaptureToolResult is what a tool returned, before the agent sees it;
+	// a filing's Outcome follows it.
+	CaptureToolResult
 )
 
 func (t CaptureEventType) String() string {
@@ -216,6 +222,10 @@ func (t CaptureEventType) String() string {
 		return "complete"
 	case CaptureReasoning:
 		return "reasoning"
+	case CaptureToolCall:
+		return "tool_call"
+	case CaptureToolResult:
+		return "tool_result"
 	}
 	return "unknown"
 }
@@ -226,24 +236,33 @@ type CaptureEvent struct {
 	Type CaptureEventType
 
 	StepName string // StepStart, StepEnd
-	// Result is the capture's result as of an Outcome event: Outcome,
-	// InboxItemID, Bucket, Confidence, Question and UpstreamThreadID are
-	// set. It belongs to the adapter: read it during the call, never keep
-	// it.
+	// Result is the capture's result as of an Outcome or Error event: on
+	// an Outcome, Outcome, InboxItemID, Bucket, Confidence, Question and
+	// UpstreamThreadID are set; on an Error, ErrorType and ErrorMessage.
+	// It belongs to the adapter: read it during the call, never keep it.
 	Result  *CaptureResult
 	Message string // Error
 	// ThreadID and RunID are the capture's ids (Outcome, Complete).
 	ThreadID string
 	RunID    string
 	Chunk    ReasoningChunk // Reasoning
+	// Tool is the call (ToolCall), or the call a result answers
+	// (ToolResult); ToolResult is what the tool returned (ToolResult).
+	Tool       *ToolCall
+	ToolResult *ToolResult
 }
 
-// ReasoningChunk is one piece of the agent's chain-of-thought, numbered
-// consecutively from 0 across the whole capture run.
+// ReasoningChunk is one piece of the agent's text, numbered consecutively
+// from 0 across the whole capture run. Up to the outcome it is the agent's
+// chain-of-thought; after it, the agent's closing words (AfterOutcome).
+// Telemetry records every chunk alike.
 type ReasoningChunk struct {
 	RunID            string // the capture's run id (what COMPLETE carries)
 	Index            int
 	Text             string
 	UpstreamRunID    string
 	UpstreamThreadID string
+	// AfterOutcome is set on text that came once the outcome was sent:
+	// what the agent says to the person about it, not how it got there.
+	AfterOutcome bool
 }

@@ -6,8 +6,10 @@
 // It decides the steps and the outcome. The outcome goes out as soon as the
 // file_capture tool's result is known, not when the run ends; COMPLETE
 // follows once the run is terminal. Text chunks become Reasoning events,
-// numbered consecutively across the whole run, which encoders never write
-// to the phone.
+// numbered consecutively across the whole run; those after the outcome are
+// marked as the agent's closing words. Every tool call and tool result
+// becomes a capture event too. Which of these a client sees is its
+// protocol's choice: the phone's sees none.
 package adapter
 
 import (
@@ -78,9 +80,17 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 			Text:             ev.Text,
 			UpstreamRunID:    a.res.UpstreamRunID,
 			UpstreamThreadID: a.res.UpstreamThreadID,
+			AfterOutcome:     a.res.Outcome != "",
 		}})
 		a.res.ReasoningChunks++
+	case brainwire.EventToolCall:
+		call := ev.Tool
+		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureToolCall, Tool: &call})
 	case brainwire.EventToolResult:
+		// Copies, so the events stay true whatever the provider does with
+		// its own; tool rounds are few.
+		call, res := ev.Tool, ev.Result
+		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureToolResult, Tool: &call, ToolResult: &res})
 		if ev.Tool.Name == brainwire.ToolFileCapture {
 			out = a.fileResult(ev, out)
 		}
@@ -186,7 +196,7 @@ func (a *Adapter) fail(msg string, out []brainwire.CaptureEvent) []brainwire.Cap
 		if a.res.ErrorType == "" {
 			a.res.ErrorType = "capture_error"
 		}
-		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg})
+		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Result: &a.res})
 	}
 	return a.complete(out)
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/brainwire/brainwire/adapter"
 	"github.com/brainwire/brainwire/foundry"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/protocol/agui"
 	"github.com/brainwire/brainwire/protocol/capturev2"
+	v1 "github.com/brainwire/brainwire/protocol/v1"
 )
 
 // tokens are delta texts the size a model streams them (as in the
@@ -46,12 +48,33 @@ func longRun(n int, sentences bool) (first, second []byte, events int) {
 // filed is file_capture's result as the tools hand it over.
 var filed = brainwire.FileCaptureResult{Bucket: "People", Confidence: 0.9, ItemID: "item_1", Status: brainwire.StatusClassified}
 
+// encoder is what the server asks of a protocol's encoder.
+type encoder interface {
+	Encode(dst []byte, ev brainwire.CaptureEvent) []byte
+}
+
+// encoders are the protocols a capture can be streamed in, as the server
+// makes them for each capture.
+var encoders = []struct {
+	name string
+	new  func(brainwire.Capture) encoder
+}{
+	{"capture-v2", func(brainwire.Capture) encoder { return capturev2.Encoder{} }},
+	// What HttpAgent asks for by default: state, no reasoning.
+	{"agui", func(c brainwire.Capture) encoder { return agui.NewEncoder(c, agui.Options{State: true}) }},
+	{"agui-reasoning", func(c brainwire.Capture) encoder {
+		return agui.NewEncoder(c, agui.Options{State: true, Reasoning: true})
+	}},
+	{"v1", func(c brainwire.Capture) encoder { return v1.NewEncoder(c) }},
+}
+
 // pipeline runs both bodies through decoder -> adapter -> encoder, the
-// path every upstream event takes on its way to the phone. The tool result
-// the provider would produce is fed in at requires_action.
-func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
-	a := adapter.New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
-	var enc capturev2.Encoder
+// path every upstream event takes on its way to the client. The tool
+// result the provider would produce is fed in at requires_action.
+func pipeline(tb testing.TB, newEncoder func(brainwire.Capture) encoder, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
+	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
+	a := adapter.New(c)
+	enc := newEncoder(c)
 	frames := 0
 	evs = a.Start(evs[:0])
 	for _, body := range [][]byte{first, second} {
@@ -84,45 +107,53 @@ func pipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.C
 }
 
 // BenchmarkAdapterPath: upstream SSE bytes -> normalized events -> capture
-// events -> capture-v2 bytes, over 10,000 message deltas plus the run, step
-// and tool-call events around them. Run with -cpu 1 for the one-core figure.
+// events -> the bytes of each protocol, over 10,000 message deltas plus the
+// run, step and tool-call events around them. Run with -cpu 1 for the
+// one-core figure.
 func BenchmarkAdapterPath(b *testing.B) {
-	for _, sentences := range []bool{false, true} {
-		name := "token-deltas"
-		if sentences {
-			name = "sentence-deltas"
-		}
-		b.Run(name, func(b *testing.B) {
-			first, second, events := longRun(10000, sentences)
-			out := make([]byte, 0, 4096)
-			evs := make([]brainwire.CaptureEvent, 0, 16)
-			b.SetBytes(int64(len(first) + len(second)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				_, out = pipeline(b, first, second, out, evs)
+	for _, e := range encoders {
+		for _, sentences := range []bool{false, true} {
+			name := e.name + "/token-deltas"
+			if sentences {
+				name = e.name + "/sentence-deltas"
 			}
-			cpu := cpuTime() - cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
-			b.ReportMetric(float64(b.N*events)/cpu.Seconds(), "events/cpu-s")
-			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
-			b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = pipeline(b, first, second, out, evs) }))/float64(events), "allocs/event")
-		})
+			b.Run(name, func(b *testing.B) {
+				first, second, events := longRun(10000, sentences)
+				out := make([]byte, 0, 4096)
+				evs := make([]brainwire.CaptureEvent, 0, 16)
+				b.SetBytes(int64(len(first) + len(second)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu := cpuTime()
+				for b.Loop() {
+					_, out = pipeline(b, e.new, first, second, out, evs)
+				}
+				cpu = cpuTime() - cpu
+				b.StopTimer()
+				b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
+				if cpu > 0 {
+					b.ReportMetric(float64(b.N*events)/cpu.Seconds(), "events/cpu-s")
+				}
+				b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
+				b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = pipeline(b, e.new, first, second, out, evs) }))/float64(events), "allocs/event")
+			})
+		}
 	}
 }
 
-// TestAdapterPathAllocations bounds allocations per upstream event: one
-// for each reasoning chunk's text and a little for the rare run objects.
+// TestAdapterPathAllocations bounds allocations per upstream event in
+// every protocol: one for each reasoning chunk's text and a little for the
+// rare run objects; streaming reasoning to AG-UI adds none.
 func TestAdapterPathAllocations(t *testing.T) {
 	first, second, events := longRun(2000, false)
-	out := make([]byte, 0, 4096)
-	evs := make([]brainwire.CaptureEvent, 0, 16)
-	allocs := testing.AllocsPerRun(5, func() {
-		_, out = pipeline(t, first, second, out, evs)
-	})
-	if perEvent := allocs / float64(events); perEvent > 1.5 {
-		t.Fatalf("%.2f allocations per upstream event", perEvent)
+	for _, e := range encoders {
+		out := make([]byte, 0, 4096)
+		evs := make([]brainwire.CaptureEvent, 0, 16)
+		allocs := testing.AllocsPerRun(5, func() {
+			_, out = pipeline(t, e.new, first, second, out, evs)
+		})
+		if perEvent := allocs / float64(events); perEvent > 1.5 {
+			t.Errorf("%s: %.2f allocations per upstream event", e.name, perEvent)
+		}
 	}
 }

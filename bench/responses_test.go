@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adapter"
@@ -76,17 +74,6 @@ func responsesPipeline(tb testing.TB, first, second []byte, out []byte, evs []br
 		tb.Fatalf("run did not complete with an outcome (outcome %q)", a.Result().Outcome)
 	}
 	return frames, out
-}
-
-// cpuTime is the CPU time the process has used, user and system: on a
-// shared machine the wall clock also counts the time other processes had
-// the core.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkResponsesAdapterPath: upstream Responses API SSE bytes ->

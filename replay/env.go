@@ -147,6 +147,8 @@ type Request struct {
 	// Every capture restarts its ids, so a capture's output does not
 	// depend on what ran before it.
 	IDBase int
+	// Protocol is the protocol the capture is asked in; CaptureV2 when "".
+	Protocol Protocol
 }
 
 // Response is what the server answered.
@@ -160,18 +162,18 @@ type Response struct {
 // Send makes one capture request and reads the answer to its end,
 // copying it to out as it arrives when out is not nil.
 func (e *Env) Send(ctx context.Context, req Request, out io.Writer) (*Response, error) {
-	route, ctype, body, err := encodeRequest(req)
+	enc, err := encodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.http.URL+route, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.http.URL+enc.route, bytes.NewReader(enc.body))
 	if err != nil {
 		return nil, fmt.Errorf("capture request: %w", err)
 	}
 	hr.Header.Set("Authorization", "Bearer "+APIKey)
-	hr.Header.Set("Content-Type", ctype)
+	hr.Header.Set("Content-Type", enc.contentType)
 	hr.Header.Set("Accept", "text/event-stream")
-	e.ids.reset(req.IDBase)
+	e.ids.reset(req.IDBase + enc.ids)
 	resp, err := e.http.Client().Do(hr)
 	if err != nil {
 		return nil, fmt.Errorf("capture request: %w", err)
@@ -200,7 +202,8 @@ func (f flushWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func encodeRequest(req Request) (route, ctype string, body []byte, err error) {
+// encodePhoneRequest is req as the phone sends it, in capture-v2.
+func encodePhoneRequest(req Request) (route, ctype string, body []byte, err error) {
 	switch req.Kind {
 	case brainwire.KindText, "":
 		body, err = json.Marshal(map[string]string{"text": req.Text})
@@ -215,16 +218,7 @@ func encodeRequest(req Request) (route, ctype string, body []byte, err error) {
 	case brainwire.KindVoice:
 		var buf bytes.Buffer
 		mw := multipart.NewWriter(&buf)
-		name, typ, audio := req.AudioName, req.AudioType, req.Audio
-		if name == "" {
-			name = "capture.wav"
-		}
-		if typ == "" {
-			typ = "audio/wav"
-		}
-		if len(audio) == 0 {
-			audio = SilentWAV(8000)
-		}
+		name, typ, audio := voiceUpload(req)
 		h := textproto.MIMEHeader{}
 		h.Set("Content-Disposition", multipart.FileContentDisposition("file", name))
 		h.Set("Content-Type", typ)
@@ -239,6 +233,22 @@ func encodeRequest(req Request) (route, ctype string, body []byte, err error) {
 		return "/api/capture/voice", mw.FormDataContentType(), buf.Bytes(), nil
 	}
 	return "", "", nil, fmt.Errorf("replay: unknown capture kind %q", req.Kind)
+}
+
+// voiceUpload is the audio file of a voice request: its own, or a silent
+// WAV when the bytes do not matter.
+func voiceUpload(req Request) (name, typ string, audio []byte) {
+	name, typ, audio = req.AudioName, req.AudioType, req.Audio
+	if name == "" {
+		name = "capture.wav"
+	}
+	if typ == "" {
+		typ = "audio/wav"
+	}
+	if len(audio) == 0 {
+		audio = SilentWAV(8000)
+	}
+	return name, typ, audio
 }
 
 // SilentWAV returns n samples of 16-bit mono silence at 16 kHz: a real

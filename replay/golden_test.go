@@ -1,22 +1,27 @@
 package replay_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sebdah/goldie/v2"
 
+	"github.com/brainwire/brainwire/protocol/agui/aguitest"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 )
 
 const fixturesDir = "../fixtures"
 
-// TestGolden replays every fixture through the full server path and
-// compares the phone's SSE bytes and the telemetry summary with the
-// fixture's golden files. Update the goldens with
+// TestGolden replays every fixture through the full server path in every
+// protocol, and compares each stream (NAME.sse.golden for the phone's
+// capture-v2, NAME.agui.golden, NAME.v1.golden) and the telemetry summary
+// (NAME.telemetry.golden) with the fixture's golden files. A change to the
+// pipeline shows its effect on each client at once. Update the goldens with
 //
 //	GOLDIE_UPDATE=1 go test ./replay/...    (or: go test ./replay/... -update)
 func TestGolden(t *testing.T) {
@@ -27,7 +32,10 @@ func TestGolden(t *testing.T) {
 	if len(paths) < 14 {
 		t.Fatalf("found %d fixtures in %s, want the corpus of at least 14", len(paths), fixturesDir)
 	}
-	sse := goldie.New(t, goldie.WithFixtureDir(fixturesDir), goldie.WithNameSuffix(replay.SSEGoldenSuffix))
+	streams := map[replay.Protocol]*goldie.Goldie{}
+	for _, p := range replay.Protocols {
+		streams[p] = goldie.New(t, goldie.WithFixtureDir(fixturesDir), goldie.WithNameSuffix(p.GoldenSuffix()))
+	}
 	tel := goldie.New(t, goldie.WithFixtureDir(fixturesDir), goldie.WithNameSuffix(replay.TelemetryGoldenSuffix))
 
 	start := time.Now()
@@ -40,19 +48,57 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir()})
-				if res == nil {
-					t.Fatal(err)
+				var phoneTelemetry string
+				for _, p := range replay.Protocols {
+					res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir(), Protocol: p})
+					if res == nil {
+						t.Fatalf("%s: %v", p, err)
+					}
+					if err != nil {
+						t.Errorf("%s: %v", p, err)
+					}
+					streams[p].Assert(t, name, res.SSE)
+					summary := string(res.Summary.Text())
+					switch p {
+					case replay.CaptureV2:
+						tel.Assert(t, name, []byte(summary))
+						phoneTelemetry = summary
+					case replay.AGUI:
+						// Whatever the fixture, AG-UI clients get a stream
+						// their client accepts.
+						frames, err := aguitest.Frames(string(res.SSE))
+						if err == nil {
+							err = aguitest.Verify(frames)
+						}
+						if err != nil {
+							t.Errorf("agui stream: %v", err)
+						}
+					case replay.V1:
+						// Earlier app builds read data lines only, and close
+						// the stream at RUN_FINISHED or RUN_ERROR.
+						frames, err := aguitest.Frames(string(res.SSE))
+						if err == nil && (len(frames) == 0 || !strings.Contains(frames[len(frames)-1], `"type":"RUN_FINISHED"`) &&
+							!strings.Contains(frames[len(frames)-1], `"type":"RUN_ERROR"`)) {
+							err = fmt.Errorf("the stream does not end with RUN_FINISHED or RUN_ERROR")
+						}
+						if err != nil {
+							t.Errorf("v1 stream: %v", err)
+						}
+					}
+					// One pipeline: every protocol's capture is observed
+					// alike, but for the route that took it.
+					if got := serverSpan.ReplaceAllString(summary, "$1<route>$2"); p != replay.CaptureV2 &&
+						got != serverSpan.ReplaceAllString(phoneTelemetry, "$1<route>$2") {
+						t.Errorf("%s: telemetry differs from capture-v2's:\n%s", p, replay.Diff(phoneTelemetry, summary, "capture-v2", string(p)))
+					}
 				}
-				if err != nil {
-					t.Error(err)
-				}
-				sse.Assert(t, name, res.SSE)
-				tel.Assert(t, name, res.Summary.Text())
 			})
 		}
 	})
 	// How long it takes is logged, not judged: timings belong in
 	// benchmarks, where a busy machine cannot fail the build.
-	t.Logf("%d fixtures replayed in %s", len(paths), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d fixtures replayed in %d protocols in %s", len(paths), len(replay.Protocols), time.Since(start).Round(time.Millisecond))
 }
+
+// serverSpan matches the HTTP server span's line in a telemetry summary.
+var serverSpan = regexp.MustCompile(`(?m)^(\s*POST )\S+( \[server\])$`)

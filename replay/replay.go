@@ -34,11 +34,14 @@ type Options struct {
 	Logger   *slog.Logger
 	// RunTimeout bounds the capture run (server.DefaultRunTimeout when 0).
 	RunTimeout time.Duration
+	// Protocol is the protocol the capture is asked in; CaptureV2 when "".
+	Protocol Protocol
 }
 
 // Result is what a replayed capture produced.
 type Result struct {
-	// Status and SSE are the server's answer to the phone, byte for byte.
+	// Status and SSE are the server's answer to the client, byte for
+	// byte, in the protocol it asked in.
 	Status int
 	SSE    []byte
 	// Summary is what the capture's observers saw.
@@ -103,6 +106,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	defer env.Close()
 
 	req := RequestFor(fx)
+	req.Protocol = opts.Protocol
 	if fu := fx.Capture.FollowUp; fu != nil {
 		seed := fu.Item
 		seed.ID = req.InboxItemID
@@ -151,47 +155,69 @@ func RequestFor(fx *recorder.Fixture) Request {
 // GoldenPaths returns the golden files of the fixture at path: the phone's
 // SSE bytes and the telemetry summary.
 func GoldenPaths(fixturePath string) (sse, telemetry string) {
-	base := strings.TrimSuffix(fixturePath, filepath.Ext(fixturePath))
-	return base + SSEGoldenSuffix, base + TelemetryGoldenSuffix
+	return GoldenPath(fixturePath, CaptureV2), goldenBase(fixturePath) + TelemetryGoldenSuffix
 }
 
-// Golden file suffixes, after the fixture's name.
+// GoldenPath returns the golden file of the fixture at path's stream in
+// protocol p.
+func GoldenPath(fixturePath string, p Protocol) string {
+	return goldenBase(fixturePath) + p.GoldenSuffix()
+}
+
+func goldenBase(fixturePath string) string {
+	return strings.TrimSuffix(fixturePath, filepath.Ext(fixturePath))
+}
+
+// Golden file suffixes, after the fixture's name. Each other protocol's
+// stream has its own (Protocol.GoldenSuffix).
 const (
 	SSEGoldenSuffix       = ".sse.golden"
 	TelemetryGoldenSuffix = ".telemetry.golden"
 )
 
-// Check replays the fixture at path and compares its output with its
-// golden files. It returns a readable report of every difference, or ""
-// when the output matches; err is a failure to replay at all.
+// Check replays the fixture at path in every protocol and compares each
+// stream, and the telemetry, with its golden file. It returns a readable
+// report of every difference, or "" when the output matches; err is a
+// failure to replay at all.
 func Check(ctx context.Context, path string, opts Options) (report string, err error) {
 	fx, err := recorder.Load(path)
 	if err != nil {
 		return "", err
 	}
-	res, runErr := Run(ctx, fx, opts)
-	if res == nil {
-		return "", runErr
-	}
 	var b strings.Builder
-	if runErr != nil {
-		b.WriteString(runErr.Error() + "\n")
-	}
-	ssePath, telPath := GoldenPaths(path)
-	for _, g := range []struct {
-		path string
-		got  []byte
-	}{{ssePath, res.SSE}, {telPath, res.Summary.Text()}} {
-		want, err := os.ReadFile(g.path)
-		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.path)
-			continue
+	for _, p := range Protocols {
+		o := opts
+		o.Protocol = p
+		res, runErr := Run(ctx, fx, o)
+		if res == nil {
+			return "", runErr
 		}
-		if err != nil {
-			return "", fmt.Errorf("reading golden: %w", err)
+		if runErr != nil {
+			b.WriteString(runErr.Error() + "\n")
 		}
-		if d := Diff(string(want), string(g.got), g.path, "replay"); d != "" {
-			b.WriteString(d)
+		goldens := []struct {
+			path string
+			got  []byte
+		}{{GoldenPath(path, p), res.SSE}}
+		if p == CaptureV2 {
+			_, telPath := GoldenPaths(path)
+			goldens = append(goldens, struct {
+				path string
+				got  []byte
+			}{telPath, res.Summary.Text()})
+		}
+		for _, g := range goldens {
+			want, err := os.ReadFile(g.path)
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.path)
+				continue
+			}
+			if err != nil {
+				return "", fmt.Errorf("reading golden: %w", err)
+			}
+			if d := Diff(string(want), string(g.got), g.path, "replay"); d != "" {
+				b.WriteString(d)
+			}
 		}
 	}
 	return b.String(), nil

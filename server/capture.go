@@ -54,12 +54,19 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Text = text
-	s.runCapture(w, r, c)
+	s.runCapture(w, r, c, capturev2.Encoder{})
 }
 
 // decodeJSON reads a JSON object body within the size limit. Unknown
 // fields are rejected so a client's typo is a clear 400, not ignored.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return s.decodeJSONBody(w, r, v, true)
+}
+
+// decodeJSONBody is decodeJSON, strict about unknown fields or not: the
+// routes of earlier app builds take what those builds sent, extras and
+// all.
+func (s *Server) decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/json" {
 		return &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
@@ -78,7 +85,9 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 		return brainwire.Errorf(brainwire.EInvalid, "request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return brainwire.Errorf(brainwire.EInvalid, "malformed JSON body: %v", err)
 	}
@@ -118,12 +127,20 @@ func runRequest(c brainwire.Capture) brainwire.RunRequest {
 	return req
 }
 
-// runCapture streams one capture to the phone: STEP_START at once, then
-// whatever the agent's run produces, through the adapter and the encoder,
-// until COMPLETE. The run is bounded by the run timeout; a client that goes
-// away cancels it (the provider then cancels the upstream run). It returns
-// how the capture ended.
-func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture) brainwire.CaptureResult {
+// encoder writes a capture's events in the wire protocol of the route the
+// client called (capturev2, v1, agui). It may keep state across the
+// capture's events: one per capture.
+type encoder interface {
+	Encode(dst []byte, ev brainwire.CaptureEvent) []byte
+}
+
+// runCapture streams one capture to the client: STEP_START at once, then
+// whatever the agent's run produces, through the adapter and enc, until
+// COMPLETE. Every protocol runs this same pipeline, with the same limits,
+// telemetry and recording. The run is bounded by the run timeout; a client
+// that goes away cancels it (the provider then cancels the upstream run).
+// It returns how the capture ended.
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture, enc encoder) brainwire.CaptureResult {
 	c.Agent, c.EvalRunID = s.Agent(), s.cfg.EvalRunID
 	run := runRequest(c)
 	run.Instructions = s.cfg.Instructions
@@ -144,6 +161,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	defer stream.close()
 	p := pipeline{
 		adapter: adapter.New(c),
+		encoder: enc,
 		stream:  stream,
 		obs:     obs,
 		// A client that cannot be written to is gone: stop the run.
@@ -189,11 +207,11 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	return res
 }
 
-// pipeline routes one capture's events: all of them to the observer, all
-// but reasoning through the encoder to the phone.
+// pipeline routes one capture's events: all of them to the observer and to
+// the encoder, which writes what its protocol shows.
 type pipeline struct {
 	adapter      *adapter.Adapter
-	encoder      capturev2.Encoder
+	encoder      encoder
 	stream       *eventStream
 	obs          brainwire.CaptureObserver
 	onWriteError func()
@@ -214,9 +232,7 @@ func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 			p.onOutcome(p.adapter.Result())
 		}
 		p.obs.CaptureEvent(ev)
-		if ev.Type != brainwire.CaptureReasoning {
-			p.buf = p.encoder.Encode(p.buf, ev)
-		}
+		p.buf = p.encoder.Encode(p.buf, ev)
 	}
 	if len(p.buf) == 0 {
 		return

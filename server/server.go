@@ -178,6 +178,13 @@ func (s *Server) routes() *mux.Router {
 	api("/api/inbox/{id}", s.handleGetInbox, http.MethodGet)
 	api("/api/inbox/{id}", s.handleDeleteInbox, http.MethodDelete)
 	api("/api/inbox/{id}/recategorize", s.handleRecategorize, http.MethodPost, http.MethodPatch)
+	// AG-UI 1.0, for standard agent front ends (agui.go).
+	api("/api/agui", s.handleAGUI, http.MethodPost)
+	// What earlier app builds call, in the v1 wire format (legacy.go).
+	api("/api/ag-ui", s.handleLegacyCapture, http.MethodPost)
+	api("/api/ag-ui/follow-up", s.handleLegacyFollowUp, http.MethodPost)
+	api("/api/ag-ui/respond", s.handleLegacyRespond, http.MethodPost)
+	api("/api/voice-capture", s.handleLegacyVoice, http.MethodPost)
 	return r
 }
 

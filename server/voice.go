@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
 // DefaultMaxAudioBytes is the upload limit: the transcription service's.
@@ -43,18 +44,37 @@ const voiceMessage = "This is a voice capture. Call transcribe_audio with the bl
 	"then classify the transcript and file it with file_capture.\naudio: %s"
 
 // handleVoice takes a multipart upload with a `file` part (the audio) and
-// optional `thread_id` / `run_id` fields. The audio streams from the
-// request into the blob store as it arrives, so an upload holds a few
-// blocks in memory, never the file; at most Config.MaxUploads are received
-// at once, each within Config.UploadTimeout.
+// optional `thread_id` / `run_id` fields.
 func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
+	s.voice(w, r, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
+}
+
+// Answers to voice captures a server cannot take.
+var (
+	errNoVoice = brainwire.Errorf(brainwire.EUnavailable, "voice capture is not configured on this server")
+	// The agent could only ever answer that it cannot hear the audio.
+	errNoTranscription = brainwire.Errorf(brainwire.EUnavailable, "voice capture is not available: transcription is not configured on this server")
+)
+
+// voiceUnavailable says why voice captures cannot run here, or nil.
+func (s *Server) voiceUnavailable() error {
 	switch {
 	case s.cfg.Blobs == nil:
-		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "voice capture is not configured on this server"))
-		return
+		return errNoVoice
 	case s.cfg.Transcriber == nil:
-		// The agent could only ever answer that it cannot hear the audio.
-		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "voice capture is not available: transcription is not configured on this server"))
+		return errNoTranscription
+	}
+	return nil
+}
+
+// voice runs a multipart voice upload's capture, streamed in the protocol
+// newEncoder speaks. The audio streams from the request into the blob
+// store as it arrives, so an upload holds a few blocks in memory, never the
+// file; at most Config.MaxUploads are received at once, each within
+// Config.UploadTimeout.
+func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(brainwire.Capture) encoder) {
+	if err := s.voiceUnavailable(); err != nil {
+		writeError(w, err)
 		return
 	}
 	select {
@@ -89,7 +109,40 @@ func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.AudioURL = up.url
-	s.runCapture(w, r, c)
+	s.runCapture(w, r, c, newEncoder(c))
+}
+
+// runVoiceAudio stores audio that came whole in the request (AG-UI's
+// inline audio, at most the upload limit) for the length of capture c,
+// once its leading bytes show it is of the format it claims, and runs it.
+func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwire.Capture, audio []byte, filename, mimeType string, newEncoder func(brainwire.Capture) encoder) {
+	if err := s.voiceUnavailable(); err != nil {
+		writeError(w, err)
+		return
+	}
+	if limit := s.maxAudioBytes(); int64(len(audio)) > limit {
+		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "audio is over %d bytes", limit))
+		return
+	}
+	name, ctype, err := brainwire.AudioFormat(filename, mimeType)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	format := strings.TrimPrefix(path.Ext(name), ".")
+	if !brainwire.IsAudio(format, audio) {
+		writeError(w, &brainwire.Error{Code: errUnsupportedMedia, Message: fmt.Sprintf("the audio is not %s audio: its first bytes do not match the format", strings.ToUpper(format))})
+		return
+	}
+	url, err := s.cfg.Blobs.Put(r.Context(), "voice-"+s.cfg.NewID()+"."+format, ctype, bytes.NewReader(audio))
+	if err != nil {
+		s.log.Error("storing voice upload", "error", err)
+		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored"))
+		return
+	}
+	defer s.deleteAudio(r.Context(), url)
+	c.AudioURL = url
+	s.runCapture(w, r, c, newEncoder(c))
 }
 
 func (s *Server) deleteAudio(ctx context.Context, url string) {

@@ -76,11 +76,8 @@ func runServe(t *testing.T, extraEnv map[string]string) (base string, logs *sync
 // (react-native-sse under Node) against the real server and checks it
 // receives the whole capture-v2 sequence through its message listener.
 func TestPhoneClientParsesTheStream(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	npmtest.Bin(t, "cosmosdb-server") // proves testenv/node_modules is installed
+	node := npmtest.Node(t)
+	npmtest.Package(t, "react-native-sse")
 	base := startServe(t, nil)
 	script, _ := filepath.Abs("../../testenv/phone-client.cjs")
 

@@ -32,7 +32,8 @@ service (the built-in simulator when no agent service is configured
 (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL), or with -sim),
 records it into DIR/NAME.json, replays the fixture to check it reproduces
 what the phone got, and writes its golden files (NAME.sse.golden,
-NAME.telemetry.golden).
+NAME.telemetry.golden, and the other protocols' NAME.agui.golden and
+NAME.v1.golden).
 
 flags:
 `
@@ -134,7 +135,20 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err := recorder.WriteFileAtomic(telPath, res.Summary.Text()); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "golden   %s\ngolden   %s\n\n", ssePath, telPath)
+	fmt.Fprintf(stdout, "golden   %s\ngolden   %s\n", ssePath, telPath)
+	// The other protocols' streams of the same run.
+	for _, p := range replay.Protocols[1:] {
+		other, err := replay.Run(ctx, written, replay.Options{Protocol: p})
+		if err != nil {
+			return fmt.Errorf("the new fixture does not replay in %s: %w", p, err)
+		}
+		golden := replay.GoldenPath(path, p)
+		if err := recorder.WriteFileAtomic(golden, other.SSE); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "golden   %s\n", golden)
+	}
+	fmt.Fprintln(stdout)
 	_, err = stdout.Write(res.SSE)
 	return err
 }

@@ -49,7 +49,8 @@ func TestRecordThenReplay(t *testing.T) {
 	}
 	path := filepath.Join(dir, "people.json")
 	ssePath, telPath := replay.GoldenPaths(path)
-	for _, p := range []string{path, ssePath, telPath} {
+	aguiPath, v1Path := replay.GoldenPath(path, replay.AGUI), replay.GoldenPath(path, replay.V1)
+	for _, p := range []string{path, ssePath, telPath, aguiPath, v1Path} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("record did not write %s: %v\n%s", p, err, out)
 		}
@@ -66,6 +67,12 @@ func TestRecordThenReplay(t *testing.T) {
 	printed, err := runCmd(t, env, "replay", path)
 	if err != nil || printed != string(golden) {
 		t.Fatalf("replay printed\n%s\nwant the golden file\n%s", printed, golden)
+	}
+	for p, golden := range map[string]string{"agui": aguiPath, "v1": v1Path} {
+		want, _ := os.ReadFile(golden)
+		if printed, err := runCmd(t, env, "replay", "-protocol", p, path); err != nil || printed != string(want) || !strings.Contains(printed, `"type":"RUN_FINISHED"`) {
+			t.Fatalf("replay -protocol %s printed\n%s\nwant the golden file\n%s", p, printed, want)
+		}
 	}
 	if out, err := runCmd(t, env, "replay", "-check", path); err != nil || !strings.HasPrefix(out, "ok ") {
 		t.Fatalf("replay -check: %v\n%s", err, out)

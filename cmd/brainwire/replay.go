@@ -14,8 +14,9 @@ const replayUsage = `usage: brainwire replay [flags] FIXTURE...
 
 Replays recorded capture runs through the real server path, with a fake
 agent service serving each fixture's recorded exchanges, and prints the SSE
-the phone would get. With -check, compares the output with the fixture's
-golden files instead and exits non-zero on any difference.
+the phone would get (or, with -protocol, an AG-UI or v1 client). With
+-check, compares the output in every protocol with the fixture's golden
+files instead and exits non-zero on any difference.
 
 flags:
 `
@@ -25,7 +26,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
 	speed := fs.Float64("speed", 0, "timing: 0 replays at once, 1 in real time, 2 twice as fast, ...")
-	check := fs.Bool("check", false, "compare with the golden files; exit non-zero on a difference")
+	check := fs.Bool("check", false, "compare with the golden files (every protocol's); exit non-zero on a difference")
+	protocol := fs.String("protocol", string(replay.CaptureV2), "the protocol to ask in and print: capture-v2 (the phone's), agui, v1")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -35,6 +37,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *speed < 0 {
 		return usageError{"replay: -speed must not be negative"}
+	}
+	proto, err := replay.ParseProtocol(*protocol)
+	if err != nil {
+		return usageError{"replay: " + err.Error()}
 	}
 	// The server's logs would bury the SSE; failures come back as errors.
 	opts := replay.Options{Speed: *speed}
@@ -62,7 +68,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if _, err := replay.Run(ctx, fx, replay.Options{Speed: *speed, Out: stdout}); err != nil {
+		if _, err := replay.Run(ctx, fx, replay.Options{Speed: *speed, Out: stdout, Protocol: proto}); err != nil {
 			return err
 		}
 	}

@@ -39,13 +39,46 @@ func Bin(t testing.TB, name string) string {
 	}
 	p := filepath.Join(root, "testenv", "node_modules", ".bin", name)
 	if _, err := os.Stat(p); err != nil {
-		msg := fmt.Sprintf("%s not installed (run: npm ci --prefix testenv): %v", name, err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missing(t, fmt.Sprintf("%s not installed (run: npm ci --prefix testenv): %v", name, err))
 	}
 	return p
+}
+
+// Node returns the path of the node binary, skipping the test (or failing
+// it under CI) when Node.js is not installed.
+func Node(t testing.TB) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, fmt.Sprintf("node not installed: %v", err))
+	}
+	return node
+}
+
+// Package returns the directory of an npm package installed under
+// testenv/ (such as "@ag-ui/client"), skipping the test (or failing it
+// under CI) when it is not installed.
+func Package(t testing.TB, name string) string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("finding repository root: %v", err)
+	}
+	p := filepath.Join(root, "testenv", "node_modules", filepath.FromSlash(name))
+	if _, err := os.Stat(filepath.Join(p, "package.json")); err != nil {
+		missing(t, fmt.Sprintf("%s not installed (run: npm ci --prefix testenv): %v", name, err))
+	}
+	return p
+}
+
+// missing skips the test, or fails it under CI, where a missing install
+// must never turn into a silently green run.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
 
 // Start runs the npm binary name with args, where the literal "{port}" and

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/protocol/agui"
+)
+
+// handleAGUI is the AG-UI 1.0 endpoint: a RunAgentInput in, the capture's
+// AG-UI events out. The last user message is the capture: text, or audio
+// sent inline as a voice capture; when the state holds a misunderstood
+// capture a previous run reported, the message answers its question.
+func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readJSON(w, r, s.aguiBodyLimit())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	in, err := agui.ParseInput(body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	body = nil // the audio, if any, is decoded; let the rest go
+	newEncoder := func(c brainwire.Capture) encoder { return agui.NewEncoder(c, in.Options) }
+	switch {
+	case in.FollowUp != nil:
+		if in.FollowUp.Round > MaxFollowUpRounds {
+			writeError(w, brainwire.Errorf(brainwire.EConflict, "inbox item %s has had all %d follow-up rounds", in.FollowUp.InboxItemID, MaxFollowUpRounds))
+			return
+		}
+		s.runFollowUp(w, r, followUpRequest{
+			InboxItemID: in.FollowUp.InboxItemID, FollowUpText: in.Text, FollowUpRound: in.FollowUp.Round,
+			ThreadID: in.ThreadID, RunID: in.RunID,
+		}, newEncoder)
+	case in.Audio != nil:
+		c, err := s.newCapture(r, brainwire.KindVoice, in.ThreadID, in.RunID)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		s.runVoiceAudio(w, r, c, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
+	default:
+		if err := brainwire.CheckText("text", in.Text); err != nil {
+			writeError(w, err)
+			return
+		}
+		if n := utf8.RuneCountInString(in.Text); n > s.cfg.MaxTextLength {
+			writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
+			return
+		}
+		c, err := s.newCapture(r, brainwire.KindText, in.ThreadID, in.RunID)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		c.Text = in.Text
+		s.runCapture(w, r, c, newEncoder(c))
+	}
+}
+
+// aguiConversationBytes is what a RunAgentInput may take at least: AG-UI
+// clients send the whole conversation with every run, so a thread that has
+// filed a few captures (reasoning included) outgrows a capture's body.
+const aguiConversationBytes = 1 << 20
+
+// aguiBodyLimit bounds a RunAgentInput: the conversation, with room for
+// audio up to the voice limit in base64 when voice captures are on. The
+// capture itself is held to the text limit like any other.
+func (s *Server) aguiBodyLimit() int64 {
+	limit := max(s.cfg.MaxBodyBytes, aguiConversationBytes)
+	if s.cfg.Blobs != nil {
+		limit += (s.maxAudioBytes() + 2) / 3 * 4
+	}
+	return limit
+}
+
+// readJSON reads a whole application/json body of at most limit bytes.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/json" {
+		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
+		}
+		return nil, brainwire.Errorf(brainwire.EInvalid, "reading the request body: %v", err)
+	}
+	return body, nil
+}

@@ -1,0 +1,362 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/protocol/agui/aguitest"
+)
+
+// runInput is a RunAgentInput as HttpAgent sends it, with one user message.
+func runInput(content any, state, props string) string {
+	c, _ := json.Marshal(content)
+	return fmt.Sprintf(`{"threadId":"t-agui","runId":"r-agui","protocolVersion":"1.0","state":%s,`+
+		`"messages":[{"id":"u1","role":"user","content":%s}],"tools":[],"context":[],"forwardedProps":%s}`, state, c, props)
+}
+
+// aguiEvent is one decoded AG-UI event.
+type aguiEvent map[string]any
+
+func (e aguiEvent) typ() string { s, _ := e["type"].(string); return s }
+
+// agui posts a RunAgentInput and returns the events, after checking the
+// stream's headers, framing and AG-UI's rules.
+func (h *harness) agui(body string) []aguiEvent {
+	h.t.Helper()
+	resp := h.post("/api/agui", "application/json", body)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		h.t.Fatalf("status %d (%s): %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	frames, err := aguitest.Frames(string(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := aguitest.Verify(frames); err != nil {
+		h.t.Fatalf("not a valid AG-UI stream: %v\n%s", err, strings.Join(frames, "\n"))
+	}
+	var evs []aguiEvent
+	for _, f := range frames {
+		var ev aguiEvent
+		_ = json.Unmarshal([]byte(f), &ev)
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func types(evs []aguiEvent) string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.typ())
+	}
+	return strings.Join(out, " ")
+}
+
+func TestAGUIClassified(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah about the offsite", "People", 0.9, "classified"), 3)
+	h := newHarness(t, c.Script())
+	evs := h.agui(runInput("Call Sarah about the offsite", `{}`, `{}`))
+	want := "RUN_STARTED STEP_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT STEP_FINISHED CUSTOM STATE_DELTA " +
+		"TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
+	if got := types(evs); got != want {
+		t.Fatalf("events %s\nwant   %s", got, want)
+	}
+	// The client's ids come back; the run's outcome is the filed item.
+	first, last := evs[0], evs[len(evs)-1]
+	if first["threadId"] != "t-agui" || first["runId"] != "r-agui" || last["threadId"] != "t-agui" || last["runId"] != "r-agui" {
+		t.Fatalf("run ids %v ... %v", first, last)
+	}
+	outcome := `{"bucket":"People","confidence":0.9,"inboxItemId":"id1","outcome":"classified"}`
+	if got := mustJSON(evs[7]["value"]); evs[7]["name"] != "brainwire.outcome" || got != outcome {
+		t.Fatalf("outcome event %v", evs[7])
+	}
+	if got := mustJSON(last["result"]); got != outcome {
+		t.Fatalf("run result %s", got)
+	}
+	if got := mustJSON(evs[8]["delta"]); got != `[{"op":"add","path":"/capture","value":`+outcome+`}]` {
+		t.Fatalf("state delta %s", got)
+	}
+	// The tool call is the agent's, its result what the server filed.
+	if evs[2]["toolCallId"] != "call_1" || evs[2]["toolCallName"] != "file_capture" || evs[3]["delta"] != c.Call.Arguments ||
+		evs[5]["toolCallId"] != "call_1" || evs[5]["messageId"] != "call_1-result" || !strings.Contains(evs[5]["content"].(string), `"item_id":"id1"`) {
+		t.Fatalf("tool call events %v %v %v", evs[2], evs[3], evs[5])
+	}
+	var reply string
+	for _, e := range evs[10:14] {
+		reply += e["delta"].(string)
+	}
+	if reply != "Filed to People." {
+		t.Fatalf("closing words %q", reply)
+	}
+	for _, e := range evs {
+		if strings.Contains(mustJSON(e), "Reasoning step") {
+			t.Fatalf("reasoning sent without being asked for: %v", e)
+		}
+	}
+	if items := h.inbox(testUser); len(items) != 1 || items[0].ID != "id1" || items[0].Status != brainwire.StatusClassified {
+		t.Fatalf("inbox %+v", items)
+	}
+}
+
+func TestAGUIReasoningWhenAsked(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 5)
+	h := newHarness(t, c.Script())
+	// A state that is not an object gets no state events.
+	evs := h.agui(runInput([]map[string]string{{"type": "text", "text": "Call Sarah"}}, `null`, `{"reasoning":true}`))
+	var chunks []string
+	for _, e := range evs {
+		switch e.typ() {
+		case "REASONING_MESSAGE_CONTENT":
+			chunks = append(chunks, e["delta"].(string))
+		case "STATE_DELTA":
+			t.Fatalf("state delta for a null state")
+		}
+	}
+	if strings.Join(chunks, "") != strings.Join(c.Reasoning, "") || len(chunks) != len(c.Reasoning) {
+		t.Fatalf("reasoning chunks %q, want %q", chunks, c.Reasoning)
+	}
+	if !strings.HasPrefix(types(evs), "RUN_STARTED STEP_STARTED REASONING_START REASONING_MESSAGE_START REASONING_MESSAGE_CONTENT") {
+		t.Fatalf("events %s", types(evs))
+	}
+}
+
+func TestAGUIFailures(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	cut := classify(ft.FileCaptureCall("call_1", "x", "People", 0.9, "classified"), 4).Stream()
+	cut = append(cut[:5:5], ft.Cut(cut[5]))
+	cases := []struct {
+		name    string
+		script  []ft.Call
+		opts    []option
+		message string
+		code    string
+	}{
+		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("server_error", "Sorry."), ft.Done()))},
+			nil, "The agent run failed: Sorry.", "server_error"},
+		{"error event", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), ft.ErrorEvent(`{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`)))},
+			nil, "The agent service reported an error: Rate limit is exceeded.", "rate_limit_exceeded"},
+		{"connection reset", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(cut...))},
+			nil, "The agent service failed: the agent service's event stream broke off", brainwire.EUpstream},
+		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},
+			nil, "The agent service failed: Too many requests.", brainwire.EUpstream},
+		{"hang past the run timeout", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), ft.Hang()))},
+			[]option{withRunTimeout(300 * time.Millisecond)}, "The agent took too long to respond", "timeout"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.script, c.opts...)
+			evs := h.agui(runInput("Call mom", `{}`, `{"reasoning":true}`))
+			last := evs[len(evs)-1]
+			if last.typ() != "RUN_ERROR" || last["message"] != c.message || last["code"] != c.code {
+				t.Fatalf("stream ended with %v, want RUN_ERROR %q (%s)", last, c.message, c.code)
+			}
+			if items := h.inbox(testUser); len(items) != 0 {
+				t.Fatalf("stored %d items", len(items))
+			}
+		})
+	}
+}
+
+func TestAGUIRejectsBadRequestsBeforeStreaming(t *testing.T) {
+	h := newHarness(t, nil, withMaxAudio(1024))
+	audio := func(b64, mime string) string {
+		return runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data", "value": b64, "mimeType": mime}}}, `{}`, `{}`)
+	}
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		detail                  string
+	}{
+		{"malformed JSON", "application/json", `{"threadId":`, 400, "malformed RunAgentInput"},
+		{"no threadId", "application/json", `{"runId":"r","messages":[{"role":"user","content":"x"}]}`, 400, "threadId is required"},
+		{"no user message", "application/json", `{"threadId":"t","runId":"r","messages":[]}`, 400, "no user message"},
+		{"empty text", "application/json", runInput(" ", `{}`, `{}`), 400, "no text"},
+		{"text too long", "application/json", runInput(strings.Repeat("é", 10001), `{}`, `{}`), 413, "the limit is 10000"},
+		{"body too large", "application/json", runInput(strings.Repeat("a", 4<<20), `{}`, `{}`), 413, "request body is over"},
+		{"wrong content type", "text/plain", runInput("x", `{}`, `{}`), 415, "Content-Type must be"},
+		{"thread id with spaces", "application/json", strings.Replace(runInput("x", `{}`, `{}`), `"t-agui"`, `"a b"`, 1), 400, "thread_id"},
+		{"audio by URL", "application/json", runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://127.0.0.1/"}}}, `{}`, `{}`), 400, "inline"},
+		{"audio too large", "application/json", audio(base64.StdEncoding.EncodeToString(make([]byte, 2048)), "audio/wav"), 413, "over 1024 bytes"},
+		{"audio of an unknown format", "application/json", audio("AAAA", "text/plain"), 400, "unsupported audio format"},
+		{"follow-up on an unknown item", "application/json", runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"nope","followUpRound":0}}`, `{}`), 404, ""},
+		{"follow-up past the last round", "application/json", runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":3}}`, `{}`), 409, "all 3 follow-up rounds"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.do("POST", "/api/agui", testKey, "bearer", c.contentType, c.body)
+			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
+				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
+			}
+		})
+	}
+	if n := len(h.up.Requests()); n != 0 {
+		t.Fatalf("%d upstream calls for rejected requests", n)
+	}
+	if items := h.inbox(testUser); len(items) != 0 {
+		t.Fatalf("stored %d items", len(items))
+	}
+}
+
+// An AG-UI client answers the agent's question on the same thread: the
+// state the last run left (HttpAgent sends it back) names the item.
+func TestAGUIFollowUpThroughState(t *testing.T) {
+	h := newHarness(t, nil, withSimulator(t))
+	evs := h.agui(runInput("asdf qwerty zxcv", `{}`, `{}`))
+	var state, question string
+	for _, e := range evs {
+		if e.typ() == "STATE_DELTA" {
+			state = `{"capture":` + mustJSON(e["delta"].([]any)[0].(map[string]any)["value"]) + `}`
+		}
+		if e.typ() == "TEXT_MESSAGE_CONTENT" && question == "" {
+			question = e["delta"].(string)
+		}
+	}
+	if !strings.Contains(state, `"outcome":"misunderstood"`) || !strings.Contains(state, `"followUpRound":0`) || question == "" ||
+		!strings.Contains(state, question) {
+		t.Fatalf("misunderstood run left state %s, question %q:\n%s", state, question, types(evs))
+	}
+	itemID := h.inbox(testUser)[0].ID
+
+	evs = h.agui(runInput("I meant: call my friend Sam about his birthday party", state, `{}`))
+	var outcome map[string]any
+	for _, e := range evs {
+		if e.typ() == "CUSTOM" {
+			outcome = e["value"].(map[string]any)
+		}
+	}
+	if outcome["outcome"] != "classified" || outcome["inboxItemId"] != itemID || outcome["bucket"] != "People" {
+		t.Fatalf("follow-up outcome %v, want item %s classified", outcome, itemID)
+	}
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].FollowUpRounds != 1 || !strings.Contains(items[0].RawText, "Sam") {
+		t.Fatalf("inbox %+v", items)
+	}
+	// The same state again is stale: the item is no longer misunderstood.
+	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", runInput("again", state, `{}`)); r.status != 409 {
+		t.Fatalf("stale follow-up: %d %s", r.status, r.body)
+	}
+}
+
+func TestAGUIVoice(t *testing.T) {
+	api, tr := newTranscriptionAPI(t, "Call mom about her birthday on Sunday.")
+	h := newHarness(t, nil, withSimulator(t), withTranscriber(tr))
+	wav := []byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00")
+	evs := h.agui(runInput([]map[string]any{{"type": "audio", "source": map[string]string{
+		"type": "data", "value": base64.StdEncoding.EncodeToString(wav), "mimeType": "audio/wav"}}}, `{}`, `{}`))
+	if evs[1]["stepName"] != "Processing" || !strings.Contains(types(evs), "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT") {
+		t.Fatalf("events %s", types(evs))
+	}
+	var names []any
+	for _, e := range evs {
+		if e.typ() == "TOOL_CALL_START" {
+			names = append(names, e["toolCallName"])
+		}
+	}
+	if fmt.Sprint(names) != "[transcribe_audio file_capture]" {
+		t.Fatalf("tool calls %v", names)
+	}
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].Source != brainwire.KindVoice || items[0].RawText != "Call mom about her birthday on Sunday." {
+		t.Fatalf("inbox %+v", items)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.received) != 1 || string(api.received[0]) != string(wav) {
+		t.Fatalf("transcription received %q", api.received)
+	}
+}
+
+func TestNewRoutesNeedTheKey(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, path := range []string{"/api/agui", "/api/ag-ui", "/api/ag-ui/follow-up", "/api/ag-ui/respond", "/api/voice-capture"} {
+		for name, c := range map[string]struct{ key, header string }{
+			"no key": {"", ""}, "wrong key": {"wrong-key-0123456789abcdef", "bearer"},
+		} {
+			if r := h.do("POST", path, c.key, c.header, "application/json", runInput("x", `{}`, `{}`)); r.status != 401 || r.detail != "Invalid or missing API key" {
+				t.Errorf("%s with %s: %d %s", path, name, r.status, r.body)
+			}
+		}
+		if r := h.do("GET", path, testKey, "bearer", "", ""); r.status != 405 {
+			t.Errorf("GET %s: %d", path, r.status)
+		}
+	}
+	if n := len(h.up.Requests()); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+}
+
+// disconnectAfterStart posts body raw and hangs up once the stream has
+// started, as a client losing its network does, and waits for the
+// upstream run to be cancelled.
+func (h *harness) disconnectAfterStart(path, contentType, body, marker string) {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		path, testKey, contentType, len(body), body)
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := ""
+	for !strings.Contains(got, marker) {
+		n, err := conn.Read(buf)
+		if err != nil {
+			h.t.Fatalf("reading: %v (got %q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	conn.Close()
+	h.waitForCancel(upRun)
+}
+
+func TestAGUIClientDisconnectCancelsTheRun(t *testing.T) {
+	r := ft.NewRun(upThread, upRun)
+	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
+	h.disconnectAfterStart("/api/agui", "application/json", runInput("x", `{}`, `{}`), "STEP_STARTED")
+}
+
+// AG-UI clients send the whole conversation with every run: a long thread
+// is taken, its last message captured, even without voice configured.
+func TestAGUITakesTheConversation(t *testing.T) {
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 1)
+	h := newHarness(t, c.Script(), withBlobs(nil))
+	var msgs []map[string]any
+	for i := range 200 {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprint("u", i), "role": "user", "content": strings.Repeat("earlier capture ", 60)},
+			map[string]any{"id": fmt.Sprint("a", i), "role": "assistant", "content": "Filed to Ideas."})
+	}
+	msgs = append(msgs, map[string]any{"id": "last", "role": "user", "content": "Call Sarah"})
+	body, _ := json.Marshal(map[string]any{"threadId": "t", "runId": "r", "messages": msgs, "state": map[string]any{}})
+	if len(body) < 200<<10 {
+		t.Fatalf("conversation of only %d bytes", len(body))
+	}
+	evs := h.agui(string(body))
+	if last := evs[len(evs)-1]; last.typ() != "RUN_FINISHED" || h.inbox(testUser)[0].RawText != "Call Sarah" {
+		t.Fatalf("ended with %v; inbox %+v", last, h.inbox(testUser))
+	}
+	huge := strings.Replace(string(body), "Filed to Ideas.", strings.Repeat("x", 1<<20), 1)
+	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", huge); r.status != 413 {
+		t.Fatalf("a conversation over 1 MiB: %d %s", r.status, r.detail)
+	}
+	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", runInput([]map[string]any{{"type": "audio",
+		"source": map[string]string{"type": "data", "value": "AAAA", "mimeType": "audio/wav"}}}, `{}`, `{}`)); r.status != 503 {
+		t.Fatalf("audio without voice configured: %d %s", r.status, r.detail)
+	}
+}

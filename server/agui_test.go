@@ -168,7 +168,7 @@ func TestAGUIFailures(t *testing.T) {
 }
 
 func TestAGUIRejectsBadRequestsBeforeStreaming(t *testing.T) {
-	h := newHarness(t, nil, withMaxAudio(1024))
+	h := newHarness(t, nil, withMaxAudio(1024), withTranscriber(stubTranscriber{"x"}))
 	audio := func(b64, mime string) string {
 		return runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data", "value": b64, "mimeType": mime}}}, `{}`, `{}`)
 	}
@@ -188,6 +188,7 @@ func TestAGUIRejectsBadRequestsBeforeStreaming(t *testing.T) {
 		{"audio by URL", "application/json", runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://127.0.0.1/"}}}, `{}`, `{}`), 400, "inline"},
 		{"audio too large", "application/json", audio(base64.StdEncoding.EncodeToString(make([]byte, 2048)), "audio/wav"), 413, "over 1024 bytes"},
 		{"audio of an unknown format", "application/json", audio("AAAA", "text/plain"), 400, "unsupported audio format"},
+		{"audio that is not audio", "application/json", audio(base64.StdEncoding.EncodeToString([]byte("\x7fELF\x02\x01\x01\x00")), "audio/wav"), 415, "not WAV audio"},
 		{"follow-up on an unknown item", "application/json", runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"nope","followUpRound":0}}`, `{}`), 404, ""},
 		{"follow-up past the last round", "application/json", runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":3}}`, `{}`), 409, "all 3 follow-up rounds"},
 	}
@@ -358,5 +359,19 @@ func TestAGUITakesTheConversation(t *testing.T) {
 	if r := h.do("POST", "/api/agui", testKey, "bearer", "application/json", runInput([]map[string]any{{"type": "audio",
 		"source": map[string]string{"type": "data", "value": "AAAA", "mimeType": "audio/wav"}}}, `{}`, `{}`)); r.status != 503 {
 		t.Fatalf("audio without voice configured: %d %s", r.status, r.detail)
+	}
+}
+
+// TestAGUIAudioWithoutTranscription: a server that cannot transcribe
+// refuses AG-UI's inline audio before any stream, as it refuses uploads.
+func TestAGUIAudioWithoutTranscription(t *testing.T) {
+	h := newHarness(t, nil)
+	body := runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data",
+		"value": base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt ")), "mimeType": "audio/wav"}}}, `{}`, `{}`)
+	resp := h.post("/api/agui", "application/json", body)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "transcription is not configured") {
+		t.Fatalf("got %d %s, want 503 before any stream", resp.StatusCode, b)
 	}
 }

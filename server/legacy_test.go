@@ -83,7 +83,7 @@ func TestLegacyCaptureOutcomes(t *testing.T) {
 }
 
 func TestLegacyRejectsBadRequestsBeforeStreaming(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, nil, withTranscriber(stubTranscriber{"x"}))
 	h.file(testUser, "p1", brainwire.StatusPending, "Ideas", fixedNow)
 	h.file("bob", "b1", brainwire.StatusPending, "Ideas", fixedNow)
 	cases := []struct {

@@ -31,9 +31,15 @@ func TestComposeLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	want := []string{"grafana", "jaeger", "otel-collector", "prometheus", "tempo"}
+	// brainwire itself runs from the Dockerfile beside the stack it reports to.
+	want := []string{"brainwire", "grafana", "jaeger", "otel-collector", "prometheus", "tempo"}
 	if got := p.ServiceNames(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("services %v, want %v", got, want)
+	}
+	if b := p.Services["brainwire"].Build; b == nil {
+		t.Error("brainwire service has no build")
+	} else if _, err := os.Stat(filepath.Join(b.Context, "Dockerfile")); err != nil {
+		t.Errorf("brainwire builds from %s: %v", b.Context, err)
 	}
 	for name, s := range p.Services {
 		for _, v := range s.Volumes {

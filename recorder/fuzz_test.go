@@ -10,27 +10,6 @@ import (
 	"github.com/brainwire/brainwire/recorder"
 )
 
-// trimmed is fx with at most its first two and its last streamed event per
-// response: a small seed of the same shape.
-func trimmed(t testing.TB, fx *recorder.Fixture) []byte {
-	t.Helper()
-	c := *fx
-	c.Exchanges = nil
-	for _, ex := range fx.Exchanges {
-		if rs := ex.Response; rs != nil && len(rs.Events) > 3 {
-			r := *rs
-			r.Events = append(append([]recorder.Event(nil), rs.Events[:2]...), rs.Events[len(rs.Events)-1])
-			ex.Response = &r
-		}
-		c.Exchanges = append(c.Exchanges, ex)
-	}
-	b, err := recorder.Marshal(&c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // FuzzUnmarshal reads any file as a fixture. It must be an error or a
 // fixture, never a panic or a hang; a fixture's accessors must work on
 // whatever it holds; and what Marshal writes of it must read back and
@@ -38,9 +17,11 @@ func trimmed(t testing.TB, fx *recorder.Fixture) []byte {
 // hand-indented event data), with every event's data intact when it was
 // already in the form Marshal keeps.
 func FuzzUnmarshal(f *testing.F) {
-	for i, fx := range fuzztest.Fixtures(f) {
-		f.Add(trimmed(f, fx))
-		if b := fuzztest.FixtureFiles(f)[i]; len(b) < 16<<10 {
+	for _, b := range fuzztest.SmallFixtures(f) {
+		f.Add(b)
+	}
+	for _, b := range fuzztest.FixtureFiles(f) {
+		if len(b) < 16<<10 {
 			f.Add(b)
 		}
 	}

@@ -55,6 +55,32 @@ func Fixtures(tb testing.TB) []*recorder.Fixture {
 	return out
 }
 
+// SmallFixtures returns every fixture as a file again, cut down to the
+// first two and the last streamed events of each response: small seeds of
+// the real shapes.
+func SmallFixtures(tb testing.TB) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	for _, fx := range Fixtures(tb) {
+		c := *fx
+		c.Exchanges = nil
+		for _, ex := range fx.Exchanges {
+			if rs := ex.Response; rs != nil && len(rs.Events) > 3 {
+				r := *rs
+				r.Events = append(append([]recorder.Event(nil), rs.Events[:2]...), rs.Events[len(rs.Events)-1])
+				ex.Response = &r
+			}
+			c.Exchanges = append(c.Exchanges, ex)
+		}
+		b, err := recorder.Marshal(&c)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 // Recordings returns the recorded streams of the real service, whole.
 // Without them it returns none, and under CI (where they must be present)
 // it fails, as internal/recordings does.

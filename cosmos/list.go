@@ -34,10 +34,13 @@ func decodeCursor(s string) (cursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
+	var t time.Time
 	if err == nil {
-		_, err = time.Parse(timeLayout, c.CreatedAt)
+		t, err = time.Parse(timeLayout, c.CreatedAt)
 	}
-	if err != nil || c.ID == "" {
+	// Only the one spelling stored times have: the query compares them as
+	// strings, and time.Parse also takes e.g. a comma before the fraction.
+	if err != nil || c.ID == "" || stamp(t).String() != c.CreatedAt {
 		return cursor{}, brainwire.Errorf(brainwire.EInvalid, "invalid cursor")
 	}
 	return c, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/internal/fuzztest"
 	"github.com/brainwire/brainwire/internal/recordings"
 )
 
@@ -181,6 +182,9 @@ func TestDeltaTextsAllocs(t *testing.T) {
 func FuzzDeltaText(f *testing.F) {
 	for _, s := range deltaSeeds {
 		f.Add([]byte(s))
+	}
+	for _, p := range fuzztest.Payloads(f, "thread.message.delta", 3) {
+		f.Add(p)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReference(t, data)

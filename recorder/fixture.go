@@ -319,6 +319,10 @@ func Unmarshal(b []byte) (*Fixture, error) {
 		ex := &fx.Exchanges[i]
 		ex.Request.Body = compact(ex.Request.Body)
 		if ex.Response != nil {
+			// Replay answers with it: HTTP has three digits for a status.
+			if s := ex.Response.Status; s < 100 || s > 999 {
+				return nil, fmt.Errorf("decoding fixture: exchange %d: response status %d is not an HTTP status", i+1, s)
+			}
 			ex.Response.Body = compact(ex.Response.Body)
 		}
 	}

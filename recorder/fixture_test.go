@@ -3,6 +3,7 @@ package recorder_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -95,6 +96,14 @@ func TestUnmarshalRejectsOtherVersionsAndUnknownFields(t *testing.T) {
 	}
 	if _, err := recorder.Unmarshal([]byte(`{"version":1,"capture":{"kind":"text","txet":"typo"}}`)); err == nil {
 		t.Error("an unknown field was accepted")
+	}
+	// Replay answers with the recorded status: one HTTP cannot send would
+	// panic the fake upstream.
+	for _, status := range []int{0, 99, 1000, -200} {
+		b := fmt.Appendf(nil, `{"version":1,"exchanges":[{"request":{"method":"GET","path":"/x"}},{"request":{"method":"GET","path":"/x"},"response":{"status":%d}}]}`, status)
+		if _, err := recorder.Unmarshal(b); err == nil || !strings.Contains(err.Error(), "exchange 2") {
+			t.Errorf("status %d: err = %v", status, err)
+		}
 	}
 }
 

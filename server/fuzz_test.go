@@ -1,259 +1,207 @@
 package server_test
 
 import (
-	"context"
-	"encoding/base64"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
+	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
+	"net/textproto"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/localblob"
-	"github.com/brainwire/brainwire/protocol/agui/aguitest"
-	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/simulator"
-	"github.com/brainwire/brainwire/sqlite"
-	"github.com/brainwire/brainwire/transcription"
+	"github.com/brainwire/brainwire/internal/fuzztest"
 )
 
-// The request decoding of the AG-UI and legacy routes, fuzzed through the
-// whole handler: whatever the body, the answer is a stream (2xx) or a JSON
-// error (4xx), never a 5xx or a panic, and a 4xx changes nothing: no
-// document written, no audio left behind. Seeds run with the tests; fuzz
-// with e.g. go test -run '^$' -fuzz FuzzAGUIRequest ./server
+// Every route's request decoding is fuzzed through fuzzServer.check: any
+// input gets a 2xx or a 4xx JSON error, never a 5xx or a panic, and a 4xx
+// stores nothing.
 
-// writeCounter counts the writes the store made (a failed write is
-// atomic: it wrote nothing).
-type writeCounter struct {
-	brainwire.Store
-	writes atomic.Int64
+func jsonBody(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
-func (s *writeCounter) count(err error) {
-	if err == nil {
-		s.writes.Add(1)
-	}
+// malformedJSON are bodies every JSON route must refuse with a 4xx.
+var malformedJSON = []string{
+	``, ` `, `{`, `}`, `[]`, `null`, `"text"`, `1`, `{"text":"a"} {}`, `{"text":"a"}x`, `{"text":"a",}`,
+	`{"text":"\ud800"}`, "{\"text\":\"\xff\"}", `{"text":"a","text":"b"}`, `{"TEXT":"a"}`,
+	`{"text":"a","unknown":1}`, `{"text":1}`, `{"text":null}`, `{"text":["a"]}`, `{"a":` + strings.Repeat("[", 10001),
 }
 
-func (s *writeCounter) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
-	it, err := s.Store.File(ctx, f)
-	s.count(err)
-	return it, err
-}
-
-func (s *writeCounter) Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (brainwire.InboxItem, error) {
-	it, err := s.Store.Recategorize(ctx, userID, id, bucket, newRecordID, classifiedBy, now)
-	s.count(err)
-	return it, err
-}
-
-func (s *writeCounter) DeleteInboxItem(ctx context.Context, userID, id string) error {
-	err := s.Store.DeleteInboxItem(ctx, userID, id)
-	s.count(err)
-	return err
-}
-
-// blobCounter counts the audio files stored and not yet deleted.
-type blobCounter struct {
-	brainwire.BlobStore
-	live atomic.Int64
-}
-
-func (b *blobCounter) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
-	url, err := b.BlobStore.Put(ctx, name, contentType, r)
-	if err == nil {
-		b.live.Add(1)
-	}
-	return url, err
-}
-
-func (b *blobCounter) Delete(ctx context.Context, url string) error {
-	err := b.BlobStore.Delete(ctx, url)
-	if err == nil {
-		b.live.Add(-1)
-	}
-	return err
-}
-
-// fuzzServer is a real server (simulator upstream, SQLite, local audio, a
-// transcription service) whose writes are counted.
-type fuzzServer struct {
-	handler http.Handler
-	store   *writeCounter
-	blobs   *blobCounter
-}
-
-func newFuzzServer(f *testing.F) *fuzzServer {
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
-	f.Cleanup(sim.Close)
-	client, err := foundry.NewClient(sim.URL+simulator.ProjectPath, &http.Client{Transport: foundry.NewStaticTokenTransport("simulator", nil)})
-	if err != nil {
-		f.Fatal(err)
-	}
-	tapi := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"text":"Call mom about her birthday"}`)
-	}))
-	f.Cleanup(tapi.Close)
-	tr, err := transcription.New(transcription.Config{Endpoint: tapi.URL, Deployment: "whisper", APIKey: "k"}, tapi.Client())
-	if err != nil {
-		f.Fatal(err)
-	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(f.TempDir(), "fuzz.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { st.Close() })
-	local, err := localblob.New(f.TempDir())
-	if err != nil {
-		f.Fatal(err)
-	}
-	fs := &fuzzServer{store: &writeCounter{Store: st}, blobs: &blobCounter{BlobStore: local}}
-	// Items for follow-ups and picked buckets to find.
-	for id, status := range map[string]string{"m1": brainwire.StatusMisunderstood, "p1": brainwire.StatusPending} {
-		if _, err := st.File(context.Background(), brainwire.Filing{UserID: testUser, NewInboxID: id, NewRecordID: "rec-" + id,
-			RawText: "text of " + id, Source: brainwire.KindText, Status: status,
-			Classification:  brainwire.Classification{Bucket: "Ideas", Confidence: 0.4, ClassifiedAt: fixedNow},
-			FoundryThreadID: "thread_" + id, Now: fixedNow}); err != nil {
-			f.Fatal(err)
+func FuzzCapture(f *testing.F) {
+	s := newFuzzServer(f)
+	const ct = "application/json"
+	// A few recorded captures: each seed that is valid runs a whole
+	// capture, and the seeds run in every go test.
+	n := 0
+	for _, fx := range fuzztest.Fixtures(f) {
+		if fx.Capture.Kind == brainwire.KindText && n < 4 {
+			f.Add(ct, jsonBody(map[string]string{"text": fx.Capture.Text, "thread_id": fx.Capture.ThreadID, "run_id": fx.Capture.RunID}))
+			n++
 		}
 	}
-	var n atomic.Int64
-	s, err := server.New(server.Config{
-		Keys:          server.Keys{testKey: testUser},
-		Provider:      foundry.NewProvider(client, simulator.DefaultAgentID),
-		Store:         fs.store,
-		Blobs:         fs.blobs,
-		Transcriber:   tr,
-		MaxAudioBytes: 64 << 10,
-		RunTimeout:    20 * time.Second,
-		NewID:         func() string { return fmt.Sprintf("fz%d", n.Add(1)) },
-	})
-	if err != nil {
-		f.Fatal(err)
+	for _, b := range malformedJSON {
+		f.Add(ct, []byte(b))
 	}
-	fs.handler = s.Handler()
-	return fs
-}
-
-// check posts body to path and holds the answer to the rule above.
-func (fs *fuzzServer) check(t *testing.T, path, contentType string, body []byte) {
-	writes, blobs := fs.store.writes.Load(), fs.blobs.live.Load()
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	req.Header.Set("Content-Type", contentType)
-	rec := httptest.NewRecorder()
-	fs.handler.ServeHTTP(rec, req)
-	out := rec.Body.String()
-	if n := fs.blobs.live.Load(); n != blobs {
-		t.Fatalf("%d audio files left behind (status %d)", n-blobs, rec.Code)
-	}
-	switch {
-	case rec.Code == http.StatusOK:
-		if rec.Header().Get("Content-Type") != "text/event-stream" {
-			t.Fatalf("200 with Content-Type %q", rec.Header().Get("Content-Type"))
-		}
-		frames, err := aguitest.Frames(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if path == "/api/agui" {
-			err = aguitest.Verify(frames)
-		} else if last := frames[len(frames)-1]; !strings.Contains(last, `"type":"RUN_FINISHED"`) && !strings.Contains(last, `"type":"RUN_ERROR"`) {
-			err = fmt.Errorf("v1 stream ends with %s", last)
-		}
-		if err != nil {
-			t.Fatalf("stream: %v\n%s", err, out)
-		}
-	case rec.Code >= 400 && rec.Code < 500:
-		var e struct{ Detail string }
-		if rec.Header().Get("Content-Type") != "application/json" || json.Unmarshal([]byte(out), &e) != nil || e.Detail == "" {
-			t.Fatalf("%d is not a JSON error: %q", rec.Code, out)
-		}
-		if n := fs.store.writes.Load(); n != writes {
-			t.Fatalf("%d: %q, but %d store writes", rec.Code, e.Detail, n-writes)
-		}
-	default:
-		t.Fatalf("status %d: %s", rec.Code, out)
-	}
-}
-
-func fuzzJSONRoute(f *testing.F, path string, seeds ...string) {
-	for _, s := range append(seeds, ``, `null`, `[]`, `{}`, `{"`, "\x00\xff", `{"a":1}{"b":2}`) {
-		f.Add([]byte(s))
-	}
-	fs := newFuzzServer(f)
-	f.Fuzz(func(t *testing.T, body []byte) { fs.check(t, path, "application/json", body) })
-}
-
-func FuzzAGUIRequest(f *testing.F) {
-	wav := base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt "))
-	fuzzJSONRoute(f, "/api/agui",
-		runInput("Call mom about her birthday", `{}`, `{"reasoning":true}`),
-		runInput([]map[string]string{{"type": "text", "text": "Pay the bill #no-tool"}}, `null`, `[]`),
-		runInput("hmm #fail", `{}`, `{}`),
-		runInput("I meant my sister", `{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":0}}`, `{}`),
-		runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":7}}`, `{}`),
-		runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data", "value": wav, "mimeType": "audio/wav"}}}, `{}`, `{}`),
-		runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://x/"}}}, `{}`, `{}`),
-		`{"threadId":"t","runId":"r","messages":[{"role":"user","content":"`+strings.Repeat("a", 20000)+`"}]}`,
-	)
-}
-
-func FuzzLegacyCaptureRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui",
-		`{"messages":[{"id":"m","role":"user","content":"Call mom"}],"thread_id":"thread-1","run_id":"run-1"}`,
-		`{"messages":[{"content":"Pay the bill #fail"}],"state":{}}`,
-		`{"messages":[{"role":"user","content":["x"]}]}`,
-		`{"messages":[{"role":"user","content":"x"}],"thread_id":"a b"}`,
-	)
-}
-
-func FuzzLegacyFollowUpRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/follow-up",
-		`{"inbox_item_id":"m1","follow_up_text":"I meant my sister","follow_up_round":1}`,
-		`{"inbox_item_id":"m1","follow_up_text":"x"}`,
-		`{"inbox_item_id":"p1","follow_up_text":"x","follow_up_round":2}`,
-		`{"inbox_item_id":"nope","follow_up_text":"x","follow_up_round":1}`,
-		`{"inbox_item_id":"../m1","follow_up_text":"x","follow_up_round":1}`,
-	)
-}
-
-func FuzzLegacyRespondRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/respond",
-		`{"thread_id":"thread-1","response":"Projects","inbox_item_id":"p1"}`,
-		`{"thread_id":"thread-1","response":"Misc","inbox_item_id":"p1"}`,
-		`{"response":"People","inbox_item_id":"nope"}`,
-		`{"thread_id":"a\u0000b","response":"People","inbox_item_id":"p1"}`,
-	)
-}
-
-func FuzzLegacyVoiceRequest(f *testing.F) {
-	const boundary = "fuzz-boundary"
-	part := func(name, ctype, data string) string {
-		return "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" + name + "\"\r\nContent-Type: " + ctype + "\r\n\r\n" + data + "\r\n"
-	}
-	for _, s := range []string{
-		part("voice-capture.m4a", "audio/m4a", "....ftypM4A audio") + "--" + boundary + "--\r\n",
-		part("a.wav", "audio/wav", "RIFF") + part("b.wav", "audio/wav", "RIFF") + "--" + boundary + "--\r\n",
-		part("notes.txt", "text/plain", "hello") + "--" + boundary + "--\r\n",
-		part("empty.wav", "audio/wav", "") + "--" + boundary + "--\r\n",
-		"--" + boundary + "\r\nContent-Disposition: form-data; name=\"thread_id\"\r\n\r\nt 1\r\n" + part("a.wav", "audio/wav", "RIFF") + "--" + boundary + "--\r\n",
-		"--" + boundary + "\r\n\r\n",
-		"",
+	for _, b := range []string{
+		`{"text":""}`, `{"text":"  \n\t"}`, `{"text":"Call mom","thread_id":"a b"}`, `{"text":"Call mom","run_id":"\u007f"}`,
+		`{"text":"Call mom","thread_id":"` + strings.Repeat("t", 129) + `"}`, `{"text":"Call mom #fail"}`, `{"text":"Call mom #long:3"}`,
+		`{"text":"` + strings.Repeat("é", brainwireMaxText+1) + `"}`, `{"text":"` + strings.Repeat("x", 64<<10) + `"}`,
 	} {
-		f.Add([]byte(s))
+		f.Add(ct, []byte(b))
 	}
-	fs := newFuzzServer(f)
+	for _, c := range []string{"", "text/plain", "application/json; charset=utf-8", "application/JSON", "application/json; =", "multipart/form-data"} {
+		f.Add(c, jsonBody(map[string]string{"text": "Call mom about her birthday"}))
+	}
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		s.check(t, s.request(http.MethodPost, "/api/capture", "", contentType, body, testKey))
+	})
+}
+
+// brainwireMaxText is the server's default limit on capture text.
+const brainwireMaxText = 10000
+
+func FuzzFollowUp(f *testing.F) {
+	s := newFuzzServer(f)
+	id := s.misunderstood.ID
+	body := func(id, text string, round any) []byte {
+		return jsonBody(map[string]any{"inbox_item_id": id, "follow_up_text": text, "follow_up_round": round})
+	}
+	for _, fx := range fuzztest.Fixtures(f) {
+		if fx.Capture.FollowUp != nil {
+			f.Add(body(id, fx.Capture.Text, fx.Capture.FollowUp.Round))
+		}
+	}
+	for _, b := range [][]byte{
+		body(id, "I meant call my sister", 2), body(id, "x", 0), body(id, "x", 4), body(id, "x", -1), body(id, "x", "1"),
+		body(id, "x", 1.5), body(id, "", 1), body(id, " ", 1), body(id, strings.Repeat("y", brainwireMaxText+1), 1),
+		body("", "x", 1), body("nope", "x", 1), body("a/b", "x", 1), body(s.classified.ID, "x", 1), body(s.bobs.ID, "x", 1),
+		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1e400}`),
+		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1,"thread_id":"a b"}`),
+		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1,"extra":true}`),
+	} {
+		f.Add(b)
+	}
+	for _, b := range malformedJSON {
+		f.Add([]byte(b))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fs.check(t, "/api/voice-capture", "multipart/form-data; boundary="+boundary, body)
+		s.check(t, s.request(http.MethodPost, "/api/capture/follow-up", "", "application/json", body, testKey))
+	})
+}
+
+func FuzzRecategorize(f *testing.F) {
+	s := newFuzzServer(f)
+	for _, id := range []string{s.classified.ID, s.misunderstood.ID} {
+		for _, b := range brainwire.Buckets {
+			f.Add(id, jsonBody(map[string]string{"bucket": b}))
+		}
+	}
+	for _, b := range []string{`{"bucket":"Misc"}`, `{"bucket":"people"}`, `{"bucket":""}`, `{"bucket":null}`, `{}`, `{"bucket":"Ideas","x":1}`} {
+		f.Add(s.classified.ID, []byte(b))
+	}
+	for _, b := range malformedJSON {
+		f.Add(s.classified.ID, []byte(b))
+	}
+	for _, id := range []string{s.bobs.ID, "nope", "", " ", "a/b", "..", "a%2Fb", "a?b", strings.Repeat("i", 129), "\x00"} {
+		f.Add(id, []byte(`{"bucket":"Ideas"}`))
+	}
+	f.Fuzz(func(t *testing.T, id string, body []byte) {
+		s.check(t, s.request(http.MethodPatch, "/api/inbox/"+id+"/recategorize", "", "application/json", body, testKey))
+	})
+}
+
+const fuzzBoundary = "fuzzboundary"
+
+// multipartBody writes parts (name, filename, content type, content) as a
+// multipart/form-data body with the fuzz boundary.
+func multipartBody(parts ...[4]string) []byte {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	if err := mw.SetBoundary(fuzzBoundary); err != nil {
+		panic(err)
+	}
+	for _, p := range parts {
+		h := textproto.MIMEHeader{}
+		cd := fmt.Sprintf(`form-data; name=%q`, p[0])
+		if p[1] != "" {
+			cd += fmt.Sprintf(`; filename=%q`, p[1])
+		}
+		h.Set("Content-Disposition", cd)
+		if p[2] != "" {
+			h.Set("Content-Type", p[2])
+		}
+		w, _ := mw.CreatePart(h)
+		w.Write([]byte(p[3]))
+	}
+	mw.Close()
+	return b.Bytes()
+}
+
+func FuzzVoice(f *testing.F) {
+	s := newFuzzServer(f)
+	ct := "multipart/form-data; boundary=" + fuzzBoundary
+	wav := "RIFF\x24\x01\x00\x00WAVEfmt " + strings.Repeat("\x00", 256)
+	for _, parts := range [][][4]string{
+		{{"file", "capture.wav", "audio/wav", wav}},
+		{{"file", "note", "audio/mp4", wav}},
+		{{"file", "", "audio/webm", wav}},
+		{{"file", "a.WAV", "application/octet-stream", wav}, {"thread_id", "", "", "thread-1"}, {"run_id", "", "", "run-1"}},
+		{{"thread_id", "", "", "a b"}, {"file", "a.wav", "", wav}},
+		{{"run_id", "", "", strings.Repeat("r", 200)}, {"file", "a.wav", "", wav}},
+		{{"meta", "", "", "older builds send this"}, {"file", "a.ogg", "audio/ogg", wav}},
+		{{"file", "a.txt", "text/plain", wav}},
+		{{"file", "a.wav", "audio/wav; =", wav}},
+		{{"file", "a.wav", "audio/wav", ""}},
+		{{"file", "a.wav", "audio/wav", wav}, {"file", "b.wav", "audio/wav", wav}},
+		{{"file", "a.wav", "audio/wav", strings.Repeat("x", fuzzMaxAudio+1)}},
+		{{"thread_id", "", "", "t"}},
+		{},
+	} {
+		f.Add(ct, multipartBody(parts...))
+	}
+	for _, c := range []string{"multipart/form-data", "multipart/form-data; boundary=", "multipart/mixed; boundary=" + fuzzBoundary, "application/json", ""} {
+		f.Add(c, multipartBody([4]string{"file", "capture.wav", "audio/wav", wav}))
+	}
+	f.Add(ct, []byte("--"+fuzzBoundary+"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF"))
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		s.check(t, s.request(http.MethodPost, "/api/capture/voice", "", contentType, body, testKey))
+	})
+}
+
+func FuzzInboxList(f *testing.F) {
+	s := newFuzzServer(f)
+	w := s.serve(s.request(http.MethodGet, "/api/inbox", "limit=1", "", nil, testKey))
+	var page struct{ NextCursor string }
+	if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || page.NextCursor == "" {
+		f.Fatalf("a first page of one: %d %s", w.Code, w.Body)
+	}
+	for _, q := range []string{
+		"", "limit=1", "limit=100", "limit=0", "limit=101", "limit=-1", "limit=1e2", "limit=%31", "limit=9223372036854775808",
+		"status=classified", "status=pending", "status=misunderstood", "status=bogus", "status=", "status=classified&status=pending",
+		"cursor=" + page.NextCursor, "limit=1&cursor=" + page.NextCursor, "cursor=" + page.NextCursor + "x", "cursor=!!", "cursor=",
+		"cursor=MTow", "cursor=Ojo", "cursor=eA", "%zz", "a=b;c", "&&=&", "limit=1&limit=2",
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, rawQuery string) {
+		s.check(t, s.request(http.MethodGet, "/api/inbox", rawQuery, "", nil, testKey))
+	})
+}
+
+func FuzzInboxItem(f *testing.F) {
+	s := newFuzzServer(f)
+	for _, id := range []string{s.classified.ID, s.misunderstood.ID, s.bobs.ID, "nope", "", "a/b", "..", "a%2Fb", strings.Repeat("i", 129), "\x7f"} {
+		f.Add(false, id)
+		f.Add(true, id)
+	}
+	f.Fuzz(func(t *testing.T, del bool, id string) {
+		method := http.MethodGet
+		if del {
+			method = http.MethodDelete
+		}
+		s.check(t, s.request(method, "/api/inbox/"+id, "", "", nil, testKey))
 	})
 }

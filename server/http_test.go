@@ -130,6 +130,27 @@ func TestUnknownRouteAndMethod(t *testing.T) {
 	}
 }
 
+// TestNonCanonicalPathsAreNotRedirected: a path with "//", "." or ".."
+// segments is a path like any other (404 when no route has it), never a
+// redirect to its cleaned form, which a client could follow with the same
+// method onto another item.
+func TestNonCanonicalPathsAreNotRedirected(t *testing.T) {
+	h := newHarness(t, nil)
+	h.file(testUser, "y", brainwire.StatusClassified, brainwire.BucketIdeas, fixedNow)
+	for _, c := range []struct{ method, path string }{
+		{"DELETE", "/api/inbox/x/../y"}, {"GET", "/api/inbox/./y"}, {"PATCH", "/api/inbox//recategorize"},
+		{"PATCH", "/api/inbox/../recategorize"}, {"GET", "//api/inbox"}, {"GET", "/health/"},
+	} {
+		r := h.do(c.method, c.path, testKey, "bearer", "application/json", `{"bucket":"People"}`)
+		if r.status != http.StatusNotFound || r.detail == "" {
+			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+	if it, err := h.store.GetInboxItem(context.Background(), testUser, "y"); err != nil || it.ClassificationMeta.Bucket != brainwire.BucketIdeas {
+		t.Fatalf("item y: %+v, %v", it, err)
+	}
+}
+
 // file stores an item directly, as a finished capture would have.
 func (h *harness) file(user, id, status, bucket string, at time.Time) brainwire.InboxItem {
 	h.t.Helper()

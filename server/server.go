@@ -164,6 +164,11 @@ func (s *Server) routes() *mux.Router {
 	})
 	r := mux.NewRouter()
 	r.NotFoundHandler, r.MethodNotAllowedHandler = notFound, notAllowed
+	// A path with "//", "." or ".." segments is not redirected to its
+	// cleaned form: clients follow a 301 with GET, so a DELETE or PATCH
+	// would come back as a 200 for something it did not do. Such a path
+	// matches no route: 404.
+	r.SkipClean(true)
 	r.HandleFunc("/health", s.handleHealth).Methods(http.MethodGet)
 
 	// Routes are registered on the root router, each wrapped in the key

@@ -17,23 +17,31 @@ var Names = []string{
 	"send_email_stream_response.txt",
 }
 
-// Dir returns the recordings directory.
-func Dir(t testing.TB) string {
-	t.Helper()
+// Lookup finds the recordings directory, looking in shared/ beside the
+// working directory and each of its parents.
+func Lookup() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", false
 	}
 	for {
 		p := filepath.Join(dir, "shared", "foundry-recordings")
 		if _, err := os.Stat(filepath.Join(p, Names[0])); err == nil {
-			return p
+			return p, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			break
+			return "", false
 		}
 		dir = parent
+	}
+}
+
+// Dir returns the recordings directory.
+func Dir(t testing.TB) string {
+	t.Helper()
+	if p, ok := Lookup(); ok {
+		return p
 	}
 	if os.Getenv("CI") != "" {
 		t.Fatal("shared/foundry-recordings not found beside the repository")

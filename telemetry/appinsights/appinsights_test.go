@@ -31,6 +31,11 @@ func TestParseConnectionString(t *testing.T) {
 		{in: "IngestionEndpoint=https://x/", err: "InstrumentationKey is missing"},
 		{in: "InstrumentationKey=abc;Authorization=AAD", err: "not supported"},
 		{in: "InstrumentationKey=abc;IngestionEndpoint=ftp://x", err: "not an http(s) URL"},
+		// TrackURL appends /v2/track: after a query or a fragment it would
+		// not be the path the envelopes are posted to.
+		{in: "InstrumentationKey=abc;IngestionEndpoint=https://x/?a=b", err: "not an http(s) URL"},
+		{in: "InstrumentationKey=abc;IngestionEndpoint=https://x/#", err: "not an http(s) URL"},
+		{in: "InstrumentationKey=abc;EndpointSuffix=example.com#x", err: "not an http(s) URL"},
 		{in: "InstrumentationKeyabc", err: "not key=value"},
 	}
 	for _, c := range cases {

@@ -60,8 +60,9 @@ func ParseConnectionString(s string) (ConnectionString, error) {
 	default:
 		c.IngestionEndpoint = DefaultIngestionEndpoint
 	}
+	// TrackURL appends the path: a query or fragment would swallow it.
 	u, err := url.Parse(c.IngestionEndpoint)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(c.IngestionEndpoint, "?#") {
 		return ConnectionString{}, fmt.Errorf("connection string: IngestionEndpoint %q is not an http(s) URL", c.IngestionEndpoint)
 	}
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -200,7 +201,12 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 
 // parseDuration accepts a Go duration ("90s") or a number of seconds.
 func parseDuration(v string) (time.Duration, error) {
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		// A number of seconds beyond a Duration (~292 years, or Inf) would
+		// wrap to a negative one.
+		if !(secs >= 0 && secs < float64(math.MaxInt64)/float64(time.Second)) {
+			return 0, fmt.Errorf("%q is not a number of seconds between 0 and %d", v, int64(math.MaxInt64/int64(time.Second)))
+		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(v)

@@ -30,8 +30,10 @@ type Config struct {
 	// went on the wire (redacted) and no trace header.
 	Agent func(rt http.RoundTripper) (brainwire.Provider, error)
 	// Transport carries the agent service's requests under everything
-	// else; NewTransport() when nil.
-	Transport   http.RoundTripper
+	// else; Upstream.Transport() when nil.
+	Transport http.RoundTripper
+	// Upstream shapes the transport New makes when Transport is nil.
+	Upstream    Upstream
 	Store       brainwire.Store
 	Blobs       brainwire.BlobStore
 	Transcriber brainwire.Transcriber
@@ -80,7 +82,7 @@ func New(cfg Config) (*server.Server, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = NewTransport()
+		rt = cfg.Upstream.Transport()
 	}
 	store := cfg.Store
 	var observers brainwire.Observers
@@ -139,16 +141,6 @@ func New(cfg Config) (*server.Server, error) {
 		NewID:         cfg.NewID,
 		Now:           cfg.Now,
 	})
-}
-
-// NewTransport returns the transport for the agent service: pooled
-// connections, bounded connection set-up and time to the first response
-// byte, and no overall timeout (runs stream for as long as the run
-// timeout allows).
-func NewTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = 30 * time.Second
-	return t
 }
 
 // Foundry returns the Agent of an Azure AI Foundry Agent Service project

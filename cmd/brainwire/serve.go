@@ -27,6 +27,13 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
+	if addr := getenv("BRAINWIRE_PPROF_ADDR"); addr != "" {
+		stop, err := servePprof(ctx, addr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	rec, err := setupRecording(ctx, getenv, log)
 	if err != nil {
 		return err

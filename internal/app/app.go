@@ -14,6 +14,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/drain"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
@@ -84,6 +85,8 @@ func New(cfg Config) (*server.Server, error) {
 	if rt == nil {
 		rt = cfg.Upstream.Transport()
 	}
+	// Streams read to their end give their connection back (drain).
+	rt = drain.Transport(rt)
 	store := cfg.Store
 	var observers brainwire.Observers
 	var wrapTools func(brainwire.ToolSet) brainwire.ToolSet

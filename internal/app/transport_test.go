@@ -120,8 +120,9 @@ func TestUpstreamH2CSharesConnections(t *testing.T) {
 }
 
 // Over HTTP/1.1 a connection is held per call in flight; the pool keeps
-// them, so once warm, a round of as many captures opens few (some calls
-// start before the call that ended has given its connection back).
+// them, and streams read to their end give theirs back (drain), so once
+// warm, a round of as many captures opens next to none (a call may start
+// just before the one that ended has given its connection back).
 // With the idle pool as small as Go's default per host (2), most calls
 // dial again.
 func TestUpstreamPoolKeepsAConnectionPerCaptureInFlight(t *testing.T) {
@@ -131,7 +132,7 @@ func TestUpstreamPoolKeepsAConnectionPerCaptureInFlight(t *testing.T) {
 	if pooled[1].HTTP2Requests != 0 {
 		t.Fatalf("HTTP/2 to an http:// upstream without H2C: %+v", pooled[1])
 	}
-	if got := warm(pooled); got > n/4 {
+	if got := warm(pooled); got > n/10 {
 		t.Errorf("a warm round of %d captures opened %d connections (%+v)", n, got, pooled)
 	}
 	small := upstreamRounds(t, app.Upstream{IdleConns: 2}, 2, n)

@@ -60,7 +60,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 		Transcriber:   b.transcriber,
 		Telemetry:     tel.tel,
 		Recorder:      rec.recorder,
-		LogReasoning:  tel.content,
+		LogReasoning:  tel.logReasoning,
 		Logger:        log,
 		AgentName:     agentName,
 		AgentRefresh:  cfg.AgentRefresh,

@@ -157,8 +157,10 @@ const (
 // StackConfig says what Launch starts.
 type StackConfig struct {
 	// Brainwire is the brainwire binary; Self is this program, which runs
-	// the OTLP sink (SinkCommand) in a process of its own.
-	Brainwire, Self string
+	// the OTLP sink (SinkCommand) in a process of its own. SimBrainwire,
+	// when set, runs the simulator instead (to measure an older server
+	// against the same simulator).
+	Brainwire, Self, SimBrainwire string
 	// Dir holds the processes' logs and the server's data.
 	Dir string
 	// Face is the simulator face the server uses (FaceResponses when
@@ -202,7 +204,11 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	simEnv := append(append(base[:len(base):len(base)], "BRAINWIRE_SIM_CHUNK_DELAY="+cfg.ChunkDelay.String(),
 		// Every capture in flight keeps its conversation.
 		"BRAINWIRE_SIM_MAX_THREADS=100000"), cfg.SimEnv...)
-	if st.Sim, err = startProcess("simulator", []string{cfg.Brainwire, "sim", "-addr", simAddr}, simEnv, cfg.Dir, false); err != nil {
+	simBin := cfg.Brainwire
+	if cfg.SimBrainwire != "" {
+		simBin = cfg.SimBrainwire
+	}
+	if st.Sim, err = startProcess("simulator", []string{simBin, "sim", "-addr", simAddr}, simEnv, cfg.Dir, false); err != nil {
 		return nil, err
 	}
 	st.Sim.Addr = simAddr

@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Key, "key", "", "API key, with -addr")
 	fs.IntVar(&cfg.Server, "server-pid", 0, "with -addr: the server's pid, to measure it")
 	fs.StringVar(&stack.Brainwire, "brainwire", "", "the brainwire binary (built from ./cmd/brainwire when empty)")
+	fs.StringVar(&stack.SimBrainwire, "sim-brainwire", "", "the brainwire binary that runs the simulator (-brainwire when empty)")
 	fs.StringVar(&stack.Face, "face", load.FaceResponses, "the simulator face the server uses: responses, threads or adk")
 	fs.DurationVar(&stack.ChunkDelay, "chunk-delay", 25*time.Millisecond, "the simulator's pause before each chunk")
 	fs.BoolVar(&stack.Telemetry, "telemetry", false, "OTLP traces and metrics to a receiver in its own process")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/jsonscan"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -34,6 +35,7 @@ type Decoder struct {
 	qi      int
 	texts   []string
 	scratch []byte
+	sc      jsonscan.Scanner // run objects (runscan.go)
 }
 
 // NewDecoder returns a Decoder reading the event stream r.
@@ -166,7 +168,7 @@ func (d *Decoder) deltaTexts(data []byte) ([]string, error) {
 
 func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
 	var run Run
-	if err := json.Unmarshal(data, &run); err != nil {
+	if err := decodeRun(&d.sc, data, &run); err != nil {
 		return d.fail(fmt.Errorf("decoding %s event: %w", name, err))
 	}
 	if run.ID != "" {

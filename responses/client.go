@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/drain"
 )
 
 // AgentsAPIVersion is the api-version of the Foundry agents data-plane
@@ -99,10 +100,18 @@ func op(ctx context.Context, name, conversationID, responseID string) context.Co
 type Stream struct {
 	*Decoder
 	body io.ReadCloser
+	end  *drain.Mark
 }
 
-// Close releases the response.
-func (s *Stream) Close() error { return s.body.Close() }
+// Close releases the response. Once the stream's end was read, the
+// transport reads what is left of the body (drain), so that its
+// connection goes back to the pool.
+func (s *Stream) Close() error {
+	if s.Decoder.terminal || s.Decoder.err == io.EOF {
+		s.end.End()
+	}
+	return s.body.Close()
+}
 
 // CreateResponse creates a response and streams it (POST /responses with
 // stream: true).
@@ -210,6 +219,7 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body any) (
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
+	ctx, end := drain.WithMark(ctx)
 	req, err := c.newRequest(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return nil, err
@@ -233,7 +243,7 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 			}
 		}
 	}
-	return &Stream{Decoder: NewDecoder(resp.Body), body: resp.Body}, nil
+	return &Stream{Decoder: NewDecoder(resp.Body), body: resp.Body, end: end}, nil
 }
 
 // do sends a JSON request and decodes the JSON answer into out.

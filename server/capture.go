@@ -187,7 +187,12 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 			break
 		}
 	}
+	// A client that left before COMPLETE went away; one that hangs up
+	// right after it (as the app does) did not, though by the time the
+	// run is logged its request has ended either way.
+	wentAway := r.Context().Err() != nil
 	p.emit(p.adapter.Finish(runErr, p.events[:0]))
+	wentAway = wentAway || p.writeFailed
 	res := *p.adapter.Result()
 	obs.End(res)
 	if c.FollowUp != nil {
@@ -197,7 +202,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	attrs := []any{"outcome", res.Outcome, "reasoning_chunks", res.ReasoningChunks,
 		"duration", s.cfg.Now().Sub(start).Round(time.Millisecond)}
 	switch {
-	case ctx.Err() != nil && r.Context().Err() != nil:
+	case wentAway:
 		log.Warn("capture ended: client went away", attrs...)
 	case runErr != nil:
 		log.Error("capture ended: run failed", append(attrs, "error", runErr)...)
@@ -219,6 +224,8 @@ type pipeline struct {
 
 	events []brainwire.CaptureEvent // reused between calls
 	buf    []byte                   // reused between calls
+	// writeFailed is set once a write to the client failed: it is gone.
+	writeFailed bool
 }
 
 func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
@@ -238,6 +245,7 @@ func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 		return
 	}
 	if err := p.stream.write(p.buf); err != nil {
+		p.writeFailed = true
 		p.onWriteError()
 	}
 }

@@ -10,7 +10,9 @@ import (
 // eventStream writes SSE frames to one client and flushes each at once. A
 // comment frame goes out when the stream has been quiet for keepAlive, so
 // proxies and the phone's network stack don't drop a slow run. Safe for
-// concurrent use: the keep-alive ticker and the capture both write.
+// concurrent use: the keep-alive timer and the capture both write. The
+// timer runs its function on a goroutine of its own only when it fires,
+// so a quiet stream costs no goroutine.
 type eventStream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
@@ -18,8 +20,8 @@ type eventStream struct {
 	err     error // first write error; the client is gone
 	closed  bool
 	lastOut time.Time
-	stop    chan struct{}
-	done    chan struct{}
+	every   time.Duration
+	timer   *time.Timer // nil without keep-alive
 }
 
 var (
@@ -27,7 +29,7 @@ var (
 	errStreamClosed = errors.New("event stream closed")
 )
 
-// startStream sends the SSE headers and starts the keep-alive ticker.
+// startStream sends the SSE headers and starts the keep-alive timer.
 func startStream(w http.ResponseWriter, keepAlive time.Duration) *eventStream {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -35,9 +37,12 @@ func startStream(w http.ResponseWriter, keepAlive time.Duration) *eventStream {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &eventStream{w: w, rc: http.NewResponseController(w), lastOut: time.Now(),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go s.keepAlive(keepAlive)
+	s := &eventStream{w: w, rc: http.NewResponseController(w), lastOut: time.Now(), every: keepAlive}
+	if keepAlive > 0 {
+		s.mu.Lock()
+		s.timer = time.AfterFunc(keepAlive, s.keepAlive)
+		s.mu.Unlock()
+	}
 	return s
 }
 
@@ -67,45 +72,34 @@ func (s *eventStream) writeLocked(frames []byte) error {
 	return nil
 }
 
-// keepAlive writes a comment whenever the stream has been quiet for
-// every: the timer is set to fire one interval after the last write, so
-// a silence never lasts longer than every (a ticker at a fixed phase lets
-// it run up to half an interval more, which mobile carriers punish).
-func (s *eventStream) keepAlive(every time.Duration) {
-	defer close(s.done)
-	if every <= 0 {
-		<-s.stop
+// keepAlive writes a comment if the stream has been quiet for every, and
+// sets the timer to fire one interval after the last write, so a silence
+// never lasts longer than every (a ticker at a fixed phase lets it run up
+// to half an interval more, which mobile carriers punish).
+func (s *eventStream) keepAlive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return
 	}
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
+	quiet := time.Since(s.lastOut)
+	if quiet >= s.every {
+		if err := s.writeLocked(keepAliveFrame); err != nil {
+			// The client is gone: nothing more to keep alive.
 			return
-		case <-t.C:
-			s.mu.Lock()
-			quiet := time.Since(s.lastOut)
-			if quiet >= every {
-				if err := s.writeLocked(keepAliveFrame); err != nil {
-					// The client is gone (or the stream closed): nothing
-					// more to keep alive.
-					s.mu.Unlock()
-					return
-				}
-				quiet = 0
-			}
-			s.mu.Unlock()
-			t.Reset(max(every-quiet, 0))
 		}
+		quiet = 0
 	}
+	s.timer.Reset(max(s.every-quiet, 0))
 }
 
-// close stops the keep-alive ticker; nothing is written afterwards.
+// close stops the keep-alive timer; nothing is written afterwards (a
+// timer function already under way finds the stream closed).
 func (s *eventStream) close() {
-	close(s.stop)
-	<-s.done
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
-	s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 }

@@ -37,6 +37,9 @@ func notFound(kind, id string) *httpError {
 // (the ADK face, adk.go). Operation paths may come after any
 // /api/projects/<name> prefix.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if s.count(w, req) {
+		return
+	}
 	if isADKPath(req.URL.Path) {
 		s.serveADK(w, req)
 		return

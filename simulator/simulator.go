@@ -82,6 +82,8 @@ type Simulator struct {
 
 	// responses is the Responses API face's state (responses.go).
 	responses *responsesState
+
+	traffic traffic // serving.go
 }
 
 // New returns a Simulator with cfg's zero fields set to their defaults.
@@ -122,12 +124,16 @@ func New(cfg Config) *Simulator {
 }
 
 // Serve answers HTTP on ln until ctx ends, then shuts down, giving open
-// streams a few seconds before closing them.
+// streams a few seconds before closing them. It speaks HTTP/1.1 and h2c
+// (HTTP/2 without TLS, prior knowledge), and counts the connections it
+// accepts (Stats).
 func (s *Simulator) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		Protocols:         protocols(),
+		ConnState:         s.countConns,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

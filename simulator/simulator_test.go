@@ -731,6 +731,31 @@ func TestServe(t *testing.T) {
 	go func() { errc <- sim.Serve(ctx, ln) }()
 	c := &client{t: t, base: "http://" + ln.Addr().String() + simulator.ProjectPath, hc: &http.Client{}}
 	c.createAndRun("Call mom")
+	// HTTP/2 without TLS, prior knowledge, on the same listener.
+	h2c := &http.Transport{Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	(&client{t: t, base: c.base, hc: &http.Client{Transport: h2c}}).createAndRun("Call dad")
+
+	stats := func() simulator.Stats {
+		t.Helper()
+		resp, err := http.Get("http://" + ln.Addr().String() + simulator.StatsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var s simulator.Stats
+		if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stats: %d %v", resp.StatusCode, err)
+		}
+		return s
+	}
+	s := stats()
+	if s.Requests != 2 || s.HTTP2Requests != 1 || s.Connections != 2 || s != sim.Stats() {
+		t.Errorf("stats after runs over HTTP/1.1 and h2c: %+v (Stats() %+v)", s, sim.Stats())
+	}
+	if resp, err := http.Post("http://"+ln.Addr().String()+simulator.StatsPath, "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST stats: %v %v", resp, err)
+	}
 	cancel()
 	select {
 	case err := <-errc:

@@ -21,8 +21,13 @@ const DefaultMaxEventSize = 16 << 20
 // maximum event size.
 var ErrEventTooLarge = errors.New("sse: event too large")
 
+// A stream's buffer starts small and is grown for a long line (a run or
+// response object with the agent's instructions and tools runs to several
+// KiB), then given back once the line is read: most of a stream's life is
+// spent waiting for the next small delta, and thousands of streams wait at
+// once.
 const (
-	initialBufSize = 16 << 10
+	initialBufSize = 4 << 10
 	maxEmptyReads  = 100
 )
 
@@ -100,6 +105,11 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 func (r *Reader) Next() (Event, error) {
 	if r.fatal != nil {
 		return Event{}, r.fatal
+	}
+	// The last event, which may have needed a long copy, is no longer
+	// the caller's: keep no more than a small copy buffer.
+	if cap(r.dataBuf) > initialBufSize {
+		r.dataBuf = nil
 	}
 	for {
 		line, err := r.readLine()
@@ -274,6 +284,12 @@ func (r *Reader) fill() {
 		r.lfPos, r.lfScanned = shift(r.lfPos, r.lfScanned, r.start)
 		r.crPos, r.crScanned = shift(r.crPos, r.crScanned, r.start)
 		r.start, r.end = 0, n
+	}
+	if len(r.buf) > initialBufSize && r.end <= initialBufSize/2 {
+		// The long line that grew buf has been read: shrink it back.
+		nb := make([]byte, initialBufSize)
+		copy(nb, r.buf[:r.end])
+		r.buf = nb
 	}
 	if r.end == len(r.buf) {
 		if len(r.buf) >= r.max+2 { // room for a maximal line and its CRLF

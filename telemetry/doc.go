@@ -80,8 +80,10 @@
 // The cost is bounded by the run: about 400 bytes per chunk in memory plus
 // its text, released when the span is exported, and about 240 bytes per
 // chunk on the wire (a 5,000-chunk span encodes to 1.2 MB). Span batches
-// are kept small (16 spans) so that export requests stay under the 4 MiB a
-// gRPC receiver accepts by default; collectors that receive runs of tens of
+// are large (512 spans, so that thousands of captures ending at once are
+// exported, not dropped) and split into requests of at most 8,192 span
+// events (about 2 MB), so that requests stay under the 4 MiB a gRPC
+// receiver accepts by default; collectors that receive runs of tens of
 // thousands of chunks need a larger limit (the compose configuration in
 // dashboards/ sets 32 MiB).
 //

@@ -250,11 +250,13 @@ type Options struct {
 
 // Tuning of the span pipeline: spans are queued only when they end, so
 // the queue holds finished spans, never a capture's chunks; a full queue
-// drops spans rather than waiting. Batches are kept small because an
-// invoke_agent span of a long run carries every chunk.
+// drops spans rather than waiting. The queue holds a burst of thousands of
+// captures ending at once (six spans each); batches are large and split
+// into requests by their events (export.go), because an invoke_agent span
+// of a long run carries every chunk.
 const (
-	spanQueueSize     = 4096
-	spanExportBatch   = 16
+	spanQueueSize     = 16384
+	spanExportBatch   = 512
 	spanBatchTimeout  = 2 * time.Second
 	spanExportTimeout = 10 * time.Second
 	aiQueueSize       = appinsights.DefaultQueueSize
@@ -392,7 +394,7 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
-		opts = append(opts, sdktrace.WithBatcher(exp, bsp...))
+		opts = append(opts, sdktrace.WithBatcher(eventBoundedExporter{exp, maxEventsPerExport}, bsp...))
 	}
 	if s.Traces.Console {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(console))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
 )
 
@@ -35,6 +36,8 @@ type config struct {
 
 	// Agent is the agent captures run on (agent.go).
 	Agent agentConfig
+	// Upstream shapes the connections to it (upstream.go).
+	Upstream app.Upstream
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
@@ -82,6 +85,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.Keys = server.Keys{c.GeneratedKey: "default"}
 	}
 	if c.Agent, err = loadAgentConfig(getenv); err != nil {
+		return c, err
+	}
+	if c.Upstream, err = loadUpstream(getenv, c.Agent); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/app"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -96,5 +102,57 @@ func TestLoadConfigADK(t *testing.T) {
 	}
 	if c.Agent.API != apiADK || c.Agent.ADK.BaseURL != "http://127.0.0.1:8001" {
 		t.Fatalf("agent config %+v", c.Agent)
+	}
+}
+
+func TestLoadConfigUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		env       map[string]string
+		h2c       bool
+		idleConns int
+	}{
+		// The built-in simulator speaks h2c; other services negotiate.
+		{nil, true, app.DefaultIdleConns},
+		{map[string]string{"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64"}, false, 64},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, app.DefaultIdleConns},
+		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, app.DefaultIdleConns},
+	} {
+		c, err := loadConfig(env(tc.env))
+		if err != nil || c.Upstream.H2C != tc.h2c || c.Upstream.IdleConns != tc.idleConns {
+			t.Errorf("%v: upstream %+v, %v; want h2c %v, %d idle", tc.env, c.Upstream, err, tc.h2c, tc.idleConns)
+		}
+	}
+	for _, e := range []map[string]string{{"BRAINWIRE_UPSTREAM_H2C": "sometimes"}, {"BRAINWIRE_UPSTREAM_IDLE_CONNS": "lots"}} {
+		if _, err := loadConfig(env(e)); err == nil {
+			t.Errorf("%v: accepted", e)
+		}
+	}
+}
+
+// The profiles are served on their own listener, apart from the API.
+func TestServePprof(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &strings.Builder{}
+	stop, err := servePprof(ctx, "127.0.0.1:0", slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, url, ok := strings.Cut(logs.String(), "addr=")
+	if !ok {
+		t.Fatalf("log: %s", logs)
+	}
+	resp, err := http.Get(strings.TrimSpace(url) + "goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "goroutine profile:") {
+		t.Fatalf("%d %.200s", resp.StatusCode, b)
+	}
+	if _, err := servePprof(ctx, "not an address", slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("a bad address was accepted")
 	}
 }

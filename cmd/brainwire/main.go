@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/brainwire/brainwire/internal/logbuf"
 )
 
 func main() {
@@ -63,7 +65,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logger := newLogger(getenv("BRAINWIRE_LOG_FORMAT"), stderr)
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], getenv, stdout, logger)
+		// A server logs a line per reasoning chunk: batched, not a write
+		// each (logbuf), and all written out before serve returns.
+		lb := logbuf.New(stderr, 0, 0)
+		defer lb.Close()
+		return serve(ctx, args[1:], getenv, stdout, newLogger(getenv("BRAINWIRE_LOG_FORMAT"), lb))
 	case "sim":
 		return sim(ctx, args[1:], getenv, stdout, logger)
 	case "record":

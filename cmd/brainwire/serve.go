@@ -27,6 +27,13 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	if err != nil {
 		return err
 	}
+	if addr := getenv("BRAINWIRE_PPROF_ADDR"); addr != "" {
+		stop, err := servePprof(ctx, addr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	rec, err := setupRecording(ctx, getenv, log)
 	if err != nil {
 		return err
@@ -47,12 +54,13 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	srv, err := app.New(app.Config{
 		Keys:          cfg.Keys,
 		Agent:         b.agent,
+		Upstream:      cfg.Upstream,
 		Store:         b.store,
 		Blobs:         b.blobs,
 		Transcriber:   b.transcriber,
 		Telemetry:     tel.tel,
 		Recorder:      rec.recorder,
-		LogReasoning:  tel.content,
+		LogReasoning:  tel.logReasoning,
 		Logger:        log,
 		AgentName:     agentName,
 		AgentRefresh:  cfg.AgentRefresh,
@@ -87,13 +95,19 @@ func sim(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// How many conversations (threads, sessions) it keeps: a load test
+	// with more captures in flight than the default needs more.
+	maxThreads, err := envInt(getenv, "BRAINWIRE_SIM_MAX_THREADS", simulator.DefaultMaxThreads)
+	if err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", *addr, err)
 	}
 	printSimulatorEnv(stdout, "http://"+l.Addr().String())
 	log.Info("simulator listening", "addr", l.Addr().String())
-	return simulator.New(simulator.Config{ChunkDelay: delay}).Serve(ctx, l)
+	return simulator.New(simulator.Config{ChunkDelay: delay, MaxThreads: maxThreads}).Serve(ctx, l)
 }
 
 // printSimulatorEnv prints the variables that point serve at a simulator

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -20,10 +21,9 @@ const telemetryShutdownTimeout = 10 * time.Second
 // configured.
 type telemetrySetup struct {
 	tel *telemetry.Telemetry
-	// content is BRAINWIRE_CAPTURE_CONTENT: with it, reasoning chunks are
-	// also logged.
-	content bool
-	log     *slog.Logger
+	// logReasoning logs every reasoning chunk (logReasoningFromEnv).
+	logReasoning bool
+	log          *slog.Logger
 }
 
 // setupTelemetry configures telemetry from the environment (see
@@ -32,6 +32,10 @@ type telemetrySetup struct {
 // switch. With nothing configured everything is off and costs nothing.
 func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, log *slog.Logger) (*telemetrySetup, error) {
 	settings, err := telemetry.SettingsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	logReasoning, err := logReasoningFromEnv(getenv, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -49,14 +53,33 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 		// the log, rate-limited, instead of stderr on every attempt.
 		otel.SetErrorHandler(&telemetry.ErrorHandler{Logger: log})
 	}
-	logTelemetry(settings, log)
-	return &telemetrySetup{tel: tel, content: settings.CaptureContent, log: log}, nil
+	logTelemetry(settings, logReasoning, log)
+	return &telemetrySetup{tel: tel, logReasoning: logReasoning, log: log}, nil
+}
+
+// logReasoningFromEnv reads BRAINWIRE_LOG_REASONING: whether every
+// reasoning chunk is also a log line. auto (the default) logs them when
+// neither traces nor Application Insights receive them, so that the
+// reasoning is always somewhere without being paid for twice; true and
+// false say so. BRAINWIRE_CAPTURE_CONTENT=false turns it off in any case.
+func logReasoningFromEnv(getenv func(string) string, s telemetry.Settings) (bool, error) {
+	on := s.CaptureContent
+	switch v := strings.ToLower(strings.TrimSpace(getenv("BRAINWIRE_LOG_REASONING"))); v {
+	case "", "auto":
+		return on && s.Traces == nil && s.AppInsights == nil, nil
+	case "true", "1", "yes", "on":
+		return on, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("BRAINWIRE_LOG_REASONING: %q is not auto, true or false", v)
+	}
 }
 
 // agentName is the Classifier's display name, as the server records it.
 const agentName = "Classifier"
 
-func logTelemetry(s telemetry.Settings, log *slog.Logger) {
+func logTelemetry(s telemetry.Settings, logReasoning bool, log *slog.Logger) {
 	where := func(e *telemetry.Exporters) string {
 		switch {
 		case e == nil:
@@ -73,7 +96,7 @@ func logTelemetry(s telemetry.Settings, log *slog.Logger) {
 		ai = s.AppInsights.IngestionEndpoint
 	}
 	log.Info("telemetry", "traces", where(s.Traces), "metrics", where(s.Metrics), "application_insights", ai,
-		"capture_content", s.CaptureContent, "service_name", s.ServiceName)
+		"capture_content", s.CaptureContent, "log_reasoning", logReasoning, "service_name", s.ServiceName)
 }
 
 // shutdown flushes what telemetry still holds, within

@@ -103,10 +103,25 @@ func TestSetupTelemetryWiresServe(t *testing.T) {
 			if chunks < 3 || len(ingest.Messages("Reasoning chunk")) != chunks {
 				t.Errorf("%d chunk events, %d Application Insights traces", chunks, len(ingest.Messages("Reasoning chunk")))
 			}
-			if !strings.Contains(logs.String(), "reasoning chunk") {
-				t.Error("the reasoning log is gone with content capture on")
+			// The reasoning is in the traces: not paid for twice in the log.
+			if strings.Contains(logs.String(), "reasoning chunk") || !strings.Contains(logs.String(), "log_reasoning=false") {
+				t.Error("reasoning chunks logged by default with traces on")
 			}
 		})
+	}
+}
+
+// BRAINWIRE_LOG_REASONING=true logs the chunks beside the traces; false
+// keeps them out of the log with nothing else configured.
+func TestLogReasoningSetting(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	logs := telemetryServer(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint(), "BRAINWIRE_LOG_REASONING": "true"})
+	if !strings.Contains(logs.String(), "reasoning chunk") {
+		t.Errorf("BRAINWIRE_LOG_REASONING=true with traces on: no reasoning in the log:\n%s", logs)
+	}
+	logs = telemetryServer(t, map[string]string{"BRAINWIRE_LOG_REASONING": "false"})
+	if strings.Contains(logs.String(), "reasoning chunk") {
+		t.Errorf("BRAINWIRE_LOG_REASONING=false: reasoning in the log:\n%s", logs)
 	}
 }
 
@@ -128,7 +143,13 @@ func TestSetupTelemetryRejectsBadSettings(t *testing.T) {
 	_, err := setupTelemetry(context.Background(), config{}, func(k string) string {
 		return map[string]string{"BRAINWIRE_CAPTURE_CONTENT": "sometimes"}[k]
 	}, io.Discard, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "BRAINWIRE_CAPTURE_CONTENT") {
+	if err == nil {
+		t.Error("BRAINWIRE_CAPTURE_CONTENT=sometimes accepted")
+	}
+	_, err = setupTelemetry(context.Background(), config{}, func(k string) string {
+		return map[string]string{"BRAINWIRE_LOG_REASONING": "sometimes"}[k]
+	}, io.Discard, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "BRAINWIRE_LOG_REASONING") {
 		t.Errorf("error %v", err)
 	}
 }

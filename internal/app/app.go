@@ -14,6 +14,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/drain"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
@@ -30,8 +31,10 @@ type Config struct {
 	// went on the wire (redacted) and no trace header.
 	Agent func(rt http.RoundTripper) (brainwire.Provider, error)
 	// Transport carries the agent service's requests under everything
-	// else; NewTransport() when nil.
-	Transport   http.RoundTripper
+	// else; Upstream.Transport() when nil.
+	Transport http.RoundTripper
+	// Upstream shapes the transport New makes when Transport is nil.
+	Upstream    Upstream
 	Store       brainwire.Store
 	Blobs       brainwire.BlobStore
 	Transcriber brainwire.Transcriber
@@ -80,8 +83,10 @@ func New(cfg Config) (*server.Server, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = NewTransport()
+		rt = cfg.Upstream.Transport()
 	}
+	// Streams read to their end give their connection back (drain).
+	rt = drain.Transport(rt)
 	store := cfg.Store
 	var observers brainwire.Observers
 	var wrapTools func(brainwire.ToolSet) brainwire.ToolSet
@@ -139,16 +144,6 @@ func New(cfg Config) (*server.Server, error) {
 		NewID:         cfg.NewID,
 		Now:           cfg.Now,
 	})
-}
-
-// NewTransport returns the transport for the agent service: pooled
-// connections, bounded connection set-up and time to the first response
-// byte, and no overall timeout (runs stream for as long as the run
-// timeout allows).
-func NewTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = 30 * time.Second
-	return t
 }
 
 // Foundry returns the Agent of an Azure AI Foundry Agent Service project

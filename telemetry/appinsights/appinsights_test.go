@@ -130,21 +130,19 @@ func TestTrackNeverBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	// The endpoint holds every send until the test ends: a Track that
+	// waited on a send would never return, and the loop would hang.
 	accepted := 0
 	for range 10000 {
 		if e.TrackTrace(appinsights.Trace{Message: "Reasoning chunk"}) {
 			accepted++
 		}
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("10,000 tracks took %s", d)
-	}
 	st := e.Stats()
 	if st.DroppedQueueFull == 0 || st.Enqueued+st.DroppedQueueFull != 10000 || int(st.Enqueued) != accepted {
 		t.Errorf("stats %+v", st)
 	}
-	start = time.Now()
+	start := time.Now()
 	err = shutdown(t, e, 300*time.Millisecond)
 	if err == nil || time.Since(start) > 2*time.Second {
 		t.Errorf("shutdown: %v after %s; want a deadline error at once", err, time.Since(start))

@@ -1,0 +1,178 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Capture is how one capture went, as its phone saw it. Durations count
+// from the moment the capture was due to start (before its connection was
+// dialled), so that a server slow to accept shows.
+type Capture struct {
+	FirstByte time.Duration // first byte of the response body (STEP_START)
+	Outcome   time.Duration // the outcome event (CLASSIFIED, ..., or ERROR)
+	Complete  time.Duration // COMPLETE
+	// OutcomeType is the outcome event's type.
+	OutcomeType string
+	// Err is the kind of failure ("" when the stream reached COMPLETE
+	// without ERROR): short, stable texts that group well.
+	Err string
+}
+
+// phone runs captures against one server, each on its own connection.
+type phone struct {
+	addr    string // host:port
+	path    string
+	request []byte // the whole HTTP/1.1 request
+	dialer  net.Dialer
+	dials   *counter
+}
+
+func newPhone(addr, path, key, text string, dials *counter) (*phone, error) {
+	body, err := json.Marshal(map[string]string{"text": text})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n", path, addr, key, len(body))
+	b.Write(body)
+	return &phone{addr: addr, path: path, request: b.Bytes(), dials: dials}, nil
+}
+
+// capture runs one capture that was due at start, within timeout.
+func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Duration) Capture {
+	var c Capture
+	ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
+	defer cancel()
+	p.dials.add(1)
+	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		c.Err = "dial: " + errKind(err)
+		return c
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write(p.request); err != nil {
+		c.Err = "write request: " + errKind(err)
+		return c
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		c.Err = "read response: " + errKind(err)
+		return c
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.Err = "http " + strconv.Itoa(resp.StatusCode)
+		return c
+	}
+	c.readStream(bufio.NewReaderSize(resp.Body, 2048), start)
+	return c
+}
+
+// readStream reads capture-v2 events to COMPLETE and closes nothing: the
+// caller drops the connection right after COMPLETE, as the app does.
+func (c *Capture) readStream(r *bufio.Reader, start time.Time) {
+	first := true
+	for {
+		line, err := r.ReadSlice('\n')
+		if first && len(line) > 0 {
+			c.FirstByte, first = time.Since(start), false
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, bufio.ErrBufferFull):
+				c.Err = "stream: event line too long"
+			case c.Outcome == 0:
+				c.Err = "stream ended before the outcome: " + errKind(err)
+			default:
+				c.Err = "stream ended before COMPLETE: " + errKind(err)
+			}
+			return
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue // blank lines between events, keep-alive comments
+		}
+		typ := eventType(data)
+		switch typ {
+		case "STEP_START", "STEP_END":
+		case "CLASSIFIED", "LOW_CONFIDENCE", "MISUNDERSTOOD", "UNRESOLVED":
+			c.Outcome, c.OutcomeType = time.Since(start), typ
+		case "ERROR":
+			c.Outcome, c.OutcomeType = time.Since(start), typ
+			c.Err = "ERROR event: " + errorMessage(data)
+		case "COMPLETE":
+			c.Complete = time.Since(start)
+			if c.Outcome == 0 && c.Err == "" {
+				c.Err = "COMPLETE without an outcome"
+			}
+			return
+		default:
+			c.Err = "stream: unexpected event " + strconv.Quote(typ)
+			return
+		}
+	}
+}
+
+// eventType reads "type" from a capture-v2 event, which the server always
+// writes first.
+func eventType(data []byte) string {
+	const key = `{"type":"`
+	rest, ok := bytes.CutPrefix(data, []byte(key))
+	if !ok {
+		return ""
+	}
+	if i := bytes.IndexByte(rest, '"'); i >= 0 {
+		return string(rest[:i])
+	}
+	return ""
+}
+
+// errorMessage is an ERROR event's message, cut short so that kinds group.
+func errorMessage(data []byte) string {
+	var ev struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(data), &ev); err != nil {
+		return "(unreadable)"
+	}
+	const max = 100
+	if len(ev.Message) > max {
+		return ev.Message[:max] + "…"
+	}
+	return ev.Message
+}
+
+// errKind names a network error by what happened, without addresses or
+// ports, so that equal failures count as one kind.
+func errKind(err error) string {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	return err.Error()
+}

@@ -1,0 +1,311 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brainwire/brainwire/simulator"
+)
+
+// Process is a program Launch started, listening on Addr.
+type Process struct {
+	Name string
+	Addr string // host:port
+	Log  string // its standard error (and output, unless Stdout is set)
+	// Stdout is where its standard output went, when apart from Log.
+	Stdout string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // how it exited, once exited is closed
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Stop asks the process to end (SIGTERM) and kills it after grace.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s had already exited: %v (log %s)", p.Name, p.err, p.Log)
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %s: killed", p.Name, grace)
+	}
+}
+
+// startProcess runs argv with exactly env (nothing inherited), its
+// output in files under dir.
+func startProcess(name string, argv, env []string, dir string, separateStdout bool) (*Process, error) {
+	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	logf, err := os.Create(p.Log)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir, cmd.Stderr, cmd.Stdout = env, dir, logf, logf
+	var outf *os.File
+	if separateStdout {
+		p.Stdout = filepath.Join(dir, name+".out")
+		if outf, err = os.Create(p.Stdout); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		cmd.Stdout = outf
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		if outf != nil {
+			outf.Close()
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p.cmd = cmd
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		if outf != nil {
+			outf.Close()
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// waitReady polls ready until it succeeds, the process exits or timeout.
+func (p *Process) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited while starting: %v (log %s)", p.Name, p.err, p.Log)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s: %v (log %s)", p.Name, timeout, last, p.Log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func dialReady(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+}
+
+func httpReady(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := statsClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+// Faces of the simulator the server can run captures on.
+const (
+	FaceResponses = "responses" // the Responses API (the server's default)
+	FaceThreads   = "threads"   // the classic threads/runs API
+	FaceADK       = "adk"       // an ADK API server
+)
+
+// StackConfig says what Launch starts.
+type StackConfig struct {
+	// Brainwire is the brainwire binary; Self is this program, which runs
+	// the OTLP sink (SinkCommand) in a process of its own. SimBrainwire,
+	// when set, runs the simulator instead (to measure an older server
+	// against the same simulator).
+	Brainwire, Self, SimBrainwire string
+	// Dir holds the processes' logs and the server's data.
+	Dir string
+	// Face is the simulator face the server uses (FaceResponses when
+	// empty); ChunkDelay the simulator's pause before each chunk.
+	Face       string
+	ChunkDelay time.Duration
+	// Telemetry sends the server's traces and metrics over OTLP to the
+	// sink; off, the server has no telemetry.
+	Telemetry bool
+	// ServerEnv and SimEnv are added to each one's environment
+	// ("NAME=value").
+	ServerEnv, SimEnv []string
+}
+
+// SinkCommand is the argument that makes Self run the OTLP sink.
+const SinkCommand = "otlp-sink"
+
+// Stack is a server with its simulator and, with telemetry, an OTLP sink.
+type Stack struct {
+	Server, Sim, Sink *Process
+	Key               string
+	// StatsURL is the simulator's connection counts; "" when it has none.
+	StatsURL string
+}
+
+// Launch starts the simulator, the sink (with telemetry) and the server,
+// and waits until the server's /health answers 200.
+func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
+	st := &Stack{Key: "load-test-key-0123456789"}
+	defer func() {
+		if err != nil {
+			_, _ = st.Stop()
+		}
+	}()
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+
+	simAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	simEnv := append(append(base[:len(base):len(base)], "BRAINWIRE_SIM_CHUNK_DELAY="+cfg.ChunkDelay.String(),
+		// Every capture in flight keeps its conversation.
+		"BRAINWIRE_SIM_MAX_THREADS=100000"), cfg.SimEnv...)
+	simBin := cfg.Brainwire
+	if cfg.SimBrainwire != "" {
+		simBin = cfg.SimBrainwire
+	}
+	if st.Sim, err = startProcess("simulator", []string{simBin, "sim", "-addr", simAddr}, simEnv, cfg.Dir, false); err != nil {
+		return nil, err
+	}
+	st.Sim.Addr = simAddr
+	if err := st.Sim.waitReady(ctx, 30*time.Second, dialReady(simAddr)); err != nil {
+		return nil, err
+	}
+	simURL := "http://" + simAddr
+	if httpReady(simURL+simulator.StatsPath)(ctx) == nil {
+		st.StatsURL = simURL + simulator.StatsPath
+	}
+
+	env := append(base[:len(base):len(base)], "BRAINWIRE_API_KEYS="+st.Key+":load", "BRAINWIRE_DATA_DIR="+filepath.Join(cfg.Dir, "data"))
+	switch cfg.Face {
+	case "", FaceResponses:
+		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN=load",
+			"AZURE_AI_MODEL_DEPLOYMENT_NAME="+simulator.DefaultModel)
+	case FaceThreads:
+		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN=load",
+			"AZURE_AI_AGENT_ID="+simulator.DefaultAgentID)
+	case FaceADK:
+		env = append(env, "ADK_API_BASE_URL="+simURL, "ADK_APP_NAME="+simulator.DefaultADKApp)
+	default:
+		return nil, fmt.Errorf("load: %q is not a face (%s, %s or %s)", cfg.Face, FaceResponses, FaceThreads, FaceADK)
+	}
+	if cfg.Telemetry {
+		sinkAddr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		if st.Sink, err = startProcess("otlp-sink", []string{cfg.Self, SinkCommand, "-addr", sinkAddr}, base, cfg.Dir, true); err != nil {
+			return nil, err
+		}
+		st.Sink.Addr = sinkAddr
+		if err := st.Sink.waitReady(ctx, 30*time.Second, dialReady(sinkAddr)); err != nil {
+			return nil, err
+		}
+		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
+	}
+	env = append(env, cfg.ServerEnv...)
+
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, "BRAINWIRE_ADDR="+addr)
+	if st.Server, err = startProcess("server", []string{cfg.Brainwire, "serve"}, env, cfg.Dir, false); err != nil {
+		return nil, err
+	}
+	st.Server.Addr = addr
+	if err := st.Server.waitReady(ctx, 60*time.Second, httpReady("http://"+addr+"/health")); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Stop stops the server (which flushes its telemetry), then the sink and
+// the simulator, and returns what the sink received.
+func (st *Stack) Stop() (*SinkStats, error) {
+	var errs []error
+	for _, p := range []*Process{st.Server, st.Sink, st.Sim} {
+		if p != nil {
+			if err := p.Stop(90 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	var stats *SinkStats
+	if st.Sink != nil && st.Sink.Stdout != "" {
+		s, err := readSinkStats(st.Sink.Stdout)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		stats = s
+	}
+	return stats, errors.Join(errs...)
+}
+
+// readSinkStats reads the last JSON line the sink printed.
+func readSinkStats(path string) (*SinkStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var last string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "{") {
+			last = line
+		}
+	}
+	if last == "" {
+		return nil, fmt.Errorf("the OTLP sink printed no stats (%s)", path)
+	}
+	var s SinkStats
+	if err := json.Unmarshal([]byte(last), &s); err != nil {
+		return nil, fmt.Errorf("the OTLP sink's stats: %w", err)
+	}
+	return &s, nil
+}

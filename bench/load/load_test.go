@@ -1,0 +1,150 @@
+package load_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire/bench/load"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/localblob"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/telemetry"
+)
+
+const key = "load-test-key-0123456789"
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestRunMeasuresARealServer drives two rounds of captures against a
+// server wired as serve wires it, with OTLP export to the sink, over h2c
+// to the simulator on a real listener. The server runs in this process,
+// which the run then measures as the server: the figures must be there
+// and agree with what the phones, the simulator and the sink saw.
+func TestRunMeasuresARealServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	sim := simulator.New(simulator.Config{ChunkDelay: time.Millisecond})
+	simL := listen(t)
+	simDone := make(chan error, 1)
+	go func() { simDone <- sim.Serve(ctx, simL) }()
+
+	sink := load.NewSink()
+	sinkL := listen(t)
+	go sink.Serve(sinkL)
+	defer sink.Stop()
+
+	tel, err := telemetry.Start(ctx, telemetry.Settings{ServiceName: "brainwire", CaptureContent: true,
+		Traces: &telemetry.Exporters{OTLP: "http://" + sinkL.Addr().String()}}, telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	blobs, err := localblob.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids atomic.Int64
+	srv, err := app.New(app.Config{
+		Keys: server.Keys{key: "load"},
+		Agent: app.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
+		Upstream:  app.Upstream{H2C: true},
+		Store:     st,
+		Blobs:     blobs,
+		Telemetry: tel,
+		KeepAlive: -1,
+		NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phones := httptest.NewServer(srv.Handler())
+	defer phones.Close()
+
+	const n, chunks = 30, 8
+	var progress []int
+	rep, err := load.Run(ctx, load.Config{
+		Addr: strings.TrimPrefix(phones.URL, "http://"), Key: key,
+		Text: fmt.Sprintf("Call mom about her birthday on Sunday #long:%d", chunks),
+		N:    n, Rounds: 2, Ramp: 100 * time.Millisecond, Timeout: 30 * time.Second, Settle: -1,
+		Server:        os.Getpid(),
+		UpstreamStats: "http://" + simL.Addr().String() + simulator.StatsPath,
+		Progress:      func(r load.Round) { progress = append(progress, r.Index) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rounds) != 2 || len(progress) != 2 || rep.ServerIdleRSS <= 0 || rep.ServerFDLimit == "" {
+		t.Fatalf("report %+v, progress %v", rep, progress)
+	}
+	for _, r := range rep.Rounds {
+		if r.ErrorCount() != 0 || r.Outcomes["CLASSIFIED"] != n || r.Complete.Count != n || r.FirstByte.Count != n {
+			t.Fatalf("round %d: errors %v, outcomes %v, %d complete", r.Index, r.Errors, r.Outcomes, r.Complete.Count)
+		}
+		if q := r.Outcome; q.P50 <= 0 || q.P50 > q.P99 || q.P99 > q.Max || r.Complete.P50 < q.P50 {
+			t.Errorf("round %d: outcome quantiles %+v, COMPLETE %+v", r.Index, q, r.Complete)
+		}
+		if !r.Server.Measured || r.Server.CPU <= 0 || r.Server.PeakRSS <= 0 || r.Server.PeakFDs <= 0 || r.PeakStreams < 1 || r.PeakStreams > n {
+			t.Errorf("round %d: server %+v, peak streams %d", r.Index, r.Server, r.PeakStreams)
+		}
+		if r.UpstreamConnsFrom != "simulator" || r.UpstreamRequests < 2*n || r.UpstreamHTTP2 != r.UpstreamRequests || r.Dials != n {
+			t.Errorf("round %d: upstream %d connections, %d requests (%d HTTP/2), %d dials", r.Index, r.UpstreamConns, r.UpstreamRequests, r.UpstreamHTTP2, r.Dials)
+		}
+	}
+	if c := rep.Rounds[1].UpstreamConns; c != 0 {
+		t.Errorf("a warm round over h2c opened %d upstream connections", c)
+	}
+	var out strings.Builder
+	rep.Print(&out)
+	if !strings.Contains(out.String(), "round 2 (steady state)") || !strings.Contains(out.String(), "per capture") {
+		t.Errorf("printed report:\n%s", out.String())
+	}
+
+	// Every capture's spans reach the sink, with every reasoning chunk
+	// as an event, counted from the OTLP bytes.
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := sink.Stats()
+	t.Logf("sink %+v; %s", s, rep.Rounds[1].Row(rep.ServerIdleRSS))
+	if s.Malformed != 0 || s.TraceRequests == 0 || s.Spans < 2*n || s.ChunksDeclared < 2*n*chunks || s.ChunkEvents != s.ChunksDeclared || s.DroppedEvents != 0 {
+		t.Errorf("sink: %+v", s)
+	}
+	cancel()
+	if err := <-simDone; err != nil {
+		t.Error(err)
+	}
+}
+
+// A load run drives local servers only.
+func TestRunRefusesARemoteServer(t *testing.T) {
+	for _, addr := range []string{"192.0.2.1:443", "example.invalid:80", "nohost"} {
+		if _, err := load.Run(context.Background(), load.Config{Addr: addr, N: 1}); err == nil {
+			t.Errorf("%s: no error", addr)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package cosmos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -222,31 +221,7 @@ func (f *faults) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fixMissingDocRead(req, resp)
-}
-
-// fixMissingDocRead works around a cosmosdb-server 0.13.4 bug: a point
-// read of a missing document with a partition key header dereferences the
-// missing document and answers 500 "Cannot read properties of undefined"
-// where the service answers 404. It rewrites exactly that answer to the
-// service's.
-func fixMissingDocRead(req *http.Request, resp *http.Response) (*http.Response, error) {
-	if req.Method != http.MethodGet || resp.StatusCode != http.StatusInternalServerError || !strings.Contains(req.URL.Path, "/docs/") {
-		return resp, nil
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if bytes.Contains(body, []byte("Cannot read properties of undefined")) {
-		notFound := []byte(`{"code":"NotFound","message":"Entity with the specified id does not exist in the system."}`)
-		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
-		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(notFound)), int64(len(notFound))
-		resp.Header.Del("Content-Length")
-	}
-	return resp, nil
+	return npmtest.FixCosmosRead(req, resp)
 }
 
 // textLogger logs as text into w, for assertions on what was logged.

@@ -225,7 +225,13 @@ func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem,
 	if err := s.replaceItem(ctx, item, etag); err != nil {
 		cctx, cancel := s.detached(ctx)
 		defer cancel()
-		if rerr := s.replace(cctx, c, pk, rec.ID, oldRec, "", "restoring "+doing, "bucket record"); rerr != nil {
+		rerr := s.replace(cctx, c, pk, rec.ID, oldRec, "", "restoring "+doing, "bucket record")
+		if statusOf(rerr) == http.StatusNotFound {
+			// The request that changed the item moved the record on
+			// and deleted this one: nothing of this request is left.
+			return brainwire.InboxItem{}, err
+		}
+		if rerr != nil {
 			s.log.ErrorContext(ctx, "cosmos: could not restore bucket record after a failed recategorize",
 				"user_id", item.UserID, "bucket", rec.Bucket, "record_id", rec.ID, "error", rerr)
 			return brainwire.InboxItem{}, errors.Join(err, rerr)

@@ -26,12 +26,14 @@ import (
 const cosmosKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 
 // startCosmos runs the Cosmos DB emulator for the test and returns its
-// endpoint.
+// endpoint (through npmtest.CosmosProxy).
 func startCosmos(t *testing.T) string {
 	t.Helper()
 	// The bundled TLS certificate expired in 2021: plain HTTP only.
 	srv := npmtest.Start(t, "cosmosdb-server", "--port", "{port}", "--host", "127.0.0.1", "--no-ssl")
-	return "http://" + srv.Addr
+	// A read of a document another replica has just deleted must be the
+	// service's 404, not the emulator's 500.
+	return npmtest.CosmosProxy(t, srv.Addr)
 }
 
 // replica is one `brainwire serve` process, in-process: what serve

@@ -164,6 +164,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 		encoder: enc,
 		stream:  stream,
 		obs:     obs,
+		client:  r.Context(),
 		// A client that cannot be written to is gone: stop the run.
 		onWriteError: cancel,
 		onOutcome:    func(res *brainwire.CaptureResult) { res.TimeToOutcome = s.cfg.Now().Sub(start) },
@@ -187,12 +188,11 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 			break
 		}
 	}
-	// A client that left before COMPLETE went away; one that hangs up
-	// right after it (as the app does) did not, though by the time the
-	// run is logged its request has ended either way.
-	wentAway := r.Context().Err() != nil
 	p.emit(p.adapter.Finish(runErr, p.events[:0]))
-	wentAway = wentAway || p.writeFailed
+	// A client that left before COMPLETE was sent went away; one that
+	// hangs up right after it (as the app does) did not, though by the
+	// time the run is logged its request has ended either way.
+	wentAway := p.leftEarly || p.writeFailed || (!p.completed && r.Context().Err() != nil)
 	res := *p.adapter.Result()
 	obs.End(res)
 	if c.FollowUp != nil {
@@ -224,15 +224,22 @@ type pipeline struct {
 
 	events []brainwire.CaptureEvent // reused between calls
 	buf    []byte                   // reused between calls
-	// writeFailed is set once a write to the client failed: it is gone.
-	writeFailed bool
+	// client is the request's context, done once the client has gone.
+	// writeFailed is set once a write to the client failed: it is gone;
+	// completed once COMPLETE was written, leftEarly if the client had
+	// gone by the time it was to be.
+	client                            context.Context
+	writeFailed, completed, leftEarly bool
 }
 
 func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 	p.events = evs
 	p.buf = p.buf[:0]
+	complete := false
 	for _, ev := range evs {
 		switch ev.Type {
+		case brainwire.CaptureComplete:
+			complete = true
 		case brainwire.CaptureOutcome:
 			p.onOutcome(ev.Result)
 		case brainwire.CaptureError:
@@ -244,8 +251,13 @@ func (p *pipeline) emit(evs []brainwire.CaptureEvent) {
 	if len(p.buf) == 0 {
 		return
 	}
+	if complete && p.client.Err() != nil {
+		p.leftEarly = true
+	}
 	if err := p.stream.write(p.buf); err != nil {
 		p.writeFailed = true
 		p.onWriteError()
+		return
 	}
+	p.completed = p.completed || complete
 }

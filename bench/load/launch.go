@@ -108,8 +108,8 @@ func (p *Process) waitReady(ctx context.Context, timeout time.Duration, ready fu
 	}
 }
 
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr() (string, error) {
+// FreeAddr is a loopback address with a port nothing listens on now.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -197,7 +197,7 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	}()
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
 
-	simAddr, err := freeAddr()
+	simAddr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, fmt.Errorf("load: %q is not a face (%s, %s or %s)", cfg.Face, FaceResponses, FaceThreads, FaceADK)
 	}
 	if cfg.Telemetry {
-		sinkAddr, err := freeAddr()
+		sinkAddr, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +249,7 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	}
 	env = append(env, cfg.ServerEnv...)
 
-	addr, err := freeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}

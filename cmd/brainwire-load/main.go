@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		var pprofAddr string
 		if *profile != "" {
-			if pprofAddr, err = freeAddr(); err != nil {
+			if pprofAddr, err = load.FreeAddr(); err != nil {
 				return err
 			}
 			stack.ServerEnv = append(stack.ServerEnv, "BRAINWIRE_PPROF_ADDR="+pprofAddr)
@@ -169,15 +169,6 @@ func build(ctx context.Context, dir string, stderr io.Writer) (string, error) {
 		return "", fmt.Errorf("building brainwire (or pass -brainwire): %w", err)
 	}
 	return out, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // profiler takes the server's profiles during the last round: CPU over

@@ -23,8 +23,8 @@ func (l *loopReader) Read(p []byte) (int, error) {
 
 // BenchmarkDecodeTextDelta decodes one text delta event after another,
 // the steady state of a reasoning stream, in the layout the service
-// sends: a token-sized delta (lf and crlf), and one with escapes (the
-// general scanner's path).
+// sends: a token-sized delta (lf and crlf), and one with escapes, which
+// are unquoted.
 func BenchmarkDecodeTextDelta(b *testing.B) {
 	frame := "event: response.reasoning_summary_text.delta\n" +
 		`data: {"type":"response.reasoning_summary_text.delta","sequence_number":412,"item_id":"rs_67ccd2bf1e7c8190a2e1","output_index":0,"summary_index":0,"delta":" current","obfuscation":"q3ZtA1x"}` + "\n\n"

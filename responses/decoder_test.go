@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/jsonscan"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/sse"
 )
@@ -469,7 +470,8 @@ func FuzzDeltaPayload(f *testing.F) {
 	seedsFromTestdata(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got, want deltaPayload
-		_, errGot := scanDelta(data, &got, nil)
+		var sc jsonscan.Scanner
+		_, errGot := scanDelta(&sc, data, &got, nil)
 		errWant := jsonPayloads{}.delta(data, &want)
 		if (errGot == nil) != (errWant == nil) {
 			t.Fatalf("%q: scanner error %v, encoding/json error %v", data, errGot, errWant)

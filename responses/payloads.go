@@ -1,6 +1,10 @@
 package responses
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/brainwire/brainwire/internal/jsonscan"
+)
 
 // payloads reads the event payloads the decoder acts on. scanPayloads is
 // the decoder's; the tests' encoding/json reference (jsonPayloads) reads
@@ -21,12 +25,13 @@ type payloads interface {
 // which repeats every text the response streamed, is validated and
 // skipped but for its function calls.
 type scanPayloads struct {
+	sc      jsonscan.Scanner // text deltas
 	scratch []byte
 }
 
 func (p *scanPayloads) delta(data []byte, dp *deltaPayload) error {
 	var err error
-	p.scratch, err = scanDelta(data, dp, p.scratch)
+	p.scratch, err = scanDelta(&p.sc, data, dp, p.scratch)
 	return err
 }
 

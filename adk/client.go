@@ -127,8 +127,8 @@ func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, 
 	}
 	if s.ID == "" {
 		return Session{}, &upstreamError{
-			msg: "the agent server created a session without an id",
-			err: fmt.Errorf("creating a session of %s with %s: the answer has no id", user, app),
+			Msg: "the agent server created a session without an id",
+			Err: fmt.Errorf("creating a session of %s with %s: the answer has no id", user, app),
 		}
 	}
 	return s, nil
@@ -163,8 +163,8 @@ func (c *Client) RunSSE(ctx context.Context, req RunSSERequest, invocationID str
 			defer resp.Body.Close()
 			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 			return nil, &upstreamError{
-				msg: "the agent server did not answer with an event stream",
-				err: fmt.Errorf("running %s on session %s: expected an event stream, got %s: %s", req.AppName, req.SessionID, mt, bodyText(snippet)),
+				Msg: "the agent server did not answer with an event stream",
+				Err: fmt.Errorf("running %s on session %s: expected an event stream, got %s: %s", req.AppName, req.SessionID, mt, bodyText(snippet)),
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (c *Client) do(ctx context.Context, method, url string, body, out any) erro
 		return readAPIError(resp)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return &upstreamError{msg: "the agent server answered with malformed JSON", err: fmt.Errorf("decoding response: %w", err)}
+		return &upstreamError{Msg: "the agent server answered with malformed JSON", Err: fmt.Errorf("decoding response: %w", err)}
 	}
 	return nil
 }

@@ -125,11 +125,11 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 			}
 			var bad *malformedError
 			if errors.As(err, &bad) {
-				return d.fail(&upstreamError{msg: "the agent server sent an event brainwire cannot read",
-					err: fmt.Errorf("session %s: %w", d.sessionID, err)})
+				return d.fail(&upstreamError{Msg: "the agent server sent an event brainwire cannot read",
+					Err: fmt.Errorf("session %s: %w", d.sessionID, err)})
 			}
-			return d.fail(&upstreamError{msg: "the agent server's event stream broke off",
-				err: fmt.Errorf("reading events of session %s: %w", d.sessionID, err)})
+			return d.fail(&upstreamError{Msg: "the agent server's event stream broke off",
+				Err: fmt.Errorf("reading events of session %s: %w", d.sessionID, err)})
 		}
 		if ev.InvocationID != "" {
 			d.invoID = ev.InvocationID
@@ -170,8 +170,8 @@ func (d *Decoder) end(err error) (brainwire.Event, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return d.fail(&upstreamError{msg: "the agent server's event stream ended before the agent finished",
-			err: fmt.Errorf("event stream of session %s ended before the agent's turn did: %w", d.sessionID, err)})
+		return d.fail(&upstreamError{Msg: "the agent server's event stream ended before the agent finished",
+			Err: fmt.Errorf("event stream of session %s ended before the agent's turn did: %w", d.sessionID, err)})
 	}
 	d.err = io.EOF
 	switch {
@@ -264,8 +264,8 @@ func (d *Decoder) aggregated(ev *Event) error {
 		if !slices.Contains(ev.LongRunningToolIDs, fc.ID) {
 			if d.clientTools[fc.Name] {
 				return &upstreamError{
-					msg: fmt.Sprintf("the agent ran %s itself instead of handing it over: declare it as a long-running tool", fc.Name),
-					err: fmt.Errorf("session %s: the agent called %s (%s) as a tool it runs itself, not a long-running one", d.sessionID, fc.Name, fc.ID),
+					Msg: fmt.Sprintf("the agent ran %s itself instead of handing it over: declare it as a long-running tool", fc.Name),
+					Err: fmt.Errorf("session %s: the agent called %s (%s) as a tool it runs itself, not a long-running one", d.sessionID, fc.Name, fc.ID),
 				}
 			}
 			continue

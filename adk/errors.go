@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
@@ -17,7 +18,7 @@ const maxErrorBody = 64 << 10
 
 // maxErrorText bounds the text kept from a body or frame that is not the
 // expected JSON.
-const maxErrorText = 512
+const maxErrorText = agenterr.MaxText
 
 // APIError is a non-2xx answer of the API server. FastAPI answers
 // {"detail": "<message>"}, or for a body that fails validation (422)
@@ -92,27 +93,9 @@ func detailText(raw []byte) string {
 	return bodyText(raw)
 }
 
-// bodyText is the start of a body that is not the expected JSON, as a
-// message.
-func bodyText(b []byte) string {
-	return textcut.Ellipsis(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), maxErrorText)
-}
+// bodyText is the start of a body that is not the expected JSON.
+var bodyText = agenterr.BodyText
 
-// upstreamError marks a failure of the agent server (a broken or
-// malformed stream, a run that cannot go on) with the brainwire code
-// EUpstream and a message fit for people, keeping the cause in the chain.
-type upstreamError struct {
-	msg string
-	err error
-}
-
-func (e *upstreamError) Error() string { return e.err.Error() }
-func (e *upstreamError) Unwrap() error { return e.err }
-
-func (e *upstreamError) As(target any) bool {
-	t, ok := target.(**brainwire.Error)
-	if ok {
-		*t = &brainwire.Error{Code: brainwire.EUpstream, Message: e.msg}
-	}
-	return ok
-}
+// upstreamError marks a failure of the agent server with the brainwire
+// code EUpstream and a message fit for people, keeping the cause.
+type upstreamError = agenterr.Error

@@ -82,8 +82,8 @@ func (p *Provider) Ping(ctx context.Context) error {
 	}
 	if !slices.Contains(apps, p.app) {
 		return &upstreamError{
-			msg: fmt.Sprintf("the agent server does not serve the app %s", p.app),
-			err: fmt.Errorf("the ADK API server lists %q, not %s", apps, p.app),
+			Msg: fmt.Sprintf("the agent server does not serve the app %s", p.app),
+			Err: fmt.Errorf("the ADK API server lists %q, not %s", apps, p.app),
 		}
 	}
 	return nil
@@ -166,8 +166,8 @@ func (r *runner) run(ctx context.Context) error {
 			return nil // the turn ended; the stream said how
 		case round >= r.p.maxToolRounds:
 			return &upstreamError{
-				msg: "the agent kept asking for tools",
-				err: fmt.Errorf("session %s: the agent handed tool calls over more than %d times", r.sessionID, r.p.maxToolRounds),
+				Msg: "the agent kept asking for tools",
+				Err: fmt.Errorf("session %s: the agent handed tool calls over more than %d times", r.sessionID, r.p.maxToolRounds),
 			}
 		}
 		results := brainwire.CallTools(ctx, r.req.Tools, calls)

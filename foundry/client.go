@@ -423,8 +423,8 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 			defer resp.Body.Close()
 			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 			return nil, &upstreamError{
-				msg: "the agent service did not answer with an event stream",
-				err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
+				Msg: "the agent service did not answer with an event stream",
+				Err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
 			}
 		}
 	}

@@ -85,12 +85,12 @@ func TestAPIErrorBodies(t *testing.T) {
 		want foundry.APIError
 	}{
 		{"full", foundrytest.JSON(429, `{"error":{"message":"Too many","type":"rate_limit","param":"x","code":"429"}}`),
-			foundry.APIError{StatusCode: 429, Message: "Too many", Type: "rate_limit", Param: "x", Code: "429"}},
+			foundry.APIError{Service: "foundry", StatusCode: 429, Message: "Too many", Type: "rate_limit", Param: "x", Code: "429"}},
 		{"nulls and numbers", foundrytest.JSON(400, `{"error":{"message":"Bad","type":null,"param":null,"code":400}}`),
-			foundry.APIError{StatusCode: 400, Message: "Bad", Code: "400"}},
-		{"error string", foundrytest.JSON(403, `{"error":"Forbidden"}`), foundry.APIError{StatusCode: 403, Message: "Forbidden"}},
-		{"empty", foundrytest.Raw(503, "text/plain", ""), foundry.APIError{StatusCode: 503}},
-		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{StatusCode: 500, Message: long[:512] + "…"}},
+			foundry.APIError{Service: "foundry", StatusCode: 400, Message: "Bad", Code: "400"}},
+		{"error string", foundrytest.JSON(403, `{"error":"Forbidden"}`), foundry.APIError{Service: "foundry", StatusCode: 403, Message: "Forbidden"}},
+		{"empty", foundrytest.Raw(503, "text/plain", ""), foundry.APIError{Service: "foundry", StatusCode: 503}},
+		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{Service: "foundry", StatusCode: 500, Message: long[:512] + "…"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

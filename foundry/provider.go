@@ -167,18 +167,18 @@ func (r *runner) run(ctx context.Context) error {
 				return nil
 			}
 			return &upstreamError{
-				msg: "the agent service ended the stream before the run finished",
-				err: fmt.Errorf("stream of run %s ended while the run was %q", r.runID, r.status),
+				Msg: "the agent service ended the stream before the run finished",
+				Err: fmt.Errorf("stream of run %s ended while the run was %q", r.runID, r.status),
 			}
 		case round >= r.p.maxToolRounds:
 			return &upstreamError{
-				msg: "the agent kept asking for tools",
-				err: fmt.Errorf("run %s asked for tools more than %d times", r.runID, r.p.maxToolRounds),
+				Msg: "the agent kept asking for tools",
+				Err: fmt.Errorf("run %s asked for tools more than %d times", r.runID, r.p.maxToolRounds),
 			}
 		case len(calls) == 0:
 			return &upstreamError{
-				msg: "the agent asked for an action this service cannot take",
-				err: fmt.Errorf("run %s requires action but asked for no function calls", r.runID),
+				Msg: "the agent asked for an action this service cannot take",
+				Err: fmt.Errorf("run %s requires action but asked for no function calls", r.runID),
 			}
 		}
 
@@ -253,8 +253,8 @@ func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, sawError bool, 
 				return calls, sawError, nil
 			}
 			return nil, sawError, &upstreamError{
-				msg: "the agent service's event stream broke off",
-				err: fmt.Errorf("reading events of run %s: %w", r.runIDOr(s), err),
+				Msg: "the agent service's event stream broke off",
+				Err: fmt.Errorf("reading events of run %s: %w", r.runIDOr(s), err),
 			}
 		}
 		if ev.ThreadID != "" {

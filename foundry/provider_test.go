@@ -304,17 +304,17 @@ func TestRunAPIErrors(t *testing.T) {
 		{
 			name: "json",
 			resp: foundrytest.Error(http.StatusBadRequest, "invalid_request", "No assistant found with id 'asst_classifier'."),
-			want: foundry.APIError{StatusCode: 400, Code: "invalid_request", Message: "No assistant found with id 'asst_classifier'.", Type: "invalid_request_error"},
+			want: foundry.APIError{Service: "foundry", StatusCode: 400, Code: "invalid_request", Message: "No assistant found with id 'asst_classifier'.", Type: "invalid_request_error"},
 		},
 		{
 			name: "not json",
 			resp: foundrytest.Raw(http.StatusBadGateway, "text/html", "<html>Bad gateway</html>"),
-			want: foundry.APIError{StatusCode: 502, Message: "<html>Bad gateway</html>"},
+			want: foundry.APIError{Service: "foundry", StatusCode: 502, Message: "<html>Bad gateway</html>"},
 		},
 		{
 			name: "top-level message",
 			resp: foundrytest.JSON(http.StatusUnauthorized, `{"statusCode":401,"message":"Access denied due to invalid subscription key."}`),
-			want: foundry.APIError{StatusCode: 401, Message: "Access denied due to invalid subscription key."},
+			want: foundry.APIError{Service: "foundry", StatusCode: 401, Message: "Access denied due to invalid subscription key."},
 		},
 	}
 	for _, tt := range tests {

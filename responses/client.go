@@ -133,8 +133,8 @@ func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
 		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
 	}
 	if conv.ID == "" {
-		return Conversation{}, &upstreamError{msg: "the agent service created a conversation without an id",
-			err: errors.New("creating a conversation: the answer has no id")}
+		return Conversation{}, &upstreamError{Msg: "the agent service created a conversation without an id",
+			Err: errors.New("creating a conversation: the answer has no id")}
 	}
 	return conv, nil
 }
@@ -238,8 +238,8 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 			defer resp.Body.Close()
 			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 			return nil, &upstreamError{
-				msg: "the agent service did not answer with an event stream",
-				err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
+				Msg: "the agent service did not answer with an event stream",
+				Err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
 			}
 		}
 	}
@@ -262,7 +262,7 @@ func (c *Client) do(ctx context.Context, method, url string, body, out any) erro
 		return readAPIError(resp)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return &upstreamError{msg: "the agent service's answer was not understood", err: fmt.Errorf("decoding response: %w", err)}
+		return &upstreamError{Msg: "the agent service's answer was not understood", Err: fmt.Errorf("decoding response: %w", err)}
 	}
 	return nil
 }

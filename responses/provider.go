@@ -227,13 +227,13 @@ func (r *runner) run(ctx context.Context) error {
 			return nil
 		case r.status != brainwire.RunRequiresAction:
 			return &upstreamError{
-				msg: "the agent service ended the stream before the response finished",
-				err: fmt.Errorf("stream of response %s ended while it was %q", r.responseIDOr(), r.status),
+				Msg: "the agent service ended the stream before the response finished",
+				Err: fmt.Errorf("stream of response %s ended while it was %q", r.responseIDOr(), r.status),
 			}
 		case round >= r.p.cfg.MaxToolRounds:
 			return &upstreamError{
-				msg: "the agent kept asking for tools",
-				err: fmt.Errorf("response %s asked for tools %d times in one run", r.responseID, r.p.cfg.MaxToolRounds),
+				Msg: "the agent kept asking for tools",
+				Err: fmt.Errorf("response %s asked for tools %d times in one run", r.responseID, r.p.cfg.MaxToolRounds),
 			}
 		}
 
@@ -289,8 +289,8 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 	case id == "":
 	case strings.HasPrefix(id, "thread_"):
 		return CreateResponseRequest{}, &upstreamError{
-			msg: "this capture's conversation belongs to the classic Agents API and cannot be continued here",
-			err: fmt.Errorf("conversation %s is a threads/runs thread; the Responses API cannot continue it", id),
+			Msg: "this capture's conversation belongs to the classic Agents API and cannot be continued here",
+			Err: fmt.Errorf("conversation %s is a threads/runs thread; the Responses API cannot continue it", id),
 		}
 	case strings.HasPrefix(id, "resp_") || (chaining == ChainPreviousResponse && !strings.HasPrefix(id, "conv_")):
 		prev, err := r.p.client.GetResponse(ctx, id)
@@ -352,8 +352,8 @@ func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, err error) {
 		}
 		if err != nil {
 			return nil, &upstreamError{
-				msg: "the agent service's event stream broke off",
-				err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
+				Msg: "the agent service's event stream broke off",
+				Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
 			}
 		}
 		if ev.RunID != "" {

@@ -1,25 +1,23 @@
 package adk
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 // Client calls an ADK API server (`adk api_server`): its session routes,
 // /list-apps and /run_sse. It is safe for concurrent use.
 type Client struct {
 	base string // scheme, host and escaped path prefix, without a trailing slash
-	hc   *http.Client
+	api  agenthttp.Client
 }
 
 // NewClient returns a client for the API server at baseURL
@@ -43,7 +41,8 @@ func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: u.Scheme + "://" + u.Host + u.EscapedPath(), hc: hc}, nil
+	return &Client{base: u.Scheme + "://" + u.Host + u.EscapedPath(),
+		api: agenthttp.Client{HTTP: hc, Who: "the agent server", ReadError: func(r *http.Response) error { return readAPIError(r) }}}, nil
 }
 
 // Session is an ADK session: one conversation of one user with one app.
@@ -141,36 +140,14 @@ func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, 
 // the request, which stops the run on the server.
 func (c *Client) RunSSE(ctx context.Context, req RunSSERequest, invocationID string) (*Stream, error) {
 	ctx, cancel := context.WithCancel(op(ctx, OpRunSSE, req.SessionID, invocationID))
-	hr, err := c.newRequest(ctx, http.MethodPost, c.url("run_sse"), req)
+	body, err := c.api.Stream(ctx, c.url("run_sse"), req)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, err)
 	}
-	hr.Header.Set("Accept", "text/event-stream")
-	resp, err := c.hc.Do(hr)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer cancel()
-		defer resp.Body.Close()
-		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, readAPIError(resp))
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
-			defer cancel()
-			defer resp.Body.Close()
-			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-			return nil, &upstreamError{
-				Msg: "the agent server did not answer with an event stream",
-				Err: fmt.Errorf("running %s on session %s: expected an event stream, got %s: %s", req.AppName, req.SessionID, mt, bodyText(snippet)),
-			}
-		}
-	}
-	d := NewDecoder(resp.Body)
+	d := NewDecoder(body)
 	d.SetSession(req.SessionID, invocationID)
-	return &Stream{Decoder: d, body: resp.Body, cancel: cancel}, nil
+	return &Stream{Decoder: d, body: body, cancel: cancel}, nil
 }
 
 // Stream is a /run_sse response. Read it with Next until io.EOF or an
@@ -199,46 +176,7 @@ func (c *Client) url(segments ...string) string {
 	return b.String()
 }
 
-func (c *Client) newRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding request body: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
-}
-
 // do sends a JSON request and decodes the JSON answer into out.
 func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	req, err := c.newRequest(ctx, method, url, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return readAPIError(resp)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return &upstreamError{Msg: "the agent server answered with malformed JSON", Err: fmt.Errorf("decoding response: %w", err)}
-	}
-	return nil
+	return c.api.Do(ctx, method, url, body, out)
 }
-
-// maxAnswerBytes bounds a JSON answer: a session with a long history is
-// the largest the client asks for.
-const maxAnswerBytes = 32 << 20

@@ -1,18 +1,17 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 )
 
@@ -39,7 +38,7 @@ type Client struct {
 	prefix  string // scheme, host and escaped path of the base URL
 	query   string // the base URL's query, sent with every call
 	project string // the Foundry project endpoint, for the agents API; "" elsewhere
-	hc      *http.Client
+	api     agenthttp.Client
 }
 
 // ClientOption configures a Client.
@@ -70,7 +69,8 @@ func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, 
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	c := &Client{prefix: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery, hc: hc}
+	c := &Client{prefix: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery,
+		api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) }}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -198,74 +198,17 @@ func joinURL(prefix, query string, segments ...string) string {
 	return b.String()
 }
 
-func (c *Client) newRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding request body: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req, nil
-}
-
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
 	ctx, end := drain.WithMark(ctx)
-	req, err := c.newRequest(ctx, http.MethodPost, url, body)
+	rc, err := c.api.Stream(ctx, url, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, readAPIError(resp)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {
-			defer resp.Body.Close()
-			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-			return nil, &upstreamError{
-				Msg: "the agent service did not answer with an event stream",
-				Err: fmt.Errorf("expected an event stream, got %s: %s", mt, bodyText(snippet)),
-			}
-		}
-	}
-	return &Stream{Decoder: NewDecoder(resp.Body), body: resp.Body, end: end}, nil
+	return &Stream{Decoder: NewDecoder(rc), body: rc, end: end}, nil
 }
 
 // do sends a JSON request and decodes the JSON answer into out.
 func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	req, err := c.newRequest(ctx, method, url, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return readAPIError(resp)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJSONBody)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return &upstreamError{Msg: "the agent service's answer was not understood", Err: fmt.Errorf("decoding response: %w", err)}
-	}
-	return nil
+	return c.api.Do(ctx, method, url, body, out)
 }
-
-// maxJSONBody bounds a JSON answer (a stored response with its output).
-const maxJSONBody = 32 << 20

@@ -4,11 +4,7 @@ import (
 	"net/http"
 
 	"github.com/brainwire/brainwire/internal/agenterr"
-	"github.com/brainwire/brainwire/internal/azerror"
 )
-
-// maxErrorBody bounds how much of an unexpected answer is read.
-const maxErrorBody = azerror.MaxBody
 
 // APIError is a non-2xx answer of the service. It carries the brainwire
 // code EUpstream: errors.As(err, new(*brainwire.Error)) succeeds on it.
@@ -19,5 +15,3 @@ type APIError = agenterr.APIError
 type upstreamError = agenterr.Error
 
 func readAPIError(resp *http.Response) *APIError { return agenterr.ReadAPIError("responses", resp) }
-
-var bodyText = agenterr.BodyText

@@ -1,0 +1,86 @@
+package agenthttp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
+)
+
+var errAnswered = errors.New("the service said no")
+
+func server(t *testing.T, status int, contentType, body string) (agenthttp.Client, string, *http.Request) {
+	t.Helper()
+	var got http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = *r
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	c := agenthttp.Client{HTTP: srv.Client(), Who: "the agent service",
+		ReadError: func(r *http.Response) error { return fmt.Errorf("%d: %w", r.StatusCode, errAnswered) }}
+	return c, srv.URL, &got
+}
+
+// upstream is the message an error shows people, if it reads as a
+// brainwire upstream error.
+func upstream(err error) string {
+	var be *brainwire.Error
+	if errors.As(err, &be) && be.Code == brainwire.EUpstream {
+		return be.Message
+	}
+	return ""
+}
+
+func TestDo(t *testing.T) {
+	c, url, got := server(t, 200, "application/json", `{"id":"x"}`)
+	var out struct{ ID string }
+	if err := c.Do(context.Background(), http.MethodPost, url, map[string]int{"a": 1}, &out); err != nil || out.ID != "x" {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	if got.Header.Get("Content-Type") != "application/json" || got.Header.Get("Accept") != "application/json" {
+		t.Errorf("request headers %v", got.Header)
+	}
+
+	c, url, _ = server(t, 503, "application/json", `{}`)
+	if err := c.Do(context.Background(), http.MethodGet, url, nil, &out); !errors.Is(err, errAnswered) || !strings.HasPrefix(err.Error(), "503") {
+		t.Errorf("a 503: %v", err)
+	}
+	c, url, _ = server(t, 200, "text/html", `<html>`)
+	err := c.Do(context.Background(), http.MethodGet, url, nil, &out)
+	if upstream(err) != "the agent service's answer was not understood" || !strings.Contains(err.Error(), "decoding response") {
+		t.Errorf("an answer that is not JSON: %v", err)
+	}
+}
+
+func TestStream(t *testing.T) {
+	c, url, got := server(t, 200, "text/event-stream; charset=utf-8", "data: x\n\n")
+	body, err := c.Stream(context.Background(), url, map[string]bool{"stream": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(body)
+	body.Close()
+	if string(b) != "data: x\n\n" || got.Method != http.MethodPost || got.Header.Get("Accept") != "text/event-stream" {
+		t.Errorf("stream %q, request %s %v", b, got.Method, got.Header)
+	}
+
+	c, url, _ = server(t, 429, "application/json", `{}`)
+	if _, err := c.Stream(context.Background(), url, nil); !errors.Is(err, errAnswered) {
+		t.Errorf("a 429: %v", err)
+	}
+	c, url, _ = server(t, 200, "text/html", "<html>Bad gateway</html>")
+	_, err = c.Stream(context.Background(), url, nil)
+	if upstream(err) != "the agent service did not answer with an event stream" || !strings.Contains(err.Error(), "got text/html: <html>Bad gateway</html>") {
+		t.Errorf("an answer that is not a stream: %v", err)
+	}
+}

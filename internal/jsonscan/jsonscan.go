@@ -69,6 +69,11 @@ func (s *Scanner) Reset(b []byte) {
 // Pos is the offset of the cursor in the document.
 func (s *Scanner) Pos() int { return s.i }
 
+// Seek moves the cursor to offset i of the document, for a caller that
+// matched a known layout byte by byte up to a value and hands the value
+// over (the depth stays what it was).
+func (s *Scanner) Seek(i int) { s.i = min(max(i, 0), len(s.b)) }
+
 func (s *Scanner) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w at offset %d: %s", ErrSyntax, s.i, fmt.Sprintf(format, args...))
 }

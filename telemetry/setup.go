@@ -16,7 +16,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -390,7 +389,7 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 	if e := s.Traces; e.OTLP != "" {
 		// Headers, compression, timeout and certificates: the exporter
 		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
-		exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(e.OTLP))
+		exp, err := newWireExporter(ctx, e.OTLP)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}

@@ -52,8 +52,17 @@ func NewDiscardingReceiver(t testing.TB) *Receiver {
 	return newReceiver(t, grpc.ForceServerCodec(discardCodec{}))
 }
 
+// NewReceiverAt starts a receiver on addr (host:port).
+func NewReceiverAt(t testing.TB, addr string) *Receiver {
+	return listenReceiver(t, addr)
+}
+
 func newReceiver(t testing.TB, opts ...grpc.ServerOption) *Receiver {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return listenReceiver(t, "127.0.0.1:0", opts...)
+}
+
+func listenReceiver(t testing.TB, addr string, opts ...grpc.ServerOption) *Receiver {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatalf("otlp receiver: %v", err)
 	}

@@ -23,7 +23,7 @@ func (s *Store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwir
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if err != nil {
 			return err
@@ -47,7 +47,7 @@ func (s *Store) ReleaseFollowUp(ctx context.Context, userID, id, token string) (
 	if userID == "" {
 		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if brainwire.ErrorCode(err) == brainwire.ENotFound {
 			return nil

@@ -35,7 +35,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if f.InboxItemID == "" {
 			item = stored(f.NewItem())
 			if err := insertItem(ctx, tx, item); err != nil {
@@ -427,7 +427,7 @@ func (s *Store) DeleteInboxItem(ctx context.Context, userID, id string) (err err
 	if userID == "" {
 		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := deleteRecordOf(ctx, tx, userID, id); err != nil {
 			return err
 		}
@@ -460,7 +460,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if err != nil {
 			return err

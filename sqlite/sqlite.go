@@ -30,10 +30,12 @@ const busyTimeoutMillis = 10_000
 // Store is a brainwire.Store on a SQLite file. It is safe for concurrent use.
 type Store struct {
 	// write has a single connection: SQLite allows one writer at a time, and
-	// queueing writers on database/sql's pool (which honours contexts)
+	// queueing writers in the process (writer, which honours contexts)
 	// instead of on file locks means concurrent captures never see
 	// SQLITE_BUSY.
 	write *sql.DB
+	// writer runs every write transaction on write, in groups.
+	writer *writer
 	// read serves lookups and lists; in WAL mode readers neither block the
 	// writer nor wait for it.
 	read *sql.DB
@@ -81,7 +83,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: opening %s for reading: %w", abs, err)
 	}
-	return &Store{write: write, read: read}, nil
+	return &Store{write: write, writer: newWriter(write), read: read}, nil
 }
 
 // dsn returns the driver's connection string for the file at abs. Writers
@@ -122,26 +124,18 @@ func wrapErr(errp *error, format string, args ...any) {
 
 // Close closes the database. Calls in flight finish first.
 func (s *Store) Close() error {
+	s.writer.shutdown()
 	if err := errors.Join(s.read.Close(), s.write.Close()); err != nil {
 		return fmt.Errorf("sqlite: closing: %w", err)
 	}
 	return nil
 }
 
-// inTx runs fn in a write transaction and commits it if fn succeeds.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("beginning transaction: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }() // no-op once committed
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing: %w", err)
-	}
-	return nil
+// inTx runs fn in a write transaction and commits it if fn succeeds (see
+// writer: transactions queued together commit together). fn's statements
+// use the context it is given.
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.writer.run(ctx, fn)
 }
 
 // isConflict reports whether err is a primary key or unique violation.

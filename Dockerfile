@@ -23,9 +23,15 @@ COPY --from=build /out/brainwire /usr/local/bin/brainwire
 # server runs as: nonroot, uid 65532 in distroless images.
 COPY --from=build --chown=65532:65532 /out/data /data
 USER 65532:65532
+# GODEBUG: new goroutines start on small stacks instead of the running
+# average. Every capture holds three (its handler, the phone connection's
+# reader, the upstream stream), two of them shallow; at 1,000 captures in
+# flight this is about 10 KiB less memory per capture, at no CPU cost
+# measured (bench/RESULTS.md).
 ENV BRAINWIRE_ADDR=0.0.0.0:8000 \
     BRAINWIRE_DATA_DIR=/data \
-    BRAINWIRE_LOG_FORMAT=json
+    BRAINWIRE_LOG_FORMAT=json \
+    GODEBUG=adaptivestackstart=0
 EXPOSE 8000
 VOLUME ["/data"]
 # The base has no shell or curl: the binary probes its own /health (exec

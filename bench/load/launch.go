@@ -175,6 +175,10 @@ type StackConfig struct {
 	ServerEnv, SimEnv []string
 }
 
+// ImageGODEBUG is the GODEBUG the container image (Dockerfile) runs the
+// server with; the load runs it so too, unless ServerEnv says otherwise.
+const ImageGODEBUG = "adaptivestackstart=0"
+
 // SinkCommand is the argument that makes Self run the OTLP sink.
 const SinkCommand = "otlp-sink"
 
@@ -220,7 +224,8 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		st.StatsURL = simURL + simulator.StatsPath
 	}
 
-	env := append(base[:len(base):len(base)], "BRAINWIRE_API_KEYS="+st.Key+":load", "BRAINWIRE_DATA_DIR="+filepath.Join(cfg.Dir, "data"))
+	env := append(base[:len(base):len(base)], "BRAINWIRE_API_KEYS="+st.Key+":load", "BRAINWIRE_DATA_DIR="+filepath.Join(cfg.Dir, "data"),
+		"GODEBUG="+ImageGODEBUG)
 	switch cfg.Face {
 	case "", FaceResponses:
 		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN=load",

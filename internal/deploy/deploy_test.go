@@ -15,6 +15,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/brainwire/brainwire/bench/load"
 )
 
 // root is the repository's root directory.
@@ -194,6 +196,11 @@ func checkDockerfile(t *testing.T) image {
 	host, port, err := net.SplitHostPort(img.env["BRAINWIRE_ADDR"])
 	if err != nil || host != "0.0.0.0" || !slices.Contains(img.expose, port) {
 		t.Errorf("BRAINWIRE_ADDR %q, EXPOSE %v: the server must listen on every interface, on the exposed port", img.env["BRAINWIRE_ADDR"], img.expose)
+	}
+	// The load figures in bench/RESULTS.md are the server's as the image
+	// runs it.
+	if img.env["GODEBUG"] != load.ImageGODEBUG {
+		t.Errorf("GODEBUG %q: bench/load runs the server with %q", img.env["GODEBUG"], load.ImageGODEBUG)
 	}
 	if img.env["BRAINWIRE_DATA_DIR"] == "" {
 		t.Error("no BRAINWIRE_DATA_DIR: the data would go to the working directory")

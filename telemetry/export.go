@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
@@ -69,12 +71,30 @@ func (e eventBoundedExporter) ExportSpans(ctx context.Context, spans []sdktrace.
 // without the interceptor seeing it, the batch is exported the exporter's
 // own way, so nothing is lost (the one span given, which the exporter sent
 // in place of the batch, then goes twice).
+//
+// Requests go out wireInFlight at a time. The batch processor exports one
+// batch after another from one goroutine, waiting for each answer; when
+// thousands of captures end at once the box is saturated, every hand-over
+// between goroutines of an export (processor, gRPC's writer, its reader)
+// waits its turn behind all of them, and one request at a time could not
+// keep up: the queue of ended spans overflowed and spans were dropped.
+// ExportSpans hands its batch to a goroutine that encodes and sends it, so
+// the processor goes on draining the queue; it waits only when
+// wireInFlight requests are unanswered. Failures are reported to the OpenTelemetry error handler (as
+// the processor does with the errors it gets), and Shutdown waits for
+// every request.
 type wireExporter struct {
 	otlp sdktrace.SpanExporter
+	// handle gets the errors of requests sent in the background.
+	handle func(error)
 
-	mu  sync.Mutex // one export at a time: they share the buffer
-	enc otlpwire.Encoder
+	slots    chan struct{} // one per request in flight
+	inFlight sync.WaitGroup
+	free     chan []byte // buffers gRPC has given back
 }
+
+// wireInFlight is how many export requests may be unanswered at once.
+const wireInFlight = 4
 
 // newWireExporter is the OTLP/gRPC span exporter for endpoint (and the
 // OTEL_EXPORTER_OTLP_* variables), sending what otlpwire encodes.
@@ -85,7 +105,12 @@ func newWireExporter(ctx context.Context, endpoint string, opts ...otlptracegrpc
 	if err != nil {
 		return nil, err
 	}
-	return &wireExporter{otlp: exp}, nil
+	return &wireExporter{
+		otlp:   exp,
+		handle: otel.Handle,
+		slots:  make(chan struct{}, wireInFlight),
+		free:   make(chan []byte, wireInFlight),
+	}, nil
 }
 
 // maxWireRequest is the OTLP exporter's own default bound on a request.
@@ -96,37 +121,108 @@ const exportMethod = "/opentelemetry.proto.collector.trace.v1.TraceService/Expor
 
 type wireKey struct{}
 
-// wireRequest is an encoded ExportTraceServiceRequest on its way.
-type wireRequest struct {
-	b    []byte
-	sent atomic.Bool
-}
-
+// ExportSpans encodes and sends spans in the background; it waits while
+// wireInFlight requests are unanswered.
 func (w *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if len(spans) == 0 {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r := &wireRequest{b: w.enc.Encode(spans)}
-	if len(r.b) > maxWireRequest {
-		w.enc = otlpwire.Encoder{}
-		return fmt.Errorf("traces export: request message too large: %d bytes exceeds %d", len(r.b), maxWireRequest)
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("traces export: %w", context.Cause(ctx))
 	}
-	err := w.otlp.ExportSpans(context.WithValue(ctx, wireKey{}, r), []sdktrace.ReadOnlySpan{smallest(spans)})
-	if err != nil {
-		// gRPC may still hold the bytes of a call that failed or timed
-		// out: the next request gets a buffer of its own.
-		w.enc = otlpwire.Encoder{}
-		return err
-	}
-	if !r.sent.Load() {
-		return w.otlp.ExportSpans(ctx, spans)
-	}
+	// The processor reuses its slice of spans; the spans themselves stay.
+	batch := slices.Clone(spans)
+	// The processor's context ends when this returns; the exporter's own
+	// timeout (OTEL_EXPORTER_OTLP_TIMEOUT) bounds the request.
+	ctx = context.WithoutCancel(ctx)
+	w.inFlight.Go(func() {
+		defer func() { <-w.slots }()
+		if err := w.export(ctx, batch); err != nil {
+			w.handle(err)
+		}
+	})
 	return nil
 }
 
-func (w *wireExporter) Shutdown(ctx context.Context) error { return w.otlp.Shutdown(ctx) }
+// export encodes spans and sends them, in a buffer given back by an
+// earlier request when there is one.
+func (w *wireExporter) export(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	var buf []byte
+	select {
+	case buf = <-w.free:
+	default:
+	}
+	r := &wireRequest{b: otlpwire.AppendRequest(buf[:0], spans), free: w.free}
+	r.refs.Store(1)
+	defer r.release()
+	if len(r.b) > maxWireRequest {
+		return fmt.Errorf("traces export: request message too large: %d bytes exceeds %d", len(r.b), maxWireRequest)
+	}
+	err := w.otlp.ExportSpans(context.WithValue(ctx, wireKey{}, r), []sdktrace.ReadOnlySpan{smallest(spans)})
+	if err == nil && !r.sent.Load() {
+		err = w.otlp.ExportSpans(ctx, spans)
+	}
+	return err
+}
+
+// wait returns once every request sent has its answer, or ctx ends.
+func (w *wireExporter) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		w.inFlight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("traces export: requests still unanswered: %w", context.Cause(ctx))
+	}
+}
+
+// Shutdown waits for the requests in flight, then shuts the exporter down.
+func (w *wireExporter) Shutdown(ctx context.Context) error {
+	return errors.Join(w.wait(ctx), w.otlp.Shutdown(ctx))
+}
+
+// wireRequest is an encoded ExportTraceServiceRequest on its way. gRPC
+// sends its bytes without copying them; it is their buffer pool (see
+// wireCodec), so they are reused only once gRPC has let go of them.
+type wireRequest struct {
+	b    []byte
+	sent atomic.Bool
+	// refs counts who holds b: the exporter while the call lasts, and
+	// each buffer handed to gRPC until gRPC frees it. Buffers too small
+	// for gRPC to free are never counted back: such a b is left to the
+	// garbage collector.
+	refs atomic.Int32
+	free chan []byte
+}
+
+// Get implements mem.BufferPool; gRPC takes new buffers only to split
+// one, which a request it sends whole does not need.
+func (r *wireRequest) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+// Put implements mem.BufferPool: gRPC is done with a buffer.
+func (r *wireRequest) Put(b *[]byte) {
+	if b == &r.b {
+		r.release()
+	}
+}
+
+func (r *wireRequest) release() {
+	if r.refs.Add(-1) == 0 {
+		select {
+		case r.free <- r.b:
+		default:
+		}
+	}
+}
 
 // smallest is the span with the fewest events and attributes: the
 // exporter converts it only to throw it away.
@@ -155,7 +251,8 @@ type wireCodec struct{}
 
 func (wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if r, ok := v.(*wireRequest); ok {
-		return mem.BufferSlice{mem.SliceBuffer(r.b)}, nil
+		r.refs.Add(1)
+		return mem.BufferSlice{mem.NewBuffer(&r.b, r)}, nil
 	}
 	return encoding.GetCodecV2(protoCodecName).Marshal(v)
 }

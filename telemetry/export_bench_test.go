@@ -65,6 +65,7 @@ func BenchmarkSpanExport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	wire.handle = func(err error) { b.Error(err) }
 	for _, exp := range []struct {
 		name string
 		sdktrace.SpanExporter
@@ -73,6 +74,10 @@ func BenchmarkSpanExport(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := exp.ExportSpans(context.Background(), spans); err != nil {
+					b.Fatal(err)
+				}
+				// One request at a time, answered, as the other's.
+				if err := wire.wait(context.Background()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
 
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
@@ -105,31 +108,92 @@ func receivedChunks(t *testing.T, r *telemetrytest.Receiver) map[string]int {
 	return got
 }
 
+// errorList collects the errors a wireExporter reports.
+type errorList struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorList) handle(err error) {
+	l.mu.Lock()
+	l.errs = append(l.errs, err)
+	l.mu.Unlock()
+}
+
+func (l *errorList) take() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	errs := l.errs
+	l.errs = nil
+	return errs
+}
+
+func testWireExporter(t *testing.T, endpoint string, opts ...otlptracegrpc.Option) (*wireExporter, *errorList) {
+	t.Helper()
+	exp, err := newWireExporter(context.Background(), endpoint, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := &errorList{}
+	exp.handle = errs.handle
+	t.Cleanup(func() { _ = exp.Shutdown(context.Background()) })
+	return exp, errs
+}
+
 func TestWireExporterSendsEverySpanOnce(t *testing.T) {
 	for _, compression := range []string{"none", "gzip"} {
 		t.Run(compression, func(t *testing.T) {
 			r := telemetrytest.NewReceiver(t)
-			exp, err := newWireExporter(context.Background(), r.Endpoint(), otlptracegrpc.WithCompressor(compression))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = exp.Shutdown(context.Background()) }()
+			exp, errs := testWireExporter(t, r.Endpoint(), otlptracegrpc.WithCompressor(compression))
 			spans := chunkSpans(5, 300)
 			spans = append(spans, chunkSpans(1, 0)...) // the one the exporter is given
-			for range 2 {                              // the encoder's buffer, reused
+			const requests = 3 * wireInFlight          // buffers given back and used again
+			for range requests {
 				if err := exp.ExportSpans(context.Background(), spans); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if n := len(r.Spans()); n != 2*len(spans) {
-				t.Fatalf("receiver got %d spans, want %d", n, 2*len(spans))
+			if err := exp.wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if e := errs.take(); len(e) > 0 {
+				t.Fatalf("export errors: %v", e)
+			}
+			if n := len(r.Spans()); n != requests*len(spans) {
+				t.Fatalf("receiver got %d spans, want %d", n, requests*len(spans))
 			}
 			for key, n := range receivedChunks(t, r) {
-				if want := 2 * 300; n != want && n != 0 {
+				if want := requests * 300; n != want && n != 0 {
 					t.Errorf("%s: %d chunk events, want %d", key, n, want)
 				}
 			}
 		})
+	}
+}
+
+// TestWireExporterReusesBuffers: a request's buffer comes back once gRPC
+// has sent it (ExportSpans takes the buffers that came back).
+func TestWireExporterReusesBuffers(t *testing.T) {
+	r := telemetrytest.NewDiscardingReceiver(t)
+	exp, errs := testWireExporter(t, r.Endpoint())
+	spans := chunkSpans(20, 100) // well above gRPC's pooling threshold
+	for range 10 {
+		if err := exp.ExportSpans(context.Background(), spans); err != nil {
+			t.Fatal(err)
+		}
+		if err := exp.wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := errs.take(); len(e) > 0 {
+		t.Fatalf("export errors: %v", e)
+	}
+	// gRPC gives a buffer back once it has written it, which may be a
+	// moment after the answer.
+	for deadline := time.Now().Add(5 * time.Second); len(exp.free) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no buffer was given back after ten requests")
+		}
 	}
 }
 
@@ -142,11 +206,18 @@ func TestWireExporterWithoutInterceptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := &wireExporter{otlp: plain}
+	errs := &errorList{}
+	exp := &wireExporter{otlp: plain, handle: errs.handle, slots: make(chan struct{}, 1), free: make(chan []byte, 1)}
 	defer func() { _ = exp.Shutdown(context.Background()) }()
 	spans := chunkSpans(3, 10)
 	if err := exp.ExportSpans(context.Background(), spans); err != nil {
 		t.Fatal(err)
+	}
+	if err := exp.wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if e := errs.take(); len(e) > 0 {
+		t.Fatalf("export errors: %v", e)
 	}
 	if n := len(r.Spans()); n != len(spans)+1 {
 		t.Errorf("receiver got %d spans, want %d (the batch and the span given first)", n, len(spans)+1)
@@ -158,8 +229,8 @@ func TestWireExporterWithoutInterceptor(t *testing.T) {
 	}
 }
 
-// TestWireExporterFailure: a failed export is reported, and the next one,
-// with a buffer of its own, arrives whole.
+// TestWireExporterFailure: a failed export is reported to the error
+// handler, and the next one arrives whole.
 func TestWireExporterFailure(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -167,25 +238,32 @@ func TestWireExporterFailure(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	_ = l.Close() // nothing listens: the first export fails
-	exp, err := newWireExporter(context.Background(), "http://"+addr,
+	exp, errs := testWireExporter(t, "http://"+addr,
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithTimeout(2*time.Second))
-	if err != nil {
+	spans := chunkSpans(2, 50)
+	if err := exp.ExportSpans(context.Background(), spans); err != nil {
+		t.Fatalf("ExportSpans: %v (failures are reported to the handler)", err)
+	}
+	if err := exp.wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = exp.Shutdown(context.Background()) }()
-	spans := chunkSpans(2, 50)
-	if err := exp.ExportSpans(context.Background(), spans); err == nil {
-		t.Fatal("export to a closed port succeeded")
+	if e := errs.take(); len(e) != 1 {
+		t.Fatalf("errors reported for an export to a closed port: %v, want one", e)
 	}
 	r := telemetrytest.NewReceiverAt(t, addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := exp.ExportSpans(context.Background(), spans)
-		if err == nil {
+		if err := exp.ExportSpans(context.Background(), spans); err != nil {
+			t.Fatal(err)
+		}
+		if err := exp.wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if len(errs.take()) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("export after the receiver started: %v", err)
+			t.Fatal("exports still fail after the receiver started")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -197,4 +275,65 @@ func TestWireExporterFailure(t *testing.T) {
 			t.Errorf("%s: %d chunk events, want 50", key, n)
 		}
 	}
+}
+
+// TestWireExporterBoundsRequestsInFlight: with wireInFlight requests
+// unanswered, ExportSpans waits (and gives up with its context); Shutdown
+// waits for them.
+func TestWireExporterBoundsRequestsInFlight(t *testing.T) {
+	hold := make(chan struct{})
+	var got sync.WaitGroup
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	colltrace.RegisterTraceServiceServer(srv, heldTraceService{hold: hold, got: &got})
+	go func() { _ = srv.Serve(l) }()
+	defer srv.Stop()
+	exp, errs := testWireExporter(t, "http://"+l.Addr().String())
+	spans := chunkSpans(1, 5)
+	got.Add(wireInFlight)
+	for range wireInFlight {
+		if err := exp.ExportSpans(context.Background(), spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.Wait() // every request has reached the collector, which holds them
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := exp.ExportSpans(ctx, spans); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("export beyond the requests in flight: %v, want it to wait until its context ends", err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- exp.Shutdown(context.Background()) }()
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) with requests unanswered", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(hold)
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if e := errs.take(); len(e) > 0 {
+		t.Errorf("export errors: %v", e)
+	}
+}
+
+// heldTraceService answers each export once hold is closed.
+type heldTraceService struct {
+	colltrace.UnimplementedTraceServiceServer
+	hold chan struct{}
+	got  *sync.WaitGroup
+}
+
+func (s heldTraceService) Export(ctx context.Context, _ *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+	s.got.Done()
+	select {
+	case <-s.hold:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &colltrace.ExportTraceServiceResponse{}, nil
 }

@@ -177,8 +177,8 @@ func TestEncodeMatchesTheSDKExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var enc otlpwire.Encoder
-	got := decode(t, enc.Encode(spans))
+	buf := otlpwire.AppendRequest(nil, spans)
+	got := decode(t, buf)
 	sortResources(want)
 	sortResources(got)
 	if !proto.Equal(got, want) {
@@ -188,17 +188,21 @@ func TestEncodeMatchesTheSDKExporter(t *testing.T) {
 		t.Errorf("%d resource spans, want 2", n)
 	}
 
-	// The encoder reuses its buffer: a second, different request is
-	// right too, and so is the first again.
+	// A buffer used again: a second, different request is right too, and
+	// so is the first again; and what dst held is kept.
 	few := spans[:3]
 	want2, err := sdkRequest(t, few)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got2 := decode(t, enc.Encode(few)); !proto.Equal(got2, want2) {
+	if got2 := decode(t, otlpwire.AppendRequest(buf[:0], few)); !proto.Equal(got2, want2) {
 		t.Errorf("second request differs:\ngot  %s\nwant %s", prototext.Format(got2), prototext.Format(want2))
 	}
-	got3 := decode(t, enc.Encode(spans))
+	b3 := otlpwire.AppendRequest(append(buf[:0], "kept"...), spans)
+	if string(b3[:4]) != "kept" {
+		t.Errorf("dst's bytes were not kept: %q", b3[:4])
+	}
+	got3 := decode(t, b3[4:])
 	sortResources(got3)
 	if !proto.Equal(got3, want) {
 		t.Error("third request (the first spans again) differs")
@@ -206,11 +210,10 @@ func TestEncodeMatchesTheSDKExporter(t *testing.T) {
 }
 
 func TestEncodeEmpty(t *testing.T) {
-	var enc otlpwire.Encoder
-	if b := enc.Encode(nil); len(b) != 0 {
+	if b := otlpwire.AppendRequest(nil, nil); len(b) != 0 {
 		t.Errorf("no spans encoded as %x, want an empty request", b)
 	}
-	if b := enc.Encode([]sdktrace.ReadOnlySpan{nil}); len(b) != 0 {
+	if b := otlpwire.AppendRequest(nil, []sdktrace.ReadOnlySpan{nil}); len(b) != 0 {
 		t.Errorf("a nil span encoded as %x, want an empty request", b)
 	}
 }
@@ -230,8 +233,8 @@ func TestEncodeInvalidUTF8(t *testing.T) {
 
 	_, err := sdkRequest(t, spans)
 	t.Logf("the SDK exporter's own way: %v", err)
-	var enc otlpwire.Encoder
-	got := decode(t, enc.Encode(spans))
+	buf := otlpwire.AppendRequest(nil, spans)
+	got := decode(t, buf)
 	ss := got.ResourceSpans[0].ScopeSpans[0].Spans
 	if len(ss) != 2 {
 		t.Fatalf("%d spans, want 2", len(ss))
@@ -268,8 +271,7 @@ func FuzzEncode(f *testing.F) {
 			attribute.StringSlice("ss", []string{text, name})))
 		s.End()
 		ended := rec.Ended()
-		var enc otlpwire.Encoder
-		req := decode(t, enc.Encode(ended))
+		req := decode(t, otlpwire.AppendRequest(nil, ended))
 		valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 		sp := req.ResourceSpans[0].ScopeSpans[0].Spans[0]
 		if sp.Name != valid(name) || req.ResourceSpans[0].ScopeSpans[0].GetScope().GetName() != valid(ended[0].InstrumentationScope().Name) {

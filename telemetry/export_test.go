@@ -140,6 +140,23 @@ func testWireExporter(t *testing.T, endpoint string, opts ...otlptracegrpc.Optio
 	return exp, errs
 }
 
+// exportAll exports spans n times and waits for the answers, which must
+// all be successes.
+func exportAll(t *testing.T, exp *wireExporter, errs *errorList, spans []sdktrace.ReadOnlySpan, n int) {
+	t.Helper()
+	for range n {
+		if err := exp.ExportSpans(context.Background(), spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := exp.wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if e := errs.take(); len(e) > 0 {
+		t.Fatalf("export errors: %v", e)
+	}
+}
+
 func TestWireExporterSendsEverySpanOnce(t *testing.T) {
 	for _, compression := range []string{"none", "gzip"} {
 		t.Run(compression, func(t *testing.T) {
@@ -148,17 +165,7 @@ func TestWireExporterSendsEverySpanOnce(t *testing.T) {
 			spans := chunkSpans(5, 300)
 			spans = append(spans, chunkSpans(1, 0)...) // the one the exporter is given
 			const requests = 3 * wireInFlight          // buffers given back and used again
-			for range requests {
-				if err := exp.ExportSpans(context.Background(), spans); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := exp.wait(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			if e := errs.take(); len(e) > 0 {
-				t.Fatalf("export errors: %v", e)
-			}
+			exportAll(t, exp, errs, spans, requests)
 			if n := len(r.Spans()); n != requests*len(spans) {
 				t.Fatalf("receiver got %d spans, want %d", n, requests*len(spans))
 			}
@@ -178,15 +185,7 @@ func TestWireExporterReusesBuffers(t *testing.T) {
 	exp, errs := testWireExporter(t, r.Endpoint())
 	spans := chunkSpans(20, 100) // well above gRPC's pooling threshold
 	for range 10 {
-		if err := exp.ExportSpans(context.Background(), spans); err != nil {
-			t.Fatal(err)
-		}
-		if err := exp.wait(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if e := errs.take(); len(e) > 0 {
-		t.Fatalf("export errors: %v", e)
+		exportAll(t, exp, errs, spans, 1)
 	}
 	// gRPC gives a buffer back once it has written it, which may be a
 	// moment after the answer.
@@ -210,15 +209,7 @@ func TestWireExporterWithoutInterceptor(t *testing.T) {
 	exp := &wireExporter{otlp: plain, handle: errs.handle, slots: make(chan struct{}, 1), free: make(chan []byte, 1)}
 	defer func() { _ = exp.Shutdown(context.Background()) }()
 	spans := chunkSpans(3, 10)
-	if err := exp.ExportSpans(context.Background(), spans); err != nil {
-		t.Fatal(err)
-	}
-	if err := exp.wait(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if e := errs.take(); len(e) > 0 {
-		t.Fatalf("export errors: %v", e)
-	}
+	exportAll(t, exp, errs, spans, 1)
 	if n := len(r.Spans()); n != len(spans)+1 {
 		t.Errorf("receiver got %d spans, want %d (the batch and the span given first)", n, len(spans)+1)
 	}

@@ -295,35 +295,15 @@ func (e *encoder) value(v attribute.Value) {
 		e.tag(anyBytes, protowire.BytesType)
 		e.b = protowire.AppendBytes(e.b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		a := e.begin(anyArray)
-		for _, x := range v.AsBoolSlice() {
-			e.value1(attribute.BoolValue(x))
-		}
-		e.end(a)
+		array(e, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		a := e.begin(anyArray)
-		for _, x := range v.AsInt64Slice() {
-			e.value1(attribute.Int64Value(x))
-		}
-		e.end(a)
+		array(e, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		a := e.begin(anyArray)
-		for _, x := range v.AsFloat64Slice() {
-			e.value1(attribute.Float64Value(x))
-		}
-		e.end(a)
+		array(e, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		a := e.begin(anyArray)
-		for _, x := range v.AsStringSlice() {
-			e.value1(attribute.StringValue(x))
-		}
-		e.end(a)
+		array(e, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		a := e.begin(anyArray)
-		for _, x := range v.AsSlice() {
-			e.value1(x)
-		}
-		e.end(a)
+		array(e, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
 		m := e.begin(anyKVList)
 		for _, kv := range v.AsMap() {
@@ -336,11 +316,15 @@ func (e *encoder) value(v attribute.Value) {
 	}
 }
 
-// value1 writes one element of an ArrayValue.
-func (e *encoder) value1(v attribute.Value) {
-	m := e.begin(listValues)
-	e.value(v)
-	e.end(m)
+// array writes an ArrayValue of xs, each made a Value by value.
+func array[T any](e *encoder, xs []T, value func(T) attribute.Value) {
+	a := e.begin(anyArray)
+	for _, x := range xs {
+		m := e.begin(listValues)
+		e.value(value(x))
+		e.end(m)
+	}
+	e.end(a)
 }
 
 // mark is where a length-delimited field's length goes, and how many

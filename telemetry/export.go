@@ -80,9 +80,9 @@ func (e eventBoundedExporter) ExportSpans(ctx context.Context, spans []sdktrace.
 // keep up: the queue of ended spans overflowed and spans were dropped.
 // ExportSpans hands its batch to a goroutine that encodes and sends it, so
 // the processor goes on draining the queue; it waits only when
-// wireInFlight requests are unanswered. Failures are reported to the OpenTelemetry error handler (as
-// the processor does with the errors it gets), and Shutdown waits for
-// every request.
+// wireInFlight requests are unanswered. Failures are reported to the
+// OpenTelemetry error handler (as the processor does with the errors it
+// gets), and Shutdown waits for every request.
 type wireExporter struct {
 	otlp sdktrace.SpanExporter
 	// handle gets the errors of requests sent in the background.

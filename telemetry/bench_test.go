@@ -21,13 +21,20 @@ import (
 const chunksPerCapture = 5000
 
 // benchTelemetry builds telemetry with an SDK tracer (spans exported to
-// nowhere through the batch processor) and/or Application Insights
-// (posting to a local endpoint that accepts everything).
-func benchTelemetry(b *testing.B, tracing, ai, content, hold bool, queue int) (*telemetry.Telemetry, *appinsights.Exporter) {
+// nowhere through the batch processor, chunks kept by ChunkEvents as
+// Start's provider keeps them, or with sdkEvents as SDK span events)
+// and/or Application Insights (posting to a local endpoint that accepts
+// everything).
+func benchTelemetry(b *testing.B, tracing, sdkEvents, ai, content, hold bool, queue int) (*telemetry.Telemetry, *appinsights.Exporter) {
 	b.Helper()
 	cfg := telemetry.Config{CaptureContent: content, Agent: telemetry.Agent{Name: "Classifier", ID: "asst_1", Provider: "azure.ai.agents"}}
 	if tracing {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))
+		var sp sdktrace.SpanProcessor = sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())
+		if !sdkEvents {
+			cfg.ChunkEvents = telemetry.NewChunkEvents(sp)
+			sp = cfg.ChunkEvents
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))
 		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 		cfg.TracerProvider = tp
 	}
@@ -66,16 +73,17 @@ func benchTelemetry(b *testing.B, tracing, ai, content, hold bool, queue int) (*
 // enqueue. Captures restart every 5,000 chunks (outside the timer).
 func BenchmarkReasoningChunk(b *testing.B) {
 	for _, c := range []struct {
-		name                 string
-		tracing, ai, content bool
+		name                            string
+		tracing, sdkEvents, ai, content bool
 	}{
-		{"span_event", true, false, true},
-		{"appinsights_enqueue", false, true, true},
-		{"both", true, true, true},
-		{"both_content_off", true, true, false},
+		{"span_event", true, false, false, true},
+		{"span_event_sdk", true, true, false, true},
+		{"appinsights_enqueue", false, false, true, true},
+		{"both", true, false, true, true},
+		{"both_content_off", true, false, true, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			tel, exp := benchTelemetry(b, c.tracing, c.ai, c.content, true, 1<<20)
+			tel, exp := benchTelemetry(b, c.tracing, c.sdkEvents, c.ai, c.content, true, 1<<20)
 			info := brainwire.Capture{Kind: brainwire.KindText, RunID: "run-8f1c2d3e", ThreadID: "thread-1", Text: "Call mom about her birthday"}
 			var obs brainwire.CaptureObserver
 			pe := brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: "thread_abc123", RunID: "run_def456", Text: " birthday"}
@@ -110,7 +118,7 @@ func BenchmarkReasoningChunk(b *testing.B) {
 // in Application Insights, off the capture's path too: enqueue, envelope,
 // JSON, gzip and the POST to a local endpoint, until Shutdown has sent all.
 func BenchmarkAppInsightsDelivery(b *testing.B) {
-	_, exp := benchTelemetry(b, false, true, true, false, b.N+1)
+	_, exp := benchTelemetry(b, false, false, true, true, false, b.N+1)
 	tr := appinsights.Trace{Message: telemetry.ReasoningChunkMessage, Properties: []appinsights.Property{
 		{Key: "run_id", Value: "run-8f1c2d3e"}, {Key: "chunk_index", Value: "42"}, {Key: "agent_run_id", Value: "run_def456"},
 		{Key: "agent_thread_id", Value: "thread_abc123"}, {Key: "thread_id", Value: "thread-1"}, {Key: "reasoning_text", Value: " birthday"}}}

@@ -42,7 +42,7 @@ func (e eventBoundedExporter) ExportSpans(ctx context.Context, spans []sdktrace.
 	var errs []error
 	start, events := 0, 0
 	for i, s := range spans {
-		n := len(s.Events())
+		n := eventCount(s)
 		if i > start && events+n > e.maxEvents {
 			if err := e.SpanExporter.ExportSpans(ctx, spans[start:i]); err != nil {
 				errs = append(errs, err)
@@ -229,7 +229,7 @@ func (r *wireRequest) release() {
 func smallest(spans []sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
 	best, size := spans[0], -1
 	for _, s := range spans {
-		if n := len(s.Events()) + len(s.Attributes()) + len(s.Links()); size < 0 || n < size {
+		if n := eventCount(s) + len(s.Attributes()) + len(s.Links()); size < 0 || n < size {
 			best, size = s, n
 		}
 	}

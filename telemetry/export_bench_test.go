@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -17,10 +18,12 @@ import (
 // captureTraces are the spans of n captures as the server ends them: the
 // HTTP server span, invoke_agent with 53 reasoning chunks (five attributes
 // each, as the contract has them), two upstream calls, the tool call and
-// the store write.
-func captureTraces(n int) []sdktrace.ReadOnlySpan {
+// the store write. The chunks are kept by ChunkEvents, as Start's provider
+// keeps them, or with sdkEvents as SDK span events.
+func captureTraces(n int, sdkEvents bool) []sdktrace.ReadOnlySpan {
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(SpanLimits()))
+	ce := NewChunkEvents(rec)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ce), sdktrace.WithRawSpanLimits(SpanLimits()))
 	tr := tp.Tracer(ScopeName)
 	for i := range n {
 		runID := fmt.Sprintf("run-%08d-f56b-4014-b6ff-8fd83c256ca2", i)
@@ -29,7 +32,15 @@ func captureTraces(n int) []sdktrace.ReadOnlySpan {
 		ctx, agent := tr.Start(ctx, "invoke_agent Classifier", trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.provider.name", "azure.ai.agents"),
 				AttrRunID.String(runID), attribute.String("gen_ai.conversation.id", "thread_abc123def456ghi789")))
+		var chunks *chunkList
+		if !sdkEvents {
+			chunks = ce.spanChunks(agent.SpanContext(), true)
+		}
 		for j := range 53 {
+			if chunks != nil {
+				chunks.add(time.Now(), j, " the capture mentions", runID, "run_abc123def456ghi789", "thread_abc123def456ghi789")
+				continue
+			}
 			agent.AddEvent(EventReasoningChunk, trace.WithAttributes(
 				AttrRunID.String(runID), AttrChunkIndex.Int(j),
 				AttrFoundryRunID.String("run_abc123def456ghi789"), AttrFoundryThreadID.String("thread_abc123def456ghi789"),
@@ -51,11 +62,13 @@ func captureTraces(n int) []sdktrace.ReadOnlySpan {
 // one request over a real gRPC connection to a receiver that accepts
 // without decoding (a collector in another process costs the server
 // nothing). "sdk" is the OTLP exporter converting and marshalling the
-// spans itself; "wire" is what the server does, otlpwire's encoding sent
-// through the same exporter.
+// spans itself; "wire" is otlpwire's encoding sent through the same
+// exporter; "wire_chunks" is what the server does, the same with the
+// chunks kept by ChunkEvents.
 func BenchmarkSpanExport(b *testing.B) {
 	const captures = 100
-	spans := captureTraces(captures)
+	spans := captureTraces(captures, true)
+	chunked := captureTraces(captures, false)
 	r := telemetrytest.NewDiscardingReceiver(b)
 	sdk, err := otlptracegrpc.New(context.Background(), otlptracegrpc.WithEndpointURL(r.Endpoint()))
 	if err != nil {
@@ -69,11 +82,12 @@ func BenchmarkSpanExport(b *testing.B) {
 	for _, exp := range []struct {
 		name string
 		sdktrace.SpanExporter
-	}{{"sdk", sdk}, {"wire", wire}} {
+		spans []sdktrace.ReadOnlySpan
+	}{{"sdk", sdk, spans}, {"wire", wire, spans}, {"wire_chunks", wire, chunked}} {
 		b.Run(exp.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := exp.ExportSpans(context.Background(), spans); err != nil {
+				if err := exp.ExportSpans(context.Background(), exp.spans); err != nil {
 					b.Fatal(err)
 				}
 				// One request at a time, answered, as the other's.
@@ -84,6 +98,7 @@ func BenchmarkSpanExport(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*captures*53), "ns/chunk")
 			b.ReportMetric(0, "ns/op")
 		})
-		_ = exp.Shutdown(context.Background())
 	}
+	_ = sdk.Shutdown(context.Background())
+	_ = wire.Shutdown(context.Background())
 }

@@ -93,6 +93,9 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 	ctx, c.span = t.tracer.Start(ctx, "invoke_agent "+t.agent.Name,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c.recording = c.span.IsRecording()
+	if c.recording && t.chunks != nil {
+		c.chunks = t.chunks.spanChunks(c.span.SpanContext(), t.content)
+	}
 	c.assemble = c.recording && t.content && t.maxText > 0
 	sc := c.span.SpanContext()
 	ref := brainwire.TraceRef{}
@@ -215,7 +218,8 @@ type capture struct {
 	op        appinsights.Operation
 	requestID string
 
-	chunkAttrs [5]attribute.KeyValue
+	chunks     *chunkList             // where chunks are kept, with ChunkEvents
+	chunkAttrs [5]attribute.KeyValue  // otherwise: each chunk's event attributes
 	aiCommon   []appinsights.Property // properties every chunk item shares
 	aiRun      string
 	aiThread   string
@@ -308,7 +312,9 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 // reasoning records one chunk, as it arrives: a span event and an
 // Application Insights trace item, neither of which waits on I/O.
 func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
-	if c.recording {
+	if c.chunks != nil {
+		c.chunks.add(time.Now(), ch.Index, ch.Text, ch.RunID, ch.UpstreamRunID, ch.UpstreamThreadID)
+	} else if c.recording {
 		// The event config copies the attributes, so one buffer per
 		// capture serves every chunk.
 		kv := &c.chunkAttrs
@@ -322,9 +328,9 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 			n = 5
 		}
 		c.span.AddEvent(EventReasoningChunk, trace.WithAttributes(kv[:n]...))
-		if c.assemble && !c.truncated {
-			c.appendText(ch.Text)
-		}
+	}
+	if c.assemble && !c.truncated {
+		c.appendText(ch.Text)
 	}
 	if c.t.ai != nil {
 		if c.aiCommon == nil || ch.UpstreamRunID != c.aiRun || ch.UpstreamThreadID != c.aiThread {

@@ -293,12 +293,12 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			return nil, err
 		}
 		if s.Traces != nil {
-			tp, err := newTracerProvider(ctx, s, res, console)
+			tp, ce, err := newTracerProvider(ctx, s, res, console)
 			if err != nil {
 				return nil, err
 			}
 			shutdowns = append(shutdowns, tp.Shutdown)
-			cfg.TracerProvider = tp
+			cfg.TracerProvider, cfg.ChunkEvents = tp, ce
 		}
 		if s.Metrics != nil {
 			mp, err := newMeterProvider(ctx, s, res, console)
@@ -373,13 +373,12 @@ func SpanLimits() sdktrace.SpanLimits {
 	return l
 }
 
-func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, error) {
+// newTracerProvider builds the provider and the ChunkEvents its spans'
+// chunks are kept in.
+func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, *ChunkEvents, error) {
 	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER (default
 	// parentbased_always_on).
-	opts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(SpanLimits()),
-	}
+	var processors []sdktrace.SpanProcessor
 	bsp := []sdktrace.BatchSpanProcessorOption{
 		sdktrace.WithMaxQueueSize(spanQueueSize),
 		sdktrace.WithMaxExportBatchSize(spanExportBatch),
@@ -391,18 +390,23 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
 		exp, err := newWireExporter(ctx, e.OTLP)
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+			return nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
-		opts = append(opts, sdktrace.WithBatcher(eventBoundedExporter{exp, maxEventsPerExport}, bsp...))
+		processors = append(processors, sdktrace.NewBatchSpanProcessor(eventBoundedExporter{exp, maxEventsPerExport}, bsp...))
 	}
 	if s.Traces.Console {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(console))
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
+			return nil, nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
 		}
-		opts = append(opts, sdktrace.WithBatcher(exp, bsp...))
+		processors = append(processors, sdktrace.NewBatchSpanProcessor(exp, bsp...))
 	}
-	return sdktrace.NewTracerProvider(opts...), nil
+	ce := NewChunkEvents(processors...)
+	return sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithRawSpanLimits(SpanLimits()),
+		sdktrace.WithSpanProcessor(ce),
+	), ce, nil
 }
 
 func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {

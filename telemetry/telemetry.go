@@ -34,6 +34,11 @@ type Config struct {
 	// event limit must not drop events (see the package documentation):
 	// Start configures its own provider that way.
 	TracerProvider trace.TracerProvider
+	// ChunkEvents, when the provider's spans end through it, keeps the
+	// reasoning chunks of each run until its span ends (see ChunkEvents);
+	// nil makes each chunk an SDK span event, which costs ten times the
+	// memory.
+	ChunkEvents *ChunkEvents
 	// MeterProvider creates the instruments; nil records no metrics.
 	MeterProvider metric.MeterProvider
 	// Propagator reads the incoming trace context and writes it on
@@ -68,6 +73,7 @@ type Config struct {
 type Telemetry struct {
 	tp      trace.TracerProvider
 	tracer  trace.Tracer
+	chunks  *ChunkEvents
 	prop    propagation.TextMapPropagator
 	ai      *appinsights.Exporter
 	agent   Agent
@@ -101,6 +107,7 @@ func New(cfg Config) (*Telemetry, error) {
 		content: cfg.CaptureContent,
 		log:     cfg.Logger,
 		now:     cfg.Now,
+		chunks:  cfg.ChunkEvents,
 	}
 	if t.agent.Name == "" {
 		t.agent.Name = "agent"

@@ -17,6 +17,7 @@
 package otlpwire
 
 import (
+	"iter"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -114,6 +115,15 @@ type group struct {
 	rkey  attribute.Distinct
 	scope instrumentation.Scope
 	spans []sdktrace.ReadOnlySpan
+}
+
+// EventSeq is implemented by spans that keep some of their events other
+// than as SDK events, and so would have to build them to return them from
+// Events. AllEvents yields every event of the span, in order; the
+// encoder uses an event's attributes only until yield returns, so they
+// may be reused for the next.
+type EventSeq interface {
+	AllEvents() iter.Seq[sdktrace.Event]
 }
 
 // AppendRequest appends spans to dst as an ExportTraceServiceRequest and
@@ -222,15 +232,14 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 		e.keyValue(spanAttributes, kv)
 	}
 	e.varint(spanDroppedAttributes, uint64(clampUint32(s.DroppedAttributes())))
-	for _, ev := range s.Events() {
-		em := e.begin(spanEvents)
-		e.fixed64(eventTime, unixNano(ev.Time.UnixNano()))
-		e.string(eventName, ev.Name)
-		for _, kv := range ev.Attributes {
-			e.keyValue(eventAttributes, kv)
+	if es, ok := s.(EventSeq); ok {
+		for ev := range es.AllEvents() {
+			e.event(ev)
 		}
-		e.varint(eventDroppedAttributes, uint64(clampUint32(ev.DroppedAttributeCount)))
-		e.end(em)
+	} else {
+		for _, ev := range s.Events() {
+			e.event(ev)
+		}
 	}
 	e.varint(spanDroppedEvents, uint64(clampUint32(s.DroppedEvents())))
 	for _, l := range s.Links() {
@@ -252,6 +261,17 @@ func (e *encoder) span(s sdktrace.ReadOnlySpan) {
 	e.varint(statusCode, statusNumber(st.Code))
 	e.end(sm)
 	e.fixed32(spanFlags, flags(sc.TraceFlags(), parent))
+	e.end(m)
+}
+
+func (e *encoder) event(ev sdktrace.Event) {
+	m := e.begin(spanEvents)
+	e.fixed64(eventTime, unixNano(ev.Time.UnixNano()))
+	e.string(eventName, ev.Name)
+	for _, kv := range ev.Attributes {
+		e.keyValue(eventAttributes, kv)
+	}
+	e.varint(eventDroppedAttributes, uint64(clampUint32(ev.DroppedAttributeCount)))
 	e.end(m)
 }
 

@@ -35,6 +35,20 @@ func runCapture(tel *telemetry.Telemetry, n int) {
 	obs.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, ReasoningChunks: n})
 }
 
+// chunkTelemetry is telemetry whose provider's spans end through
+// ChunkEvents into a recorder, as Start wires them.
+func chunkTelemetry(t *testing.T, content bool) (*telemetry.Telemetry, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	ce := telemetry.NewChunkEvents(rec)
+	tel, err := telemetry.New(telemetry.Config{CaptureContent: content, Agent: telemetry.Agent{Name: "Classifier"}, ChunkEvents: ce,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ce), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tel, rec
+}
+
 // agentSpan is the invoke_agent span among the ended ones.
 func agentSpan(t *testing.T, spans []sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -76,13 +90,7 @@ func TestChunkEventsAreTheSDKEvents(t *testing.T) {
 			}
 			runCapture(sdkTel, n)
 
-			rec := tracetest.NewSpanRecorder()
-			ce := telemetry.NewChunkEvents(rec)
-			tel, err := telemetry.New(telemetry.Config{CaptureContent: content, Agent: telemetry.Agent{Name: "Classifier"}, ChunkEvents: ce,
-				TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ce), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))})
-			if err != nil {
-				t.Fatal(err)
-			}
+			tel, rec := chunkTelemetry(t, content)
 			runCapture(tel, n)
 
 			want := agentSpan(t, sdkRec.Ended()).Events()
@@ -111,13 +119,7 @@ func TestChunkEventsAreTheSDKEvents(t *testing.T) {
 // chunks without building events, writes the same request as from the
 // events built.
 func TestChunkEventsEncodeAsTheirEvents(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	ce := telemetry.NewChunkEvents(rec)
-	tel, err := telemetry.New(telemetry.Config{CaptureContent: true, Agent: telemetry.Agent{Name: "Classifier"}, ChunkEvents: ce,
-		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ce), sdktrace.WithRawSpanLimits(telemetry.SpanLimits()))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel, rec := chunkTelemetry(t, true)
 	runCapture(tel, 60)
 	s := agentSpan(t, rec.Ended())
 	if _, ok := s.(otlpwire.EventSeq); !ok {

@@ -76,7 +76,8 @@
 // (the ids a run's chunks share kept once) and hands them to the exporters
 // as the span's reasoning.chunk events, the same events in the same order
 // as the SDK would have kept. That is about 40 bytes per chunk against the
-// SDK's 400, and an eighth of the work per chunk (BenchmarkReasoningChunk).
+// SDK's 400, and a quarter of the work per chunk or less
+// (BenchmarkReasoningChunk).
 // A provider passed to New without Config.ChunkEvents gets SDK events.
 //
 // Continuation spans (a new span every N chunks) were the alternative. They

@@ -264,7 +264,7 @@ func (c *capture) ProviderEvent(ev brainwire.Event) {
 		cs := c.stream
 		c.mu.Unlock()
 		if cs != nil {
-			cs.span.SetAttributes(append(upstreamIDs(ev.ThreadID, ev.RunID), AttrFoundryRunStatus.String(string(ev.Status)))...)
+			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
 	case brainwire.EventError:
 		c.t.upstreamError(c.ctx, orDefault(ev.ErrorCode, "stream_error"), "stream")

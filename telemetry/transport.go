@@ -121,6 +121,22 @@ type clientSpan struct {
 	endAt   time.Time // when the body ended, if it did
 	readErr error
 	done    atomic.Bool
+
+	// The agent service's ids last set on the span, by runStatus only.
+	thread, run string
+}
+
+// runStatus records a run state that came on the response. The SDK
+// appends every attribute set and drops repeated keys only when the span
+// ends, and a run sends several states with the same ids: the ids are set
+// again only when they change.
+func (cs *clientSpan) runStatus(thread, run string, status brainwire.RunStatus) {
+	kv := make([]attribute.KeyValue, 0, 5)
+	if thread != cs.thread || run != cs.run {
+		kv = append(kv, upstreamIDs(thread, run)...)
+		cs.thread, cs.run = thread, run
+	}
+	cs.span.SetAttributes(append(kv, AttrFoundryRunStatus.String(string(status)))...)
 }
 
 // finish ends the span: errType marks a failed call, err is recorded.

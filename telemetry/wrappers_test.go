@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/sqlite"
@@ -237,5 +239,48 @@ func TestErrorHandlerRateLimits(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "connection refused"); n != 1 {
 		t.Errorf("%d log lines for 50 errors in an interval, want 1", n)
+	}
+}
+
+// TestRunStatesOnTheStreamSpan: each run state that comes on a stream
+// goes on that stream's span; the last state and the latest ids win.
+func TestRunStatesOnTheStreamSpan(t *testing.T) {
+	tel, rec := recorded(t, false)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: done\ndata: [DONE]\n\n"))
+	}))
+	defer up.Close()
+	ctx, obs := tel.StartCapture(context.Background(), brainwire.Capture{RunID: "run-1", Kind: brainwire.KindText})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, up.URL+"/threads/runs", nil)
+	resp, err := tel.WrapTransport(up.Client().Transport).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []brainwire.Event{
+		{Kind: brainwire.EventRunStatus, Status: brainwire.RunQueued, ThreadID: "thread_1", RunID: "run_a"},
+		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_a"},
+		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_b"},
+		{Kind: brainwire.EventRunStatus, Status: brainwire.RunRequiresAction, ThreadID: "thread_1", RunID: "run_b"},
+	} {
+		obs.ProviderEvent(ev)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	obs.End(brainwire.CaptureResult{})
+	var stream sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindClient && !strings.HasPrefix(s.Name(), "invoke_agent") {
+			stream = s
+		}
+	}
+	if stream == nil {
+		t.Fatal("no span for the stream")
+	}
+	for key, want := range map[string]string{"foundry.run.status": "requires_action", "foundry.run_id": "run_b",
+		"gen_ai.response.id": "run_b", "foundry.thread_id": "thread_1", "gen_ai.conversation.id": "thread_1"} {
+		if v, _ := spanAttr(stream, key); v.AsString() != want {
+			t.Errorf("%s = %q, want %q", key, v.AsString(), want)
+		}
 	}
 }

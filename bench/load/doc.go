@@ -13,8 +13,9 @@
 // RSS per concurrent stream (from /proc), its descriptors, and the
 // upstream connections opened (counted by the simulator when it is the
 // upstream, else from the kernel's TCP counters). Launch starts the server,
-// the simulator and an OTLP receiver as processes of their own, so that
-// each one's CPU and memory are its own.
+// the simulator and a telemetry receiver (OTLP, and Application Insights
+// ingestion) as processes of their own, so that each one's CPU and memory
+// are its own.
 //
 // Linux only: the figures come from /proc.
 package load

@@ -168,8 +168,10 @@ type StackConfig struct {
 	Face       string
 	ChunkDelay time.Duration
 	// Telemetry sends the server's traces and metrics over OTLP to the
-	// sink; off, the server has no telemetry.
-	Telemetry bool
+	// sink; AppInsights sends its Application Insights items to the
+	// sink's ingestion endpoint. With neither, the server has no
+	// telemetry.
+	Telemetry, AppInsights bool
 	// ServerEnv and SimEnv are added to each one's environment
 	// ("NAME=value").
 	ServerEnv, SimEnv []string
@@ -181,6 +183,10 @@ const ImageGODEBUG = "adaptivestackstart=0"
 
 // SinkCommand is the argument that makes Self run the OTLP sink.
 const SinkCommand = "otlp-sink"
+
+// sinkInstrumentationKey is the Application Insights resource the server
+// sends to; the sink takes any.
+const sinkInstrumentationKey = "00000000-0000-0000-0000-00000000b10a"
 
 // Stack is a server with its simulator and, with telemetry, an OTLP sink.
 type Stack struct {
@@ -238,19 +244,36 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	default:
 		return nil, fmt.Errorf("load: %q is not a face (%s, %s or %s)", cfg.Face, FaceResponses, FaceThreads, FaceADK)
 	}
-	if cfg.Telemetry {
+	if cfg.Telemetry || cfg.AppInsights {
 		sinkAddr, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		if st.Sink, err = startProcess("otlp-sink", []string{cfg.Self, SinkCommand, "-addr", sinkAddr}, base, cfg.Dir, true); err != nil {
+		argv := []string{cfg.Self, SinkCommand, "-addr", sinkAddr}
+		aiAddr := ""
+		if cfg.AppInsights {
+			if aiAddr, err = FreeAddr(); err != nil {
+				return nil, err
+			}
+			argv = append(argv, "-ai-addr", aiAddr)
+		}
+		if st.Sink, err = startProcess("otlp-sink", argv, base, cfg.Dir, true); err != nil {
 			return nil, err
 		}
 		st.Sink.Addr = sinkAddr
 		if err := st.Sink.waitReady(ctx, 30*time.Second, dialReady(sinkAddr)); err != nil {
 			return nil, err
 		}
-		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
+		if cfg.Telemetry {
+			env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
+		}
+		if cfg.AppInsights {
+			if err := st.Sink.waitReady(ctx, 30*time.Second, dialReady(aiAddr)); err != nil {
+				return nil, err
+			}
+			env = append(env, "APPLICATIONINSIGHTS_CONNECTION_STRING=InstrumentationKey="+sinkInstrumentationKey+
+				";IngestionEndpoint=http://"+aiAddr)
+		}
 	}
 	env = append(env, cfg.ServerEnv...)
 

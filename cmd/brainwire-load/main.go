@@ -3,8 +3,9 @@
 // memory, descriptors and upstream connections (see package bench/load).
 //
 // By default it starts everything itself, each in a process of its own:
-// the simulator (`brainwire sim`, paced), an OTLP receiver with -telemetry,
-// and `brainwire serve` pointed at them:
+// the simulator (`brainwire sim`, paced), an OTLP receiver with -telemetry
+// (and an Application Insights ingestion endpoint with -appinsights), and
+// `brainwire serve` pointed at them:
 //
 //	go build -o /tmp/brainwire ./cmd/brainwire
 //	go run ./cmd/brainwire-load -brainwire /tmp/brainwire -n 1000 -telemetry
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&stack.Face, "face", load.FaceResponses, "the simulator face the server uses: responses, threads or adk")
 	fs.DurationVar(&stack.ChunkDelay, "chunk-delay", 25*time.Millisecond, "the simulator's pause before each chunk")
 	fs.BoolVar(&stack.Telemetry, "telemetry", false, "OTLP traces and metrics to a receiver in its own process")
+	fs.BoolVar(&stack.AppInsights, "appinsights", false, "Application Insights items to an ingestion endpoint in that process")
 	fs.Var(&serverEnv, "server-env", "NAME=value for the server (repeatable)")
 	fs.Var(&simEnv, "sim-env", "NAME=value for the simulator (repeatable)")
 	dir := fs.String("dir", "", "directory for logs and the server's data (a new temporary one when empty; kept)")
@@ -119,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			stack.ServerEnv = append(stack.ServerEnv, "BRAINWIRE_PPROF_ADDR="+pprofAddr)
 		}
 		fmt.Fprintf(stderr, "starting the simulator (%s face, %s per chunk), %sthe server; logs in %s\n",
-			stack.Face, stack.ChunkDelay, map[bool]string{true: "an OTLP receiver, ", false: ""}[stack.Telemetry], *dir)
+			stack.Face, stack.ChunkDelay, map[bool]string{true: "a telemetry receiver, ", false: ""}[stack.Telemetry || stack.AppInsights], *dir)
 		if st, err = load.Launch(ctx, stack); err != nil {
 			return err
 		}
@@ -140,7 +142,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if rep != nil {
 		rep.Print(stdout)
-		if sinkStats != nil {
+		if sinkStats != nil && stack.AppInsights {
+			fmt.Fprintf(stdout, "\nApplication Insights endpoint: %d batches (%.1f MiB compressed), %d items, %d \"Reasoning chunk\" traces, "+
+				"%d requests, %d malformed batches\n", sinkStats.AIRequests, float64(sinkStats.AIBytes)/(1<<20), sinkStats.AIItems,
+				sinkStats.AIChunkItems, sinkStats.AIRequestItems, sinkStats.AIMalformed)
+		}
+		if sinkStats != nil && stack.Telemetry {
 			fmt.Fprintf(stdout, "\nOTLP receiver: %d trace exports (%.1f MiB), %d spans, %d events, %d reasoning.chunk events, "+
 				"%d reasoning chunks declared by the spans, %d events dropped; %d metric exports\n",
 				sinkStats.TraceRequests, float64(sinkStats.TraceBytes)/(1<<20), sinkStats.Spans, sinkStats.Events, sinkStats.ChunkEvents,
@@ -247,6 +254,7 @@ func writeJSON(path string, rep *load.Report, sink *load.SinkStats) error {
 func sink(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(load.SinkCommand, flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:4317", "listen address")
+	aiAddr := fs.String("ai-addr", "", "listen address of the Application Insights ingestion endpoint (none when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -255,12 +263,27 @@ func sink(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	s := load.NewSink()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- s.Serve(l) }()
+	var track *http.Server
+	if *aiAddr != "" {
+		al, err := net.Listen("tcp", *aiAddr)
+		if err != nil {
+			s.Stop()
+			return err
+		}
+		track = &http.Server{Handler: s.TrackHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- track.Serve(al) }()
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if track != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = track.Shutdown(sctx)
 	}
 	s.Stop()
 	return json.NewEncoder(stdout).Encode(s.Stats())

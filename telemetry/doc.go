@@ -100,7 +100,7 @@
 //
 // appinsights.Exporter sends to <IngestionEndpoint>/v2/track in the
 // ApplicationInsights-Go wire format. Tracking never blocks: items wait in
-// a bounded queue for one sending goroutine; overflow, refused items and
+// a bounded queue for four sending goroutines; overflow, refused items and
 // items still queued at Shutdown's deadline are counted
 // (brainwire.appinsights.items.dropped). Each capture also sends a request
 // item with its outcome, duration and counts.

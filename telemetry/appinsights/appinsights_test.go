@@ -218,3 +218,39 @@ func countLines(t *testing.T, r *http.Request) int {
 	}
 	return strings.Count(string(b), "\n")
 }
+
+// TestSendersSendAtOnce: Config.Senders batches are in flight at once
+// while the endpoint is slow to answer, and no more, without waiting for
+// the flush interval; every item is sent once it answers.
+func TestSendersSendAtOnce(t *testing.T) {
+	for _, senders := range []int{1, 4} {
+		t.Run(fmt.Sprint(senders), func(t *testing.T) {
+			in := telemetrytest.NewIngestion(t, telemetrytest.IngestHang)
+			defer in.Release() // a failed check leaves nothing hanging
+			e := newExporter(t, in.ConnectionString(), appinsights.Config{BatchSize: 10, QueueSize: 1000, Senders: senders,
+				SendTimeout: time.Minute, FlushInterval: time.Hour})
+			for range 100 {
+				e.TrackTrace(appinsights.Trace{Message: "Reasoning chunk"})
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for in.Requests() < senders && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // a sender too many would have sent by now
+			if n := in.Requests(); n != senders {
+				t.Fatalf("%d requests in flight, want %d", n, senders)
+			}
+			in.SetMode(telemetrytest.IngestOK)
+			in.Release()
+			if err := shutdown(t, e, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if st := e.Stats(); st.Sent != 100 || st.Enqueued != 100 {
+				t.Errorf("stats %+v, want all 100 sent", st)
+			}
+			if got := len(in.Messages("Reasoning chunk")); got != 100-10*senders {
+				t.Errorf("%d items parsed after the release, want %d", got, 100-10*senders)
+			}
+		})
+	}
+}

@@ -19,14 +19,19 @@ import (
 	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config. The queue holds a burst of
+// thousands of captures streaming at once (~40 chunks a second each) on a
+// busy machine: with 16,384 and one sender, 2–9 % of the chunk items of
+// 5,000 to 10,000 captures were dropped. Its buffer is about 160 bytes an
+// item, in pages touched only as far as it ever fills.
 const (
-	DefaultQueueSize     = 16384
+	DefaultQueueSize     = 65536
 	DefaultBatchSize     = 512
 	DefaultFlushInterval = 5 * time.Second
 	DefaultSendTimeout   = 10 * time.Second
 	DefaultMaxRetries    = 2
 	DefaultRetryBackoff  = time.Second
+	DefaultSenders       = 4
 )
 
 // Config configures an Exporter.
@@ -40,8 +45,13 @@ type Config struct {
 	// FlushInterval is the longest an item waits for its batch to fill.
 	FlushInterval time.Duration
 	// SendTimeout bounds one ingestion request, so a hanging endpoint
-	// holds up only the exporter's own goroutine, and only that long.
+	// holds up only the exporter's own goroutines, and only that long.
 	SendTimeout time.Duration
+	// Senders is how many batches are encoded and sent at once. One at a
+	// time could not keep up with thousands of captures streaming on a
+	// busy machine: each request waits for its answer, and the queue
+	// overflowed.
+	Senders int
 	// MaxRetries is how often a batch is resent after a retryable answer
 	// (408, 429, 439, 500, 503, network errors); RetryBackoff doubles
 	// between attempts. Negative MaxRetries disables retries.
@@ -137,9 +147,10 @@ type Stats struct {
 //
 // Unlike that library's channel, whose Track blocks on an unbuffered
 // channel and whose retry goroutines sleep through Close, TrackTrace and
-// TrackRequest never block: items go to a bounded queue drained by one
-// goroutine, and what does not fit is dropped and counted. Shutdown flushes
-// within its context's deadline and leaves no goroutine behind.
+// TrackRequest never block: items go to a bounded queue drained by
+// Config.Senders goroutines, and what does not fit is dropped and counted.
+// Shutdown flushes within its context's deadline and leaves no goroutine
+// behind.
 type Exporter struct {
 	cfg      Config
 	url      string
@@ -153,18 +164,22 @@ type Exporter struct {
 	closed  atomic.Bool
 	stop    chan struct{} // closed when Shutdown starts
 	stopped sync.Once
-	done    chan struct{} // closed when the worker has returned
+	done    chan struct{} // closed when every sender has returned
 	ctx     context.Context
 	abort   context.CancelFunc // cancels in-flight requests
 
 	enqueued, sent, dropFull, dropFailed, dropShutdown, sendErrors atomic.Int64
 
-	// Worker state.
+	logMu    sync.Mutex
 	lastLog  time.Time
 	unlogged int64
-	gz       *gzip.Writer
-	buf      bytes.Buffer
-	line     []byte
+}
+
+// encoder is one sender's buffers.
+type encoder struct {
+	gz   *gzip.Writer
+	buf  bytes.Buffer
+	line []byte
 }
 
 // New starts an Exporter.
@@ -193,6 +208,9 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	}
+	if cfg.Senders <= 0 {
+		cfg.Senders = DefaultSenders
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -212,7 +230,7 @@ func New(cfg Config) (*Exporter, error) {
 	if rt == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.ResponseHeaderTimeout = cfg.SendTimeout
-		t.MaxIdleConnsPerHost = 2
+		t.MaxIdleConnsPerHost = cfg.Senders
 		e.ownTrans, rt = t, t
 	}
 	e.client = &http.Client{Transport: rt}
@@ -221,10 +239,14 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	slices.SortFunc(e.tags, func(a, b Property) int { return strings.Compare(a.Key, b.Key) })
 	e.ctx, e.abort = context.WithCancel(context.Background())
-	// Fastest compression: ingestion only needs gzip, and the CPU is
-	// shared with the captures.
-	e.gz, _ = gzip.NewWriterLevel(&e.buf, gzip.BestSpeed)
-	go e.run()
+	var senders sync.WaitGroup
+	for range cfg.Senders {
+		senders.Go(e.run)
+	}
+	go func() {
+		senders.Wait()
+		close(e.done)
+	}()
 	return e, nil
 }
 
@@ -285,7 +307,7 @@ func (e *Exporter) QueueLen() int { return len(e.queue) }
 // Shutdown stops accepting items and sends what is queued, without
 // retries, until ctx ends; then it abandons in-flight requests. Items not
 // sent by then are counted as dropped. It returns when the exporter's
-// goroutine has exited; later calls return at once.
+// goroutines have exited; later calls return at once.
 func (e *Exporter) Shutdown(ctx context.Context) error {
 	first := false
 	e.stopped.Do(func() {
@@ -325,9 +347,16 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// run is one sender. Each takes batches from the queue until it is empty,
+// then waits for a full batch (enqueue kicks), the flush interval or
+// Shutdown; while some wait on their requests' answers the others go on
+// draining the queue.
 func (e *Exporter) run() {
-	defer close(e.done)
 	batch := make([]item, 0, e.cfg.BatchSize)
+	// Fastest compression: ingestion only needs gzip, and the CPU is
+	// shared with the captures.
+	enc := &encoder{}
+	enc.gz, _ = gzip.NewWriterLevel(&enc.buf, gzip.BestSpeed)
 	tick := time.NewTicker(e.cfg.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -335,16 +364,16 @@ func (e *Exporter) run() {
 		case <-tick.C:
 		case <-e.kick:
 		case <-e.stop:
-			e.flush(batch)
+			e.flush(enc, batch)
 			return
 		}
-		e.flush(batch)
+		e.flush(enc, batch)
 	}
 }
 
 // flush sends everything queued, in batches, until the queue is empty;
 // after Shutdown's deadline it only counts what is left as dropped.
-func (e *Exporter) flush(batch []item) {
+func (e *Exporter) flush(enc *encoder, batch []item) {
 	for {
 		batch = batch[:0]
 		for len(batch) < e.cfg.BatchSize {
@@ -359,20 +388,28 @@ func (e *Exporter) flush(batch []item) {
 		if len(batch) == 0 {
 			return
 		}
+		if len(e.queue) >= e.cfg.BatchSize {
+			// More than this sender's batch waits: wake another one
+			// (enqueue's kick woke only this one).
+			select {
+			case e.kick <- struct{}{}:
+			default:
+			}
+		}
 		if e.ctx.Err() != nil {
 			e.dropShutdown.Add(int64(len(batch)))
 		} else {
-			e.send(batch)
+			e.send(enc, batch)
 		}
 		clear(batch) // let sent items' strings go
 	}
 }
 
 // send posts one batch, retrying what the endpoint says may be retried.
-func (e *Exporter) send(batch []item) {
+func (e *Exporter) send(enc *encoder, batch []item) {
 	items := batch
 	for attempt := 0; ; attempt++ {
-		retry, err := e.post(items)
+		retry, err := e.post(enc, items)
 		if err == nil {
 			return
 		}
@@ -432,8 +469,8 @@ type trackResponse struct {
 
 // post sends items once. On failure it returns the items worth resending
 // (the rest are counted as dropped here).
-func (e *Exporter) post(envs []item) (retry []item, err error) {
-	body, err := e.encode(envs)
+func (e *Exporter) post(enc *encoder, envs []item) (retry []item, err error) {
+	body, err := e.encode(enc, envs)
 	if err != nil {
 		e.dropFailed.Add(int64(len(envs)))
 		return nil, err
@@ -486,22 +523,24 @@ func (e *Exporter) post(envs []item) (retry []item, err error) {
 }
 
 // encode writes items as gzip-compressed JSON lines.
-func (e *Exporter) encode(items []item) ([]byte, error) {
-	e.buf.Reset()
-	e.gz.Reset(&e.buf)
+func (e *Exporter) encode(enc *encoder, items []item) ([]byte, error) {
+	enc.buf.Reset()
+	enc.gz.Reset(&enc.buf)
 	for i := range items {
-		e.line = e.appendEnvelope(e.line[:0], &items[i])
-		if _, err := e.gz.Write(e.line); err != nil {
+		enc.line = e.appendEnvelope(enc.line[:0], &items[i])
+		if _, err := enc.gz.Write(enc.line); err != nil {
 			return nil, fmt.Errorf("appinsights: compressing: %w", err)
 		}
 	}
-	if err := e.gz.Close(); err != nil {
+	if err := enc.gz.Close(); err != nil {
 		return nil, fmt.Errorf("appinsights: compressing: %w", err)
 	}
-	return bytes.Clone(e.buf.Bytes()), nil
+	return bytes.Clone(enc.buf.Bytes()), nil
 }
 
 func (e *Exporter) logFailure(err error, dropped int) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
 	e.unlogged += int64(dropped)
 	if time.Since(e.lastLog) < e.cfg.LogEvery {
 		return

@@ -19,13 +19,12 @@ import (
 	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
 )
 
-// Defaults for the zero fields of Config. The queue holds a burst of
-// thousands of captures streaming at once (~40 chunks a second each) on a
-// busy machine: with 16,384 and one sender, 2–9 % of the chunk items of
-// 5,000 to 10,000 captures were dropped. Its buffer is about 160 bytes an
-// item, in pages touched only as far as it ever fills.
+// Defaults for the zero fields of Config. A queue four times as large
+// lost fewer chunk items under bursts of 5,000 to 10,000 captures on a
+// busy 2-vCPU machine, but held about 20 MB more at 1,000 captures,
+// where this one loses none (bench/RESULTS.md).
 const (
-	DefaultQueueSize     = 65536
+	DefaultQueueSize     = 16384
 	DefaultBatchSize     = 512
 	DefaultFlushInterval = 5 * time.Second
 	DefaultSendTimeout   = 10 * time.Second

@@ -117,7 +117,6 @@ type chunkList struct {
 	mu     sync.Mutex
 	ended  bool
 	chunks []chunk
-	ids    *chunkIDs // of the last chunk
 }
 
 // chunk is one reasoning chunk: at is its time in Unix nanoseconds.
@@ -143,10 +142,12 @@ func (l *chunkList) add(at time.Time, index int, text, run, upstreamRun, upstrea
 	if l.ended {
 		return
 	}
-	ids := l.ids
+	var ids *chunkIDs // the last chunk's, while they stay the same
+	if n := len(l.chunks); n > 0 {
+		ids = l.chunks[n-1].ids
+	}
 	if ids == nil || ids.run != run || ids.upstreamRun != upstreamRun || ids.upstreamThread != upstreamThread {
 		ids = &chunkIDs{run: run, upstreamRun: upstreamRun, upstreamThread: upstreamThread}
-		l.ids = ids
 	}
 	l.chunks = append(l.chunks, chunk{at: at.UnixNano(), index: index, text: text, ids: ids})
 }

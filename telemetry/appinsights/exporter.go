@@ -273,18 +273,23 @@ func (e *Exporter) enqueue(it item) bool {
 	select {
 	case e.queue <- it:
 		e.enqueued.Add(1)
-		// The sender is woken once per batch, not per item: a handoff
+		// A sender is woken once per batch, not per item: a handoff
 		// to a waiting goroutine costs more than the enqueue itself.
-		if len(e.queue) >= e.cfg.BatchSize {
-			select {
-			case e.kick <- struct{}{}:
-			default:
-			}
-		}
+		e.wakeIfBatch()
 		return true
 	default:
 		e.dropFull.Add(1)
 		return false
+	}
+}
+
+// wakeIfBatch wakes a waiting sender when a batch's worth is queued.
+func (e *Exporter) wakeIfBatch() {
+	if len(e.queue) >= e.cfg.BatchSize {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -387,14 +392,9 @@ func (e *Exporter) flush(enc *encoder, batch []item) {
 		if len(batch) == 0 {
 			return
 		}
-		if len(e.queue) >= e.cfg.BatchSize {
-			// More than this sender's batch waits: wake another one
-			// (enqueue's kick woke only this one).
-			select {
-			case e.kick <- struct{}{}:
-			default:
-			}
-		}
+		// More than this sender's batch may wait: enqueue's kick woke
+		// only this one.
+		e.wakeIfBatch()
 		if e.ctx.Err() != nil {
 			e.dropShutdown.Add(int64(len(batch)))
 		} else {

@@ -356,7 +356,9 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 // Shutdown; while some wait on their requests' answers the others go on
 // draining the queue.
 func (e *Exporter) run() {
-	batch := make([]item, 0, e.cfg.BatchSize)
+	// Grown as batches need: every sender has one, and a configured
+	// batch may be far larger than what is ever queued.
+	batch := make([]item, 0, min(e.cfg.BatchSize, DefaultBatchSize))
 	// Fastest compression: ingestion only needs gzip, and the CPU is
 	// shared with the captures.
 	enc := &encoder{}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/brainwire/brainwire"
 )
@@ -23,7 +22,7 @@ func (s *Store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwir
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if err != nil {
 			return err
@@ -47,7 +46,7 @@ func (s *Store) ReleaseFollowUp(ctx context.Context, userID, id, token string) (
 	if userID == "" {
 		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if brainwire.ErrorCode(err) == brainwire.ENotFound {
 			return nil

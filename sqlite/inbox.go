@@ -35,7 +35,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if f.InboxItemID == "" {
 			item = stored(f.NewItem())
 			if err := insertItem(ctx, tx, item); err != nil {
@@ -215,7 +215,9 @@ func decodeClaim(s sql.NullString) (*brainwire.FollowUpClaim, error) {
 	return &brainwire.FollowUpClaim{Round: d.Round, Token: d.Token, At: time.Unix(0, d.At).UTC(), Until: time.Unix(0, d.Until).UTC()}, nil
 }
 
-func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
+const insertItemSQL = `INSERT INTO inbox (` + itemColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func insertItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
 	cls, err := encodeClassification(it.ClassificationMeta)
 	if err != nil {
 		return err
@@ -228,7 +230,7 @@ func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO inbox (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, insertItemSQL,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
 		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
@@ -241,7 +243,7 @@ func insertItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
 }
 
 // updateItem writes every mutable field of an existing item.
-func updateItem(ctx context.Context, tx *sql.Tx, it brainwire.InboxItem) error {
+func updateItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
 	cls, err := encodeClassification(it.ClassificationMeta)
 	if err != nil {
 		return err
@@ -267,12 +269,14 @@ WHERE user_id = ? AND id = ?`,
 	return nil
 }
 
-func insertRecord(ctx context.Context, tx *sql.Tx, r brainwire.BucketRecord) error {
+const insertRecordSQL = `INSERT INTO bucket_records (` + recordColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+func insertRecord(ctx context.Context, tx writeTx, r brainwire.BucketRecord) error {
 	cls, err := encodeClassification(r.ClassificationMeta)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO bucket_records (`+recordColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, insertRecordSQL,
 		r.UserID, r.Bucket, r.ID, r.RawText, r.Title, cls, r.InboxRecordID, r.CreatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "%s record %q already exists", r.Bucket, r.ID)
@@ -283,7 +287,7 @@ func insertRecord(ctx context.Context, tx *sql.Tx, r brainwire.BucketRecord) err
 	return nil
 }
 
-func deleteRecordOf(ctx context.Context, tx *sql.Tx, userID, itemID string) error {
+func deleteRecordOf(ctx context.Context, tx writeTx, userID, itemID string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM bucket_records WHERE user_id = ? AND inbox_record_id = ?`, userID, itemID); err != nil {
 		return fmt.Errorf("deleting the bucket record of %s: %w", itemID, err)
 	}
@@ -427,7 +431,7 @@ func (s *Store) DeleteInboxItem(ctx context.Context, userID, id string) (err err
 	if userID == "" {
 		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if err := deleteRecordOf(ctx, tx, userID, id); err != nil {
 			return err
 		}
@@ -460,7 +464,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		return brainwire.InboxItem{}, err
 	}
 	var item brainwire.InboxItem
-	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		before, err := getItem(ctx, tx, userID, id)
 		if err != nil {
 			return err

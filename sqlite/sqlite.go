@@ -83,7 +83,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: opening %s for reading: %w", abs, err)
 	}
-	return &Store{write: write, writer: newWriter(write), read: read}, nil
+	// A new capture's filing is these statements, and it is what the
+	// writer runs most.
+	w, err := newWriter(ctx, write, savepointSQL, rollbackToSQL, releaseSQL, insertItemSQL, insertRecordSQL)
+	if err != nil {
+		read.Close()
+		write.Close()
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	}
+	return &Store{write: write, writer: w, read: read}, nil
 }
 
 // dsn returns the driver's connection string for the file at abs. Writers
@@ -134,7 +142,7 @@ func (s *Store) Close() error {
 // inTx runs fn in a write transaction and commits it if fn succeeds (see
 // writer: transactions queued together commit together). fn's statements
 // use the context it is given.
-func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx writeTx) error) error {
 	return s.writer.run(ctx, fn)
 }
 

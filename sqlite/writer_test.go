@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -25,8 +24,8 @@ func scratch(t *testing.T) *Store {
 	return s
 }
 
-func insert(k string) func(context.Context, *sql.Tx) error {
-	return func(ctx context.Context, tx *sql.Tx) error {
+func insert(k string) func(context.Context, writeTx) error {
+	return func(ctx context.Context, tx writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO t (k, v) VALUES (?, 'v')`, k)
 		return err
 	}
@@ -57,7 +56,7 @@ func hold(t *testing.T, s *Store) (release func(), wait func()) {
 	ch, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := s.inTx(t.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.inTx(t.Context(), func(ctx context.Context, tx writeTx) error {
 			close(started)
 			<-ch
 			return insert("held")(ctx, tx)
@@ -94,7 +93,7 @@ func TestWriterGroupsAndIsolatesFailures(t *testing.T) {
 		wg.Go(func() {
 			fn := insert(fmt.Sprint(i))
 			if i%5 == 3 {
-				fn = func(ctx context.Context, tx *sql.Tx) error {
+				fn = func(ctx context.Context, tx writeTx) error {
 					if err := insert(fmt.Sprint(i))(ctx, tx); err != nil {
 						return err
 					}
@@ -151,7 +150,7 @@ func TestWriterCancelledWhileQueued(t *testing.T) {
 	wait()
 
 	ctx, cancel = context.WithCancel(t.Context())
-	err := s.inTx(ctx, func(c context.Context, tx *sql.Tx) error {
+	err := s.inTx(ctx, func(c context.Context, tx writeTx) error {
 		cancel()
 		if c.Err() != nil {
 			return fmt.Errorf("the transaction's context was cancelled with the caller's")

@@ -106,6 +106,10 @@ func dsn(abs string, writer bool) string {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_synchronous", "FULL") // a capture the phone saw filed survives power loss
 		q.Set("_txlock", "immediate")
+		// A group's savepoints journal the pages they change; past a
+		// few dozen KiB SQLite moves that journal to a temporary file,
+		// which cost a group an open and its writes.
+		q.Set("_pragma", "temp_store(memory)")
 	} else {
 		q.Set("_query_only", "on")
 	}

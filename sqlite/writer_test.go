@@ -193,3 +193,18 @@ func TestWriterClose(t *testing.T) {
 		t.Errorf("rows %v", got)
 	}
 }
+
+// A group's savepoints keep the pages they change in a statement journal;
+// on disk, every group grew a temporary file and paid its writes.
+func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
+	s := scratch(t)
+	var store int
+	if err := s.inTx(t.Context(), func(ctx context.Context, tx writeTx) error {
+		return tx.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&store)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if store != 2 { // MEMORY
+		t.Errorf("temp_store = %d on the write connection, want 2 (memory)", store)
+	}
+}

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"testing"
@@ -87,4 +88,49 @@ func containsLineEnd(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// A stream that has read a long line waits for its next event with its own
+// small buffer again, the pooled one given back.
+func TestReaderGoesBackToItsIdleBuffer(t *testing.T) {
+	long := "data: " + string(bytes.Repeat([]byte("x"), 3000)) + "\n\n"
+	longer := "data: " + string(bytes.Repeat([]byte("y"), 10_000)) + "\n\n"
+	for name, in := range map[string]string{"pooled": long, "grown past the pool": longer} {
+		src := &gate{b: []byte(in + "data: 1\n\n")}
+		r := NewReader(src)
+		for _, want := range []int{len(in) - 8, 1} {
+			ev, err := r.Next()
+			if err != nil || len(ev.Data) != want {
+				t.Fatalf("%s: event of %d bytes, %v; want %d", name, len(ev.Data), err, want)
+			}
+		}
+		// The next Next waits in a read: what does it hold meanwhile?
+		src.wait = func() {
+			if r.pooled != nil || &r.buf[0] != &r.idle[0] || len(r.buf) != idleBufSize {
+				t.Errorf("%s: waits with a buffer of %d bytes (pooled: %v), want its own %d", name, len(r.buf), r.pooled != nil, idleBufSize)
+			}
+		}
+		if _, err := r.Next(); err != io.EOF {
+			t.Fatalf("%s: at the end: %v", name, err)
+		}
+	}
+}
+
+// gate serves b, then calls wait (if set) before each read that finds
+// nothing left, and ends the stream.
+type gate struct {
+	b    []byte
+	wait func()
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	if len(g.b) == 0 {
+		if g.wait != nil {
+			g.wait()
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, g.b)
+	g.b = g.b[n:]
+	return n, nil
 }

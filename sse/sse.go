@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // DefaultMaxEventSize bounds a single line and an event's joined data unless
@@ -21,15 +22,20 @@ const DefaultMaxEventSize = 16 << 20
 // maximum event size.
 var ErrEventTooLarge = errors.New("sse: event too large")
 
-// A stream's buffer starts small and is grown for a long line (a run or
-// response object with the agent's instructions and tools runs to several
-// KiB), then given back once the line is read: most of a stream's life is
-// spent waiting for the next small delta, and thousands of streams wait at
-// once.
+// A stream waits for its next event with a small buffer of its own: most of
+// a stream's life is spent waiting for the next small delta, and thousands
+// of streams wait at once. A longer line (a run or response object with the
+// agent's instructions and tools runs to several KiB) grows the buffer,
+// first to a size that streams share through linePool, and the stream goes
+// back to its own buffer once the line is read.
 const (
-	initialBufSize = 4 << 10
-	maxEmptyReads  = 100
+	idleBufSize   = 512 // a delta event fits whole
+	lineBufSize   = 4 << 10
+	maxEmptyReads = 100
 )
+
+// linePool holds the buffers of lineBufSize that streams grow into.
+var linePool = sync.Pool{New: func() any { return new([lineBufSize]byte) }}
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
@@ -76,6 +82,10 @@ type Reader struct {
 	skipLF     bool  // the last line ended in '\r': a leading '\n' belongs to it
 	bomChecked bool
 
+	// buf is idle, the pooled buffer, or one of its own.
+	idle   [idleBufSize]byte
+	pooled *[lineBufSize]byte // from linePool while buf is it
+
 	// The pending event. name and data alias buf while it holds them (the
 	// common case, no copy) and are moved to nameBuf/dataBuf before buf
 	// changes, or when data lines are joined.
@@ -92,6 +102,7 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 	for _, o := range opts {
 		o(rd)
 	}
+	rd.buf = rd.idleBuf()
 	return rd
 }
 
@@ -108,7 +119,7 @@ func (r *Reader) Next() (Event, error) {
 	}
 	// The last event, which may have needed a long copy, is no longer
 	// the caller's: keep no more than a small copy buffer.
-	if cap(r.dataBuf) > initialBufSize {
+	if cap(r.dataBuf) > lineBufSize {
 		r.dataBuf = nil
 	}
 	for {
@@ -275,8 +286,9 @@ func shift(pos, scanned, off int) (int, int) {
 	return pos, max(scanned-off, 0)
 }
 
-// fill moves the unread bytes to the front of buf, grows it if it is full,
-// and reads once from src.
+// fill moves the unread bytes to the front of buf, grows it if it is full
+// or goes back to the idle buffer if it need not be, and reads once from
+// src.
 func (r *Reader) fill() {
 	r.own()
 	if r.start > 0 {
@@ -285,21 +297,22 @@ func (r *Reader) fill() {
 		r.crPos, r.crScanned = shift(r.crPos, r.crScanned, r.start)
 		r.start, r.end = 0, n
 	}
-	if len(r.buf) > initialBufSize && r.end <= initialBufSize/2 {
-		// The long line that grew buf has been read: shrink it back.
-		nb := make([]byte, initialBufSize)
-		copy(nb, r.buf[:r.end])
-		r.buf = nb
+	if idle := r.idleBuf(); len(r.buf) > len(idle) && r.end <= len(idle)/2 {
+		// The long line that grew buf has been read.
+		r.setBuf(idle, nil)
 	}
 	if r.end == len(r.buf) {
 		if len(r.buf) >= r.max+2 { // room for a maximal line and its CRLF
 			r.err = ErrEventTooLarge
 			return
 		}
-		size := min(max(2*len(r.buf), initialBufSize), r.max+2)
-		nb := make([]byte, size)
-		copy(nb, r.buf[:r.end])
-		r.buf = nb
+		size := min(max(2*len(r.buf), lineBufSize), r.max+2)
+		if size == lineBufSize {
+			p := linePool.Get().(*[lineBufSize]byte)
+			r.setBuf(p[:], p)
+		} else {
+			r.setBuf(make([]byte, size), nil)
+		}
 	}
 	for range maxEmptyReads {
 		n, err := r.src.Read(r.buf[r.end:])
@@ -313,4 +326,20 @@ func (r *Reader) fill() {
 		}
 	}
 	r.err = io.ErrNoProgress
+}
+
+// idleBuf is the stream's own buffer, no longer than a maximal line needs.
+func (r *Reader) idleBuf() []byte {
+	n := min(idleBufSize, r.max+2)
+	return r.idle[:n:n]
+}
+
+// setBuf moves the unread bytes, which start at 0, to nb, and gives a
+// pooled buffer back.
+func (r *Reader) setBuf(nb []byte, pooled *[lineBufSize]byte) {
+	copy(nb, r.buf[:r.end])
+	if r.pooled != nil {
+		linePool.Put(r.pooled)
+	}
+	r.buf, r.pooled = nb, pooled
 }

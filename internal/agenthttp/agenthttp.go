@@ -4,7 +4,6 @@
 package agenthttp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/azerror"
@@ -32,22 +32,88 @@ type Client struct {
 
 // NewRequest builds a request with body, when not nil, as JSON.
 func NewRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding request body: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, _, err := newRequest(ctx, method, url, body)
+	return req, err
+}
+
+func newRequest(ctx context.Context, method, url string, body any) (*http.Request, *sentBody, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body == nil {
+		return req, nil, nil
 	}
-	return req, nil
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding request body: %w", err)
+	}
+	sb := &sentBody{b: b}
+	req.Body, req.GetBody, req.ContentLength = &bodyReader{b: b}, sb.get, int64(len(b))
+	req.Header.Set("Content-Type", "application/json")
+	return req, sb, nil
+}
+
+// errBodyReleased is GetBody's answer once the body has been let go of.
+var errBodyReleased = errors.New("request body already sent and released")
+
+// sentBody is a request's JSON body, let go of once sent. A streaming
+// run's request stays reachable from its response for as long as the
+// stream lasts, thousands of streams at once, and its body (the agent's
+// instructions among it) need not.
+type sentBody struct {
+	mu sync.Mutex
+	b  []byte // nil once released
+}
+
+// get is the request's GetBody, which the transport calls to send the body
+// again (a retried request, a redirect).
+func (s *sentBody) get() (io.ReadCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b == nil {
+		return nil, errBodyReleased
+	}
+	return &bodyReader{b: s.b}, nil
+}
+
+// release lets go of the body once the answer has begun: from then on the
+// transport does not send the request again. Safe on nil.
+func (s *sentBody) release() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.b = nil
+	s.mu.Unlock()
+}
+
+// bodyReader reads a body once, dropping its bytes at the end or when
+// closed; a transport may close it while another goroutine reads.
+type bodyReader struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.b) == 0 {
+		r.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	if r.b = r.b[n:]; len(r.b) == 0 {
+		r.b = nil // not even an empty slice of the array
+	}
+	return n, nil
+}
+
+func (r *bodyReader) Close() error {
+	r.mu.Lock()
+	r.b = nil
+	r.mu.Unlock()
+	return nil
 }
 
 // Do sends a JSON request and decodes the JSON answer (at most MaxJSON
@@ -75,12 +141,13 @@ func (c Client) Do(ctx context.Context, method, url string, body, out any) error
 // Stream POSTs body and returns the body of a 2xx event stream answer;
 // the caller reads and closes it.
 func (c Client) Stream(ctx context.Context, url string, body any) (io.ReadCloser, error) {
-	req, err := NewRequest(ctx, http.MethodPost, url, body)
+	req, sb, err := newRequest(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.HTTP.Do(req)
+	sb.release()
 	if err != nil {
 		return nil, err
 	}

@@ -84,3 +84,60 @@ func TestStream(t *testing.T) {
 		t.Errorf("an answer that is not a stream: %v", err)
 	}
 }
+
+// recordingTransport keeps the requests it sends.
+type recordingTransport struct {
+	next http.RoundTripper
+	reqs []*http.Request
+}
+
+func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt.reqs = append(rt.reqs, req)
+	return rt.next.RoundTrip(req)
+}
+
+// A stream's request lives as long as its response, so once the answer has
+// begun its body is let go of; until then the transport can send it again,
+// as a redirect does.
+func TestStreamLetsGoOfItsBodyOnceAnswered(t *testing.T) {
+	var bodies []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		http.Redirect(w, r, "/runs", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/runs", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, string(b))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: x\n\n")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	rt := &recordingTransport{next: srv.Client().Transport}
+	c := agenthttp.Client{HTTP: &http.Client{Transport: rt}, Who: "the agent service",
+		ReadError: func(r *http.Response) error { return fmt.Errorf("%d: %w", r.StatusCode, errAnswered) }}
+
+	body, err := c.Stream(t.Context(), srv.URL+"/moved", map[string]string{"instructions": "file it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	const want = `{"instructions":"file it"}`
+	if len(bodies) != 2 || bodies[0] != want || bodies[1] != want {
+		t.Fatalf("the service read %q, want %q before and after the redirect", bodies, want)
+	}
+	for i, req := range rt.reqs {
+		if req.ContentLength != int64(len(want)) {
+			t.Errorf("request %d: Content-Length %d, want %d", i, req.ContentLength, len(want))
+		}
+		if rc, err := req.GetBody(); err == nil {
+			b, _ := io.ReadAll(rc)
+			t.Errorf("request %d: its body can still be had once answered: %q", i, b)
+		}
+		if n, err := req.Body.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Errorf("request %d: its body still reads: %d bytes, %v", i, n, err)
+		}
+	}
+}

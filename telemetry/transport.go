@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -122,21 +123,30 @@ type clientSpan struct {
 	readErr error
 	done    atomic.Bool
 
-	// The agent service's ids last set on the span, by runStatus only.
+	// The run's latest state and the agent service's latest ids, from
+	// the run states that came on the response; finish puts them on the
+	// span. Set as they came, each state grew the span's attributes,
+	// which it keeps for the whole stream.
+	mu          sync.Mutex
 	thread, run string
+	status      brainwire.RunStatus
+	ended       bool
 }
 
-// runStatus records a run state that came on the response. The SDK
-// appends every attribute set and drops repeated keys only when the span
-// ends, and a run sends several states with the same ids: the ids are set
-// again only when they change.
+// runStatus records a run state that came on the response.
 func (cs *clientSpan) runStatus(thread, run string, status brainwire.RunStatus) {
-	kv := make([]attribute.KeyValue, 0, 5)
-	if thread != cs.thread || run != cs.run {
-		kv = append(kv, upstreamIDs(thread, run)...)
-		cs.thread, cs.run = thread, run
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.ended {
+		return
 	}
-	cs.span.SetAttributes(append(kv, AttrFoundryRunStatus.String(string(status)))...)
+	if thread != "" {
+		cs.thread = thread
+	}
+	if run != "" {
+		cs.run = run
+	}
+	cs.status = status
 }
 
 // finish ends the span: errType marks a failed call, err is recorded.
@@ -146,6 +156,13 @@ func (cs *clientSpan) finish(errType string, err error) {
 	}
 	if cs.capture != nil {
 		cs.capture.clearStream(cs)
+	}
+	cs.mu.Lock()
+	cs.ended = true
+	thread, run, status := cs.thread, cs.run, cs.status
+	cs.mu.Unlock()
+	if status != "" || thread != "" || run != "" {
+		cs.span.SetAttributes(append(upstreamIDs(thread, run), AttrFoundryRunStatus.String(string(status)))...)
 	}
 	if errType != "" {
 		cs.span.SetAttributes(semconv.ErrorTypeKey.String(errType))

@@ -243,7 +243,8 @@ func TestErrorHandlerRateLimits(t *testing.T) {
 }
 
 // TestRunStatesOnTheStreamSpan: each run state that comes on a stream
-// goes on that stream's span; the last state and the latest ids win.
+// goes on that stream's span; the last state and the latest ids win, and a
+// state without ids leaves them.
 func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	tel, rec := recorded(t, false)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -262,6 +263,7 @@ func TestRunStatesOnTheStreamSpan(t *testing.T) {
 		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_a"},
 		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_b"},
 		{Kind: brainwire.EventRunStatus, Status: brainwire.RunRequiresAction, ThreadID: "thread_1", RunID: "run_b"},
+		{Kind: brainwire.EventRunStatus, Status: brainwire.RunCancelling}, // no ids: they stay
 	} {
 		obs.ProviderEvent(ev)
 	}
@@ -277,7 +279,7 @@ func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	if stream == nil {
 		t.Fatal("no span for the stream")
 	}
-	for key, want := range map[string]string{"foundry.run.status": "requires_action", "foundry.run_id": "run_b",
+	for key, want := range map[string]string{"foundry.run.status": "cancelling", "foundry.run_id": "run_b",
 		"gen_ai.response.id": "run_b", "foundry.thread_id": "thread_1", "gen_ai.conversation.id": "thread_1"} {
 		if v, _ := spanAttr(stream, key); v.AsString() != want {
 			t.Errorf("%s = %q, want %q", key, v.AsString(), want)

@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&serverEnv, "server-env", "NAME=value for the server (repeatable)")
 	fs.Var(&simEnv, "sim-env", "NAME=value for the simulator (repeatable)")
 	dir := fs.String("dir", "", "directory for logs and the server's data (a new temporary one when empty; kept)")
-	profile := fs.String("profile", "", "write CPU, heap and goroutine profiles of the server's last round to this directory")
+	profile := fs.String("profile", "", "write CPU, heap and goroutine profiles of the server's last round to this directory, and report its heap and stacks per capture in flight")
 	profileSeconds := fs.Int("profile-seconds", 5, "length of the CPU profile")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
@@ -200,12 +200,29 @@ func profiler(dir, addr string, cfg load.Config, seconds int, stderr io.Writer) 
 		for inFlight() < cfg.N*9/10 && time.Now().Before(rampEnd) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		fmt.Fprintf(stderr, "profile: heap and goroutines at %d captures in flight\n", inFlight())
+		n := inFlight()
+		fmt.Fprintf(stderr, "profile: heap and goroutines at %d captures in flight\n", n)
 		fetch(ctx, base+"heap?gc=1", filepath.Join(dir, "heap.pprof"), stderr)
 		fetch(ctx, base+"goroutine", filepath.Join(dir, "goroutine.pprof"), stderr)
-		fetch(ctx, base+"heap?debug=1", filepath.Join(dir, "memstats.txt"), stderr)
+		memstats := filepath.Join(dir, "memstats.txt")
+		fetch(ctx, base+"heap?debug=1", memstats, stderr)
+		if hs, err := readHeapStats(memstats); err != nil {
+			fmt.Fprintln(stderr, "profile:", err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "profile: after a forced GC, %.1f KiB of heap and %.1f KiB of stacks per capture in flight\n",
+				float64(hs.HeapAlloc)/1024/float64(n), float64(hs.Stack)/1024/float64(n))
+		}
 		<-done
 	}
+}
+
+func readHeapStats(path string) (load.HeapStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return load.HeapStats{}, err
+	}
+	defer f.Close()
+	return load.ReadHeapStats(f)
 }
 
 func fetch(ctx context.Context, url, path string, stderr io.Writer) {

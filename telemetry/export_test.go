@@ -328,3 +328,36 @@ func (s heldTraceService) Export(ctx context.Context, _ *colltrace.ExportTraceSe
 	}
 	return &colltrace.ExportTraceServiceResponse{}, nil
 }
+
+// TestBurstOfEndingSpansIsKept: thousands of captures ending at once end
+// tens of thousands of spans; while the collector is behind, they wait in
+// the queue instead of being dropped (the SDK drops them silently when it
+// is full).
+func TestBurstOfEndingSpansIsKept(t *testing.T) {
+	r := telemetrytest.NewReceiver(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.Endpoint(), "OTEL_METRICS_EXPORTER": "none"}
+	settings, err := SettingsFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel, err := Start(t.Context(), settings, Options{Agent: Agent{Name: "Classifier"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Hold()
+	const spans = 40_000 // a dozen spans each for 3,300 captures
+	tracer := tel.TracerProvider().Tracer("burst")
+	for range spans {
+		_, s := tracer.Start(t.Context(), "span")
+		s.End()
+	}
+	r.Release()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.Spans()); got != spans {
+		t.Errorf("the collector got %d of %d spans", got, spans)
+	}
+}

@@ -31,6 +31,27 @@ type Receiver struct {
 	spans    []*Span
 	metrics  []*metricspb.ResourceMetrics
 	requests []proto.Message // every request, encoded on demand
+	held     chan struct{}   // trace exports wait for it to close, if set
+}
+
+// Hold makes trace exports wait until Release, as a collector that has
+// fallen behind does.
+func (r *Receiver) Hold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = make(chan struct{})
+	}
+}
+
+// Release lets held trace exports, and those after them, through.
+func (r *Receiver) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held != nil {
+		close(r.held)
+		r.held = nil
+	}
 }
 
 // Span is one received span with its resource and scope.
@@ -82,7 +103,17 @@ type traceService struct {
 	r *Receiver
 }
 
-func (s traceService) Export(_ context.Context, req *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+func (s traceService) Export(ctx context.Context, req *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+	s.r.mu.Lock()
+	held := s.r.held
+	s.r.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	s.r.requests = append(s.r.requests, req)

@@ -232,16 +232,7 @@ func TestServeRecordsADKLive(t *testing.T) {
 	env["BRAINWIRE_RECORD_DIR"] = dir
 	base := startServe(t, env)
 	live := post(t, base, "/api/capture", `{"text":"Call mom about her birthday"}`)
-	deadline := time.Now().Add(hangBound)
-	var entries []os.DirEntry
-	for len(entries) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		entries, _ = os.ReadDir(dir)
-	}
-	if len(entries) != 1 {
-		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
-	}
-	raw, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	raw := waitForRecording(t, dir)
 	if bytes.Contains(raw, []byte(adkProxyKey)) {
 		t.Fatal("the recording holds the proxy's key")
 	}

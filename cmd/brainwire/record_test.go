@@ -177,23 +177,7 @@ func TestServeRecordsLive(t *testing.T) {
 	}
 	live, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	var entries []os.DirEntry
-	for len(entries) == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		all, _ := os.ReadDir(dir)
-		entries = entries[:0]
-		for _, e := range all {
-			// A recording is written under a temporary dot-name first.
-			if !strings.HasPrefix(e.Name(), ".") {
-				entries = append(entries, e)
-			}
-		}
-	}
-	if len(entries) != 1 {
-		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
-	}
-	raw, _ := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	raw := waitForRecording(t, dir)
 	if bytes.Contains(raw, []byte(recordToken)) {
 		t.Fatal("the recording contains the token")
 	}
@@ -209,4 +193,32 @@ func TestServeRecordsLive(t *testing.T) {
 	if mask(res.SSE) != mask(live) {
 		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(res.SSE), "live", "replay"))
 	}
+}
+
+// waitForRecording waits for the one recording a capture writes to dir
+// and returns its bytes.
+func waitForRecording(t *testing.T, dir string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(hangBound)
+	var entries []os.DirEntry
+	for len(entries) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		all, _ := os.ReadDir(dir)
+		entries = entries[:0]
+		for _, e := range all {
+			// A recording is written under a temporary dot-name first,
+			// then renamed.
+			if !strings.HasPrefix(e.Name(), ".") {
+				entries = append(entries, e)
+			}
+		}
+	}
+	if len(entries) != 1 {
+		t.Fatalf("%d recordings in %s, want 1", len(entries), dir)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

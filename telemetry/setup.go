@@ -251,10 +251,10 @@ type Options struct {
 // the queue holds finished spans, never a capture's chunks; a full queue
 // drops spans rather than waiting (telemetry never holds up a capture).
 // The queue holds a burst of thousands of captures ending at once, a dozen
-// spans each: 16,384 dropped spans in one of four runs of 10,000 captures
-// on a 2-vCPU box; its slots cost 16 bytes each. Batches are large and
-// split into requests by their events (export.go), because an invoke_agent
-// span of a long run carries every chunk.
+// spans each (a queue of 16,384 overflowed in one of four runs of 10,000
+// captures on a 2-vCPU box); its slots cost 16 bytes each. Batches are
+// large and split into requests by their events (export.go), because an
+// invoke_agent span of a long run carries every chunk.
 const (
 	spanQueueSize     = 65536
 	spanExportBatch   = 512

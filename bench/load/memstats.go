@@ -21,7 +21,7 @@ type HeapStats struct {
 // which also holds the collector's headroom and moves with its timing.
 func ReadHeapStats(r io.Reader) (HeapStats, error) {
 	var hs HeapStats
-	found := 0
+	var heapSeen, stackSeen bool
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20) // the PauseNs line is long
 	for sc.Scan() {
@@ -32,9 +32,9 @@ func ReadHeapStats(r io.Reader) (HeapStats, error) {
 		var dst *int64
 		switch name {
 		case "HeapAlloc":
-			dst = &hs.HeapAlloc
+			dst, heapSeen = &hs.HeapAlloc, true
 		case "Stack":
-			dst = &hs.Stack
+			dst, stackSeen = &hs.Stack, true
 			value, _, _ = strings.Cut(value, " / ") // in use / obtained
 		default:
 			continue
@@ -44,12 +44,11 @@ func ReadHeapStats(r io.Reader) (HeapStats, error) {
 			return HeapStats{}, fmt.Errorf("reading %s: %w", name, err)
 		}
 		*dst = n
-		found++
 	}
 	if err := sc.Err(); err != nil {
 		return HeapStats{}, fmt.Errorf("reading heap stats: %w", err)
 	}
-	if found < 2 {
+	if !heapSeen || !stackSeen {
 		return HeapStats{}, fmt.Errorf("reading heap stats: no HeapAlloc and Stack lines")
 	}
 	return hs, nil

@@ -39,7 +39,7 @@ func TestReadHeapStatsFromPprof(t *testing.T) {
 }
 
 func TestReadHeapStatsRejectsOtherText(t *testing.T) {
-	for _, in := range []string{"", "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "# HeapAlloc = x\n# Stack = 1 / 2\n"} {
+	for _, in := range []string{"", "heap profile: 1: 2 [3: 4] @ heap/1048576\n", "# HeapAlloc = x\n# Stack = 1 / 2\n", "# HeapAlloc = 1\n# HeapAlloc = 2\n"} {
 		if hs, err := load.ReadHeapStats(strings.NewReader(in)); err == nil {
 			t.Errorf("%q: read %+v, want an error", in, hs)
 		}

@@ -190,8 +190,9 @@ func TestVoiceAudioIsDeletedWhenTheClientDisconnects(t *testing.T) {
 	blobs := azurite(t)
 	_, tr := newTranscriptionAPI(t, "Idea for a garden app")
 	r := ft.NewRun(upThread, upRun)
+	running := runKnown{run: upRun, seen: make(chan struct{}), once: new(sync.Once)}
 	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(voiceRun(r, ft.Hang())...))},
-		withBlobs(blobs), withTranscriber(tr))
+		withBlobs(blobs), withTranscriber(tr), withObserver(running))
 	ct, body := voiceBody(t, "idea.wav", "audio/wav", audio)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
@@ -216,13 +217,35 @@ func TestVoiceAudioIsDeletedWhenTheClientDisconnects(t *testing.T) {
 	} else {
 		rc.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	// A run can be cancelled only once the server has its id from the
+	// stream: the client leaves after that.
+	select {
+	case <-running.seen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never had the run's id")
 	}
 	conn.Close()
 	h.waitForCancel(upRun)
 	assertGone(t, blobs, url)
+}
+
+// runKnown closes seen once a capture's provider reports run as in
+// progress.
+type runKnown struct {
+	nopCapture
+	run  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (k runKnown) StartCapture(ctx context.Context, _ brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
+	return ctx, k
+}
+
+func (k runKnown) ProviderEvent(ev brainwire.Event) {
+	if ev.Kind == brainwire.EventRunStatus && ev.RunID == k.run && ev.Status == brainwire.RunInProgress {
+		k.once.Do(func() { close(k.seen) })
+	}
 }
 
 // stubTranscriber stands in for a configured transcription service.

@@ -352,17 +352,13 @@ func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames
 	if flush(rc) != nil {
 		return
 	}
-	delay := s.chunkDelay()
+	pace := newPacer(s.chunkDelay(), time.Now)
 	for _, f := range frames {
 		if f.isStream && !streaming {
 			continue
 		}
-		if f.pace && delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+		if f.pace {
+			if pace.pause(ctx, nil); ctx.Err() != nil {
 				return
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // The Responses API's wire shapes, field order as the API writes them.
@@ -300,12 +301,10 @@ func (s *Simulator) streamResponse(ctx context.Context, w http.ResponseWriter, t
 		t.finish(s, false)
 		return
 	}
-	delay := s.chunkDelay()
-	var never chan struct{}
-	turn := &turn{cancelCh: never}
+	pace := newPacer(s.chunkDelay(), time.Now)
 	for _, f := range t.frames(s) {
-		if f.pace && delay > 0 {
-			pause(ctx, turn, delay)
+		if f.pace {
+			pace.pause(ctx, nil)
 		}
 		if ctx.Err() != nil || writeEvent(w, rc, sseEvent{f.name, f.data}) != nil {
 			t.finish(s, false)

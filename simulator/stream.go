@@ -29,10 +29,10 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 		s.runDetachedLocked(t, t.frames)
 		return
 	}
-	delay := s.chunkDelay()
+	pace := newPacer(s.chunkDelay(), time.Now)
 	for i, f := range t.frames {
-		if f.pace && delay > 0 {
-			pause(ctx, t, delay)
+		if f.pace {
+			pace.pause(ctx, t.cancelCh)
 		}
 		if ctx.Err() != nil {
 			s.runDetachedLocked(t, t.frames[i:])
@@ -78,17 +78,6 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 	}
 	s.mu.Unlock()
 	writeAll(w, rc, tail)
-}
-
-// pause waits d, or less if the run is cancelled or the client goes away.
-func pause(ctx context.Context, t *turn, d time.Duration) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-t.cancelCh:
-	case <-ctx.Done():
-	}
 }
 
 // runDetachedLocked is runDetached for callers not holding s.mu.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -46,7 +47,8 @@ func WithMaxToolRounds(n int) ProviderOption {
 }
 
 // WithCancelTimeout bounds the best-effort cancel call sent when a run is
-// abandoned (default 5s).
+// abandoned, and how long an abandoned run's stream is read on for the
+// run's id when it was abandoned before the id came (default 5s).
 func WithCancelTimeout(d time.Duration) ProviderOption {
 	return func(p *Provider) {
 		if d > 0 {
@@ -108,7 +110,11 @@ func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, erro
 // A failure is yielded once as a zero Event with the error, and ends the
 // sequence. When the sequence ends early (ctx done, the consumer stopped,
 // the stream broke) while the upstream run is still going, the run is
-// cancelled, best effort, before Run returns.
+// cancelled, best effort, before Run returns. A run is cancelled by its
+// id, which its stream tells: when ctx ends before that (the request that
+// creates the run sent, its answer not yet read), the stream is read on,
+// without yielding, until it names the run, for at most the cancel
+// timeout; a run still unnamed then expires upstream.
 func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
 	return func(yield func(brainwire.Event, error) bool) {
 		r := &runner{p: p, req: req, yield: yield}
@@ -148,12 +154,13 @@ func (r *runner) emit(ev brainwire.Event) bool {
 }
 
 func (r *runner) run(ctx context.Context) error {
-	stream, err := r.start(ctx)
+	stream, pending, err := r.start(ctx)
 	if err != nil {
 		return err
 	}
 	for round := 0; ; round++ {
-		calls, sawError, err := r.consume(stream)
+		calls, sawError, err := r.consume(ctx, stream, pending)
+		pending = nil
 		if err != nil || r.stopped {
 			return err
 		}
@@ -203,8 +210,9 @@ func (r *runner) run(ctx context.Context) error {
 
 // start opens the run's first stream. Creating a thread and run in one
 // call takes no additional instructions, so with those the thread is
-// created first.
-func (r *runner) start(ctx context.Context) (*Stream, error) {
+// created first. The request that creates the run may outlive ctx (see
+// pendingRun); consume releases its pendingRun.
+func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
 	var tools []brainwire.ToolDefinition
 	if r.req.Tools != nil {
 		tools = r.req.Tools.Definitions()
@@ -214,26 +222,39 @@ func (r *runner) start(ctx context.Context) (*Stream, error) {
 		msgs = []Message{UserMessage(r.req.Message)}
 	}
 	threadID := r.req.ThreadID
-	if threadID == "" && r.req.AdditionalInstructions == "" {
-		return r.p.client.CreateThreadAndRun(ctx, CreateThreadAndRunRequest{
-			AssistantID: r.p.agentID, Messages: msgs, Instructions: r.req.Instructions, Tools: tools,
-		})
-	}
-	if threadID == "" {
+	if threadID == "" && r.req.AdditionalInstructions != "" {
 		th, err := r.p.client.CreateThread(ctx, msgs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		threadID, msgs = th.ID, nil
 	}
-	r.threadID = threadID
-	return r.p.client.CreateRun(ctx, threadID, CreateRunRequest{
-		AssistantID:            r.p.agentID,
-		Instructions:           r.req.Instructions,
-		AdditionalMessages:     msgs,
-		AdditionalInstructions: r.req.AdditionalInstructions,
-		Tools:                  tools,
-	})
+	// No run is started for a consumer already gone.
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	pending := newPendingRun(ctx, r.p.cancelTimeout)
+	var s *Stream
+	var err error
+	if threadID == "" {
+		s, err = r.p.client.CreateThreadAndRun(pending.ctx, CreateThreadAndRunRequest{
+			AssistantID: r.p.agentID, Messages: msgs, Instructions: r.req.Instructions, Tools: tools,
+		})
+	} else {
+		r.threadID = threadID
+		s, err = r.p.client.CreateRun(pending.ctx, threadID, CreateRunRequest{
+			AssistantID:            r.p.agentID,
+			Instructions:           r.req.Instructions,
+			AdditionalMessages:     msgs,
+			AdditionalInstructions: r.req.AdditionalInstructions,
+			Tools:                  tools,
+		})
+	}
+	if err != nil {
+		pending.release()
+		return nil, nil, err
+	}
+	return s, pending, nil
 }
 
 // consume yields the events of one stream until it ends or the consumer
@@ -241,14 +262,28 @@ func (r *runner) start(ctx context.Context) (*Stream, error) {
 // event came. The stream is read to its end (done) so that it is whole for
 // whatever records the traffic; once the run is terminal or waiting for
 // tool outputs, a connection that breaks before done loses nothing.
-func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, sawError bool, err error) {
+//
+// pending is the stream's pendingRun when the stream creates the run (nil
+// for a run already known). Once ctx has ended, such a stream is read on,
+// without yielding, only until it names the run, so that the run can be
+// cancelled; consume then returns ctx's error.
+func (r *runner) consume(ctx context.Context, s *Stream, pending *pendingRun) (calls []brainwire.ToolCall, sawError bool, err error) {
+	if pending != nil {
+		defer pending.release() // after Close: the body goes first
+	}
 	defer s.Close()
+	waiting := pending != nil // for the run's id
 	for {
 		ev, err := s.Next()
-		if err == io.EOF {
-			return calls, sawError, nil
-		}
 		if err != nil {
+			if waiting && ctx.Err() != nil {
+				// No id in time, or the stream ended without one: a run
+				// created all the same expires upstream.
+				return nil, sawError, ctx.Err()
+			}
+			if err == io.EOF {
+				return calls, sawError, nil
+			}
 			if r.status.Terminal() || r.status == brainwire.RunRequiresAction {
 				return calls, sawError, nil
 			}
@@ -270,6 +305,22 @@ func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, sawError bool, 
 			sawError = true
 		case brainwire.EventRunStatus:
 			r.status = ev.Status
+		}
+		if waiting {
+			if r.runID != "" && r.threadID != "" {
+				waiting = false
+				pending.known()
+			}
+			if ctx.Err() != nil {
+				if waiting {
+					continue // nobody to tell
+				}
+				// The decoder has read the whole run object: a run that
+				// is already over (its status event not yet returned)
+				// needs no cancel.
+				r.status = s.Status()
+				return nil, sawError, ctx.Err()
+			}
 		}
 		if !r.emit(ev) {
 			return nil, sawError, nil
@@ -299,5 +350,62 @@ func (r *runner) cancel(ctx context.Context) {
 	defer stop()
 	if _, err := r.p.client.CancelRun(cctx, r.threadID, r.runID); err == nil {
 		r.status = brainwire.RunCancelling
+	}
+}
+
+// pendingRun is the context of a request that creates a run. It ends when
+// Run's context does, except while the run's id is not yet known: the run
+// may already exist upstream and only its id lets it be cancelled, so the
+// request lives on for a grace period, for its stream to name the run.
+type pendingRun struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	waiting bool        // for the run's id, with the stream open
+	grace   *time.Timer // armed when parent ended while waiting
+}
+
+// newPendingRun returns the pendingRun of a request made for parent, with
+// a grace period of grace.
+func newPendingRun(parent context.Context, grace time.Duration) *pendingRun {
+	p := &pendingRun{parent: parent, waiting: true}
+	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(parent))
+	// Never unregistered: once the stream is consumed the request still
+	// ends with parent, as a request made with parent would (the
+	// transport may be reading the rest of its body).
+	context.AfterFunc(parent, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.waiting {
+			p.grace = time.AfterFunc(grace, p.cancel)
+			return
+		}
+		p.cancel()
+	})
+	return p
+}
+
+// known says the stream named the run: from now on the request ends with
+// parent.
+func (p *pendingRun) known() {
+	p.mu.Lock()
+	p.waiting = false
+	p.mu.Unlock()
+}
+
+// release says the stream is closed, or was never opened. If parent has
+// ended, the request ends now, and the grace period with it.
+func (p *pendingRun) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting = false
+	if p.grace != nil {
+		p.grace.Stop()
+		p.grace = nil
+	}
+	if p.parent.Err() != nil {
+		p.cancel()
 	}
 }

@@ -317,11 +317,12 @@ func (h *harness) disconnectAfterStart(path, contentType, body, marker string) {
 		}
 		got += string(buf[:n])
 	}
+	// Once the request creating the run was sent, the provider cancels
+	// the run however soon the client goes: waiting for its id if need be.
 	deadline := time.Now().Add(5 * time.Second)
 	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
 	conn.Close()
 	h.waitForCancel(upRun)
 }

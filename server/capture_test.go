@@ -348,12 +348,13 @@ func TestClientDisconnectCancelsTheRun(t *testing.T) {
 		}
 		got += string(buf[:n])
 	}
-	// Wait until the upstream run exists before going away.
+	// Wait until the request creating the upstream run was sent before
+	// going away: the provider then cancels the run, waiting for its id
+	// if need be.
 	deadline := time.Now().Add(5 * time.Second)
 	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
 	conn.Close()
 	h.waitForCancel(upRun)
 }

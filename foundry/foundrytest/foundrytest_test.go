@@ -146,3 +146,52 @@ func keys(t *testing.T, data string) []string {
 	}
 	return out
 }
+
+// TestGate checks that a gate holds an answer, before its headers or at
+// an event, until opened, and tells when a client hung up on it.
+func TestGate(t *testing.T) {
+	headers, mid, hungUp := foundrytest.NewGate(), foundrytest.NewGate(), foundrytest.NewGate()
+	srv := foundrytest.NewServer(t,
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
+			foundrytest.Event{Name: "one", Data: "1"}, mid.Hold(), foundrytest.Done()).HeldBy(headers)),
+		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(hungUp.Hold())),
+	)
+	url := srv.Endpoint() + "/threads/runs?api-version=v1"
+
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Error(err)
+			close(answered)
+			return
+		}
+		answered <- resp
+	}()
+	<-headers.Reached()
+	select {
+	case <-answered:
+		t.Fatal("answered before the gate opened")
+	default:
+	}
+	headers.Open()
+	resp := <-answered
+	if resp == nil {
+		t.FailNow()
+	}
+	defer resp.Body.Close()
+	<-mid.Reached()
+	first := make([]byte, len("event: one\ndata: 1\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "event: one\ndata: 1\n\n" {
+		t.Fatalf("before the gate: %q, %v", first, err)
+	}
+	mid.Open()
+	if rest, _ := io.ReadAll(resp.Body); string(rest) != "event: done\ndata: [DONE]\n\n" {
+		t.Fatalf("after the gate: %q", rest)
+	}
+
+	held := post(t, url, `{}`)
+	<-hungUp.Reached()
+	held.Body.Close()
+	<-hungUp.Left()
+}

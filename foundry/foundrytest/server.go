@@ -238,6 +238,56 @@ type Response struct {
 	body        []byte
 	stream      bool
 	events      []Event
+	gate        *Gate
+}
+
+// HeldBy returns resp held at g before anything of it is sent: the
+// client waits for the status line and headers until the gate opens.
+func (resp Response) HeldBy(g *Gate) Response {
+	resp.gate = g
+	return resp
+}
+
+// Gate holds answers where a test wants them held, and tells it when one
+// got there: a stream at the event Hold returns, or a whole answer
+// (Response.HeldBy). One gate may hold several answers; once open it
+// holds none.
+type Gate struct {
+	reached, open, left             chan struct{}
+	reachedOnce, openOnce, leftOnce sync.Once
+}
+
+// NewGate returns a closed gate.
+func NewGate() *Gate {
+	return &Gate{reached: make(chan struct{}), open: make(chan struct{}), left: make(chan struct{})}
+}
+
+// Hold returns an event that sends nothing and holds the stream at g.
+func (g *Gate) Hold() Event { return Event{fault: faultGate, gate: g} }
+
+// Reached is closed once an answer got to the gate: the request was
+// received (and, for a stream held at an event, the events before it
+// written).
+func (g *Gate) Reached() <-chan struct{} { return g.reached }
+
+// Left is closed once a client went away while held at the gate.
+func (g *Gate) Left() <-chan struct{} { return g.left }
+
+// Open lets the answers held at g go on.
+func (g *Gate) Open() { g.openOnce.Do(func() { close(g.open) }) }
+
+// wait holds r at the gate until it opens; it reports false if the client
+// went away first, or the server closed.
+func (g *Gate) wait(s *Server, r *http.Request) bool {
+	g.reachedOnce.Do(func() { close(g.reached) })
+	select {
+	case <-g.open:
+		return true
+	case <-r.Context().Done():
+		g.leftOnce.Do(func() { close(g.left) })
+	case <-s.closing:
+	}
+	return false
 }
 
 // JSON answers status with v encoded as JSON (v may be a string or []byte
@@ -280,6 +330,7 @@ type Event struct {
 
 	fault   fault
 	partial *Event
+	gate    *Gate
 }
 
 type fault uint8
@@ -288,6 +339,7 @@ const (
 	faultNone fault = iota
 	faultCut
 	faultHang
+	faultGate
 )
 
 // After returns e sent after a delay.
@@ -319,6 +371,9 @@ func Hang() Event {
 }
 
 func (resp Response) serve(s *Server, w http.ResponseWriter, r *http.Request) {
+	if resp.gate != nil && !resp.gate.wait(s, r) {
+		return
+	}
 	if !resp.stream {
 		w.Header().Set("Content-Type", resp.contentType)
 		w.WriteHeader(resp.status)
@@ -343,6 +398,11 @@ func (resp Response) serve(s *Server, w http.ResponseWriter, r *http.Request) {
 		case faultCut:
 			s.cut(rc, r, ev.partial.Wire())
 			return
+		case faultGate:
+			if !ev.gate.wait(s, r) {
+				return
+			}
+			continue
 		}
 		if _, err := io.WriteString(w, ev.Wire()); err != nil {
 			return

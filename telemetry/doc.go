@@ -96,6 +96,42 @@
 // thousands of chunks need a larger limit (the compose configuration in
 // dashboards/ sets 32 MiB).
 //
+// # Lost spans
+//
+// Ended spans wait in a queue for the exporter (65,536 spans and the batch
+// being filled, per exporter). When captures end faster than the
+// collector takes their spans, the queue fills, and a span ending then is
+// dropped rather than waited for: captures never wait for telemetry. The
+// SDK's batch processor would drop it in silence; Start's pipelines keep
+// the queue's bound themselves (a count of the spans ended and not yet
+// handed to the exporter, against the limit; one atomic add per span), so
+// every span lost is counted the moment it is lost, and a trace missing
+// from Jaeger or Tempo shows:
+//
+//   - brainwire.telemetry.spans.dropped, a counter of the spans that never
+//     reached the collector, by brainwire.telemetry.exporter (otlp,
+//     console) and brainwire.telemetry.drop_reason: queue_full (ended
+//     while the queue was full), export_failed (the exporter gave up on
+//     them: collector unreachable, refusing, too slow), shutdown (still
+//     queued or unanswered when Shutdown's deadline came). Every series
+//     reads 0 from the start, so an alert on its increase, e.g.
+//     increase(brainwire_telemetry_spans_dropped_total[5m]) > 0, fires on
+//     the first loss, and the series is there when there is none;
+//   - brainwire.telemetry.spans.exported, the spans sent, by exporter: the
+//     share lost is dropped / (dropped + exported);
+//   - brainwire.telemetry.spans.queue.length, a gauge of the spans
+//     waiting for the exporter, by exporter: near the limit, spans are
+//     about to be lost;
+//   - a warning in the log, "telemetry: spans dropped; ...", with the
+//     number lost since the line before, by reason, and the totals: the
+//     first a second after a first loss (a burst makes one line), then at
+//     most one a minute, and one at Shutdown for what is left.
+//
+// The spans exported plus those dropped, once the queue is empty, are
+// the (sampled) spans ended. Losses at Shutdown reach the log; the final
+// metric export may precede them. A provider passed to New counts
+// nothing.
+//
 // # Application Insights
 //
 // appinsights.Exporter sends to <IngestionEndpoint>/v2/track in the
@@ -118,7 +154,8 @@
 // last_error code; and brainwire.upstream.error.source), the semantic
 // conventions' gen_ai.client.operation.duration (invoke_agent,
 // execute_tool and each upstream operation) and gen_ai.client.token.usage,
-// and the Application Insights exporter's sent and dropped counts.
+// the Application Insights exporter's sent and dropped counts, and the
+// span exporters' exported and dropped spans (see Lost spans).
 //
 // Prometheus counts a counter's increase from the samples it has, so a
 // series whose first sample already holds its first increments loses

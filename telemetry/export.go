@@ -87,6 +87,9 @@ type wireExporter struct {
 	otlp sdktrace.SpanExporter
 	// handle gets the errors of requests sent in the background.
 	handle func(error)
+	// outcome, when set, is told how each batch ended: sent, or not with
+	// its error. ExportSpans returns before that is known.
+	outcome func(spans int, err error)
 
 	slots    chan struct{} // one per request in flight
 	inFlight sync.WaitGroup
@@ -130,7 +133,9 @@ func (w *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	select {
 	case w.slots <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("traces export: %w", context.Cause(ctx))
+		err := fmt.Errorf("traces export: %w", context.Cause(ctx))
+		w.report(len(spans), err)
+		return err
 	}
 	// The processor reuses its slice of spans; the spans themselves stay.
 	batch := slices.Clone(spans)
@@ -139,11 +144,19 @@ func (w *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	ctx = context.WithoutCancel(ctx)
 	w.inFlight.Go(func() {
 		defer func() { <-w.slots }()
-		if err := w.export(ctx, batch); err != nil {
+		err := w.export(ctx, batch)
+		w.report(len(batch), err)
+		if err != nil {
 			w.handle(err)
 		}
 	})
 	return nil
+}
+
+func (w *wireExporter) report(spans int, err error) {
+	if w.outcome != nil {
+		w.outcome(spans, err)
+	}
 }
 
 // export encodes spans and sends them, in a buffer given back by an

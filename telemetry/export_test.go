@@ -231,6 +231,17 @@ func TestWireExporterFailure(t *testing.T) {
 	_ = l.Close() // nothing listens: the first export fails
 	exp, errs := testWireExporter(t, "http://"+addr,
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithTimeout(2*time.Second))
+	var mu sync.Mutex
+	var sent, failed int
+	exp.outcome = func(spans int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed += spans
+		} else {
+			sent += spans
+		}
+	}
 	spans := chunkSpans(2, 50)
 	if err := exp.ExportSpans(context.Background(), spans); err != nil {
 		t.Fatalf("ExportSpans: %v (failures are reported to the handler)", err)
@@ -241,6 +252,12 @@ func TestWireExporterFailure(t *testing.T) {
 	if e := errs.take(); len(e) != 1 {
 		t.Fatalf("errors reported for an export to a closed port: %v, want one", e)
 	}
+	mu.Lock()
+	if sent != 0 || failed != len(spans) {
+		t.Errorf("outcome: %d spans sent, %d failed; want %d failed", sent, failed, len(spans))
+	}
+	failed = 0
+	mu.Unlock()
 	r := telemetrytest.NewReceiverAt(t, addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -265,6 +282,11 @@ func TestWireExporterFailure(t *testing.T) {
 		if n != 50 {
 			t.Errorf("%s: %d chunk events, want 50", key, n)
 		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if sent != len(spans) {
+		t.Errorf("outcome: %d spans sent, want %d", sent, len(spans))
 	}
 }
 

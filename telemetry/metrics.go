@@ -27,6 +27,9 @@ const (
 	MetricAppInsightsSent    = "brainwire.appinsights.items.sent"
 	MetricAppInsightsDropped = "brainwire.appinsights.items.dropped"
 	MetricAppInsightsQueue   = "brainwire.appinsights.queue.length"
+	MetricSpansExported      = "brainwire.telemetry.spans.exported"
+	MetricSpansDropped       = "brainwire.telemetry.spans.dropped"
+	MetricSpansQueue         = "brainwire.telemetry.spans.queue.length"
 )
 
 // Attribute keys of this package.
@@ -49,6 +52,8 @@ const (
 	AttrErrorMessage      = attribute.Key("brainwire.error.message")
 	AttrUpstreamErrSource = attribute.Key("brainwire.upstream.error.source")
 	AttrDropReason        = attribute.Key("brainwire.appinsights.drop_reason")
+	AttrTelemetryExporter = attribute.Key("brainwire.telemetry.exporter")    // otlp, console
+	AttrSpanDropReason    = attribute.Key("brainwire.telemetry.drop_reason") // queue_full, export_failed, shutdown
 	AttrInstructionsHash  = attribute.Key("brainwire.agent.instructions_hash")
 	AttrEvalRunID         = attribute.Key("brainwire.eval.run_id")
 	AttrReasoningCut      = attribute.Key("brainwire.capture.reasoning_truncated")
@@ -92,7 +97,7 @@ type counterSettings struct {
 	enabled bool
 }
 
-func newInstruments(m metric.Meter, ai *appinsights.Exporter, cs counterSettings) (instruments, error) {
+func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipeline, cs counterSettings) (instruments, error) {
 	var in instruments
 	var errs []error
 	add := func(err error) {
@@ -179,6 +184,9 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, cs counterSettings
 			}
 		}
 	}
+	if len(spans) > 0 {
+		add(registerSpanMetrics(m, spans, &in))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return instruments{}, fmt.Errorf("telemetry: creating instruments: %w", err)
 	}
@@ -198,4 +206,48 @@ func (in *instruments) unregister() {
 	for _, r := range in.regs {
 		_ = r.Unregister()
 	}
+}
+
+// registerSpanMetrics reports the span pipelines' exported and lost spans
+// and their queues. Every series is observed from the start, at zero until
+// something happens, so that Prometheus counts the first losses.
+func registerSpanMetrics(m metric.Meter, spans []*spanPipeline, in *instruments) error {
+	exported, err1 := m.Int64ObservableCounter(MetricSpansExported, metric.WithUnit("{span}"),
+		metric.WithDescription("Spans the trace exporter sent, by exporter."))
+	dropped, err2 := m.Int64ObservableCounter(MetricSpansDropped, metric.WithUnit("{span}"),
+		metric.WithDescription("Spans ended but never sent, by exporter and reason: their traces are incomplete in the trace backend; captures never wait for telemetry."))
+	queue, err3 := m.Int64ObservableGauge(MetricSpansQueue, metric.WithUnit("{span}"),
+		metric.WithDescription("Spans ended and waiting for the trace exporter, by exporter."))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	type series struct {
+		p                                  *spanPipeline
+		exporter, full, failed, atShutdown metric.ObserveOption
+	}
+	all := make([]series, len(spans))
+	for i, p := range spans {
+		e := AttrTelemetryExporter.String(p.exporter)
+		all[i] = series{p: p,
+			exporter:   metric.WithAttributes(e),
+			full:       metric.WithAttributes(e, AttrSpanDropReason.String(dropQueueFull)),
+			failed:     metric.WithAttributes(e, AttrSpanDropReason.String(dropExportFailed)),
+			atShutdown: metric.WithAttributes(e, AttrSpanDropReason.String(dropShutdown)),
+		}
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, s := range all {
+			l := s.p.losses()
+			o.ObserveInt64(exported, s.p.exported.Load(), s.exporter)
+			o.ObserveInt64(dropped, l.queueFull, s.full)
+			o.ObserveInt64(dropped, l.failed, s.failed)
+			o.ObserveInt64(dropped, l.shutdown, s.atShutdown)
+			o.ObserveInt64(queue, s.p.queued(), s.exporter)
+		}
+		return nil
+	}, exported, dropped, queue)
+	if reg != nil {
+		in.regs = append(in.regs, reg)
+	}
+	return err
 }

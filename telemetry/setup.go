@@ -249,7 +249,8 @@ type Options struct {
 
 // Tuning of the span pipeline: spans are queued only when they end, so
 // the queue holds finished spans, never a capture's chunks; a full queue
-// drops spans rather than waiting (telemetry never holds up a capture).
+// drops spans rather than waiting (telemetry never holds up a capture),
+// and counts and logs them (spanPipeline).
 // The queue holds a burst of thousands of captures ending at once, a dozen
 // spans each (a queue of 16,384 overflowed in one of four runs of 10,000
 // captures on a 2-vCPU box); its slots cost 16 bytes each. Batches are
@@ -267,7 +268,11 @@ const (
 // Telemetry over them. Nothing is dialled synchronously: an unreachable
 // endpoint shows up as export errors, never as a slow start or capture.
 // Shutdown flushes them.
-func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error) {
+func Start(ctx context.Context, s Settings, o Options) (*Telemetry, error) {
+	return start(ctx, s, o, defaultSpanTuning)
+}
+
+func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Telemetry, err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -295,12 +300,12 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			return nil, err
 		}
 		if s.Traces != nil {
-			tp, ce, err := newTracerProvider(ctx, s, res, console)
+			tp, ce, pipelines, err := newTracerProvider(ctx, s, res, console, tuning, log)
 			if err != nil {
 				return nil, err
 			}
 			shutdowns = append(shutdowns, tp.Shutdown)
-			cfg.TracerProvider, cfg.ChunkEvents = tp, ce
+			cfg.TracerProvider, cfg.ChunkEvents, cfg.spanPipelines = tp, ce, pipelines
 		}
 		if s.Metrics != nil {
 			mp, err := newMeterProvider(ctx, s, res, console)
@@ -375,40 +380,41 @@ func SpanLimits() sdktrace.SpanLimits {
 	return l
 }
 
-// newTracerProvider builds the provider and the ChunkEvents its spans'
-// chunks are kept in.
-func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdktrace.TracerProvider, *ChunkEvents, error) {
+// newTracerProvider builds the provider, the ChunkEvents its spans'
+// chunks are kept in, and a pipeline per exporter, which counts the spans
+// it exports and loses.
+func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer, tuning spanTuning, log *slog.Logger) (*sdktrace.TracerProvider, *ChunkEvents, []*spanPipeline, error) {
 	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER (default
 	// parentbased_always_on).
-	var processors []sdktrace.SpanProcessor
-	bsp := []sdktrace.BatchSpanProcessorOption{
-		sdktrace.WithMaxQueueSize(spanQueueSize),
-		sdktrace.WithMaxExportBatchSize(spanExportBatch),
-		sdktrace.WithBatchTimeout(spanBatchTimeout),
-		sdktrace.WithExportTimeout(spanExportTimeout),
-	}
+	var pipelines []*spanPipeline
 	if e := s.Traces; e.OTLP != "" {
 		// Headers, compression, timeout and certificates: the exporter
 		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
 		exp, err := newWireExporter(ctx, e.OTLP)
 		if err != nil {
-			return nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+			return nil, nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
-		processors = append(processors, sdktrace.NewBatchSpanProcessor(eventBoundedExporter{exp, maxEventsPerExport}, bsp...))
+		p := newSpanPipeline(spanExporterOTLP, eventBoundedExporter{exp, maxEventsPerExport}, true, tuning, log)
+		exp.outcome = p.outcome
+		pipelines = append(pipelines, p)
 	}
 	if s.Traces.Console {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(console))
 		if err != nil {
-			return nil, nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
+			return nil, nil, nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
 		}
-		processors = append(processors, sdktrace.NewBatchSpanProcessor(exp, bsp...))
+		pipelines = append(pipelines, newSpanPipeline(spanExporterConsole, exp, false, tuning, log))
+	}
+	processors := make([]sdktrace.SpanProcessor, len(pipelines))
+	for i, p := range pipelines {
+		processors[i] = p
 	}
 	ce := NewChunkEvents(processors...)
 	return sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(SpanLimits()),
 		sdktrace.WithSpanProcessor(ce),
-	), ce, nil
+	), ce, pipelines, nil
 }
 
 func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {

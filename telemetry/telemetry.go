@@ -63,6 +63,10 @@ type Config struct {
 	// Now is the clock for durations; time.Now when nil. Captures keep
 	// their own clock: the server's may be a replay's fixed one.
 	Now func() time.Time
+
+	// spanPipelines are the span exporters Start built, whose exported
+	// and lost spans the metrics count.
+	spanPipelines []*spanPipeline
 }
 
 // Telemetry records captures as OpenTelemetry spans and metrics and as
@@ -145,7 +149,7 @@ func New(cfg Config) (*Telemetry, error) {
 	_, noMetrics := mp.(metricnoop.MeterProvider)
 	t.metrics = !noMetrics
 	t.enabled = t.tracing || t.metrics || t.ai != nil
-	inst, err := newInstruments(mp.Meter(ScopeName), t.ai, counterSettings{hold: hold, now: time.Now, enabled: t.metrics})
+	inst, err := newInstruments(mp.Meter(ScopeName), t.ai, cfg.spanPipelines, counterSettings{hold: hold, now: time.Now, enabled: t.metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -352,7 +352,7 @@ func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames
 	if flush(rc) != nil {
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now)
+	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for _, f := range frames {
 		if f.isStream && !streaming {
 			continue

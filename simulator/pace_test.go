@@ -12,7 +12,7 @@ import (
 func TestPacerKeepsItsSchedule(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	now := start
-	p := newPacer(25*time.Millisecond, func() time.Time { return now })
+	p := newPacer(25*time.Millisecond, func() time.Time { return now }, nil)
 
 	if got := p.next(); got != 25*time.Millisecond {
 		t.Fatalf("first frame: wait %v, want 25ms", got)
@@ -34,7 +34,7 @@ func TestPacerKeepsItsSchedule(t *testing.T) {
 
 func TestPacerWithoutDelayNeverWaits(t *testing.T) {
 	for _, d := range []time.Duration{0, -1} {
-		p := newPacer(d, time.Now)
+		p := newPacer(d, time.Now, nil)
 		for range 3 {
 			if got := p.next(); got != 0 {
 				t.Fatalf("delay %v: wait %v", d, got)
@@ -46,7 +46,7 @@ func TestPacerWithoutDelayNeverWaits(t *testing.T) {
 // pause gives way to a cancel or a client that left, and can wait again
 // after either with the same timer.
 func TestPacerPauseStopsEarly(t *testing.T) {
-	p := newPacer(time.Hour, time.Now)
+	p := newPacer(time.Hour, time.Now, nil)
 	cancel := make(chan struct{})
 	close(cancel)
 	p.pause(context.Background(), cancel)
@@ -55,11 +55,32 @@ func TestPacerPauseStopsEarly(t *testing.T) {
 	stop()
 	p.pause(ctx, nil)
 
-	p = newPacer(time.Millisecond, time.Now)
+	p = newPacer(time.Millisecond, time.Now, nil)
 	for range 3 {
 		p.pause(context.Background(), nil)
 	}
 	if late := time.Until(p.due); late > 0 {
 		t.Fatalf("pause returned %v before the frame was due", late)
+	}
+}
+
+// Each paced frame lands in the bucket whose bound is the least at or
+// above its lateness.
+func TestLateCountsBuckets(t *testing.T) {
+	var c lateCounts
+	for _, late := range []time.Duration{0, lateFirst, lateFirst + 1, 10 * time.Millisecond, time.Hour} {
+		c.add(late)
+	}
+	s := c.snapshot()
+	want := map[int]int64{0: 2, 1: 1, lateBuckets - 1: 1}
+	// 10 ms: 4·log2(80) = 25.3, so bucket 26 (bound 11.3 ms).
+	want[26] = 1
+	for i, n := range s.Counts {
+		if n != want[i] {
+			t.Errorf("bucket %d (bound %v): %d frames, want %d", i, lateBound(i), n, want[i])
+		}
+	}
+	if b := s.BoundsMs[26]; b < 10 || b > 12 {
+		t.Errorf("bucket 26's bound: %v ms", b)
 	}
 }

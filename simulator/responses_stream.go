@@ -301,7 +301,7 @@ func (s *Simulator) streamResponse(ctx context.Context, w http.ResponseWriter, t
 		t.finish(s, false)
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now)
+	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for _, f := range t.frames(s) {
 		if f.pace {
 			pace.pause(ctx, nil)

@@ -19,16 +19,33 @@ type Stats struct {
 	// of them came over HTTP/2 (h2c on a plain listener).
 	Requests      int64 `json:"requests"`
 	HTTP2Requests int64 `json:"http2_requests"`
+	// PacedLate counts the paced frames (reasoning and text chunks) by
+	// how late each was ready to write against its stream's schedule:
+	// the latency the simulator's own load adds, which a load test on
+	// the same machine must not count as its client's.
+	PacedLate LateCounts `json:"paced_late"`
+}
+
+// LateCounts is a histogram of lateness: Counts[i] frames were at most
+// BoundsMs[i] milliseconds late (and more than BoundsMs[i-1]); the last
+// count, which has no bound, holds the later ones.
+type LateCounts struct {
+	BoundsMs []float64 `json:"bounds_ms"`
+	Counts   []int64   `json:"counts"`
 }
 
 // traffic counts what the simulator served.
 type traffic struct {
 	conns, requests, h2 atomic.Int64
+	late                lateCounts
 }
 
 // Stats returns the traffic counts so far.
 func (s *Simulator) Stats() Stats {
-	return Stats{Connections: s.traffic.conns.Load(), Requests: s.traffic.requests.Load(), HTTP2Requests: s.traffic.h2.Load()}
+	return Stats{
+		Connections: s.traffic.conns.Load(), Requests: s.traffic.requests.Load(), HTTP2Requests: s.traffic.h2.Load(),
+		PacedLate: s.traffic.late.snapshot(),
+	}
 }
 
 // count counts a request; it reports whether the request was for the

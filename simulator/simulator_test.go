@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -721,7 +722,8 @@ func TestEvictsLeastRecentlyUsedThreads(t *testing.T) {
 // TestServe runs the simulator on a real listener until its context ends.
 func TestServe(t *testing.T) {
 	t.Parallel()
-	sim := simulator.New(simulator.Config{ChunkDelay: -1})
+	// Paced, barely: the stats count the paced frames.
+	sim := simulator.New(simulator.Config{ChunkDelay: time.Microsecond})
 	ln, err := newLoopbackListener()
 	if err != nil {
 		t.Fatal(err)
@@ -752,8 +754,16 @@ func TestServe(t *testing.T) {
 	// Two connections at least (one per transport); the stats request
 	// may reuse the first or dial its own.
 	s := stats()
-	if s.Requests != 2 || s.HTTP2Requests != 1 || s.Connections < 2 || s.Connections > 3 || s != sim.Stats() {
+	if s.Requests != 2 || s.HTTP2Requests != 1 || s.Connections < 2 || s.Connections > 3 || !reflect.DeepEqual(s, sim.Stats()) {
 		t.Errorf("stats after runs over HTTP/1.1 and h2c: %+v (Stats() %+v)", s, sim.Stats())
+	}
+	late := s.PacedLate
+	var paced int64
+	for _, n := range late.Counts {
+		paced += n
+	}
+	if paced == 0 || len(late.BoundsMs) != len(late.Counts)-1 || !slices.IsSorted(late.BoundsMs) {
+		t.Errorf("paced frames' lateness after two runs: %+v", late)
 	}
 	if resp, err := http.Post("http://"+ln.Addr().String()+simulator.StatsPath, "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST stats: %v %v", resp, err)

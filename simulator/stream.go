@@ -29,7 +29,7 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 		s.runDetachedLocked(t, t.frames)
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now)
+	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for i, f := range t.frames {
 		if f.pace {
 			pace.pause(ctx, t.cancelCh)

@@ -114,6 +114,9 @@ func TestRunMeasuresARealServer(t *testing.T) {
 		if r.UpstreamConnsFrom != "simulator" || r.UpstreamRequests < 2*n || r.UpstreamHTTP2 != r.UpstreamRequests || r.Dials != n {
 			t.Errorf("round %d: upstream %d connections, %d requests (%d HTTP/2), %d dials", r.Index, r.UpstreamConns, r.UpstreamRequests, r.UpstreamHTTP2, r.Dials)
 		}
+		if q := r.UpstreamLate; q.Count < n*chunks || q.P50 <= 0 || q.P50 > q.P99 || q.P99 > q.Max {
+			t.Errorf("round %d: upstream lateness %+v, want %d paced frames at least", r.Index, q, n*chunks)
+		}
 	}
 	if c := rep.Rounds[1].UpstreamConns; c != 0 {
 		t.Errorf("a warm round over h2c opened %d upstream connections", c)

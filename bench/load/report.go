@@ -62,27 +62,35 @@ func (r Round) print(w io.Writer, idle int64) {
 		fmt.Fprintf(w, "; %d requests, %d over HTTP/2", r.UpstreamRequests, r.UpstreamHTTP2)
 	}
 	fmt.Fprintln(w)
+	if q := r.UpstreamLate; q.Count > 0 {
+		fmt.Fprintf(w, "  upstream lateness (its paced frames against their schedule): p50 %s, p99 %s, max %s over %d frames\n",
+			ms(q.P50), ms(q.P99), ms(q.Max), q.Count)
+	}
 	fmt.Fprintf(w, "  load tool: CPU %s per capture\n", us(r.ToolCPU/time.Duration(max(r.N, 1))))
 }
 
 // Row is the round's figures as one Markdown table row: N, errors, first
 // byte p50/p99, outcome p50/p99/max, COMPLETE p99, server CPU per capture,
 // RSS per stream, peak descriptors, upstream connections per capture,
-// upstream CPU share.
+// upstream CPU share, the upstream's lateness p99 ("–" without one).
 func (r Round) Row(idle int64) string {
 	share := 0.0
 	if total := r.Server.CPU + r.Upstream.CPU + r.ToolCPU; total > 0 {
 		share = float64(r.Upstream.CPU) / float64(total)
 	}
-	return fmt.Sprintf("| %d | %d | %s / %s | %s / %s / %s | %s | %s | %s | %d | %.3f | %.0f %% |",
+	late := "–"
+	if r.UpstreamLate.Count > 0 {
+		late = ms(r.UpstreamLate.P99)
+	}
+	return fmt.Sprintf("| %d | %d | %s / %s | %s / %s / %s | %s | %s | %s | %d | %.3f | %.0f %% | %s |",
 		r.N, r.ErrorCount(), ms(r.FirstByte.P50), ms(r.FirstByte.P99), ms(r.Outcome.P50), ms(r.Outcome.P99), ms(r.Outcome.Max),
 		ms(r.Complete.P99), us(r.CPUPerCapture()), kibs(r.RSSPerStream(idle)), r.Server.PeakFDs,
-		float64(r.UpstreamConns)/float64(max(r.N, 1)), 100*share)
+		float64(r.UpstreamConns)/float64(max(r.N, 1)), 100*share, late)
 }
 
 // RowHeader is the header of Row's table.
-const RowHeader = "| N | errors | first byte p50 / p99 | outcome p50 / p99 / max | COMPLETE p99 | server CPU per capture | RSS per stream | peak fds | upstream conns per capture | upstream CPU share |\n" +
-	"|---|---|---|---|---|---|---|---|---|---|"
+const RowHeader = "| N | errors | first byte p50 / p99 | outcome p50 / p99 / max | COMPLETE p99 | server CPU per capture | RSS per stream | peak fds | upstream conns per capture | upstream CPU share | upstream lateness p99 |\n" +
+	"|---|---|---|---|---|---|---|---|---|---|---|"
 
 func counts(m map[string]int) string {
 	if len(m) == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brainwire/brainwire/simulator"
 )
 
 // Config is one load run against a server that is already listening.
@@ -97,6 +100,12 @@ type Round struct {
 	// UpstreamRequests and UpstreamHTTP2 are the simulator's requests,
 	// all and over HTTP/2 (simulator only).
 	UpstreamRequests, UpstreamHTTP2 int64
+	// UpstreamLate is how late the simulator's paced frames were ready to
+	// write against their streams' schedules, to the upper bound of its
+	// histogram's bucket (simulator only; Count 0 from one without the
+	// histogram): the part of the latencies that its own CPU on this
+	// machine adds, not the server.
+	UpstreamLate Quantiles
 	// Dials is how many connections the phones dialled.
 	Dials int64
 }
@@ -257,6 +266,7 @@ func (g *gauge) dec() { g.n.Add(-1) }
 // upstreamCount is a reading of the upstream's connection count.
 type upstreamCount struct {
 	conns, requests, http2 int64
+	late                   simulator.LateCounts
 	from                   string
 }
 
@@ -280,15 +290,54 @@ func readUpstream(ctx context.Context, cfg Config, dials int64) (upstreamCount, 
 	if resp.StatusCode != http.StatusOK {
 		return upstreamCount{}, fmt.Errorf("reading the simulator's stats: %s", resp.Status)
 	}
-	var s struct {
-		Connections int64 `json:"connections"`
-		Requests    int64 `json:"requests"`
-		HTTP2       int64 `json:"http2_requests"`
-	}
+	var s simulator.Stats
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return upstreamCount{}, fmt.Errorf("reading the simulator's stats: %w", err)
 	}
-	return upstreamCount{conns: s.Connections, requests: s.Requests, http2: s.HTTP2, from: "simulator"}, nil
+	return upstreamCount{conns: s.Connections, requests: s.Requests, http2: s.HTTP2Requests, late: s.PacedLate, from: "simulator"}, nil
+}
+
+// lateQuantiles are the quantiles of the frames counted between two
+// readings of a lateness histogram, each the upper bound of the bucket it
+// falls in (the last bucket, which has none, reads as its lower bound).
+func lateQuantiles(before, after simulator.LateCounts) Quantiles {
+	n := len(after.Counts)
+	if n == 0 || len(after.BoundsMs) != n-1 || (len(before.Counts) != 0 && len(before.Counts) != n) {
+		return Quantiles{}
+	}
+	diff := make([]int64, n)
+	var total int64
+	for i := range diff {
+		diff[i] = after.Counts[i]
+		if len(before.Counts) == n {
+			diff[i] -= before.Counts[i]
+		}
+		total += diff[i]
+	}
+	if total <= 0 {
+		return Quantiles{}
+	}
+	bound := func(i int) time.Duration {
+		return time.Duration(after.BoundsMs[min(i, n-2)] * float64(time.Millisecond))
+	}
+	at := func(p float64) time.Duration {
+		rank := int64(math.Ceil(p * float64(total)))
+		var seen int64
+		for i, c := range diff {
+			if seen += c; seen >= rank {
+				return bound(i)
+			}
+		}
+		return bound(n - 1)
+	}
+	q := Quantiles{Count: int(total), P50: at(0.50), P99: at(0.99)}
+	for i := n - 1; i >= 0; i-- {
+		if diff[i] > 0 {
+			q.Max = bound(i)
+			break
+		}
+	}
+	return q
 }
 
 // statsClient reads the simulator's stats on a connection of its own,
@@ -400,6 +449,7 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 	}
 	r.UpstreamConns, r.UpstreamConnsFrom = up1.conns-up0.conns, up1.from
 	r.UpstreamRequests, r.UpstreamHTTP2 = up1.requests-up0.requests, up1.http2-up0.http2
+	r.UpstreamLate = lateQuantiles(up0.late, up1.late)
 	if up1.from == "simulator" {
 		r.UpstreamConns-- // the stats reading's own connection
 	}

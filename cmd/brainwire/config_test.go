@@ -110,19 +110,23 @@ func TestLoadConfigUpstream(t *testing.T) {
 		env       map[string]string
 		h2c       bool
 		idleConns int
+		maxConns  int
 	}{
 		// The built-in simulator speaks h2c; other services negotiate.
-		{nil, true, app.DefaultIdleConns},
-		{map[string]string{"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64"}, false, 64},
-		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, app.DefaultIdleConns},
-		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, app.DefaultIdleConns},
+		{nil, true, app.DefaultIdleConns, 0},
+		{map[string]string{"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64"}, false, 64, 0},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, app.DefaultIdleConns, 0},
+		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, app.DefaultIdleConns, 0},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "32"}, true, app.DefaultIdleConns, 32},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, true, app.DefaultIdleConns, -1},
 	} {
 		c, err := loadConfig(env(tc.env))
-		if err != nil || c.Upstream.H2C != tc.h2c || c.Upstream.IdleConns != tc.idleConns {
-			t.Errorf("%v: upstream %+v, %v; want h2c %v, %d idle", tc.env, c.Upstream, err, tc.h2c, tc.idleConns)
+		if err != nil || c.Upstream.H2C != tc.h2c || c.Upstream.IdleConns != tc.idleConns || c.Upstream.MaxConns != tc.maxConns {
+			t.Errorf("%v: upstream %+v, %v; want h2c %v, %d idle, %d most", tc.env, c.Upstream, err, tc.h2c, tc.idleConns, tc.maxConns)
 		}
 	}
-	for _, e := range []map[string]string{{"BRAINWIRE_UPSTREAM_H2C": "sometimes"}, {"BRAINWIRE_UPSTREAM_IDLE_CONNS": "lots"}} {
+	for _, e := range []map[string]string{{"BRAINWIRE_UPSTREAM_H2C": "sometimes"}, {"BRAINWIRE_UPSTREAM_IDLE_CONNS": "lots"},
+		{"BRAINWIRE_UPSTREAM_MAX_CONNS": "-1"}, {"BRAINWIRE_UPSTREAM_MAX_CONNS": "few"}} {
 		if _, err := loadConfig(env(e)); err == nil {
 			t.Errorf("%v: accepted", e)
 		}

@@ -13,6 +13,9 @@ import (
 //	                               service that accepts it (default: true
 //	                               for the built-in simulator only)
 //	BRAINWIRE_UPSTREAM_IDLE_CONNS  idle connections kept for reuse
+//	BRAINWIRE_UPSTREAM_MAX_CONNS   connections dialled or pooled at once
+//	                               (default: 64 with h2c, else 1024;
+//	                               0: no bound)
 func loadUpstream(getenv func(string) string, agent agentConfig) (app.Upstream, error) {
 	u := app.Upstream{H2C: agent.Sim != ""}
 	if v := getenv("BRAINWIRE_UPSTREAM_H2C"); v != "" {
@@ -27,5 +30,15 @@ func loadUpstream(getenv func(string) string, agent agentConfig) (app.Upstream, 
 		return u, err
 	}
 	u.IdleConns = n
+	if v := getenv("BRAINWIRE_UPSTREAM_MAX_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return u, fmt.Errorf("BRAINWIRE_UPSTREAM_MAX_CONNS: %q is not a whole number from 0", v)
+		}
+		u.MaxConns = n
+		if n == 0 {
+			u.MaxConns = -1 // no bound
+		}
+	}
 	return u, nil
 }

@@ -2,13 +2,11 @@ package telemetry
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +15,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/brainwire/brainwire/internal/syncbuf"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
 // logLines is a JSON log kept for a test to read.
-type logLines struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type logLines struct{ b syncbuf.Buffer }
 
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(l, nil)) }
+func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(&l.b, nil)) }
 
 // lossLines are the warnings of dropped spans logged so far.
 func (l *logLines) lossLines(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(l.b.String()))
 	for sc.Scan() {
 		var line map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {

@@ -125,6 +125,18 @@ func runAsync(ctx context.Context, p *foundry.Provider, req brainwire.RunRequest
 	return done
 }
 
+// abandonAtCreate runs req through p in the background and lets its
+// capture go as soon as the service has the request g holds; it returns
+// when the capture went, and what Run yields once it returns.
+func abandonAtCreate(t *testing.T, p *foundry.Provider, g *foundrytest.Gate, req brainwire.RunRequest) (time.Time, <-chan runResult) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := runAsync(ctx, p, req)
+	await(t, g.Reached(), "the request creating the run")
+	cancel()
+	return time.Now(), done
+}
+
 func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
@@ -197,12 +209,7 @@ func TestRunAbandonedBeforeTheRunIsNamed(t *testing.T) {
 			g := foundrytest.NewGate()
 			srv := foundrytest.NewServer(t, tc.script(g)...)
 			p, x := trackedProvider(t, srv, foundry.WithCancelTimeout(cancelTimeout))
-			ctx, cancel := context.WithCancel(t.Context())
-			done := runAsync(ctx, p, tc.req)
-
-			await(t, g.Reached(), "the request creating the run")
-			cancel()
-			gone := time.Now()
+			gone, done := abandonAtCreate(t, p, g, tc.req)
 			// The request must outlive the capture: give a client that
 			// hangs up with it the time to show.
 			select {
@@ -241,12 +248,7 @@ func TestRunAbandonedRunNeverNamed(t *testing.T) {
 			g := foundrytest.NewGate() // never opened
 			srv := foundrytest.NewServer(t, tc.script(g)...)
 			p, x := trackedProvider(t, srv, foundry.WithCancelTimeout(cancelTimeout))
-			ctx, cancel := context.WithCancel(t.Context())
-			done := runAsync(ctx, p, tc.req)
-
-			await(t, g.Reached(), "the request creating the run")
-			cancel()
-			gone := time.Now()
+			gone, done := abandonAtCreate(t, p, g, tc.req)
 			res := await(t, done, "Run to return")
 			if took := time.Since(gone); took < cancelTimeout {
 				t.Errorf("gave up on the run after %v, before the cancel timeout", took)
@@ -276,11 +278,7 @@ func TestRunAbandonedRunEndsBeforeItIsNamed(t *testing.T) {
 			srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs",
 				foundrytest.Stream(g.Hold(), r.ThreadCreated(), end, foundrytest.Done())))
 			p, x := trackedProvider(t, srv)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := runAsync(ctx, p, brainwire.RunRequest{Message: "x"})
-
-			await(t, g.Reached(), "the request creating the run")
-			cancel()
+			_, done := abandonAtCreate(t, p, g, brainwire.RunRequest{Message: "x"})
 			g.Open()
 			res := await(t, done, "Run to return")
 			if len(res.evs) != 0 || !errors.Is(res.err, context.Canceled) {

@@ -40,6 +40,9 @@ func (p *pacer) next() time.Duration {
 // pause waits until the next paced frame is due, or less if ctx ends or
 // cancel closes (nil never does).
 func (p *pacer) pause(ctx context.Context, cancel <-chan struct{}) {
+	if p.delay <= 0 {
+		return
+	}
 	if d := p.next(); d > 0 {
 		if p.timer == nil {
 			p.timer = time.NewTimer(d)
@@ -55,8 +58,6 @@ func (p *pacer) pause(ctx context.Context, cancel <-chan struct{}) {
 			p.timer.Stop()
 			return
 		}
-	} else if p.delay <= 0 {
-		return
 	}
 	if p.late != nil {
 		p.late.add(max(p.now().Sub(p.due), 0))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,10 +158,18 @@ const (
 // StackConfig says what Launch starts.
 type StackConfig struct {
 	// Brainwire is the brainwire binary; Self is this program, which runs
-	// the OTLP sink (SinkCommand) in a process of its own. SimBrainwire,
-	// when set, runs the simulator instead (to measure an older server
-	// against the same simulator).
+	// the OTLP sink (SinkCommand) and the floor server (FloorCommand) in
+	// processes of their own. SimBrainwire, when set, runs the simulator
+	// instead (to measure an older server against the same simulator).
 	Brainwire, Self, SimBrainwire string
+	// Floor starts the floor server (package bench/floor) in place of
+	// brainwire serve: Go's HTTP server and serve's upstream transport
+	// making the same calls to the same simulator and face, with none of
+	// brainwire's logic, to measure what the traffic alone costs. It has
+	// no telemetry; of ServerEnv it takes BRAINWIRE_UPSTREAM_H2C and
+	// BRAINWIRE_PPROF_ADDR as serve reads them, and the rest (GODEBUG,
+	// GOMAXPROCS, ...) as its environment.
+	Floor bool
 	// Dir holds the processes' logs and the server's data.
 	Dir string
 	// Face is the simulator face the server uses (FaceResponses when
@@ -184,6 +193,13 @@ const ImageGODEBUG = "adaptivestackstart=0"
 // SinkCommand is the argument that makes Self run the OTLP sink.
 const SinkCommand = "otlp-sink"
 
+// FloorCommand is the argument that makes Self run the floor server.
+const FloorCommand = "floor"
+
+// simToken is the bearer token the server sends the simulator, which
+// takes any.
+const simToken = "load"
+
 // sinkInstrumentationKey is the Application Insights resource the server
 // sends to; the sink takes any.
 const sinkInstrumentationKey = "00000000-0000-0000-0000-00000000b10a"
@@ -196,9 +212,19 @@ type Stack struct {
 	StatsURL string
 }
 
-// Launch starts the simulator, the sink (with telemetry) and the server,
-// and waits until the server's /health answers 200.
+// Launch starts the simulator, the sink (with telemetry) and the server
+// (or the floor server), and waits until the server's /health answers 200.
 func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
+	if cfg.Floor {
+		switch {
+		case cfg.Telemetry || cfg.AppInsights:
+			return nil, errors.New("load: the floor server has no telemetry: leave out -telemetry and -appinsights with -floor")
+		case cfg.Face == FaceADK:
+			return nil, fmt.Errorf("load: the floor server speaks the %s and %s faces, not %s", FaceResponses, FaceThreads, FaceADK)
+		case cfg.Self == "":
+			return nil, errors.New("load: the floor server runs in Self, which is not set")
+		}
+	}
 	st := &Stack{Key: "load-test-key-0123456789"}
 	defer func() {
 		if err != nil {
@@ -234,10 +260,10 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		"GODEBUG="+ImageGODEBUG)
 	switch cfg.Face {
 	case "", FaceResponses:
-		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN=load",
+		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN="+simToken,
 			"AZURE_AI_MODEL_DEPLOYMENT_NAME="+simulator.DefaultModel)
 	case FaceThreads:
-		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN=load",
+		env = append(env, "AZURE_AI_PROJECT_ENDPOINT="+simURL+simulator.ProjectPath, "AZURE_AI_PROJECT_TOKEN="+simToken,
 			"AZURE_AI_AGENT_ID="+simulator.DefaultAgentID)
 	case FaceADK:
 		env = append(env, "ADK_API_BASE_URL="+simURL, "ADK_APP_NAME="+simulator.DefaultADKApp)
@@ -281,15 +307,58 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	env = append(env, "BRAINWIRE_ADDR="+addr)
-	if st.Server, err = startProcess("server", []string{cfg.Brainwire, "serve"}, env, cfg.Dir, false); err != nil {
-		return nil, err
+	if cfg.Floor {
+		argv, err := floorArgs(cfg, addr, simURL, st.Key)
+		if err != nil {
+			return nil, err
+		}
+		env := append(append(base[:len(base):len(base)], "GODEBUG="+ImageGODEBUG), cfg.ServerEnv...)
+		if st.Server, err = startProcess("floor", argv, env, cfg.Dir, false); err != nil {
+			return nil, err
+		}
+	} else {
+		env = append(env, "BRAINWIRE_ADDR="+addr)
+		if st.Server, err = startProcess("server", []string{cfg.Brainwire, "serve"}, env, cfg.Dir, false); err != nil {
+			return nil, err
+		}
 	}
 	st.Server.Addr = addr
 	if err := st.Server.waitReady(ctx, 60*time.Second, httpReady("http://"+addr+"/health")); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// floorArgs is the command line of the floor server listening on addr,
+// with the upstream transport and profiles that ServerEnv asks serve for.
+func floorArgs(cfg StackConfig, addr, simURL, key string) ([]string, error) {
+	face := cfg.Face
+	if face == "" {
+		face = FaceResponses
+	}
+	argv := []string{cfg.Self, FloorCommand, "-addr", addr, "-upstream", simURL, "-face", face, "-key", key, "-token", simToken}
+	if v, ok := lastEnv(cfg.ServerEnv, "BRAINWIRE_UPSTREAM_H2C"); ok {
+		h2c, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("load: BRAINWIRE_UPSTREAM_H2C: %q is not true or false", v)
+		}
+		argv = append(argv, "-h2c="+strconv.FormatBool(h2c))
+	}
+	if v, ok := lastEnv(cfg.ServerEnv, "BRAINWIRE_PPROF_ADDR"); ok && v != "" {
+		argv = append(argv, "-pprof-addr", v)
+	}
+	return argv, nil
+}
+
+// lastEnv is the value of name in env: its last entry, the one a
+// process started with env sees (exec.Cmd keeps the last of duplicates).
+func lastEnv(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // Stop stops the server (which flushes its telemetry), then the sink and

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/app"
@@ -140,6 +141,73 @@ func TestRunMeasuresARealServer(t *testing.T) {
 	cancel()
 	if err := <-simDone; err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRunMeasuresTheFloor drives a round of captures against the floor
+// server, in this process and over h2c to the simulator on a real
+// listener, as -floor runs it: every capture is filed, over the calls
+// serve would make, and the server's figures are there.
+func TestRunMeasuresTheFloor(t *testing.T) {
+	for face, calls := range map[string]int64{load.FaceThreads: 2, load.FaceResponses: 3} {
+		t.Run(face, func(t *testing.T) {
+			ctx := t.Context()
+			sim := simulator.New(simulator.Config{ChunkDelay: time.Millisecond})
+			simL := listen(t)
+			simDone := make(chan error, 1)
+			go func() { simDone <- sim.Serve(ctx, simL) }()
+			t.Cleanup(func() {
+				if err := <-simDone; err != nil { // t.Context ends before cleanups
+					t.Error(err)
+				}
+			})
+			tr := app.Upstream{H2C: true}.Transport()
+			defer tr.CloseIdleConnections()
+			h, err := floor.New(floor.Config{Upstream: "http://" + simL.Addr().String(), Face: face, Key: key, Token: "load",
+				Client: &http.Client{Transport: tr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			phones := httptest.NewServer(h)
+			defer phones.Close()
+
+			const n = 5
+			rep, err := load.Run(ctx, load.Config{
+				Addr: strings.TrimPrefix(phones.URL, "http://"), Key: key,
+				Text: "Call mom about her birthday on Sunday #long:8",
+				N:    n, Ramp: 20 * time.Millisecond, Timeout: 30 * time.Second, Settle: -1,
+				Server:        os.Getpid(),
+				UpstreamStats: "http://" + simL.Addr().String() + simulator.StatsPath,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rep.Rounds[0]
+			if r.ErrorCount() != 0 || r.Outcomes["CLASSIFIED"] != n || r.Complete.Count != n || r.FirstByte.Count != n {
+				t.Fatalf("errors %v, outcomes %v, %d complete", r.Errors, r.Outcomes, r.Complete.Count)
+			}
+			if !r.Server.Measured || r.Server.CPU <= 0 || r.Server.PeakRSS <= 0 {
+				t.Errorf("server %+v", r.Server)
+			}
+			if r.UpstreamRequests != calls*n || r.UpstreamHTTP2 != r.UpstreamRequests {
+				t.Errorf("upstream: %d requests (%d HTTP/2), want %d", r.UpstreamRequests, r.UpstreamHTTP2, calls*n)
+			}
+		})
+	}
+}
+
+// The floor server has no telemetry to measure, and no ADK face: Launch
+// says so before it starts anything.
+func TestLaunchRefusesWhatTheFloorCannotDo(t *testing.T) {
+	for _, cfg := range []load.StackConfig{
+		{Floor: true, Self: "/nonexistent", Telemetry: true},
+		{Floor: true, Self: "/nonexistent", AppInsights: true},
+		{Floor: true, Self: "/nonexistent", Face: load.FaceADK},
+		{Floor: true},
+	} {
+		if _, err := load.Launch(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "floor") {
+			t.Errorf("%+v: %v", cfg, err)
+		}
 	}
 }
 

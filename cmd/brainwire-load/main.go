@@ -10,6 +10,12 @@
 //	go build -o /tmp/brainwire ./cmd/brainwire
 //	go run ./cmd/brainwire-load -brainwire /tmp/brainwire -n 1000 -telemetry
 //
+// With -floor it starts the floor server (package bench/floor, run by this
+// program: `brainwire-load floor`) in place of `brainwire serve`: Go's HTTP
+// server and serve's upstream transport making the same calls to the same
+// simulator, with none of brainwire's logic, so that what brainwire itself
+// costs shows as the difference.
+//
 // With -addr it drives a server that is already running instead (and
 // measures it with -server-pid). Results and the commands that made them
 // are in bench/RESULTS.md.
@@ -39,9 +45,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == load.SinkCommand {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == load.SinkCommand:
 		err = sink(ctx, os.Args[2:], os.Stdout)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == load.FloorCommand:
+		err = serveFloor(ctx, os.Args[2:], os.Stderr)
+	default:
 		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
 	if err != nil {
@@ -80,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&stack.ChunkDelay, "chunk-delay", 25*time.Millisecond, "the simulator's pause before each chunk")
 	fs.BoolVar(&stack.Telemetry, "telemetry", false, "OTLP traces and metrics to a receiver in its own process")
 	fs.BoolVar(&stack.AppInsights, "appinsights", false, "Application Insights items to an ingestion endpoint in that process")
+	fs.BoolVar(&stack.Floor, "floor", false, "start the floor server (this program's floor command: the same traffic, none of brainwire's logic) instead of brainwire serve")
 	fs.Var(&serverEnv, "server-env", "NAME=value for the server (repeatable)")
 	fs.Var(&simEnv, "sim-env", "NAME=value for the simulator (repeatable)")
 	dir := fs.String("dir", "", "directory for logs and the server's data (a new temporary one when empty; kept)")
@@ -120,8 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			stack.ServerEnv = append(stack.ServerEnv, "BRAINWIRE_PPROF_ADDR="+pprofAddr)
 		}
-		fmt.Fprintf(stderr, "starting the simulator (%s face, %s per chunk), %sthe server; logs in %s\n",
-			stack.Face, stack.ChunkDelay, map[bool]string{true: "a telemetry receiver, ", false: ""}[stack.Telemetry || stack.AppInsights], *dir)
+		fmt.Fprintf(stderr, "starting the simulator (%s face, %s per chunk), %sthe %s; logs in %s\n",
+			stack.Face, stack.ChunkDelay, map[bool]string{true: "a telemetry receiver, ", false: ""}[stack.Telemetry || stack.AppInsights],
+			map[bool]string{true: "floor server", false: "server"}[stack.Floor], *dir)
 		if st, err = load.Launch(ctx, stack); err != nil {
 			return err
 		}

@@ -65,6 +65,11 @@ type Config struct {
 	MaxUploads    int           // voice uploads received at once; DefaultMaxUploads when 0
 	UploadTimeout time.Duration // for a voice upload to arrive; DefaultUploadTimeout when 0
 	KeepAlive     time.Duration // SSE comment interval; negative disables
+	// H2C makes ListenAndServe accept HTTP/2 without TLS (prior
+	// knowledge) beside HTTP/1.1, for an ingress or load balancer that
+	// speaks HTTP/2 to the replica: its captures then share a few
+	// connections, not one each.
+	H2C bool
 
 	// NewID and Now are replaceable so replays are deterministic.
 	NewID func() string
@@ -243,6 +248,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if s.cfg.H2C {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	if ready != nil {
 		ready(l.Addr())

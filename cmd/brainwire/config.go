@@ -28,6 +28,8 @@ type config struct {
 	SimInstructions string
 	MaxUploads      int
 	UploadTimeout   time.Duration
+	// H2C accepts HTTP/2 without TLS beside HTTP/1.1 (BRAINWIRE_H2C).
+	H2C bool
 
 	FoundryEndpoint   string // empty: use the in-process simulator
 	FoundryAgentID    string
@@ -70,6 +72,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads); err != nil {
+		return c, err
+	}
+	if c.H2C, err = envBool(getenv, "BRAINWIRE_H2C", false); err != nil {
 		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
@@ -117,6 +122,19 @@ func envDuration(getenv func(string) string, name string, def time.Duration) (ti
 		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 60s) or a number of seconds", name, v)
 	}
 	return d, nil
+}
+
+// envBool accepts what strconv.ParseBool does (true, false, 1, 0, ...).
+func envBool(getenv func(string) string, name string, def bool) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not true or false", name, v)
+	}
+	return b, nil
 }
 
 // envInt accepts a whole number from 1.

@@ -22,7 +22,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.RunTimeout != 60*time.Second ||
-		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute {
+		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute || c.H2C {
 		t.Fatalf("defaults %+v", c)
 	}
 	// No keys configured: one is generated and maps to the default user.
@@ -44,13 +44,14 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		"AZURE_AI_AGENTS_API_VERSION": "2025-05-15-preview",
 		"BRAINWIRE_MAX_UPLOADS":       "3",
 		"BRAINWIRE_UPLOAD_TIMEOUT":    "5m",
+		"BRAINWIRE_H2C":               "true",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.GeneratedKey != "" || c.Keys["k-0123456789abcdef"] != "alice" || c.RunTimeout != 90*time.Second ||
 		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" ||
-		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute {
+		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute || !c.H2C {
 		t.Fatalf("config %+v", c)
 	}
 	instr := filepath.Join(t.TempDir(), "instructions.txt")
@@ -77,6 +78,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		"no uploads":               {"BRAINWIRE_MAX_UPLOADS": "0"},
 		"uploads not a number":     {"BRAINWIRE_MAX_UPLOADS": "many"},
 		"bad upload timeout":       {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
+		"h2c not a bool":           {"BRAINWIRE_H2C": "maybe"},
 		"adk without app":          {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
 		"adk and foundry": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
 			"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"},

@@ -67,6 +67,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 		RunTimeout:    cfg.RunTimeout,
 		MaxUploads:    cfg.MaxUploads,
 		UploadTimeout: cfg.UploadTimeout,
+		H2C:           cfg.H2C,
 	})
 	if err != nil {
 		return err

@@ -18,13 +18,11 @@ import (
 //	                               0: no bound)
 func loadUpstream(getenv func(string) string, agent agentConfig) (app.Upstream, error) {
 	u := app.Upstream{H2C: agent.Sim != ""}
-	if v := getenv("BRAINWIRE_UPSTREAM_H2C"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return u, fmt.Errorf("BRAINWIRE_UPSTREAM_H2C: %q is not true or false", v)
-		}
-		u.H2C = b
+	h2c, err := envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", u.H2C)
+	if err != nil {
+		return u, err
 	}
+	u.H2C = h2c
 	n, err := envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", app.DefaultIdleConns)
 	if err != nil {
 		return u, err

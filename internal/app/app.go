@@ -60,7 +60,7 @@ type Config struct {
 	EvalRunID    string
 
 	// AgentName, AgentRefresh, RunTimeout, KeepAlive, MaxAudioBytes,
-	// MaxUploads, UploadTimeout, NewID and Now are the server's
+	// MaxUploads, UploadTimeout, H2C, NewID and Now are the server's
 	// (server.Config); zero values take its defaults.
 	AgentName     string
 	AgentRefresh  time.Duration
@@ -69,6 +69,7 @@ type Config struct {
 	MaxAudioBytes int64
 	MaxUploads    int
 	UploadTimeout time.Duration
+	H2C           bool
 	NewID         func() string
 	Now           func() time.Time
 }
@@ -141,6 +142,7 @@ func New(cfg Config) (*server.Server, error) {
 		MaxAudioBytes: cfg.MaxAudioBytes,
 		MaxUploads:    cfg.MaxUploads,
 		UploadTimeout: cfg.UploadTimeout,
+		H2C:           cfg.H2C,
 		NewID:         cfg.NewID,
 		Now:           cfg.Now,
 	})

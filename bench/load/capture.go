@@ -30,16 +30,21 @@ type Capture struct {
 	Err string
 }
 
-// phone runs captures against one server, each on its own connection.
+// phone runs captures against one server: each on its own HTTP/1.1
+// connection, as phones reach a replica directly, or (with h2c) as
+// streams sharing a few HTTP/2 connections without TLS, as an ingress
+// that speaks HTTP/2 to its replicas forwards them.
 type phone struct {
 	addr    string // host:port
-	path    string
+	key     string
+	body    []byte // the capture's JSON
 	request []byte // the whole HTTP/1.1 request
 	dialer  net.Dialer
 	dials   *counter
+	h2c     *http.Client // nil: a connection per capture
 }
 
-func newPhone(addr, path, key, text string, dials *counter) (*phone, error) {
+func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, error) {
 	body, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return nil, err
@@ -48,7 +53,21 @@ func newPhone(addr, path, key, text string, dials *counter) (*phone, error) {
 	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
 		"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n", path, addr, key, len(body))
 	b.Write(body)
-	return &phone{addr: addr, path: path, request: b.Bytes(), dials: dials}, nil
+	p := &phone{addr: addr, key: key, body: body, request: b.Bytes(), dials: dials}
+	if h2c {
+		tr := &http.Transport{
+			Protocols: new(http.Protocols),
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.add(1)
+				return p.dialer.DialContext(ctx, network, addr)
+			},
+		}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		p.h2c = &http.Client{Transport: tr}
+		p.request = nil
+		p.addr = "http://" + addr + path
+	}
+	return p, nil
 }
 
 // capture runs one capture that was due at start, within timeout.
@@ -56,6 +75,9 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 	var c Capture
 	ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
 	defer cancel()
+	if p.h2c != nil {
+		return p.captureH2C(ctx, start)
+	}
 	p.dials.add(1)
 	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
@@ -73,6 +95,32 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		c.Err = "read response: " + errKind(err)
+		return c
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.Err = "http " + strconv.Itoa(resp.StatusCode)
+		return c
+	}
+	c.readStream(bufio.NewReaderSize(resp.Body, 2048), start)
+	return c
+}
+
+// captureH2C runs one capture as a stream on the shared HTTP/2
+// connections; the stream is reset once COMPLETE is read.
+func (p *phone) captureH2C(ctx context.Context, start time.Time) Capture {
+	var c Capture
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.addr, bytes.NewReader(p.body))
+	if err != nil {
+		c.Err = "request: " + err.Error()
+		return c
+	}
+	req.Header.Set("Authorization", "Bearer "+p.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := p.h2c.Do(req)
+	if err != nil {
+		c.Err = "request: " + errKind(err)
 		return c
 	}
 	defer resp.Body.Close()

@@ -144,13 +144,20 @@ func TestRunMeasuresARealServer(t *testing.T) {
 	}
 }
 
-// TestRunMeasuresTheFloor drives a round of captures against the floor
-// server, in this process and over h2c to the simulator on a real
+// TestRunMeasuresTheFloor drives two rounds of captures against the
+// floor server, in this process and over h2c to the simulator on a real
 // listener, as -floor runs it: every capture is filed, over the calls
-// serve would make, and the server's figures are there.
+// serve would make, and the server's figures are there. The phones come
+// each on a connection of its own, or as streams on a shared HTTP/2 one
+// (-phones-h2c), which a warm round does not dial again.
 func TestRunMeasuresTheFloor(t *testing.T) {
-	for face, calls := range map[string]int64{load.FaceThreads: 2, load.FaceResponses: 3} {
-		t.Run(face, func(t *testing.T) {
+	for _, tc := range []struct {
+		face      string
+		calls     int64
+		phonesH2C bool
+	}{{load.FaceThreads, 2, false}, {load.FaceResponses, 3, false}, {load.FaceThreads, 2, true}} {
+		face, calls := tc.face, tc.calls
+		t.Run(fmt.Sprintf("%s/phones-h2c=%t", face, tc.phonesH2C), func(t *testing.T) {
 			ctx := t.Context()
 			sim := simulator.New(simulator.Config{ChunkDelay: time.Millisecond})
 			simL := listen(t)
@@ -168,29 +175,38 @@ func TestRunMeasuresTheFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			phones := httptest.NewServer(h)
+			phones := httptest.NewUnstartedServer(h)
+			phones.Config.Protocols = new(http.Protocols)
+			phones.Config.Protocols.SetHTTP1(true)
+			phones.Config.Protocols.SetUnencryptedHTTP2(tc.phonesH2C)
+			phones.Start()
 			defer phones.Close()
 
 			const n = 5
 			rep, err := load.Run(ctx, load.Config{
 				Addr: strings.TrimPrefix(phones.URL, "http://"), Key: key,
 				Text: "Call mom about her birthday on Sunday #long:8",
-				N:    n, Ramp: 20 * time.Millisecond, Timeout: 30 * time.Second, Settle: -1,
+				N:    n, Rounds: 2, Ramp: 20 * time.Millisecond, Timeout: 30 * time.Second, Settle: -1,
 				Server:        os.Getpid(),
 				UpstreamStats: "http://" + simL.Addr().String() + simulator.StatsPath,
+				PhonesH2C:     tc.phonesH2C,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := rep.Rounds[0]
-			if r.ErrorCount() != 0 || r.Outcomes["CLASSIFIED"] != n || r.Complete.Count != n || r.FirstByte.Count != n {
-				t.Fatalf("errors %v, outcomes %v, %d complete", r.Errors, r.Outcomes, r.Complete.Count)
+			for _, r := range rep.Rounds {
+				if r.ErrorCount() != 0 || r.Outcomes["CLASSIFIED"] != n || r.Complete.Count != n || r.FirstByte.Count != n {
+					t.Fatalf("round %d: errors %v, outcomes %v, %d complete", r.Index, r.Errors, r.Outcomes, r.Complete.Count)
+				}
+				if !r.Server.Measured || r.Server.CPU <= 0 || r.Server.PeakRSS <= 0 {
+					t.Errorf("round %d: server %+v", r.Index, r.Server)
+				}
+				if r.UpstreamRequests != calls*n || r.UpstreamHTTP2 != r.UpstreamRequests {
+					t.Errorf("round %d: upstream: %d requests (%d HTTP/2), want %d", r.Index, r.UpstreamRequests, r.UpstreamHTTP2, calls*n)
+				}
 			}
-			if !r.Server.Measured || r.Server.CPU <= 0 || r.Server.PeakRSS <= 0 {
-				t.Errorf("server %+v", r.Server)
-			}
-			if r.UpstreamRequests != calls*n || r.UpstreamHTTP2 != r.UpstreamRequests {
-				t.Errorf("upstream: %d requests (%d HTTP/2), want %d", r.UpstreamRequests, r.UpstreamHTTP2, calls*n)
+			if d := rep.Rounds[1].Dials; tc.phonesH2C && d != 0 || !tc.phonesH2C && d != n {
+				t.Errorf("the phones dialled %d connections in the warm round", d)
 			}
 		})
 	}

@@ -13,8 +13,12 @@ import (
 // server and upstream figures.
 func (rep *Report) Print(w io.Writer) {
 	cfg := rep.Config
-	fmt.Fprintf(w, "captures: %d per round, %d round(s), ramp %s, timeout %s, text %q\n",
-		cfg.N, len(rep.Rounds), cfg.Ramp, cfg.Timeout, cfg.Text)
+	phones := "each on its own HTTP/1.1 connection"
+	if cfg.PhonesH2C {
+		phones = "streams on shared HTTP/2 connections (h2c)"
+	}
+	fmt.Fprintf(w, "captures: %d per round, %d round(s), ramp %s, timeout %s, text %q, %s\n",
+		cfg.N, len(rep.Rounds), cfg.Ramp, cfg.Timeout, cfg.Text, phones)
 	if cfg.Server != 0 {
 		fmt.Fprintf(w, "server: pid %d, idle RSS %s, open files limit (soft/hard) %s\n", cfg.Server, mib(rep.ServerIdleRSS), rep.ServerFDLimit)
 	}
@@ -66,7 +70,7 @@ func (r Round) print(w io.Writer, idle int64) {
 		fmt.Fprintf(w, "  upstream lateness (its paced frames against their schedule): p50 %s, p99 %s, max %s over %d frames\n",
 			ms(q.P50), ms(q.P99), ms(q.Max), q.Count)
 	}
-	fmt.Fprintf(w, "  load tool: CPU %s per capture\n", us(r.ToolCPU/time.Duration(max(r.N, 1))))
+	fmt.Fprintf(w, "  load tool: CPU %s per capture; the phones dialled %d connections\n", us(r.ToolCPU/time.Duration(max(r.N, 1))), r.Dials)
 }
 
 // Row is the round's figures as one Markdown table row: N, errors, first

@@ -26,6 +26,11 @@ type Config struct {
 	// capture's text (DefaultText when empty).
 	Path string
 	Text string
+	// PhonesH2C sends the captures as streams on a few shared HTTP/2
+	// connections without TLS, as an ingress that speaks HTTP/2 to the
+	// replica does (the server must accept h2c: BRAINWIRE_H2C); otherwise
+	// each capture has an HTTP/1.1 connection of its own.
+	PhonesH2C bool
 
 	N      int           // captures per round
 	Rounds int           // rounds; the first warms up (1 when 0)
@@ -186,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	dials := &counter{}
-	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, dials)
+	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, cfg.PhonesH2C, dials)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +364,7 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 		return r, err
 	}
 	srv0, ups0, tool0 := cpuOf(server), cpuOf(upstream), cpuOf(proc(selfPID))
+	dials0 := dials.load()
 
 	// Sample memory and descriptors while the round runs.
 	stopSampling := make(chan struct{})
@@ -442,7 +448,7 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 	r.Upstream = ProcFigures{Measured: upstream != 0, CPU: cpuOf(upstream) - ups0, PeakRSS: peakUpRSS, PeakFDs: peakUpFDs}
 	r.ToolCPU = cpuOf(proc(selfPID)) - tool0
 	r.PeakStreams = int(streams.peak.Load())
-	r.Dials = int64(cfg.N)
+	r.Dials = dials.load() - dials0
 	up1, err := readUpstream(ctx, cfg, dials.load())
 	if err != nil {
 		return r, err

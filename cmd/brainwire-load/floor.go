@@ -64,6 +64,11 @@ func serveFloor(ctx context.Context, args []string, stderr io.Writer) error {
 		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Phones may come as HTTP/2 streams (-phones-h2c), as serve takes
+	// them with BRAINWIRE_H2C.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	fmt.Fprintf(stderr, "floor server (%s face, h2c %t) listening on %s, calling %s\n", *face, *h2c, l.Addr(), *upstream)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -2,7 +2,9 @@ package telemetry
 
 import (
 	"net/url"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -30,5 +32,22 @@ func TestRedactSAS(t *testing.T) {
 	}
 	if got := redactSAS(`{"text":"no url"}`); got != `{"text":"no url"}` {
 		t.Errorf("changed %s", got)
+	}
+}
+
+// Every capture of an agent version carries the same instructions: their
+// rendering is made once and shared, and made again when they change.
+func TestSystemInstructionsRenderedOncePerText(t *testing.T) {
+	var tel Telemetry
+	first := tel.systemInstructions("File errands under Admin.")
+	again := tel.systemInstructions(strings.Clone("File errands under Admin."))
+	if first != textParts("File errands under Admin.") || unsafe.StringData(first) != unsafe.StringData(again) {
+		t.Errorf("rendered %q then %q, not shared", first, again)
+	}
+	if n := testing.AllocsPerRun(100, func() { tel.systemInstructions("File errands under Admin.") }); n != 0 {
+		t.Errorf("%v allocations to render the same instructions again", n)
+	}
+	if got := tel.systemInstructions("File errands under People."); got != textParts("File errands under People.") {
+		t.Errorf("changed instructions rendered as %q", got)
 	}
 }

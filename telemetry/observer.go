@@ -86,7 +86,7 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 				attrs = append(attrs, semconv.GenAIInputMessagesKey.String(userMessages(info.Text)))
 			}
 			if in := info.Agent.Instructions; in != "" {
-				attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(textParts(in)))
+				attrs = append(attrs, semconv.GenAISystemInstructionsKey.String(t.systemInstructions(in)))
 			}
 		}
 	}
@@ -188,6 +188,20 @@ type (
 func userMessages(text string) string {
 	b, _ := json.Marshal([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
 	return string(b)
+}
+
+// renderedInstructions are instructions and their rendering.
+type renderedInstructions struct{ text, parts string }
+
+// systemInstructions is textParts(text), rendered once for as long as the
+// instructions stay the same.
+func (t *Telemetry) systemInstructions(text string) string {
+	if r := t.instructions.Load(); r != nil && r.text == text {
+		return r.parts
+	}
+	r := &renderedInstructions{text: text, parts: textParts(text)}
+	t.instructions.Store(r)
+	return r.parts
 }
 
 // textParts renders instructions as gen_ai.system_instructions.

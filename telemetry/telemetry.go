@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -90,6 +91,10 @@ type Telemetry struct {
 
 	// versions are the agent versions whose series have been declared.
 	versions sync.Map
+	// instructions are the last instructions rendered as
+	// gen_ai.system_instructions: every capture of an agent version
+	// carries the same kilobytes, so its spans share one string.
+	instructions atomic.Pointer[renderedInstructions]
 
 	// tracing is false when spans are never recorded, to skip building
 	// their attributes.

@@ -102,12 +102,7 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 		c.Err = "read response: " + errKind(err)
 		return c
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		c.Err = "http " + strconv.Itoa(resp.StatusCode)
-		return c
-	}
-	c.readStream(bufio.NewReaderSize(resp.Body, 2048), start)
+	c.readResponse(resp, start)
 	return c
 }
 
@@ -128,13 +123,19 @@ func (p *phone) captureH2C(ctx context.Context, start time.Time) Capture {
 		c.Err = "request: " + errKind(err)
 		return c
 	}
+	c.readResponse(resp, start)
+	return c
+}
+
+// readResponse reads a capture's answer: its event stream to COMPLETE,
+// or the status it failed with.
+func (c *Capture) readResponse(resp *http.Response, start time.Time) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		c.Err = "http " + strconv.Itoa(resp.StatusCode)
-		return c
+		return
 	}
 	c.readStream(bufio.NewReaderSize(resp.Body, 2048), start)
-	return c
 }
 
 // readStream reads capture-v2 events to COMPLETE and closes nothing: the

@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"time"
 
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/profiles"
 )
 
 // floorShutdownGrace is how long captures still running may take to end
@@ -94,19 +93,5 @@ func servePprof(ctx context.Context, addr string, stderr io.Writer) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("profiles: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "profiles: serving stopped: %v\n", err)
-		}
-	}()
-	return func() { _ = srv.Close(); <-done }, nil
+	return profiles.Serve(ctx, l, func(err error) { fmt.Fprintf(stderr, "profiles: serving stopped: %v\n", err) }), nil
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
-	"time"
+
+	"github.com/brainwire/brainwire/internal/profiles"
 )
 
 // servePprof serves Go's profiles (net/http/pprof: /debug/pprof/...) on
@@ -22,22 +20,9 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) (stop func()
 	if ip := net.ParseIP(hostOf(l.Addr().String())); ip == nil || !ip.IsLoopback() {
 		log.Warn("profiles are served on a non-loopback address, without authentication", "addr", l.Addr().String())
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("profiles: serving stopped", "error", err)
-		}
-	}()
+	stop = profiles.Serve(ctx, l, func(err error) { log.Warn("profiles: serving stopped", "error", err) })
 	log.Info("profiles", "addr", "http://"+l.Addr().String()+"/debug/pprof/")
-	return func() { _ = srv.Close(); <-done }, nil
+	return stop, nil
 }
 
 func hostOf(addr string) string {

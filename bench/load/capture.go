@@ -38,10 +38,11 @@ type phone struct {
 	addr    string // host:port
 	key     string
 	body    []byte // the capture's JSON
-	request []byte // the whole HTTP/1.1 request
+	request []byte // the whole HTTP/1.1 request (without h2c)
 	dialer  net.Dialer
 	dials   *counter
 	h2c     *http.Client // nil: a connection per capture
+	url     string       // the capture route's, with h2c
 }
 
 func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, error) {
@@ -49,12 +50,14 @@ func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, e
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
-		"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n", path, addr, key, len(body))
-	b.Write(body)
-	p := &phone{addr: addr, key: key, body: body, request: b.Bytes(), dials: dials}
-	if h2c {
+	p := &phone{addr: addr, key: key, body: body, dials: dials}
+	if !h2c {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+			"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n", path, addr, key, len(body))
+		b.Write(body)
+		p.request = b.Bytes()
+	} else {
 		tr := &http.Transport{
 			Protocols: new(http.Protocols),
 			// As an ingress opens a few connections to a replica: Go's
@@ -68,9 +71,7 @@ func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, e
 			},
 		}
 		tr.Protocols.SetUnencryptedHTTP2(true)
-		p.h2c = &http.Client{Transport: tr}
-		p.request = nil
-		p.addr = "http://" + addr + path
+		p.h2c, p.url = &http.Client{Transport: tr}, "http://"+addr+path
 	}
 	return p, nil
 }
@@ -110,7 +111,7 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 // connections; the stream is reset once COMPLETE is read.
 func (p *phone) captureH2C(ctx context.Context, start time.Time) Capture {
 	var c Capture
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.addr, bytes.NewReader(p.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
 		c.Err = "request: " + err.Error()
 		return c

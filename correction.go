@@ -38,7 +38,11 @@ type Correction struct {
 	Outcome Outcome
 	// FollowUpRunID is the follow-up capture's run id (follow-up only).
 	FollowUpRunID string
-	At            time.Time
+	// Repeat is set when the person had already put the item in a bucket
+	// (recategorize only): a second thought, not their first verdict on
+	// the run, so that a share of items judged counts each item once.
+	Repeat bool
+	At     time.Time
 }
 
 // Agreed reports whether the person's bucket is the one the agent filed:

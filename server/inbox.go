@@ -87,6 +87,13 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "bucket must be one of People, Projects, Ideas, Admin"))
 		return
 	}
+	// Whether the person had judged the item before: the store answers
+	// the move, not what it replaced.
+	before, err := s.cfg.Store.GetInboxItem(r.Context(), userFrom(r.Context()), id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	now := s.cfg.Now()
 	item, err := s.cfg.Store.Recategorize(r.Context(), userFrom(r.Context()), id, req.Bucket, s.cfg.NewID(), ClassifiedByUser, now)
 	if err != nil {
@@ -100,8 +107,13 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 		run = *item.AgentRun
 	}
 	s.correction(r.Context(), brainwire.Correction{Kind: brainwire.CorrectionRecategorize, UserID: item.UserID,
-		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now})
+		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now, Repeat: judgedBy(before, ClassifiedByUser)})
 	writeJSON(w, http.StatusOK, item)
+}
+
+// judgedBy reports whether who classified the item last.
+func judgedBy(it brainwire.InboxItem, who string) bool {
+	return it.ClassificationMeta != nil && it.ClassificationMeta.ClassifiedBy == who
 }
 
 func pathID(w http.ResponseWriter, r *http.Request) (string, bool) {

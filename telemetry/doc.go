@@ -157,15 +157,20 @@
 // the Application Insights exporter's sent and dropped counts, and the
 // span exporters' exported and dropped spans (see Lost spans).
 //
-// Prometheus counts a counter's increase from the samples it has, so a
-// series whose first sample already holds its first increments loses
-// them (a rare outcome's first capture, an upstream error). The counters
-// therefore start every series at zero: a new series reads 0 from the
-// first export that carries it until Config.ZeroHold has passed (a
-// minute; longer than a scrape interval), then its count; every series a
-// new agent version can count is declared at zero when the version is
-// first seen. Histograms are recorded in the capture's context, so their
-// exemplars carry its trace id.
+// Prometheus counts a series' increase from the samples it has, so a
+// series whose first sample already holds its first events (a rare
+// outcome's first capture, an upstream error, an evaluation's whole run)
+// would lose them. Every cumulative series therefore starts when it is
+// first measured (the SDK's per-series start times, which Start turns
+// on), and that start time reaches Prometheus as the series' created
+// timestamp, where a 0 is stored (created-timestamp-zero-ingestion):
+// counters and histograms count from their first event. Each process is
+// an instance of its own (a random service.instance.id), so replicas,
+// restarts and evaluations never share a series. Every series a new
+// agent version can count is declared at zero when the version is first
+// seen, so that dashboards show 0 instead of nothing. Histograms are
+// recorded in the capture's context, so their exemplars carry its trace
+// id.
 //
 // # Content
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -93,9 +94,9 @@ func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 	}
 	switch c.Kind {
 	case brainwire.CorrectionFollowUp:
-		t.inst.followUps.add(1, append(followUpSeries(c.Round, c.Outcome), version...)...)
+		t.inst.followUps.Add(ctx, 1, metric.WithAttributes(append(followUpSeries(c.Round, c.Outcome), version...)...))
 	default:
-		t.inst.corrections.add(1, append(correctionSeries(c.Run.Outcome, c.Run.Bucket, c.Bucket), version...)...)
+		t.inst.corrections.Add(ctx, 1, metric.WithAttributes(append(correctionSeries(c.Run.Outcome, c.Run.Bucket, c.Bucket, c.Repeat), version...)...))
 	}
 	if t.tracing {
 		t.evaluationSpan(ctx, c, e)
@@ -106,8 +107,9 @@ func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 }
 
 // correctionSeries are a recategorize's counter attributes, but for the
-// version.
-func correctionSeries(agentOutcome brainwire.Outcome, agentBucket, humanBucket string) []attribute.KeyValue {
+// version. repeat tells a person's later thoughts on an item from their
+// first verdict, which is what a share of filed items counts.
+func correctionSeries(agentOutcome brainwire.Outcome, agentBucket, humanBucket string, repeat bool) []attribute.KeyValue {
 	verdict := ScoreIncorrect
 	if agentOutcome.Resolved() && agentBucket == humanBucket {
 		verdict = ScoreCorrect
@@ -117,6 +119,7 @@ func correctionSeries(agentOutcome brainwire.Outcome, agentBucket, humanBucket s
 		AttrAgentBucket.String(agentBucket),
 		AttrHumanBucket.String(humanBucket),
 		semconv.GenAIEvaluationScoreLabel(verdict),
+		AttrCorrectionRepeat.Bool(repeat),
 	}
 }
 
@@ -134,6 +137,7 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 		semconv.GenAIProviderNameKey.String(t.agent.Provider),
 		semconv.GenAIAgentName(t.agent.Name),
 		AttrCorrectionKind.String(string(c.Kind)),
+		AttrCorrectionRepeat.Bool(c.Repeat),
 		AttrInboxItemID.String(c.ItemID),
 		AttrRunID.String(c.Run.RunID),
 		AttrAgentOutcome.String(string(c.Run.Outcome)),
@@ -245,7 +249,10 @@ func (t *Telemetry) declareVersion(version string) {
 	if version != "" {
 		v = []attribute.KeyValue{semconv.GenAIAgentVersion(version)}
 	}
-	with := func(kv ...attribute.KeyValue) []attribute.KeyValue { return append(kv, v...) }
+	ctx := context.Background()
+	declare := func(c metric.Int64Counter, kv ...attribute.KeyValue) {
+		c.Add(ctx, 0, metric.WithAttributes(append(kv, v...)...))
+	}
 	in := &t.inst
 	for _, kind := range []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp} {
 		k := AttrKind.String(string(kind))
@@ -254,13 +261,13 @@ func (t *Telemetry) declareVersion(version string) {
 			switch {
 			case o.Filed():
 				for _, b := range brainwire.Buckets {
-					in.captures.declare(with(out, k, AttrBucket.String(b))...)
+					declare(in.captures, out, k, AttrBucket.String(b))
 				}
 				if o == brainwire.OutcomeMisunderstood {
-					in.captures.declare(with(out, k)...)
+					declare(in.captures, out, k)
 				}
 			default:
-				in.captures.declare(with(out, k)...)
+				declare(in.captures, out, k)
 			}
 		}
 	}
@@ -271,13 +278,13 @@ func (t *Telemetry) declareVersion(version string) {
 		}
 		for _, a := range agentBuckets {
 			for _, h := range brainwire.Buckets {
-				in.corrections.declare(with(correctionSeries(o, a, h)...)...)
+				declare(in.corrections, correctionSeries(o, a, h, false)...)
 			}
 		}
 	}
 	for round := 1; round <= followUpRounds; round++ {
 		for _, o := range brainwire.Outcomes {
-			in.followUps.declare(with(followUpSeries(round, o)...)...)
+			declare(in.followUps, followUpSeries(round, o)...)
 		}
 	}
 }

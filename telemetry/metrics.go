@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -58,6 +57,7 @@ const (
 	AttrEvalRunID         = attribute.Key("brainwire.eval.run_id")
 	AttrReasoningCut      = attribute.Key("brainwire.capture.reasoning_truncated")
 	AttrCorrectionKind    = attribute.Key("brainwire.correction.kind")
+	AttrCorrectionRepeat  = attribute.Key("brainwire.correction.repeat")
 	AttrAgentOutcome      = attribute.Key("brainwire.correction.agent_outcome")
 	AttrAgentBucket       = attribute.Key("brainwire.correction.agent_bucket")
 	AttrHumanBucket       = attribute.Key("brainwire.correction.human_bucket")
@@ -77,27 +77,20 @@ var (
 )
 
 type instruments struct {
-	captures      *counter
+	captures      metric.Int64Counter
 	active        metric.Int64UpDownCounter
 	confidence    metric.Float64Histogram
 	timeToOutcome metric.Float64Histogram
 	chunks        metric.Int64Histogram
-	upstreamErrs  *counter
-	corrections   *counter
-	followUps     *counter
+	upstreamErrs  metric.Int64Counter
+	corrections   metric.Int64Counter
+	followUps     metric.Int64Counter
 	opDuration    genaiconv.ClientOperationDuration
 	tokens        genaiconv.ClientTokenUsage
 	regs          []metric.Registration
 }
 
-// counterSettings are how the counters treat new series.
-type counterSettings struct {
-	hold    time.Duration
-	now     func() time.Time
-	enabled bool
-}
-
-func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipeline, cs counterSettings) (instruments, error) {
+func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipeline) (instruments, error) {
 	var in instruments
 	var errs []error
 	add := func(err error) {
@@ -105,8 +98,8 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 			errs = append(errs, err)
 		}
 	}
-	newCounter := func(name, unit, description string) *counter {
-		c, err := newCounter(m, name, unit, description, cs.hold, cs.now, cs.enabled)
+	newCounter := func(name, unit, description string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(description))
 		add(err)
 		return c
 	}
@@ -114,28 +107,11 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 	in.captures = newCounter(MetricCaptures, "{capture}",
 		"Captures finished, by outcome, bucket, kind and agent version.")
 	in.upstreamErrs = newCounter(MetricUpstreamErrors, "{error}",
-		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors.")
+		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors; by type, where they showed and agent version.")
 	in.corrections = newCounter(MetricCorrections, "{correction}",
 		"People's recategorizations of what the agent filed, by the agent's outcome and bucket, the person's bucket, the verdict and the agent version.")
 	in.followUps = newCounter(MetricFollowUps, "{follow_up}",
 		"Follow-ups of misunderstood captures, by round, what the follow-up made of the capture and the version of the agent that asked.")
-	if len(errs) == 0 {
-		counters := []*counter{in.captures, in.upstreamErrs, in.corrections, in.followUps}
-		insts := make([]metric.Observable, len(counters))
-		for i, c := range counters {
-			insts[i] = c.inst
-		}
-		reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			for _, c := range counters {
-				c.observe(o)
-			}
-			return nil
-		}, insts...)
-		add(err)
-		if reg != nil {
-			in.regs = append(in.regs, reg)
-		}
-	}
 	in.active, err = m.Int64UpDownCounter(MetricActiveCaptures, metric.WithUnit("{capture}"),
 		metric.WithDescription("Capture streams open now."))
 	add(err)
@@ -191,15 +167,6 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 		return instruments{}, fmt.Errorf("telemetry: creating instruments: %w", err)
 	}
 	return in, nil
-}
-
-// release lets the counters show every count, for the final export.
-func (in *instruments) release() {
-	for _, c := range []*counter{in.captures, in.upstreamErrs, in.corrections, in.followUps} {
-		if c != nil {
-			c.release()
-		}
-	}
 }
 
 func (in *instruments) unregister() {

@@ -463,7 +463,7 @@ func (c *capture) record(res *brainwire.CaptureResult, dur time.Duration) {
 	if res.Bucket != "" {
 		kv = append(kv[:len(kv):len(kv)], AttrBucket.String(res.Bucket))
 	}
-	in.captures.add(1, kv...)
+	in.captures.Add(ctx, 1, metric.WithAttributes(kv...))
 	in.active.Add(ctx, -1, metric.WithAttributes(c.kindAttr))
 	if res.HasConfidence() {
 		in.confidence.Record(ctx, res.Confidence, metric.WithAttributes(kv...))
@@ -565,7 +565,12 @@ func orDefault(s, def string) string {
 	return def
 }
 
-// upstreamError counts one error from the agent service.
-func (t *Telemetry) upstreamError(_ context.Context, errType, source string) {
-	t.inst.upstreamErrs.add(1, semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source))
+// upstreamError counts one error from the agent service, by the version
+// of the agent the capture in ctx ran.
+func (t *Telemetry) upstreamError(ctx context.Context, errType, source string) {
+	kv := []attribute.KeyValue{semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source)}
+	if c := captureFrom(ctx); c != nil {
+		kv = append(kv, c.versionAttr...)
+	}
+	t.inst.upstreamErrs.Add(ctx, 1, metric.WithAttributes(kv...))
 }

@@ -2,7 +2,6 @@ package telemetry_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire/telemetry"
 )
@@ -71,8 +70,6 @@ func TestSettingsFromEnv(t *testing.T) {
 		"host:port":       {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
 		"reasoning cap":   {"BRAINWIRE_REASONING_MAX_BYTES": "16k"},
 		"negative cap":    {"BRAINWIRE_REASONING_MAX_BYTES": "-1"},
-		"zero hold":       {"BRAINWIRE_METRIC_ZERO_HOLD": "a while"},
-		"negative hold":   {"BRAINWIRE_METRIC_ZERO_HOLD": "-5s"},
 	} {
 		if _, err := settings(t, env); err == nil {
 			t.Errorf("%s: %v accepted", name, env)
@@ -82,19 +79,15 @@ func TestSettingsFromEnv(t *testing.T) {
 
 func TestSettingsOfTheTuningSignals(t *testing.T) {
 	s, err := settings(t, map[string]string{})
-	if err != nil || s.MaxReasoningBytes != telemetry.DefaultMaxReasoningBytes || s.ZeroHold != telemetry.DefaultZeroHold {
+	if err != nil || s.MaxReasoningBytes != telemetry.DefaultMaxReasoningBytes {
 		t.Errorf("defaults: %+v, %v", s, err)
 	}
-	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "4096", "BRAINWIRE_METRIC_ZERO_HOLD": "15s"})
-	if err != nil || s.MaxReasoningBytes != 4096 || s.ZeroHold != 15*time.Second {
+	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "4096"})
+	if err != nil || s.MaxReasoningBytes != 4096 {
 		t.Errorf("set: %+v, %v", s, err)
 	}
-	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0", "BRAINWIRE_METRIC_ZERO_HOLD": "0"})
-	if err != nil || s.MaxReasoningBytes != 0 || s.ZeroHold != 0 {
+	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0"})
+	if err != nil || s.MaxReasoningBytes != 0 {
 		t.Errorf("off: %+v, %v", s, err)
-	}
-	s, err = settings(t, map[string]string{"BRAINWIRE_METRIC_ZERO_HOLD": "2.5"})
-	if err != nil || s.ZeroHold != 2500*time.Millisecond {
-		t.Errorf("seconds: %+v, %v", s, err)
 	}
 }

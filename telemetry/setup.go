@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -53,11 +53,6 @@ type Settings struct {
 	// MaxReasoningBytes caps the assembled reasoning on the invoke_agent
 	// span (default DefaultMaxReasoningBytes; 0: none).
 	MaxReasoningBytes int
-
-	// ZeroHold is how long a counter's new series reads 0 before showing
-	// its count, so that Prometheus counts its first increments (default
-	// DefaultZeroHold; 0: counts show at once).
-	ZeroHold time.Duration
 }
 
 // Exporters are the destinations of one signal.
@@ -86,7 +81,6 @@ func (s Settings) Enabled() bool {
 //	BRAINWIRE_TELEMETRY_CONSOLE          true: also print traces and metrics
 //	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
 //	BRAINWIRE_REASONING_MAX_BYTES        cap of the assembled reasoning on the agent span (0: none)
-//	BRAINWIRE_METRIC_ZERO_HOLD           how long new counter series read 0 (0: not at all)
 //	APPLICATIONINSIGHTS_CONNECTION_STRING
 //
 // Traces and metrics are off unless an endpoint, an exporter or the
@@ -96,7 +90,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		ServiceName:       orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
 		CaptureContent:    true,
 		MaxReasoningBytes: DefaultMaxReasoningBytes,
-		ZeroHold:          DefaultZeroHold,
 	}
 	var errs []error
 	fail := func(err error) { errs = append(errs, err) }
@@ -107,13 +100,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			fail(fmt.Errorf("BRAINWIRE_REASONING_MAX_BYTES: %q is not a number of bytes", v))
 		}
 		s.MaxReasoningBytes = n
-	}
-	if v := strings.TrimSpace(getenv("BRAINWIRE_METRIC_ZERO_HOLD")); v != "" {
-		d, err := parseDuration(v)
-		if err != nil {
-			fail(fmt.Errorf("BRAINWIRE_METRIC_ZERO_HOLD: %w", err))
-		}
-		s.ZeroHold = d
 	}
 
 	if v := getenv("BRAINWIRE_CAPTURE_CONTENT"); v != "" {
@@ -198,23 +184,6 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 	return e, nil
 }
 
-// parseDuration accepts a Go duration ("90s") or a number of seconds.
-func parseDuration(v string) (time.Duration, error) {
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		// A number of seconds beyond a Duration (~292 years, or Inf) would
-		// wrap to a negative one.
-		if !(secs >= 0 && secs < float64(math.MaxInt64)/float64(time.Second)) {
-			return 0, fmt.Errorf("%q is not a number of seconds between 0 and %d", v, int64(math.MaxInt64/int64(time.Second)))
-		}
-		return time.Duration(secs * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 60s) or a number of seconds", v)
-	}
-	return d, nil
-}
-
 func parseBool(v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "1", "t", "true", "yes", "y", "on":
@@ -242,7 +211,12 @@ type Options struct {
 	ServiceName string
 	// ServiceVersion is service.version, unless the settings name one.
 	ServiceVersion string
-	Logger         *slog.Logger
+	// Resource holds more attributes of the process's resource, such as
+	// an evaluation's service.instance.id and brainwire.eval.run_id;
+	// OTEL_RESOURCE_ATTRIBUTES wins over them. Without a
+	// service.instance.id, every process gets a random one.
+	Resource []attribute.KeyValue
+	Logger   *slog.Logger
 	// Console receives the console exporters' output; os.Stdout when nil.
 	Console io.Writer
 }
@@ -293,7 +267,7 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 	}()
 
 	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log,
-		MaxReasoningBytes: offIfZero(s.MaxReasoningBytes), ZeroHold: offIfZero(s.ZeroHold)}
+		MaxReasoningBytes: offIfZero(s.MaxReasoningBytes)}
 	if s.Traces != nil || s.Metrics != nil {
 		res, err := newResource(ctx, o)
 		if err != nil {
@@ -347,11 +321,22 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 // newResource describes the process: service.name defaults to brainwire,
 // and OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, read by the SDK,
 // win over it.
+//
+// Every process is an instance of its own (service.instance.id, a random
+// UUID unless given): replicas, a replica after its restart and each
+// evaluation then export series of their own, which a metrics backend
+// keeps apart (the collector's Prometheus exporter makes it the instance
+// label) instead of letting the last export overwrite the others'.
 func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName))}
+	attrs := []attribute.KeyValue{
+		semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName)),
+		semconv.ServiceInstanceID(uuid.NewString()),
+	}
 	if v := o.ServiceVersion; v != "" {
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}
+	// Later attributes win: the caller's instance id over the random one.
+	attrs = append(attrs, o.Resource...)
 	res, err := resource.New(ctx,
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -418,6 +403,7 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 }
 
 func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {
+	countFromFirstEvent()
 	// No interval option: the reader reads OTEL_METRIC_EXPORT_INTERVAL
 	// (default 60s) itself.
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
@@ -432,4 +418,22 @@ func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, c
 		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(newConsoleMetricExporter(console))))
 	}
 	return sdkmetric.NewMeterProvider(opts...), nil
+}
+
+// perSeriesStartEnv is the SDK's switch for per-series start times, the
+// only way it offers them (sdk/metric/internal/x).
+const perSeriesStartEnv = "OTEL_GO_X_PER_SERIES_START_TIMESTAMPS"
+
+// countFromFirstEvent makes every cumulative series start when it is
+// first measured rather than when the process started, unless the
+// operator set the SDK's switch. The start time travels as the points'
+// StartTimeUnixNano, which the collector's Prometheus exporter exposes as
+// the created timestamp, and Prometheus (created-timestamp-zero-ingestion)
+// stores a 0 there: increase() and rate() then count a series from its
+// first event, for a series born hours into a replica's life as for one
+// of a short evaluation, and histograms as counters.
+func countFromFirstEvent() {
+	if _, set := os.LookupEnv(perSeriesStartEnv); !set {
+		os.Setenv(perSeriesStartEnv, "true")
+	}
 }

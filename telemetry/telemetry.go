@@ -57,10 +57,7 @@ type Config struct {
 	// DefaultMaxReasoningBytes when 0, none when negative. Every chunk
 	// stays an event whatever the cap.
 	MaxReasoningBytes int
-	// ZeroHold is how long a counter's new series reads 0 before it shows
-	// its count (see counter); DefaultZeroHold when 0, none when negative.
-	ZeroHold time.Duration
-	Logger   *slog.Logger
+	Logger            *slog.Logger
 	// Now is the clock for durations; time.Now when nil. Captures keep
 	// their own clock: the server's may be a replay's fixed one.
 	Now func() time.Time
@@ -136,10 +133,6 @@ func New(cfg Config) (*Telemetry, error) {
 	case cfg.MaxReasoningBytes > 0:
 		t.maxText = cfg.MaxReasoningBytes
 	}
-	hold := cfg.ZeroHold
-	if hold == 0 {
-		hold = DefaultZeroHold
-	}
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
@@ -154,7 +147,7 @@ func New(cfg Config) (*Telemetry, error) {
 	_, noMetrics := mp.(metricnoop.MeterProvider)
 	t.metrics = !noMetrics
 	t.enabled = t.tracing || t.metrics || t.ai != nil
-	inst, err := newInstruments(mp.Meter(ScopeName), t.ai, cfg.spanPipelines, counterSettings{hold: hold, now: time.Now, enabled: t.metrics})
+	inst, err := newInstruments(mp.Meter(ScopeName), t.ai, cfg.spanPipelines)
 	if err != nil {
 		return nil, err
 	}
@@ -189,8 +182,6 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.shut = true
 	fns := t.shutdowns
 	t.mu.Unlock()
-	// The final export shows every count, held or not.
-	t.inst.release()
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {

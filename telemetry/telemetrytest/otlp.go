@@ -15,6 +15,7 @@ import (
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -191,6 +192,18 @@ func (r *Receiver) Metric(name string) *metricspb.Metric {
 		}
 	}
 	return last
+}
+
+// MetricResources returns the resource of every metrics export received,
+// in order.
+func (r *Receiver) MetricResources() []*resourcepb.Resource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*resourcepb.Resource, 0, len(r.metrics))
+	for _, rm := range r.metrics {
+		out = append(out, rm.GetResource())
+	}
+	return out
 }
 
 // MetricNames lists the names of every metric received.

@@ -1,0 +1,152 @@
+package telemetry_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+
+	"github.com/brainwire/brainwire/telemetry/telemetrytest"
+)
+
+// pointStart is when the series of the point whose attributes include
+// want started, from a sum's or a histogram's points; zero when none.
+func pointStart(m *metricspb.Metric, want map[string]any) time.Time {
+	match := func(kvs []*commonpb.KeyValue) bool {
+		for k, v := range want {
+			if telemetrytest.Attr(kvs, k) != v {
+				return false
+			}
+		}
+		return true
+	}
+	for _, dp := range m.GetSum().GetDataPoints() {
+		if match(dp.Attributes) {
+			return time.Unix(0, int64(dp.StartTimeUnixNano))
+		}
+	}
+	for _, dp := range m.GetHistogram().GetDataPoints() {
+		if match(dp.Attributes) {
+			return time.Unix(0, int64(dp.StartTimeUnixNano))
+		}
+	}
+	return time.Time{}
+}
+
+// TestSeriesStartAtTheirFirstEvent checks what makes Prometheus count a
+// series from its first event: a series born late in the process's life
+// (an outcome's first capture, counter and histogram alike) starts when
+// it was first measured, not when the process started. Prometheus stores
+// a 0 at that start (the created timestamp), so increase() sees the first
+// event as an increase instead of a series that appears holding it.
+func TestSeriesStartAtTheirFirstEvent(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	s := newStack(t, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": recv.Endpoint()})
+	if _, err := s.srv.RefreshAgent(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	beforeFirst := time.Now()
+	if r := s.capture("Call mom about her birthday on Sunday", nil); r.outcome() != "CLASSIFIED" {
+		t.Fatalf("first capture: %s", r.outcome())
+	}
+	time.Sleep(50 * time.Millisecond)
+	beforeLate := time.Now()
+	if r := s.capture("#fail Lunch with Sarah", nil); r.outcome() != "ERROR" {
+		t.Fatalf("late capture: %s", r.outcome())
+	}
+	if err := s.shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	classified := map[string]any{"brainwire.capture.outcome": "classified"}
+	failed := map[string]any{"brainwire.capture.outcome": "error"}
+	for _, c := range []struct {
+		metric        string
+		want          map[string]any
+		after, before time.Time // when the series started: after, and before (if set)
+	}{
+		{"brainwire.captures", classified, beforeFirst, beforeLate},
+		{"brainwire.capture.time_to_outcome", classified, beforeFirst, beforeLate},
+		// The version's first capture declared every outcome's count at 0.
+		{"brainwire.captures", failed, beforeFirst, beforeLate},
+		{"brainwire.capture.time_to_outcome", failed, beforeLate, time.Time{}},
+		{"brainwire.upstream.errors", map[string]any{"error.type": "server_error"}, beforeLate, time.Time{}},
+	} {
+		m := recv.Metric(c.metric)
+		if m == nil {
+			t.Fatalf("no %s among %v", c.metric, recv.MetricNames())
+		}
+		start := pointStart(m, c.want)
+		if start.IsZero() {
+			t.Errorf("%s: no series %v", c.metric, c.want)
+			continue
+		}
+		if start.Before(c.after) || (!c.before.IsZero() && start.After(c.before)) {
+			t.Errorf("%s %v starts at %s, want after %s (and before %v, if set)", c.metric, c.want,
+				start.Format(time.StampMicro), c.after.Format(time.StampMicro), c.before.Format(time.StampMicro))
+		}
+	}
+}
+
+// TestEveryProcessIsAnInstance checks that two telemetry setups of one
+// service export under different service.instance.id values, so that
+// replicas and restarts keep series of their own, and that
+// OTEL_RESOURCE_ATTRIBUTES can still name the instance.
+func TestEveryProcessIsAnInstance(t *testing.T) {
+	instance := func(env map[string]string) string {
+		recv := telemetrytest.NewReceiver(t)
+		env["OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"] = recv.Endpoint()
+		s := newStack(t, env)
+		s.capture("Call mom about her birthday on Sunday", nil)
+		if err := s.shutdown(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		res := recv.MetricResources()
+		if len(res) == 0 {
+			t.Fatal("no metrics exported")
+		}
+		id, _ := telemetrytest.Attr(res[len(res)-1].Attributes, "service.instance.id").(string)
+		return id
+	}
+	a, b := instance(map[string]string{}), instance(map[string]string{})
+	if _, err := uuid.Parse(a); err != nil || a == b {
+		t.Errorf("instance ids %q and %q: want two different UUIDs", a, b)
+	}
+	if got := instance(map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=replica-7"}); got != "replica-7" {
+		t.Errorf("with OTEL_RESOURCE_ATTRIBUTES: instance %q", got)
+	}
+}
+
+// TestSecondThoughtsAreRepeats checks that a person's later recategorize
+// of an item they already moved counts as a repeat, so that the share of
+// filed items people corrected counts each item once.
+func TestSecondThoughtsAreRepeats(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	s := newStack(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint()})
+	filed := s.capture("Call mom about her birthday on Sunday", nil)
+	item := s.itemOf(filed)
+	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Ideas"}`, nil)
+	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Admin"}`, nil)
+	if err := s.shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	m := recv.Metric("brainwire.corrections")
+	for _, c := range []struct {
+		human  string
+		repeat bool
+	}{{"Ideas", false}, {"Admin", true}} {
+		want := map[string]any{"brainwire.correction.human_bucket": c.human, "brainwire.correction.repeat": c.repeat}
+		if n := counterValue(m, want); n != 1 {
+			t.Errorf("brainwire.corrections %v = %d, want 1", want, n)
+		}
+		ev := findSpan(t, recv, "evaluation human_bucket", "brainwire.correction.human_bucket", c.human)
+		if attr(ev, "brainwire.correction.repeat") != c.repeat {
+			t.Errorf("evaluation span to %s: repeat %v", c.human, attr(ev, "brainwire.correction.repeat"))
+		}
+	}
+	if n := counterValue(m, map[string]any{}); n != 2 {
+		t.Errorf("brainwire.corrections in all = %d, want 2", n)
+	}
+}

@@ -57,7 +57,7 @@ func (tr *tracing) shutdown(ctx context.Context) {
 // version.
 var invokeAttrs = []attribute.Key{
 	"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.agent.version", "gen_ai.request.model",
-	telemetry.AttrInstructionsHash, "gen_ai.conversation.id",
+	"gen_ai.conversation.id",
 	telemetry.AttrKind, telemetry.AttrOutcome, telemetry.AttrBucket, telemetry.AttrConfidence,
 	telemetry.AttrChunkCount, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
 	"gen_ai.usage.reasoning.output_tokens", "error.type",

@@ -18,8 +18,8 @@
 //
 // invoke_agent carries gen_ai.operation.name, gen_ai.provider.name,
 // gen_ai.agent.id and .name, gen_ai.agent.version (which instructions ran:
-// the agent's declared version, else their hash), gen_ai.request.model,
-// brainwire.agent.instructions_hash, brainwire.eval.run_id (captures of
+// the agent's declared version, else their hash; the one version every
+// signal carries), gen_ai.request.model, brainwire.eval.run_id (captures of
 // `brainwire eval`), gen_ai.conversation.id (the Foundry thread),
 // gen_ai.response.id (the Foundry run), gen_ai.usage.input_tokens and
 // .output_tokens, run_id and thread_id (the capture's, as COMPLETE echoes

@@ -147,9 +147,6 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 	if c.Run.AgentVersion != "" {
 		attrs = append(attrs, semconv.GenAIAgentVersion(c.Run.AgentVersion))
 	}
-	if c.Run.InstructionsHash != "" {
-		attrs = append(attrs, AttrInstructionsHash.String(c.Run.InstructionsHash))
-	}
 	if c.Kind == brainwire.CorrectionFollowUp {
 		attrs = append(attrs, AttrFollowUpRound.Int(c.Round), AttrFollowUpOutcome.String(string(c.Outcome)),
 			AttrFollowUpRunID.String(c.FollowUpRunID))

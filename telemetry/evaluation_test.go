@@ -258,8 +258,7 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 
 	t.Run("readable reasoning", func(t *testing.T) {
 		run := findAgentSpan(t, recv, filed.runID)
-		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "gen_ai.request.model": simulator.DefaultModel,
-			"brainwire.agent.instructions_hash": agent.InstructionsHash} {
+		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "gen_ai.request.model": simulator.DefaultModel} {
 			if attr(run, k) != v {
 				t.Errorf("%s = %v, want %v", k, attr(run, k), v)
 			}

@@ -53,7 +53,6 @@ const (
 	AttrDropReason        = attribute.Key("brainwire.appinsights.drop_reason")
 	AttrTelemetryExporter = attribute.Key("brainwire.telemetry.exporter")    // otlp, console
 	AttrSpanDropReason    = attribute.Key("brainwire.telemetry.drop_reason") // queue_full, export_failed, shutdown
-	AttrInstructionsHash  = attribute.Key("brainwire.agent.instructions_hash")
 	AttrEvalRunID         = attribute.Key("brainwire.eval.run_id")
 	AttrReasoningCut      = attribute.Key("brainwire.capture.reasoning_truncated")
 	AttrCorrectionKind    = attribute.Key("brainwire.correction.kind")

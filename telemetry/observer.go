@@ -125,9 +125,6 @@ func agentAttrs(a brainwire.AgentInfo) []attribute.KeyValue {
 	if a.Model != "" {
 		kv = append(kv, semconv.GenAIRequestModel(a.Model))
 	}
-	if a.InstructionsHash != "" {
-		kv = append(kv, AttrInstructionsHash.String(a.InstructionsHash))
-	}
 	return kv
 }
 
@@ -501,7 +498,6 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 	}
 	for _, p := range []appinsights.Property{
 		{Key: "agent_version", Value: c.info.Agent.Version},
-		{Key: "instructions_hash", Value: c.info.Agent.InstructionsHash},
 		{Key: "model", Value: c.info.Agent.Model},
 		{Key: "eval_run_id", Value: c.info.EvalRunID},
 	} {

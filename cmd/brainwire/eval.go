@@ -117,7 +117,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		cfg.SimChunkDelay = -1 // the simulator's "no pause"
 	}
 	runID := newEvalRunID()
-	tel, err := setupTelemetry(ctx, cfg, evalEnv(getenv), io.Discard, log)
+	tel, err := setupTelemetry(ctx, cfg, evalEnv(getenv), io.Discard, log, evalResource(runID)...)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/brainwire/brainwire/telemetry"
 )
@@ -30,7 +32,9 @@ type telemetrySetup struct {
 // telemetry.SettingsFromEnv): OpenTelemetry traces and metrics over
 // OTLP/gRPC or to the console (stdout), Application Insights, the content
 // switch. With nothing configured everything is off and costs nothing.
-func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, log *slog.Logger) (*telemetrySetup, error) {
+// resource describes the process beyond its service name and a random
+// instance id (an evaluation names itself).
+func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, log *slog.Logger, resource ...attribute.KeyValue) (*telemetrySetup, error) {
 	settings, err := telemetry.SettingsFromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -42,6 +46,7 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	tel, err := telemetry.Start(ctx, settings, telemetry.Options{
 		Agent:       cfg.Agent.telemetry(),
 		ServiceName: settings.ServiceName,
+		Resource:    resource,
 		Logger:      log,
 		Console:     stdout,
 	})
@@ -55,6 +60,14 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	}
 	logTelemetry(settings, logReasoning, log)
 	return &telemetrySetup{tel: tel, logReasoning: logReasoning, log: log}, nil
+}
+
+// evalResource names an evaluation's process by its run id: every signal
+// carries it (brainwire.eval.run_id), and it is the process's instance, so
+// that each evaluation's metrics are series of their own (the instance
+// label in Prometheus). OTEL_RESOURCE_ATTRIBUTES still wins.
+func evalResource(runID string) []attribute.KeyValue {
+	return []attribute.KeyValue{semconv.ServiceInstanceID(runID), telemetry.AttrEvalRunID.String(runID)}
 }
 
 // logReasoningFromEnv reads BRAINWIRE_LOG_REASONING: whether every

@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -200,6 +203,64 @@ func TestServeExportsTelemetry(t *testing.T) {
 	for _, n := range []string{"POST /api/capture", "invoke_agent Classifier", "create_conversation", "create_response", "execute_tool file_capture", "store.file"} {
 		if !names[n] {
 			t.Errorf("no %s span in the caller's trace (got %v)", n, names)
+		}
+	}
+}
+
+// TestEvalRunsAreInstancesOfTheirOwn runs two evaluations with metrics to
+// an OTLP receiver: each exports under its own run id as
+// service.instance.id (so that Prometheus keeps their series apart) and
+// brainwire.eval.run_id, and its counts are complete when it exits, though
+// it lives shorter than one export interval.
+func TestEvalRunsAreInstancesOfTheirOwn(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus.jsonl")
+	if err := os.WriteFile(corpus, []byte(`{"text":"Call mom about her birthday on Sunday","expected_bucket":"People"}
+{"text":"Pay the electricity bill","expected_bucket":"Admin"}
+{"text":"Finish the quarterly report draft by Thursday","expected_bucket":"Projects"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for range 2 {
+		recv := telemetrytest.NewReceiver(t)
+		out, err := runCmd(t, map[string]string{"BRAINWIRE_DATA_DIR": filepath.Join(dir, "data"),
+			"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint()}, "eval", "-format", "json", corpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			RunID string `json:"eval_run_id"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.RunID == "" {
+			t.Fatalf("report %s: %v", out, err)
+		}
+		if seen[rep.RunID] {
+			t.Fatalf("run id %s twice", rep.RunID)
+		}
+		seen[rep.RunID] = true
+		res := recv.MetricResources()
+		if len(res) == 0 {
+			t.Fatal("no metrics exported")
+		}
+		for _, r := range res {
+			for k, want := range map[string]string{"service.name": "brainwire-eval", "service.instance.id": rep.RunID, "brainwire.eval.run_id": rep.RunID} {
+				if got := telemetrytest.Attr(r.Attributes, k); got != want {
+					t.Errorf("metrics resource %s = %v, want %s", k, got, want)
+				}
+			}
+		}
+		var n int64
+		for _, dp := range recv.Metric("brainwire.captures").GetSum().GetDataPoints() {
+			n += dp.GetAsInt()
+		}
+		if n != 3 {
+			t.Errorf("brainwire.captures = %d at exit, want the corpus's 3", n)
+		}
+		for _, s := range recv.Spans() {
+			if got := telemetrytest.Attr(s.Resource.Values, "brainwire.eval.run_id"); got != rep.RunID {
+				t.Fatalf("span %s: resource brainwire.eval.run_id %v, want %s", s.Name, got, rep.RunID)
+			}
 		}
 	}
 }

@@ -397,9 +397,10 @@ func (c *capture) End(res brainwire.CaptureResult) {
 		kv = append(kv, AttrOutcome.String(string(res.Outcome)), AttrChunkCount.Int(res.ReasoningChunks),
 			AttrTimeToOutcomeMS.Int64(res.TimeToOutcome.Milliseconds()))
 		kv = append(kv, upstreamIDs(res.UpstreamThreadID, res.UpstreamRunID)...)
-		if res.Bucket != "" {
-			kv = append(kv, AttrBucket.String(res.Bucket))
-		}
+		// The bucket is there even when empty (an error, an unresolved
+		// run): trace queries filter on it, and a condition on an
+		// attribute a span lacks is false in TraceQL, even =~ ".*".
+		kv = append(kv, AttrBucket.String(res.Bucket))
 		if res.HasConfidence() {
 			kv = append(kv, AttrConfidence.Float64(res.Confidence))
 		}

@@ -150,3 +150,25 @@ func TestSecondThoughtsAreRepeats(t *testing.T) {
 		t.Errorf("brainwire.corrections in all = %d, want 2", n)
 	}
 }
+
+// TestFinalExportCountsTheFlush checks that the metrics are flushed after
+// the other exporters: the last export's count of items Application
+// Insights accepted is every item the ingestion endpoint received, those
+// sent while shutting down included.
+func TestFinalExportCountsTheFlush(t *testing.T) {
+	recv := telemetrytest.NewReceiver(t)
+	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
+	s := newStack(t, map[string]string{
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT":   recv.Endpoint(),
+		"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
+	})
+	s.capture("Call mom about her birthday on Sunday #long:40", nil)
+	if err := s.shutdown(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	received := len(ingest.Envelopes())
+	m := recv.Metric("brainwire.appinsights.items.sent")
+	if sent := counterValue(m, map[string]any{}); received == 0 || sent != int64(received) {
+		t.Errorf("items sent %d at the last export, the endpoint received %d", sent, received)
+	}
+}

@@ -255,13 +255,19 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 	if console == nil {
 		console = os.Stdout
 	}
+	// metricsShutdown goes last, so that the final export counts what the
+	// others sent and lost while they flushed.
 	var shutdowns []func(context.Context) error
+	var metricsShutdown func(context.Context) error
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
 			for _, fn := range shutdowns {
 				_ = fn(sctx)
+			}
+			if metricsShutdown != nil {
+				_ = metricsShutdown(sctx)
 			}
 		}
 	}()
@@ -286,7 +292,7 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 			if err != nil {
 				return nil, err
 			}
-			shutdowns = append(shutdowns, mp.Shutdown)
+			metricsShutdown = mp.Shutdown
 			cfg.MeterProvider = mp
 		}
 	}
@@ -315,6 +321,7 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 	for _, fn := range shutdowns {
 		t.onShutdown(fn)
 	}
+	t.metricsShutdown = metricsShutdown
 	return t, nil
 }
 

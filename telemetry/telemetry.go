@@ -100,7 +100,10 @@ type Telemetry struct {
 
 	mu        sync.Mutex
 	shutdowns []func(context.Context) error
-	shut      bool
+	// metricsShutdown flushes the metrics after the rest, so that the
+	// last export counts the spans and items the others sent at shutdown.
+	metricsShutdown func(context.Context) error
+	shut            bool
 }
 
 // New returns a Telemetry over the providers in cfg. It owns none of
@@ -170,8 +173,9 @@ func (t *Telemetry) Enabled() bool { return t.enabled }
 // tool arguments and results) is recorded.
 func (t *Telemetry) CaptureContent() bool { return t.content }
 
-// Shutdown flushes and stops the exporters Start created, all at once,
-// giving up when ctx ends. Captures still running keep working; what they
+// Shutdown flushes and stops the exporters Start created, all at once but
+// the metrics, which go last so that they count what the others sent and
+// lost, giving up when ctx ends. Captures still running keep working; what they
 // record afterwards is dropped. Later calls do nothing.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.mu.Lock()
@@ -180,12 +184,30 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	t.shut = true
-	fns := t.shutdowns
+	fns, last := t.shutdowns, t.metricsShutdown
 	t.mu.Unlock()
-	errs := make([]error, len(fns))
+	errs := make([]error, len(fns)+1)
 	var wg sync.WaitGroup
 	for i, fn := range fns {
 		wg.Go(func() { errs[i] = fn(ctx) })
+	}
+	if last != nil {
+		// The metrics wait for the others' flush, so that their final
+		// export counts it, but for half the time left at most: an
+		// exporter stuck on an unreachable backend must not take the
+		// metrics' own flush with it.
+		flushed := make(chan struct{})
+		go func() { wg.Wait(); close(flushed) }()
+		var patience <-chan time.Time
+		if dl, ok := ctx.Deadline(); ok {
+			patience = time.After(time.Until(dl) / 2)
+		}
+		select {
+		case <-flushed:
+		case <-patience:
+		case <-ctx.Done():
+		}
+		errs[len(fns)] = last(ctx)
 	}
 	wg.Wait()
 	t.inst.unregister()

@@ -269,7 +269,7 @@ func (c *capture) ProviderEvent(ev brainwire.Event) {
 	switch ev.Kind {
 	case brainwire.EventRunStatus:
 		if ev.Status == brainwire.RunFailed {
-			c.t.upstreamError(c.ctx, orDefault(ev.ErrorCode, "run_failed"), "run")
+			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run")
 		}
 		c.mu.Lock()
 		cs := c.stream
@@ -278,7 +278,7 @@ func (c *capture) ProviderEvent(ev brainwire.Event) {
 			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
 	case brainwire.EventError:
-		c.t.upstreamError(c.ctx, orDefault(ev.ErrorCode, "stream_error"), "stream")
+		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream")
 	}
 }
 
@@ -565,8 +565,14 @@ func orDefault(s, def string) string {
 // upstreamError counts one error from the agent service, by the version
 // of the agent the capture in ctx ran.
 func (t *Telemetry) upstreamError(ctx context.Context, errType, source string) {
+	t.countUpstreamError(ctx, captureFrom(ctx), errType, source)
+}
+
+// countUpstreamError counts one error from the agent service during
+// capture c (nil: none known).
+func (t *Telemetry) countUpstreamError(ctx context.Context, c *capture, errType, source string) {
 	kv := []attribute.KeyValue{semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source)}
-	if c := captureFrom(ctx); c != nil {
+	if c != nil {
 		kv = append(kv, c.versionAttr...)
 	}
 	t.inst.upstreamErrs.Add(ctx, 1, metric.WithAttributes(kv...))

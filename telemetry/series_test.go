@@ -44,8 +44,9 @@ func pointStart(m *metricspb.Metric, want map[string]any) time.Time {
 func TestSeriesStartAtTheirFirstEvent(t *testing.T) {
 	recv := telemetrytest.NewReceiver(t)
 	s := newStack(t, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": recv.Endpoint()})
-	if _, err := s.srv.RefreshAgent(t.Context()); err != nil {
-		t.Fatal(err)
+	agent, err := s.srv.RefreshAgent(t.Context())
+	if err != nil || agent.Version == "" {
+		t.Fatalf("agent %+v, %v", agent, err)
 	}
 	beforeFirst := time.Now()
 	if r := s.capture("Call mom about her birthday on Sunday", nil); r.outcome() != "CLASSIFIED" {
@@ -72,7 +73,8 @@ func TestSeriesStartAtTheirFirstEvent(t *testing.T) {
 		// The version's first capture declared every outcome's count at 0.
 		{"brainwire.captures", failed, beforeFirst, beforeLate},
 		{"brainwire.capture.time_to_outcome", failed, beforeLate, time.Time{}},
-		{"brainwire.upstream.errors", map[string]any{"error.type": "server_error"}, beforeLate, time.Time{}},
+		// Counted by the version of the agent that failed.
+		{"brainwire.upstream.errors", map[string]any{"error.type": "server_error", "gen_ai.agent.version": agent.Version}, beforeLate, time.Time{}},
 	} {
 		m := recv.Metric(c.metric)
 		if m == nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Ingestion modes.
@@ -33,19 +34,21 @@ type Ingestion struct {
 	mu        sync.Mutex
 	mode      int
 	envelopes []Envelope
-	raw       [][]byte // decompressed request bodies
-	parsed    int      // how many of raw are in envelopes
+	raw       []received // decompressed request bodies
+	parsed    int        // how many of raw are in envelopes
 	requests  int
 	errs      []string
 }
 
 // Envelope is one received telemetry item.
 type Envelope struct {
-	Name string            `json:"name"`
-	Time string            `json:"time"`
-	IKey string            `json:"iKey"`
-	Tags map[string]string `json:"tags"`
-	Data struct {
+	// Received is when the endpoint accepted the envelope's request.
+	Received time.Time         `json:"-"`
+	Name     string            `json:"name"`
+	Time     string            `json:"time"`
+	IKey     string            `json:"iKey"`
+	Tags     map[string]string `json:"tags"`
+	Data     struct {
 		BaseType string   `json:"baseType"`
 		BaseData BaseData `json:"baseData"`
 	} `json:"data"`
@@ -63,6 +66,12 @@ type BaseData struct {
 	Success       bool               `json:"success"`
 	Properties    map[string]string  `json:"properties"`
 	Measurements  map[string]float64 `json:"measurements"`
+}
+
+// received is one request's decompressed body and when it arrived.
+type received struct {
+	body []byte
+	at   time.Time
 }
 
 // NewIngestion starts an endpoint in mode; it is closed when the test ends.
@@ -139,7 +148,7 @@ func (in *Ingestion) serve(w http.ResponseWriter, r *http.Request) {
 	// benchmark's endpoint costs little CPU while captures run.
 	n := bytes.Count(body, []byte("\n"))
 	in.mu.Lock()
-	in.raw = append(in.raw, body)
+	in.raw = append(in.raw, received{body, time.Now()})
 	in.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"itemsReceived":%d,"itemsAccepted":%d,"errors":[]}`, n, n)
@@ -147,15 +156,15 @@ func (in *Ingestion) serve(w http.ResponseWriter, r *http.Request) {
 
 // parse decodes the bodies received since the last call; in.mu is held.
 func (in *Ingestion) parse() {
-	for _, body := range in.raw[in.parsed:] {
-		sc := bufio.NewScanner(bytes.NewReader(body))
+	for _, req := range in.raw[in.parsed:] {
+		sc := bufio.NewScanner(bytes.NewReader(req.body))
 		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 		for sc.Scan() {
 			line := bytes.TrimSpace(sc.Bytes())
 			if len(line) == 0 {
 				continue
 			}
-			var env Envelope
+			env := Envelope{Received: req.at}
 			if err := json.Unmarshal(line, &env); err != nil {
 				in.errs = append(in.errs, fmt.Sprintf("envelope is not JSON: %v: %.200s", err, line))
 				continue
@@ -221,7 +230,8 @@ func (in *Ingestion) RequestItems() []Envelope {
 func (in *Ingestion) Contains(s string) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	for _, b := range in.raw {
+	for _, req := range in.raw {
+		b := req.body
 		if strings.Contains(string(b), s) {
 			return true
 		}

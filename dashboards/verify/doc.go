@@ -1,24 +1,42 @@
 // Package verify checks the dashboards and the local stack's
 // configuration (dashboards/, docker-compose.yml) against what brainwire
-// really emits. It runs brainwire's own server and telemetry in process,
-// exporting metrics through the OpenTelemetry Collector's own OTLP
-// receiver and Prometheus exporter (the components and version the
-// compose file runs) and traces to an in-process OTLP receiver, then:
+// really emits, and what a person tuning the agent reads on the dashboard
+// against what really happened.
 //
-//   - parses every PromQL expression of the dashboard with the Prometheus
-//     parser and checks that it names only metrics and labels found in the
-//     collector's Prometheus output;
-//   - parses every TraceQL query with Grafana's TraceQL grammar
-//     (@grafana/lezer-traceql, via Node.js) and checks that it names only
-//     span attributes brainwire sets;
-//   - checks that every datasource uid the dashboard and the exemplar
-//     links use is provisioned, that docker-compose.yml loads with the
-//     compose-spec loader and mounts files that exist, and that the
-//     collector's configuration decodes into its components' configs;
-//   - when a prometheus binary is installed (Debian's package in CI), runs
-//     it against the collector's exporter and executes the panels'
-//     queries, checking their numbers against the captures that ran and
-//     that exemplars lead to the runs' traces.
+// TestMain builds brainwire from this checkout and runs a scripted
+// workload with processes of its own: the simulator (`brainwire sim`), two
+// `brainwire serve` replicas on one store, one of them restarted with new
+// instructions halfway, and two `brainwire eval` runs. Their traces go to
+// an in-process OTLP receiver, their Application Insights items to an
+// in-process ingestion endpoint, and their metrics through the
+// OpenTelemetry Collector's own OTLP receiver and Prometheus exporter (the
+// components and version the compose file runs) to a real Prometheus,
+// started with the compose file's feature flags. The truth is what the
+// phones, the inbox and the evaluations saw, with each run's measurements
+// from its trace. Then:
+//
+//   - TestTuningTruth runs every panel's query, under every selection of
+//     the variables it honours (each service; All, each value and two at
+//     once of the others), interpolated as Grafana does, over the whole
+//     workload and over the part after the restart, and compares what it
+//     shows with the truth: counts exactly, shares and means up to float
+//     rounding, quantiles as histogram_quantile of the true bucket counts.
+//     The trace panels' filters are evaluated on the spans received, as
+//     Tempo would. A panel that ignores a variable it should honour, or
+//     does not say in its description which ones do not apply, fails.
+//   - TestExemplarsOpenTheirRuns checks that exemplars open the runs they
+//     belong to.
+//   - the other tests parse every PromQL expression and check that it names
+//     only metrics and labels in the collector's output, parse every
+//     TraceQL query with Grafana's grammar (@grafana/lezer-traceql, via
+//     Node.js) and check that it names only attributes brainwire sets,
+//     check that datasource uids are provisioned, that docker-compose.yml
+//     loads with the compose-spec loader, and that the collector's
+//     configuration decodes.
+//
+// The Prometheus tests need Prometheus 3.16 (PROMETHEUS_BIN, or prometheus
+// on the PATH); .ci/run builds it from the Go module proxy. Grafana, Tempo
+// and Jaeger themselves are not run.
 //
 // It is a module of its own, so that these test-only dependencies stay out
 // of brainwire's: run it with `go test ./...` in this directory.

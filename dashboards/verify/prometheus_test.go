@@ -10,14 +10,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
+// prometheusVersion is the Prometheus the dashboard is written for and
+// docker-compose.yml runs: its created-timestamp-zero-ingestion stores a
+// zero where each series starts, and its anchored range selectors count
+// without extrapolating. .ci/run builds it from the Go module proxy
+// (github.com/prometheus/prometheus v0.316.0 is Prometheus 3.16.0).
+const (
+	prometheusVersion = "3.16.0"
+	prometheusModule  = "v0.316.0"
+)
+
 // prometheusBinary is the prometheus executable to run the dashboards'
-// queries against: $PROMETHEUS_BIN, or prometheus on the PATH (Debian's
-// package installs it; .ci/run does). "" when there is none.
+// queries against: $PROMETHEUS_BIN, or prometheus on the PATH. "" when
+// there is none.
 func prometheusBinary() string {
 	if p := os.Getenv("PROMETHEUS_BIN"); p != "" {
 		return p
@@ -38,8 +50,8 @@ type prometheus struct {
 }
 
 // startPrometheus runs bin with dashboards/prometheus.yml, its target and
-// interval changed to the in-process collector's, and exemplar storage on
-// as docker-compose.yml has it.
+// interval changed to the in-process collector's, and the feature flags
+// docker-compose.yml gives it.
 func startPrometheus(bin, target string) (*prometheus, error) {
 	dir, err := os.MkdirTemp("", "verify-prometheus-")
 	if err != nil {
@@ -72,8 +84,16 @@ func startPrometheus(bin, target string) (*prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--enable-feature=exemplar-storage", "--log.level=warn")
+	if err := checkPrometheusVersion(bin); err != nil {
+		return nil, err
+	}
+	flags, err := composePrometheusFlags()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--log.level=warn", "--query.lookback-delta=" + lookback.String()}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
@@ -95,6 +115,84 @@ func startPrometheus(bin, target string) (*prometheus, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// checkPrometheusVersion refuses a Prometheus older than the dashboard
+// needs, whose answers would be wrong rather than failing: a release
+// binary says its version, one built with go install its module's.
+func checkPrometheusVersion(bin string) error {
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s --version: %v\n%s", bin, err, out)
+	}
+	if strings.Contains(string(out), "version "+prometheusVersion+" ") {
+		return nil
+	}
+	mod, _ := exec.Command("go", "version", "-m", bin).Output()
+	if strings.Contains(string(mod), "\tgithub.com/prometheus/prometheus\t"+prometheusModule+"\t") {
+		return nil
+	}
+	return fmt.Errorf("%s is not Prometheus %s (module %s):\n%s%s", bin, prometheusVersion, prometheusModule, out, mod)
+}
+
+// composePrometheusFlags are the --enable-feature flags docker-compose.yml
+// runs Prometheus with.
+func composePrometheusFlags() ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		Services map[string]struct {
+			Command []string
+		}
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("docker-compose.yml: %w", err)
+	}
+	var flags []string
+	for _, a := range c.Services["prometheus"].Command {
+		if strings.HasPrefix(a, "--enable-feature=") {
+			flags = append(flags, a)
+		}
+	}
+	if len(flags) == 0 {
+		return nil, fmt.Errorf("docker-compose.yml runs prometheus with no --enable-feature")
+	}
+	return flags, nil
+}
+
+// lastScrape is when the collector's target was last scraped.
+func (p *prometheus) lastScrape() time.Time {
+	var body struct {
+		Data struct {
+			ActiveTargets []struct {
+				Health     string
+				LastScrape time.Time `json:"lastScrape"`
+			} `json:"activeTargets"`
+		}
+	}
+	if err := p.get(context.Background(), "/api/v1/targets", &body); err != nil {
+		return time.Time{}
+	}
+	for _, tg := range body.Data.ActiveTargets {
+		if tg.Health == "up" {
+			return tg.LastScrape
+		}
+	}
+	return time.Time{}
+}
+
+// waitScrapeAfter waits for a scrape of the collector that began after t.
+func (p *prometheus) waitScrapeAfter(t time.Time, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for !p.lastScrape().After(t) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("prometheus has not scraped the collector since %s", t.Format(time.StampMilli))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
 }
 
 // scraping reports whether the collector's target has been scraped.
@@ -131,8 +229,14 @@ type sample struct {
 	Value  float64
 }
 
-// query runs an instant PromQL query.
+// query runs an instant PromQL query now.
 func (p *prometheus) query(ctx context.Context, q string) ([]sample, error) {
+	return p.queryAt(ctx, q, time.Time{})
+}
+
+// queryAt runs an instant PromQL query at t (now when zero), as Grafana
+// runs a table's or a stat's.
+func (p *prometheus) queryAt(ctx context.Context, q string, t time.Time) ([]sample, error) {
 	var body struct {
 		Status    string
 		Error     string
@@ -142,7 +246,11 @@ func (p *prometheus) query(ctx context.Context, q string) ([]sample, error) {
 			Result     json.RawMessage `json:"result"`
 		}
 	}
-	if err := p.get(ctx, "/api/v1/query?"+url.Values{"query": {q}}.Encode(), &body); err != nil {
+	v := url.Values{"query": {q}}
+	if !t.IsZero() {
+		v.Set("time", strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64))
+	}
+	if err := p.get(ctx, "/api/v1/query?"+v.Encode(), &body); err != nil {
 		return nil, err
 	}
 	if body.Status != "success" {

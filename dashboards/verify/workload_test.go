@@ -1,0 +1,724 @@
+package verify
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/telemetry/appinsights"
+	"github.com/brainwire/brainwire/telemetry/telemetrytest"
+)
+
+const apiKey = "verify-key-0123456789abcdef"
+
+// run is one agent run as the dashboard should count it.
+type run struct {
+	job, instance, version, kind, outcome, bucket string
+	confidence                                    float64
+	hasConfidence                                 bool
+	ttoMS, chunks, inTokens, outTokens            int64
+	hasUsage                                      bool
+	runID, traceID, spanID, evalRunID             string
+	at                                            time.Time // when the capture was sent
+}
+
+// correction is one recategorize: what the agent had decided and where the
+// person put the item.
+type correction struct {
+	job, version, agentOutcome, agentBucket, human string
+	repeat                                         bool // the person had moved the item before
+	at                                             time.Time
+}
+
+// label is the verdict: correct when the person kept the bucket the agent
+// filed.
+func (c correction) label() string {
+	if (c.agentOutcome == "classified" || c.agentOutcome == "low_confidence") && c.agentBucket == c.human {
+		return "correct"
+	}
+	return "incorrect"
+}
+
+// followUp is one answer to a clarifying question: what the run that
+// asked had decided (its version and outcome), the round, and what the
+// follow-up made of the capture (its outcome, and its bucket when it filed
+// one).
+type followUp struct {
+	job, version, agentOutcome string
+	round                      int
+	outcome, bucket            string
+	at                         time.Time
+}
+
+type toolError struct {
+	job, version, tool, errType string
+	at                          time.Time
+}
+
+type upstreamError struct {
+	job, version, errType, source string
+	at                            time.Time
+}
+
+// truth is everything the workload did, from what the phones, the inbox
+// and the evaluations' reports said, with each run's measurements (time to
+// outcome, tokens, chunks, confidence) from its trace.
+type truth struct {
+	runs        []run
+	corrections []correction
+	followUps   []followUp
+	toolErrors  []toolError
+	upstream    []upstreamError
+	v1, v2      string      // the two instructions versions
+	aiItems     []time.Time // when Application Insights accepted each item the serve replicas sent
+	evalRuns    []string
+	// start is before the first process started; end is after Prometheus
+	// scraped the last export of the last process. restart is in the quiet
+	// between the two rounds, when one replica restarts and the other has
+	// been running for a while: a window from there sees series born long
+	// after their process started.
+	start, restart, end time.Time
+}
+
+// since is the part of the truth from t on.
+func (tr *truth) since(t time.Time) *truth {
+	out := *tr
+	out.runs, out.corrections, out.followUps, out.toolErrors, out.upstream, out.aiItems = nil, nil, nil, nil, nil, nil
+	for _, at := range tr.aiItems {
+		if !at.Before(t) {
+			out.aiItems = append(out.aiItems, at)
+		}
+	}
+	for _, r := range tr.runs {
+		if !r.at.Before(t) {
+			out.runs = append(out.runs, r)
+		}
+	}
+	for _, c := range tr.corrections {
+		if !c.at.Before(t) {
+			out.corrections = append(out.corrections, c)
+		}
+	}
+	for _, f := range tr.followUps {
+		if !f.at.Before(t) {
+			out.followUps = append(out.followUps, f)
+		}
+	}
+	for _, e := range tr.toolErrors {
+		if !e.at.Before(t) {
+			out.toolErrors = append(out.toolErrors, e)
+		}
+	}
+	for _, e := range tr.upstream {
+		if !e.at.Before(t) {
+			out.upstream = append(out.upstream, e)
+		}
+	}
+	return &out
+}
+
+// replica is one `brainwire serve` process.
+type replica struct {
+	name, base, version string
+	p                   *proc
+}
+
+// workload drives the script.
+type workload struct {
+	s       *stack
+	ctx     context.Context
+	simURL  string
+	dataDir string
+	tr      *truth
+	// phone holds what the phones saw, by run id.
+	phone map[string]phoneRun
+	// judged are the items a person has already moved.
+	judged map[string]bool
+	// byText are the items each text was filed as, in order.
+	byText map[string][]filedItem
+	// expected tool errors and upstream errors, by run id.
+	wantToolErrors map[string]string
+	wantUpstream   map[string]bool
+}
+
+type phoneRun struct {
+	job, version, kind, outcome string
+	at                          time.Time
+}
+
+type filedItem struct {
+	id, outcome string
+	r           *replica
+}
+
+// texts is each replica's share of one round of captures: every outcome,
+// a tool error the agent recovers from, a second call refused, an upstream
+// failure, and a text the two instructions versions file differently.
+var texts = []string{
+	"Call mom about her birthday on Sunday",
+	"Finish the quarterly report draft by Thursday",
+	"Pay the electricity bill",
+	"What if we painted the kitchen green someday",
+	"#invalid-bucket Renew my passport before June",
+	"#two-calls Lunch with Sarah about the project launch deadline",
+	"Meet Jonas to review the project roadmap",
+	"asdf qwerty zxcv",
+	"#no-tool Call the dentist",
+	"#fail Lunch with Sarah",
+	"Go to the gym after work",
+}
+
+func runWorkload(ctx context.Context, s *stack) (*truth, error) {
+	w := &workload{s: s, ctx: ctx, tr: &truth{start: time.Now()}, dataDir: filepath.Join(s.dir, "data"),
+		phone: map[string]phoneRun{}, judged: map[string]bool{}, byText: map[string][]filedItem{},
+		wantToolErrors: map[string]string{}, wantUpstream: map[string]bool{}}
+	errands, err := filepath.Abs(filepath.Join(root, "eval", "testdata", "instructions-errands.txt"))
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(errands)
+	if err != nil {
+		return nil, err
+	}
+	w.tr.v1, w.tr.v2 = instructions.Default().Version, brainwire.ContentVersion(string(b))
+
+	// One simulator for every process, as replicas share one agent service.
+	simAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	sim, err := s.run("sim", map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}, "sim", "-addr", simAddr)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitListening(sim, simAddr); err != nil {
+		return nil, err
+	}
+	w.simURL = "http://" + simAddr
+
+	a, err := w.startReplica("serve-a", "", w.tr.v1)
+	if err != nil {
+		return nil, err
+	}
+	bb, err := w.startReplica("serve-b", "", w.tr.v1)
+	if err != nil {
+		return nil, err
+	}
+	// Round 1: both replicas on the built-in instructions; A fails no
+	// run and files nothing unresolved yet, so that those series are born
+	// on it in round 2, long after it started.
+	if err := w.round(func(r *replica, text string) bool {
+		return r != a || !(strings.HasPrefix(text, "#fail") || strings.HasPrefix(text, "#no-tool"))
+	}, a, bb); err != nil {
+		return nil, err
+	}
+	if err := w.correctRound1(a, bb); err != nil {
+		return nil, err
+	}
+	// B is restarted with new instructions, as a person ships them.
+	if err := bb.p.stop(); err != nil {
+		return nil, err
+	}
+	// A quiet spell: what round 1 made has reached Prometheus before the
+	// mark (Application Insights items are sent up to its flush interval
+	// later, then counted at the next export and scrape), and round 2
+	// begins more than a lookback after it, so that round 1's samples are
+	// not round 2's range's start.
+	time.Sleep(appinsights.DefaultFlushInterval + exportInterval + 2*scrapeInterval)
+	w.tr.restart = time.Now()
+	time.Sleep(lookback + scrapeInterval)
+	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2); err != nil {
+		return nil, err
+	}
+	if err := w.round(nil, a, bb); err != nil {
+		return nil, err
+	}
+	if err := w.correctRound2(a, bb); err != nil {
+		return nil, err
+	}
+	// Two evaluations of the new instructions against the agent's own.
+	for i, lines := range [][]int{{0, 10, 20, 30, 40, 45, 49}, {1, 5, 11, 15, 21, 25, 31, 35, 41, 44, 46, 48}} {
+		if err := w.evaluate(i, lines, errands); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range []*replica{a, bb} {
+		if err := r.p.stop(); err != nil {
+			return nil, err
+		}
+	}
+	if err := sim.stop(); err != nil {
+		return nil, err
+	}
+	for _, e := range s.ingest.Envelopes() {
+		w.tr.aiItems = append(w.tr.aiItems, e.Received)
+	}
+	if err := w.collectRuns(); err != nil {
+		return nil, err
+	}
+	// Every process has exported for the last time; once Prometheus has
+	// scraped after that, it has everything.
+	if s.prom != nil {
+		if err := s.prom.waitScrapeAfter(time.Now().Add(scrapeInterval/2), 30*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	w.tr.end = time.Now()
+	return w.tr, w.covers()
+}
+
+// waitListening waits for a process to accept connections on addr.
+func waitListening(p *proc, addr string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening on %s after 30s\n%s", p.name, addr, p.tail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// env is a process's configuration: the shared simulator as an agent
+// brainwire defines, the shared store, traces to the receiver and metrics
+// to the collector.
+func (w *workload) env(instructionsFile string) map[string]string {
+	env := map[string]string{
+		"BRAINWIRE_API_KEYS":                  apiKey + ":verify",
+		"BRAINWIRE_DATA_DIR":                  w.dataDir,
+		"BRAINWIRE_LOG_FORMAT":                "json",
+		"AZURE_AI_PROJECT_ENDPOINT":           w.simURL + simulator.ProjectPath,
+		"AZURE_AI_MODEL_DEPLOYMENT_NAME":      simulator.DefaultModel,
+		"AZURE_AI_PROJECT_TOKEN":              "verify",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":  w.s.traces.Endpoint(),
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": w.s.collectorOTLP,
+		"OTEL_METRIC_EXPORT_INTERVAL":         fmt.Sprint(exportInterval.Milliseconds()),
+	}
+	if instructionsFile != "" {
+		env["BRAINWIRE_INSTRUCTIONS"] = instructionsFile
+	}
+	return env
+}
+
+func (w *workload) startReplica(name, instructionsFile, version string) (*replica, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	env := w.env(instructionsFile)
+	env["BRAINWIRE_ADDR"] = addr
+	env["APPLICATIONINSIGHTS_CONNECTION_STRING"] = w.s.ingest.ConnectionString()
+	p, err := w.s.run(name, env, "serve")
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{name: name, base: "http://" + addr, version: version, p: p}
+	return r, waitHealthy(p, r.base)
+}
+
+// capture sends one capture to r and remembers what the phone saw.
+func (w *workload) capture(r *replica, path string, body map[string]any, kind, text string) (phoneEvents, error) {
+	at := time.Now()
+	ev, err := post(w.ctx, r.base, path, body)
+	if err != nil {
+		return ev, fmt.Errorf("%s %q: %w", r.name, text, err)
+	}
+	out := strings.ToLower(ev.outcome)
+	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
+	switch {
+	case strings.Contains(text, "#invalid-bucket"):
+		w.wantToolErrors[ev.runID] = "invalid_bucket"
+	case strings.Contains(text, "#two-calls") && out != "misunderstood":
+		w.wantToolErrors[ev.runID] = "already_filed"
+	case strings.Contains(text, "#fail"):
+		w.wantUpstream[ev.runID] = true
+	}
+	return ev, nil
+}
+
+// round sends every text once to each replica, alternating, but those
+// skip (when not nil) says a replica does not get.
+func (w *workload) round(send func(*replica, string) bool, replicas ...*replica) error {
+	for i := range texts {
+		for j, r := range replicas {
+			text := texts[(i+j)%len(texts)]
+			if send != nil && !send(r, text) {
+				continue
+			}
+			ev, err := w.capture(r, "/api/capture", map[string]any{"text": text}, "text", text)
+			if err != nil {
+				return err
+			}
+			if ev.itemID != "" {
+				w.byText[text] = append(w.byText[text], filedItem{id: ev.itemID, outcome: strings.ToLower(ev.outcome), r: r})
+			}
+		}
+	}
+	return nil
+}
+
+// item returns the n-th item text was filed as with outcome.
+func (w *workload) item(text, outcome string, n int) (filedItem, error) {
+	for _, it := range w.byText[text] {
+		if it.outcome == outcome {
+			if n == 0 {
+				return it, nil
+			}
+			n--
+		}
+	}
+	return filedItem{}, fmt.Errorf("no %s item of %q (items %v)", outcome, text, w.byText[text])
+}
+
+// recategorize moves an item to bucket through via (another replica than
+// the one that filed it), and records the correction.
+func (w *workload) recategorize(it filedItem, via *replica, bucket string) error {
+	var before inboxItem
+	if err := call(w.ctx, "GET", via.base+"/api/inbox/"+it.id, "", &before); err != nil {
+		return err
+	}
+	if before.AgentRun == nil {
+		return fmt.Errorf("item %s has no agent run", it.id)
+	}
+	at := time.Now()
+	if err := call(w.ctx, "PATCH", via.base+"/api/inbox/"+it.id+"/recategorize", `{"bucket":"`+bucket+`"}`, nil); err != nil {
+		return err
+	}
+	w.tr.corrections = append(w.tr.corrections, correction{job: "brainwire", version: before.AgentRun.AgentVersion,
+		agentOutcome: before.AgentRun.Outcome, agentBucket: before.AgentRun.Bucket, human: bucket, repeat: w.judged[it.id], at: at})
+	w.judged[it.id] = true
+	return nil
+}
+
+// followUp answers a misunderstood item's question through via.
+func (w *workload) followUp(it filedItem, via *replica, round int, text string) (string, error) {
+	var before inboxItem
+	if err := call(w.ctx, "GET", via.base+"/api/inbox/"+it.id, "", &before); err != nil {
+		return "", err
+	}
+	at := time.Now()
+	ev, err := w.capture(via, "/api/capture/follow-up", map[string]any{"inbox_item_id": it.id, "follow_up_text": text,
+		"follow_up_round": round}, "follow_up", text)
+	if err != nil {
+		return "", err
+	}
+	out := strings.ToLower(ev.outcome)
+	f := followUp{job: "brainwire", version: before.AgentRun.AgentVersion, agentOutcome: before.AgentRun.Outcome, round: round, outcome: out, at: at}
+	if isFiled(out) {
+		f.bucket = ev.bucket
+	}
+	w.tr.followUps = append(w.tr.followUps, f)
+	return out, nil
+}
+
+// correctRound1: people move and confirm what the agent filed, think
+// twice about one item, file a misunderstood and an unresolved capture
+// themselves, and answer clarifying questions over two rounds.
+func (w *workload) correctRound1(a, b *replica) error {
+	other := func(r *replica) *replica {
+		if r == a {
+			return b
+		}
+		return a
+	}
+	steps := []struct {
+		text, outcome string
+		n             int
+		buckets       []string
+	}{
+		{"Call mom about her birthday on Sunday", "classified", 0, []string{"Ideas", "Admin"}},
+		{"Meet Jonas to review the project roadmap", "low_confidence", 0, []string{"Projects"}},
+		{"Pay the electricity bill", "classified", 0, []string{"Admin"}},
+		{"Finish the quarterly report draft by Thursday", "classified", 1, []string{"People"}},
+		{"asdf qwerty zxcv", "misunderstood", 0, []string{"Ideas"}},
+		{"#no-tool Call the dentist", "unresolved", 0, []string{"Admin"}},
+	}
+	for _, st := range steps {
+		it, err := w.item(st.text, st.outcome, st.n)
+		if err != nil {
+			if st.outcome == "unresolved" {
+				continue // a store that keeps no unresolved items
+			}
+			return err
+		}
+		for _, bucket := range st.buckets {
+			if err := w.recategorize(it, other(it.r), bucket); err != nil {
+				return err
+			}
+		}
+	}
+	it, err := w.item("asdf qwerty zxcv", "misunderstood", 1)
+	if err != nil {
+		return err
+	}
+	if out, err := w.followUp(it, other(it.r), 1, "zzz qqq"); err != nil || out != "misunderstood" {
+		return fmt.Errorf("follow-up round 1: %s, %v", out, err)
+	}
+	if out, err := w.followUp(it, it.r, 2, "I meant: call my friend Sam about his birthday"); err != nil || out != "classified" {
+		return fmt.Errorf("follow-up round 2: %s, %v", out, err)
+	}
+	gym, err := w.item("Go to the gym after work", "misunderstood", 0)
+	if err != nil {
+		return err
+	}
+	_, err = w.followUp(gym, other(gym.r), 1, "Renew the gym membership")
+	return err
+}
+
+// correctRound2 judges captures of both versions after the restart.
+func (w *workload) correctRound2(a, b *replica) error {
+	// The texts' second round of items: round 1 made two of each.
+	gym, err := w.item("Go to the gym after work", "classified", 0)
+	if err != nil {
+		return err
+	}
+	if err := w.recategorize(gym, a, "People"); err != nil {
+		return err
+	}
+	bill, err := w.item("Pay the electricity bill", "classified", 2)
+	if err != nil {
+		return err
+	}
+	if err := w.recategorize(bill, b, "Admin"); err != nil {
+		return err
+	}
+	mom, err := w.item("Call mom about her birthday on Sunday", "classified", 2)
+	if err != nil {
+		return err
+	}
+	if err := w.recategorize(mom, b, "Projects"); err != nil {
+		return err
+	}
+	asked, err := w.item("asdf qwerty zxcv", "misunderstood", 2)
+	if err != nil {
+		return err
+	}
+	_, err = w.followUp(asked, a, 1, "I meant: call my friend Sam about his birthday")
+	return err
+}
+
+// evaluate runs `brainwire eval` on some lines of the test corpus, the
+// errands instructions against the agent's own.
+func (w *workload) evaluate(i int, lines []int, errands string) error {
+	corpus, err := os.ReadFile(filepath.Join(root, "eval", "testdata", "captures.jsonl"))
+	if err != nil {
+		return err
+	}
+	all := strings.Split(strings.TrimSpace(string(corpus)), "\n")
+	var sub []string
+	for _, l := range lines {
+		sub = append(sub, all[l])
+	}
+	path := filepath.Join(w.s.dir, fmt.Sprintf("corpus-%d.jsonl", i))
+	if err := os.WriteFile(path, []byte(strings.Join(sub, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	report := filepath.Join(w.s.dir, fmt.Sprintf("eval-%d.json", i))
+	at := time.Now()
+	p, err := w.s.run(fmt.Sprintf("eval-%d", i), w.env(""), "eval", "-instructions", errands, "-baseline", "agent",
+		"-json", report, path)
+	if err != nil {
+		return err
+	}
+	if err := p.wait(2 * time.Minute); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("eval report: %w", err)
+	}
+	id, _ := rep["eval_run_id"].(string)
+	if id == "" {
+		return fmt.Errorf("eval report without eval_run_id: %.300s", b)
+	}
+	w.tr.evalRuns = append(w.tr.evalRuns, id)
+	// The evaluation's captures are its runs of each case under each
+	// version; the report names the run and the versions, the traces
+	// every capture (the evaluation's run id is on each one's resource).
+	cand, _ := rep["candidate"].(map[string]any)
+	base, _ := rep["baseline"].(map[string]any)
+	if cand["agent_version"] != w.tr.v2 || base["agent_version"] != w.tr.v1 {
+		return fmt.Errorf("eval %s ran versions %v and %v, want %s and %s", id, base["agent_version"], cand["agent_version"], w.tr.v1, w.tr.v2)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		perVersion := map[string]int{}
+		runs := map[string]phoneRun{}
+		for _, sp := range w.s.traces.Spans() {
+			if strings.HasPrefix(sp.Name, "invoke_agent ") && telemetrytest.Attr(sp.Resource.Values, "brainwire.eval.run_id") == id {
+				v := str(telemetrytest.Attr(sp.Attributes, "gen_ai.agent.version"))
+				perVersion[v]++
+				runs[str(telemetrytest.Attr(sp.Attributes, "run_id"))] = phoneRun{job: "brainwire-eval", version: v, kind: "text",
+					outcome: str(telemetrytest.Attr(sp.Attributes, "brainwire.capture.outcome")), at: at}
+			}
+		}
+		if perVersion[w.tr.v1] == len(lines) && perVersion[w.tr.v2] == len(lines) && len(runs) == 2*len(lines) {
+			for rid, r := range runs {
+				w.phone[rid] = r
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("eval %s: runs by version %v, want %d of each of %s and %s", id, perVersion, len(lines), w.tr.v1, w.tr.v2)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// collectRuns reads every run's measurements from its trace, checking that
+// the trace says what the phone (or the evaluation's report) saw.
+func (w *workload) collectRuns() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		spans := map[string]*telemetrytest.Span{}
+		for _, sp := range w.s.traces.Spans() {
+			if strings.HasPrefix(sp.Name, "invoke_agent ") {
+				spans[str(telemetrytest.Attr(sp.Attributes, "run_id"))] = sp
+			}
+		}
+		missing := 0
+		for id := range w.phone {
+			if spans[id] == nil {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return w.fromSpans(spans)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d runs have no invoke_agent span", missing, len(w.phone))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (w *workload) fromSpans(spans map[string]*telemetrytest.Span) error {
+	runOfTrace := map[string]*run{}
+	for id, ph := range w.phone {
+		sp := spans[id]
+		a := func(k string) any { return telemetrytest.Attr(sp.Attributes, k) }
+		r := run{
+			job:       str(telemetrytest.Attr(sp.Resource.Values, "service.name")),
+			instance:  str(telemetrytest.Attr(sp.Resource.Values, "service.instance.id")),
+			evalRunID: str(telemetrytest.Attr(sp.Resource.Values, "brainwire.eval.run_id")),
+			version:   str(a("gen_ai.agent.version")),
+			kind:      str(a("brainwire.capture.kind")),
+			outcome:   str(a("brainwire.capture.outcome")),
+			bucket:    str(a("brainwire.capture.bucket")),
+			runID:     id,
+			at:        ph.at,
+			traceID:   hex.EncodeToString(sp.TraceId),
+			spanID:    hex.EncodeToString(sp.SpanId),
+		}
+		r.confidence, r.hasConfidence = a("brainwire.capture.confidence").(float64)
+		r.ttoMS, _ = a("brainwire.capture.time_to_outcome_ms").(int64)
+		r.chunks, _ = a("brainwire.capture.reasoning_chunks").(int64)
+		r.inTokens, r.hasUsage = a("gen_ai.usage.input_tokens").(int64)
+		r.outTokens, _ = a("gen_ai.usage.output_tokens").(int64)
+		if r.job != ph.job || r.kind != ph.kind || r.outcome != ph.outcome || (ph.version != "" && r.version != ph.version) {
+			return fmt.Errorf("run %s: the trace says %s/%s/%s/%s, the phone saw %+v", id, r.job, r.version, r.kind, r.outcome, ph)
+		}
+		if r.instance == "" {
+			return fmt.Errorf("run %s: no service.instance.id", id)
+		}
+		w.tr.runs = append(w.tr.runs, r)
+		runOfTrace[r.traceID] = &w.tr.runs[len(w.tr.runs)-1]
+	}
+	// Tool errors, as the tool spans of each run say, which must be the
+	// ones the script provoked.
+	got := map[string]string{}
+	for _, sp := range w.s.traces.Spans() {
+		if !strings.HasPrefix(sp.Name, "execute_tool ") {
+			continue
+		}
+		et := str(telemetrytest.Attr(sp.Attributes, "error.type"))
+		r := runOfTrace[hex.EncodeToString(sp.TraceId)]
+		if et == "" || r == nil {
+			continue
+		}
+		got[r.runID] = et
+		w.tr.toolErrors = append(w.tr.toolErrors, toolError{job: r.job, version: r.version,
+			tool: str(telemetrytest.Attr(sp.Attributes, "gen_ai.tool.name")), errType: et, at: r.at})
+	}
+	for id, want := range w.wantToolErrors {
+		if got[id] != want {
+			return fmt.Errorf("run %s: tool error %q, want %q", id, got[id], want)
+		}
+	}
+	if len(got) != len(w.wantToolErrors) {
+		return fmt.Errorf("tool errors in %d runs, want %d", len(got), len(w.wantToolErrors))
+	}
+	for _, r := range w.tr.runs {
+		if w.wantUpstream[r.runID] {
+			w.tr.upstream = append(w.tr.upstream, upstreamError{job: r.job, version: r.version, errType: "server_error", source: "run", at: r.at})
+		}
+	}
+	return nil
+}
+
+// covers checks that the workload exercised what the dashboard shows, so
+// that a panel's test cannot pass on zeros.
+func (w *workload) covers() error {
+	seen := map[string]bool{}
+	for _, r := range w.tr.runs {
+		seen[r.job+" "+r.version+" "+r.outcome] = true
+		seen[r.job+" "+r.kind] = true
+	}
+	var missing []string
+	for _, v := range []string{w.tr.v1, w.tr.v2} {
+		for _, o := range []string{"classified", "low_confidence", "misunderstood", "unresolved", "error"} {
+			if !seen["brainwire "+v+" "+o] {
+				missing = append(missing, "brainwire "+v+" "+o)
+			}
+		}
+		if !seen["brainwire-eval "+v+" classified"] {
+			missing = append(missing, "brainwire-eval "+v+" classified")
+		}
+	}
+	if !seen["brainwire follow_up"] {
+		missing = append(missing, "follow-up captures")
+	}
+	labels := map[string]bool{}
+	for _, c := range w.tr.corrections {
+		labels[fmt.Sprintf("%s %v", c.label(), c.repeat)] = true
+	}
+	for _, l := range []string{"correct false", "incorrect false", "incorrect true"} {
+		if !labels[l] {
+			missing = append(missing, "a correction "+l)
+		}
+	}
+	if len(w.tr.toolErrors) == 0 || len(w.tr.upstream) == 0 || len(w.tr.followUps) < 3 {
+		missing = append(missing, "tool errors, upstream errors and follow-ups")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the workload does not cover %v", missing)
+	}
+	return nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}

@@ -50,12 +50,12 @@ var listTests = []test{
 // returns them newest first.
 func (e *env) fileMany(n int) []brainwire.InboxItem {
 	e.t.Helper()
-	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood}
+	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved}
 	var out []brainwire.InboxItem
 	for i := range n {
 		status := statuses[i%len(statuses)]
 		bucket := brainwire.Buckets[i%len(brainwire.Buckets)]
-		if status == brainwire.StatusMisunderstood {
+		if status == brainwire.StatusMisunderstood || status == brainwire.StatusUnresolved {
 			bucket = ""
 		}
 		it, err := e.s.File(e.ctx, e.filing(status, bucket))
@@ -154,7 +154,7 @@ func testListSameCreatedAt(t *testing.T, e *env) {
 
 func testListStatusFilter(t *testing.T, e *env) {
 	all := e.fileMany(25)
-	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood} {
+	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
 		var want []brainwire.InboxItem
 		for _, it := range all {
 			if it.Status == status {
@@ -214,6 +214,7 @@ func testListInvalid(t *testing.T, e *env) {
 var deleteTests = []test{
 	{"Classified", testDeleteClassified},
 	{"Misunderstood", testDeleteMisunderstood},
+	{"Unresolved", testDeleteUnresolved},
 	{"Unknown", testDeleteUnknown},
 }
 
@@ -248,6 +249,15 @@ func testDeleteMisunderstood(t *testing.T, e *env) {
 	checkCode(t, "GetInboxItem after delete", err, brainwire.ENotFound)
 }
 
+func testDeleteUnresolved(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusUnresolved, ""))
+	if err := e.s.DeleteInboxItem(e.ctx, e.user, it.ID); err != nil {
+		t.Fatalf("DeleteInboxItem: %v", err)
+	}
+	_, err := e.s.GetInboxItem(e.ctx, e.user, it.ID)
+	checkCode(t, "GetInboxItem after delete", err, brainwire.ENotFound)
+}
+
 func testDeleteUnknown(t *testing.T, e *env) {
 	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
 	err := e.s.DeleteInboxItem(e.ctx, e.user, newID("inbox"))
@@ -264,6 +274,7 @@ var recategorizeTests = []test{
 	{"Pending", testRecategorizePending},
 	{"SameBucket", testRecategorizeSameBucket},
 	{"Misunderstood", testRecategorizeMisunderstood},
+	{"Unresolved", testRecategorizeUnresolved},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
@@ -363,6 +374,24 @@ func testRecategorizeMisunderstood(t *testing.T, e *env) {
 	got, rec := e.recategorize(it, nil, brainwire.BucketPeople, at(100))
 	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
 		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
+	}
+}
+
+// A person files an unresolved capture: it gets a bucket record, linked
+// both ways, and keeps the run that left it unresolved, which the
+// correction judges.
+func testRecategorizeUnresolved(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusUnresolved, "")
+	it := e.file(f)
+	got, rec := e.recategorize(it, nil, brainwire.BucketAdmin, at(100))
+	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
+		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
+	}
+	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
+		t.Errorf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
+	}
+	if items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved}); len(items) != 0 {
+		t.Errorf("unresolved items after recategorize: %q", ids(items))
 	}
 }
 

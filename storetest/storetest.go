@@ -38,6 +38,9 @@
 //     replaces it with its own (keeps it when it brings none), and
 //     Recategorize keeps it as it was. Items filed without one read back
 //     with none.
+//   - An unresolved filing (StatusUnresolved) is a new item in no bucket
+//     and without a bucket record, listed under its status; Recategorize
+//     files it like a misunderstood item, and ClaimFollowUp refuses it.
 //   - A store that is a brainwire.UserLister lists every user with an item.
 //   - ClaimFollowUp grants a round to one claim at a time, also to claims
 //     made concurrently; a claim stands until its Until, its token's

@@ -41,6 +41,7 @@ var listTests = []test{
 	{"PagesExactMultiple", testListPagesExactMultiple},
 	{"SameCreatedAt", testListSameCreatedAt},
 	{"StatusFilter", testListStatusFilter},
+	{"PagesWhileRecategorized", testListPagesWhileRecategorized},
 	{"DefaultLimit", testListDefaultLimit},
 	{"MaxLimit", testListMaxLimit},
 	{"Invalid", testListInvalid},
@@ -165,6 +166,45 @@ func testListStatusFilter(t *testing.T, e *env) {
 		if !slices.Equal(ids(got), ids(want)) {
 			t.Errorf("status %s: listed %q\nwant %q", status, ids(got), ids(want))
 		}
+	}
+}
+
+// An item keeps its place when a person recategorizes it, so a listing
+// that pages on while people correct items (export-labels' over the
+// classified ones) shows each item once.
+func testListPagesWhileRecategorized(t *testing.T, e *env) {
+	var want []string
+	for _, it := range e.fileMany(12) {
+		if it.Status == brainwire.StatusClassified {
+			want = append(want, it.ID)
+		}
+	}
+	// The oldest is corrected before the listing starts.
+	if _, err := e.s.Recategorize(e.ctx, e.user, want[len(want)-1], brainwire.BucketAdmin, newID("rec"), "user", at(100)); err != nil {
+		t.Fatalf("Recategorize: %v", err)
+	}
+	var got []string
+	opts := brainwire.ListOptions{Status: brainwire.StatusClassified, Limit: 1}
+	for range 100 {
+		page, err := e.s.ListInbox(e.ctx, e.user, opts)
+		if err != nil {
+			t.Fatalf("ListInbox: %v", err)
+		}
+		for _, it := range page.Items {
+			got = append(got, it.ID)
+			for i, b := range []string{brainwire.BucketIdeas, brainwire.BucketPeople} {
+				if _, err := e.s.Recategorize(e.ctx, e.user, it.ID, b, newID("rec"), "user", at(200+10*len(got)+i)); err != nil {
+					t.Fatalf("Recategorize: %v", err)
+				}
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %q while recategorizing\nwant %q", got, want)
 	}
 }
 

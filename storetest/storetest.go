@@ -31,8 +31,8 @@
 //   - Recategorize keeps a moved record's ID and CreatedAt, keeps the
 //     classification's confidence, scores and agent chain, and sets Bucket,
 //     ClassifiedBy, ClassifiedAt = now, Status classified and UpdatedAt = now.
-//   - ListInbox orders by CreatedAt, newest first (refiling does not move an
-//     item); the default page size is DefaultLimit and larger limits are cut
+//   - ListInbox orders by CreatedAt, newest first (refiling or
+//     recategorizing does not move an item); the default page size is DefaultLimit and larger limits are cut
 //     to MaxLimit; NextCursor is empty on the page holding the last item.
 //   - An item keeps the AgentRun of the filing that made it; a refile
 //     replaces it with its own (keeps it when it brings none), and

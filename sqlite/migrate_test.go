@@ -32,18 +32,28 @@ ALTER TABLE inbox ADD COLUMN follow_up_rounds INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 2;
 `
 
-// TestOpenMigratesItemsWithoutAgentRuns opens a file written before items
-// kept their agent run: its items read back without one, and take one when
-// a follow-up refiles them.
-func TestOpenMigratesItemsWithoutAgentRuns(t *testing.T) {
+// oldFile writes a database file at schema, as an earlier version left
+// it, and returns its path and a connection for adding rows: close it
+// before opening the store.
+func oldFile(t *testing.T, schema string) (string, *sql.DB) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "brainwire.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(schemaV2); err != nil {
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
 		t.Fatal(err)
 	}
+	return path, db
+}
+
+// TestOpenMigratesItemsWithoutAgentRuns opens a file written before items
+// kept their agent run: its items read back without one, and take one when
+// a follow-up refiles them.
+func TestOpenMigratesItemsWithoutAgentRuns(t *testing.T) {
+	path, db := oldFile(t, schemaV2)
 	created := time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
 	if _, err := db.Exec(`INSERT INTO inbox VALUES ('u1', 'old-1', 'what about the thing', 'Thing', 'text', 'misunderstood',
 		'{"bucket":"Ideas","confidence":0.2,"classifiedBy":"Classifier","classifiedAt":"2025-03-01T08:00:00Z"}', '', 'thread_old', ?, ?, 0)`,
@@ -88,17 +98,9 @@ func TestOpenMigratesItemsWithoutAgentRuns(t *testing.T) {
 // records come through the rebuild of both tables, which then take
 // unresolved items, keep their indexes and still link records to items.
 func TestOpenMigratesToTheUnresolvedStatus(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "brainwire.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v4 := strings.Replace(schemaV2, "PRAGMA user_version = 2;", `ALTER TABLE inbox ADD COLUMN agent_run TEXT;
+	path, db := oldFile(t, strings.Replace(schemaV2, "PRAGMA user_version = 2;", `ALTER TABLE inbox ADD COLUMN agent_run TEXT;
 ALTER TABLE inbox ADD COLUMN follow_up_claim TEXT;
-PRAGMA user_version = 4;`, 1)
-	if _, err := db.Exec(v4); err != nil {
-		t.Fatal(err)
-	}
+PRAGMA user_version = 4;`, 1))
 	created := time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC)
 	if _, err := db.Exec(`INSERT INTO inbox VALUES ('u1', 'old-1', 'call Anna', 'Anna', 'voice', 'classified',
 		'{"bucket":"People","confidence":0.9,"classifiedBy":"Classifier","classifiedAt":"2025-03-01T08:00:00Z"}', 'rec-1', 'thread_old', ?, ?, 1,

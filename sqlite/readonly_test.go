@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,14 +138,7 @@ func TestOpenReadOnlyRefusesUnknownSchemas(t *testing.T) {
 		"old":   schemaV2,
 		"newer": "CREATE TABLE x (a INTEGER); PRAGMA user_version = 99;",
 	} {
-		path := filepath.Join(t.TempDir(), "brainwire.db")
-		db, err := sql.Open("sqlite", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(schema); err != nil {
-			t.Fatal(err)
-		}
+		path, db := oldFile(t, schema)
 		db.Close()
 		s, err := sqlite.OpenReadOnly(t.Context(), path)
 		if err == nil || !strings.Contains(err.Error(), "schema version") {

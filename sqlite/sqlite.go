@@ -47,12 +47,9 @@ var _ brainwire.Store = (*Store)(nil)
 // Open opens the store at path, creating the file and its parent directory
 // if needed and bringing the schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := absPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: resolving %s: %w", path, err)
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite: creating the database directory: %w", err)
@@ -95,6 +92,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return &Store{write: write, writer: w, read: read}, nil
 }
 
+// absPath is the absolute path of the database file at path.
+func absPath(path string) (string, error) {
+	if path == "" {
+		return "", brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: resolving %s: %w", path, err)
+	}
+	return abs, nil
+}
+
 // readableFrom is the oldest schema version whose tables have every column
 // the reads select: OpenReadOnly migrates nothing.
 const readableFrom = 4
@@ -105,12 +114,9 @@ const readableFrom = 4
 // nothing. A missing file is ENotFound; a file whose schema the reads do
 // not know is refused. Every write fails.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := absPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: resolving %s: %w", path, err)
+		return nil, err
 	}
 	// SQLite would create a missing file, read-only or not.
 	switch fi, err := os.Stat(abs); {

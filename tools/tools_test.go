@@ -225,8 +225,10 @@ func transcriptionServer(t *testing.T, status int, answer string) *transcription
 	return c
 }
 
-func TestTranscribeAudio(t *testing.T) {
-	deps := newDeps(t)
+// withAudio gives deps local audio storage holding one upload, and a
+// transcriber that hears transcript in it; it returns the upload's URL.
+func withAudio(t *testing.T, deps *Deps, transcript string) string {
+	t.Helper()
 	blobs, err := localblob.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -235,8 +237,14 @@ func TestTranscribeAudio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps.Blobs = blobs
-	deps.Transcriber = transcriptionServer(t, 200, `{"text":"Call the dentist on Monday"}`)
+	b, _ := json.Marshal(TranscribeResult{Text: transcript})
+	deps.Blobs, deps.Transcriber = blobs, transcriptionServer(t, 200, string(b))
+	return url
+}
+
+func TestTranscribeAudio(t *testing.T) {
+	deps := newDeps(t)
+	url := withAudio(t, &deps, "Call the dentist on Monday")
 	set := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
 
 	res := set.Call(context.Background(), call(brainwire.ToolTranscribeAudio, `{"blob_url":"file:///etc/passwd"}`))
@@ -363,16 +371,7 @@ func TestKeepUnresolved(t *testing.T) {
 func TestKeepUnresolvedVoice(t *testing.T) {
 	ctx := context.Background()
 	deps := newDeps(t)
-	blobs, err := localblob.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := blobs.Put(ctx, "a.wav", "audio/wav", strings.NewReader("RIFF....WAVE"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps.Blobs = blobs
-	deps.Transcriber = transcriptionServer(t, 200, `{"text":"hmm what was it"}`)
+	url := withAudio(t, &deps, "hmm what was it")
 	heard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
 	heard.Call(ctx, call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
 	unheard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})

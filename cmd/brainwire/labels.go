@@ -120,7 +120,12 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 // is opened read-only: a missing one is an error, never created empty.
 func openLabelStore(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger) (brainwire.Store, error) {
 	if getenv("COSMOS_ENDPOINT") == "" {
-		return sqlite.OpenReadOnly(ctx, sqlitePath(cfg))
+		st, err := sqlite.OpenReadOnly(ctx, sqlitePath(cfg))
+		if err != nil {
+			// Name the setting: a typo in it is the likely cause.
+			return nil, fmt.Errorf("reading BRAINWIRE_DATA_DIR=%s: %w", cfg.DataDir, err)
+		}
+		return st, nil
 	}
 	var cred credential
 	return openStore(ctx, cfg, getenv, &cred, false, log)

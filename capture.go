@@ -106,7 +106,8 @@ func (c Capture) UpstreamThreadID() string {
 type Outcome string
 
 // Outcomes. Classified, LowConfidence and Misunderstood mean file_capture
-// filed the capture.
+// filed the capture; an unresolved capture is kept as an item for a person
+// to file, unless it was a follow-up.
 const (
 	OutcomeClassified    Outcome = "classified"
 	OutcomeLowConfidence Outcome = "low_confidence" // the person picks the bucket
@@ -130,7 +131,7 @@ func (o Outcome) Resolved() bool {
 	return o == OutcomeClassified || o == OutcomeLowConfidence
 }
 
-// OutcomeOfStatus is the outcome a file_capture status stands for, or ""
+// OutcomeOfStatus is the outcome an inbox item's status stands for, or ""
 // for an unknown status.
 func OutcomeOfStatus(status string) Outcome {
 	switch status {
@@ -140,6 +141,8 @@ func OutcomeOfStatus(status string) Outcome {
 		return OutcomeLowConfidence
 	case StatusMisunderstood:
 		return OutcomeMisunderstood
+	case StatusUnresolved:
+		return OutcomeUnresolved
 	}
 	return ""
 }
@@ -151,7 +154,10 @@ type CaptureResult struct {
 	// Outcome is "" until the phone has been told one.
 	Outcome Outcome
 	// InboxItemID, Bucket and Confidence are what file_capture filed;
-	// Question is a misunderstood capture's clarifying question.
+	// Question is a misunderstood capture's clarifying question. An
+	// unresolved capture's InboxItemID is the item the server kept it as
+	// (StatusUnresolved), "" when that could not be stored or the capture
+	// was a follow-up.
 	InboxItemID string
 	Bucket      string
 	Confidence  float64

@@ -26,12 +26,25 @@ func ValidBucket(b string) bool {
 	return false
 }
 
-// Inbox item statuses, as file_capture names them.
+// Inbox item statuses. The first three are file_capture's; the agent
+// cannot file the last.
 const (
 	StatusClassified    = "classified"
 	StatusPending       = "pending" // low confidence: the person picks the bucket
 	StatusMisunderstood = "misunderstood"
+	// StatusUnresolved is a capture whose agent run ended without filing
+	// it: the server keeps it, in no bucket, for a person to file.
+	StatusUnresolved = "unresolved"
 )
+
+// ValidStatus reports whether s is an inbox item's status.
+func ValidStatus(s string) bool {
+	switch s {
+	case StatusClassified, StatusPending, StatusMisunderstood, StatusUnresolved:
+		return true
+	}
+	return false
+}
 
 // ConfidenceThreshold is the lowest confidence filed as classified.
 const ConfidenceThreshold = 0.6
@@ -83,7 +96,8 @@ type AgentRun struct {
 	InstructionsHash string `json:"instructionsHash,omitempty"`
 	Model            string `json:"model,omitempty"`
 	// Outcome, Bucket and Confidence are what the agent filed: classified,
-	// low_confidence or misunderstood (with its best guess of a bucket).
+	// low_confidence or misunderstood (with its best guess of a bucket),
+	// or unresolved (no bucket) when its run filed nothing.
 	Outcome    Outcome `json:"outcome"`
 	Bucket     string  `json:"bucket,omitempty"`
 	Confidence float64 `json:"confidence"`
@@ -113,11 +127,12 @@ type BucketRecord struct {
 	CreatedAt          time.Time       `json:"createdAt"`
 }
 
-// Filing is one file_capture outcome to store. When InboxItemID names an
-// existing item (follow-up), that item is updated in place; otherwise a new
-// Inbox item is created with id NewInboxID. Classified and pending filings
-// also create a bucket record with id NewRecordID, linked both ways;
-// misunderstood filings write the Inbox only.
+// Filing is one file_capture outcome to store, or an unresolved capture
+// the server keeps. When InboxItemID names an existing item (follow-up),
+// that item is updated in place; otherwise a new Inbox item is created with
+// id NewInboxID. Classified and pending filings also create a bucket record
+// with id NewRecordID, linked both ways; misunderstood and unresolved
+// filings write the Inbox only. An unresolved filing is always a new item.
 type Filing struct {
 	UserID          string
 	InboxItemID     string // existing item to refile; empty for a new capture
@@ -142,7 +157,8 @@ type Filing struct {
 }
 
 // FilesRecord reports whether the filing adds a bucket record: classified
-// and pending captures do; misunderstood ones stay in the Inbox only.
+// and pending captures do; misunderstood and unresolved ones stay in the
+// Inbox only.
 func (f Filing) FilesRecord() bool {
 	return f.Status == StatusClassified || f.Status == StatusPending
 }
@@ -283,9 +299,7 @@ const (
 // PageSize checks the options and returns the page size to use: 0 means
 // DefaultPageSize and larger values are cut to MaxPageSize.
 func (o ListOptions) PageSize() (int, error) {
-	switch o.Status {
-	case "", StatusClassified, StatusPending, StatusMisunderstood:
-	default:
+	if o.Status != "" && !ValidStatus(o.Status) {
 		return 0, Errorf(EInvalid, "invalid status %q", o.Status)
 	}
 	switch {
@@ -301,7 +315,8 @@ func (o ListOptions) PageSize() (int, error) {
 
 // Validate checks a filing before a store writes anything: EInvalid for a
 // missing user, time or id, an unknown status or source, a bucket that a
-// classified or pending filing needs, or numbers JSON cannot hold.
+// classified or pending filing needs (or an unresolved one has), an
+// unresolved refile, or numbers JSON cannot hold.
 func (f Filing) Validate() error {
 	if f.UserID == "" {
 		return Errorf(EInvalid, "missing user id")
@@ -321,6 +336,15 @@ func (f Filing) Validate() error {
 	case StatusMisunderstood:
 		if b != "" && !ValidBucket(b) {
 			return Errorf(EInvalid, "unknown bucket %q", b)
+		}
+	case StatusUnresolved:
+		// Nothing decided a bucket; and a follow-up that ends unresolved
+		// leaves its item as it was instead of refiling it.
+		if b != "" {
+			return Errorf(EInvalid, "an unresolved capture has no bucket, not %q", b)
+		}
+		if f.InboxItemID != "" {
+			return Errorf(EInvalid, "an unresolved capture is kept as a new item, not refiled onto %s", f.InboxItemID)
 		}
 	default:
 		return Errorf(EInvalid, "unknown status %q", f.Status)

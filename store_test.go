@@ -75,3 +75,33 @@ func TestRecordLinksBack(t *testing.T) {
 		t.Errorf("record classification %+v: want an equal copy of the item's", r.ClassificationMeta)
 	}
 }
+
+// An unresolved capture is a new item in no bucket: a filing that names a
+// bucket, or would refile an item, is refused before anything is written.
+func TestUnresolvedFilings(t *testing.T) {
+	f := filing(brainwire.StatusUnresolved)
+	f.Classification = brainwire.Classification{ClassifiedBy: "Classifier"}
+	f.NewRecordID = ""
+	if err := f.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	it := f.NewItem()
+	if f.FilesRecord() || it.FiledRecordID != "" || it.Status != brainwire.StatusUnresolved {
+		t.Errorf("unresolved item %+v (FilesRecord %v): want no bucket record", it, f.FilesRecord())
+	}
+	withBucket := f
+	withBucket.Classification.Bucket = brainwire.BucketIdeas
+	refile := f
+	refile.InboxItemID = "in-0"
+	for name, bad := range map[string]brainwire.Filing{"with a bucket": withBucket, "as a refile": refile} {
+		if code := brainwire.ErrorCode(bad.Validate()); code != brainwire.EInvalid {
+			t.Errorf("unresolved filing %s: code %q, want %q", name, code, brainwire.EInvalid)
+		}
+	}
+	if o := brainwire.OutcomeOfStatus(brainwire.StatusUnresolved); o != brainwire.OutcomeUnresolved {
+		t.Errorf("OutcomeOfStatus(unresolved) = %q", o)
+	}
+	if _, err := (brainwire.ListOptions{Status: brainwire.StatusUnresolved}).PageSize(); err != nil {
+		t.Errorf("listing unresolved items: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -148,7 +149,8 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	ctx, obs := s.cfg.Observer.StartCapture(r.Context(), c)
 	// The filing keeps where the run is traced, for later corrections.
 	c.Trace, _ = brainwire.RunTraceFrom(ctx)
-	run.Tools = tools.New(s.toolDeps(), c)
+	set := tools.New(s.toolDeps(), c)
+	run.Tools = set
 	if s.cfg.WrapTools != nil {
 		run.Tools = s.cfg.WrapTools(run.Tools)
 	}
@@ -167,7 +169,12 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 		client:  r.Context(),
 		// A client that cannot be written to is gone: stop the run.
 		onWriteError: cancel,
-		onOutcome:    func(res *brainwire.CaptureResult) { res.TimeToOutcome = s.cfg.Now().Sub(start) },
+		onOutcome: func(res *brainwire.CaptureResult) {
+			if res.Outcome == brainwire.OutcomeUnresolved && res.InboxItemID == "" {
+				keepUnresolved(ctx, set, res, log)
+			}
+			res.TimeToOutcome = s.cfg.Now().Sub(start)
+		},
 	}
 	p.emit(p.adapter.Start(p.events[:0]))
 
@@ -210,6 +217,20 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 		log.Info("capture ended", attrs...)
 	}
 	return res
+}
+
+// keepUnresolved keeps a capture whose run filed nothing as an unresolved
+// inbox item, for a person to file, before its outcome goes out: the
+// outcome then names the item. When the store fails, the outcome goes out
+// without one, as it did before such captures were kept, rather than
+// turning a run that ended well into an ERROR.
+func keepUnresolved(ctx context.Context, set *tools.Set, res *brainwire.CaptureResult, log *slog.Logger) {
+	id, err := set.KeepUnresolved(ctx, res.UpstreamThreadID)
+	if err != nil {
+		log.Error("capture unresolved and not kept in the inbox", "error", err)
+		return
+	}
+	res.InboxItemID = id
 }
 
 // pipeline routes one capture's events: all of them to the observer and to

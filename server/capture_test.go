@@ -150,14 +150,17 @@ func TestCaptureWithoutToolCallIsUnresolved(t *testing.T) {
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
 		`{"type":"STEP_END","stepName":"Classifying"}`,
-		`{"type":"UNRESOLVED","value":{"inboxItemId":""}}`,
+		`{"type":"UNRESOLVED","value":{"inboxItemId":"id3"}}`,
 		complete,
 	}, "\n")
 	if got := payloads(h.capture("hmm")); got != want {
 		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
 	}
-	if items := h.inbox(testUser); len(items) != 0 {
-		t.Fatalf("stored %d items", len(items))
+	// Kept for a person to file, with the run's conversation.
+	items := h.inbox(testUser)
+	if len(items) != 1 || items[0].ID != "id3" || items[0].Status != brainwire.StatusUnresolved || items[0].RawText != "hmm" ||
+		items[0].FiledRecordID != "" || items[0].FoundryThreadID != upThread {
+		t.Fatalf("inbox %+v", items)
 	}
 }
 

@@ -62,7 +62,7 @@ func TestLegacyCaptureOutcomes(t *testing.T) {
 				`{"type":"CUSTOM","name":"MISUNDERSTOOD","value":{"threadId":"thread-1700000000000","inboxItemId":"id1","questionText":"What did you mean?"}}`, v1RunFinished}, 1},
 		{"unresolved", noTool(),
 			[]string{v1RunStarted, v1StepStarted, v1StepEnded, v1Text("Not filed: the agent could not classify this capture."),
-				`{"type":"CUSTOM","name":"UNRESOLVED","value":{"inboxItemId":""}}`, v1RunFinished}, 0},
+				`{"type":"CUSTOM","name":"UNRESOLVED","value":{"inboxItemId":"id1"}}`, v1RunFinished}, 1},
 		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("server_error", "Sorry."), ft.Done()))},
 			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent run failed: Sorry."}`}, 0},
 		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},

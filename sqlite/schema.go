@@ -52,6 +52,55 @@ CREATE TABLE bucket_records (
 	// 4: the follow-up round being answered now (JSON FollowUpClaim; NULL
 	// when none).
 	`ALTER TABLE inbox ADD COLUMN follow_up_claim TEXT;`,
+	// 5: the unresolved status. SQLite cannot change a CHECK in place, so
+	// both tables are rebuilt: the records are copied into a table that
+	// points at the new inbox before the old tables go, so that dropping
+	// the old inbox cascades to none of them. Renaming the new inbox
+	// renames the records' reference to it too.
+	`
+CREATE TABLE inbox_v5 (
+	user_id           TEXT    NOT NULL,
+	id                TEXT    NOT NULL,
+	raw_text          TEXT    NOT NULL,
+	title             TEXT    NOT NULL,
+	source            TEXT    NOT NULL,
+	status            TEXT    NOT NULL CHECK (status IN ('classified', 'pending', 'misunderstood', 'unresolved')),
+	classification    TEXT,
+	filed_record_id   TEXT    NOT NULL,
+	foundry_thread_id TEXT    NOT NULL,
+	follow_up_rounds  INTEGER NOT NULL DEFAULT 0,
+	agent_run         TEXT,
+	follow_up_claim   TEXT,
+	created_at        INTEGER NOT NULL,
+	updated_at        INTEGER NOT NULL,
+	PRIMARY KEY (user_id, id)
+) STRICT;
+INSERT INTO inbox_v5 (user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, created_at, updated_at)
+SELECT user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, created_at, updated_at FROM inbox;
+
+CREATE TABLE bucket_records_v5 (
+	user_id         TEXT    NOT NULL,
+	bucket          TEXT    NOT NULL CHECK (bucket IN ('People', 'Projects', 'Ideas', 'Admin')),
+	id              TEXT    NOT NULL,
+	raw_text        TEXT    NOT NULL,
+	title           TEXT    NOT NULL,
+	classification  TEXT,
+	inbox_record_id TEXT    NOT NULL,
+	created_at      INTEGER NOT NULL,
+	PRIMARY KEY (user_id, bucket, id),
+	UNIQUE (user_id, inbox_record_id),
+	FOREIGN KEY (user_id, inbox_record_id) REFERENCES inbox_v5 (user_id, id) ON DELETE CASCADE
+) STRICT;
+INSERT INTO bucket_records_v5 (user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at)
+SELECT user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at FROM bucket_records;
+
+DROP TABLE bucket_records;
+DROP TABLE inbox;
+ALTER TABLE inbox_v5 RENAME TO inbox;
+ALTER TABLE bucket_records_v5 RENAME TO bucket_records;
+CREATE INDEX inbox_by_created ON inbox (user_id, created_at DESC, id DESC);
+CREATE INDEX inbox_by_status ON inbox (user_id, status, created_at DESC, id DESC);
+`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

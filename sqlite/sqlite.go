@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,12 +47,9 @@ var _ brainwire.Store = (*Store)(nil)
 // Open opens the store at path, creating the file and its parent directory
 // if needed and bringing the schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if path == "" {
-		return nil, brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
-	}
-	abs, err := filepath.Abs(path)
+	abs, err := absPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: resolving %s: %w", path, err)
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite: creating the database directory: %w", err)
@@ -94,6 +92,61 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return &Store{write: write, writer: w, read: read}, nil
 }
 
+// absPath is the absolute path of the database file at path.
+func absPath(path string) (string, error) {
+	if path == "" {
+		return "", brainwire.Errorf(brainwire.EInvalid, "sqlite: no database path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: resolving %s: %w", path, err)
+	}
+	return abs, nil
+}
+
+// readableFrom is the oldest schema version whose tables have every column
+// the reads select: OpenReadOnly migrates nothing.
+const readableFrom = 4
+
+// OpenReadOnly opens the existing store at path for reading only, for
+// tools that must not change what they read (brainwire export-labels): it
+// creates nothing, neither directory nor file nor schema, and migrates
+// nothing. A missing file is ENotFound; a file whose schema the reads do
+// not know is refused. Every write fails.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	abs, err := absPath(path)
+	if err != nil {
+		return nil, err
+	}
+	// SQLite would create a missing file, read-only or not.
+	switch fi, err := os.Stat(abs); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, brainwire.Errorf(brainwire.ENotFound, "sqlite: no database at %s", abs)
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	case !fi.Mode().IsRegular():
+		return nil, brainwire.Errorf(brainwire.EInvalid, "sqlite: %s is not a database file", abs)
+	}
+	read, err := sql.Open("sqlite", readOnlyDSN(abs))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	}
+	var v int
+	if err := read.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		read.Close()
+		return nil, fmt.Errorf("sqlite: opening %s: %w", abs, err)
+	}
+	if v < readableFrom || v > len(migrations) {
+		read.Close()
+		return nil, fmt.Errorf("sqlite: %s is at schema version %d; this program reads versions %d to %d (brainwire serve brings an older file up to date)",
+			abs, v, readableFrom, len(migrations))
+	}
+	return &Store{read: read}, nil
+}
+
+// errReadOnly is every write's error on a store opened with OpenReadOnly.
+var errReadOnly = errors.New("the store was opened read-only")
+
 // dsn returns the driver's connection string for the file at abs. Writers
 // take the write lock when their transaction begins (BEGIN IMMEDIATE): a
 // transaction that reads first and upgrades later could fail with
@@ -113,6 +166,20 @@ func dsn(abs string, writer bool) string {
 	} else {
 		q.Set("_query_only", "on")
 	}
+	return fileURI(abs, q)
+}
+
+// readOnlyDSN is the connection string of a reader that may not write
+// the file at abs (mode=ro), whatever the file's permissions.
+func readOnlyDSN(abs string) string {
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeoutMillis))
+	q.Set("mode", "ro")
+	q.Set("_query_only", "on")
+	return fileURI(abs, q)
+}
+
+func fileURI(abs string, q url.Values) string {
 	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	return u.String()
 }
@@ -136,8 +203,12 @@ func wrapErr(errp *error, format string, args ...any) {
 
 // Close closes the database. Calls in flight finish first.
 func (s *Store) Close() error {
-	s.writer.shutdown()
-	if err := errors.Join(s.read.Close(), s.write.Close()); err != nil {
+	var werr error
+	if s.writer != nil { // nil when read-only
+		s.writer.shutdown()
+		werr = s.write.Close()
+	}
+	if err := errors.Join(s.read.Close(), werr); err != nil {
 		return fmt.Errorf("sqlite: closing: %w", err)
 	}
 	return nil
@@ -147,6 +218,9 @@ func (s *Store) Close() error {
 // writer: transactions queued together commit together). fn's statements
 // use the context it is given.
 func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx writeTx) error) error {
+	if s.writer == nil {
+		return errReadOnly
+	}
 	return s.writer.run(ctx, fn)
 }
 

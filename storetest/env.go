@@ -48,6 +48,8 @@ func (e *env) filing(status, bucket string) brainwire.Filing {
 		conf = 0.42
 	case brainwire.StatusMisunderstood:
 		conf = 0.18
+	case brainwire.StatusUnresolved:
+		conf = 0
 	}
 	return brainwire.Filing{
 		UserID:      e.user,
@@ -191,7 +193,7 @@ func newItem(f brainwire.Filing) brainwire.InboxItem {
 		r := *f.AgentRun
 		it.AgentRun = &r
 	}
-	if f.Status != brainwire.StatusMisunderstood {
+	if f.FilesRecord() {
 		it.FiledRecordID = f.NewRecordID
 	}
 	return it

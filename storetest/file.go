@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ var fileTests = []test{
 	{"Classified", testFileClassified},
 	{"Pending", testFilePending},
 	{"Misunderstood", testFileMisunderstood},
+	{"Unresolved", testFileUnresolved},
 	{"EveryBucket", testFileEveryBucket},
 	{"OptionalFieldsEmpty", testFileOptionalFieldsEmpty},
 	{"Invalid", testFileInvalid},
@@ -67,6 +69,26 @@ func testFileMisunderstood(t *testing.T, e *env) {
 	checkItem(t, "item without a record id", e.file(f), newItem(f))
 }
 
+// An unresolved capture is kept in the Inbox only, without a bucket and
+// without a record id.
+func testFileUnresolved(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusUnresolved, "")
+	f.NewRecordID = ""
+	f.Source = brainwire.KindVoice
+	got := e.file(f)
+	checkItem(t, "item", got, newItem(f))
+	if got.FiledRecordID != "" || got.Status != brainwire.StatusUnresolved {
+		t.Errorf("FiledRecordID %q, Status %q; want none and %q", got.FiledRecordID, got.Status, brainwire.StatusUnresolved)
+	}
+	if got.AgentRun == nil || got.AgentRun.Outcome != brainwire.OutcomeUnresolved {
+		t.Errorf("agent run %s, want the unresolved run", runString(got.AgentRun))
+	}
+	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved})
+	if !slices.Equal(ids(items), []string{got.ID}) {
+		t.Errorf("unresolved items %q, want [%s]", ids(items), got.ID)
+	}
+}
+
 func testFileEveryBucket(t *testing.T, e *env) {
 	for _, b := range brainwire.Buckets {
 		f := e.filing(brainwire.StatusClassified, b)
@@ -102,6 +124,7 @@ func testFileInvalid(t *testing.T, e *env) {
 			f.Status = brainwire.StatusPending
 			f.Classification.Bucket = ""
 		}},
+		{"unresolved with a bucket", func(f *brainwire.Filing) { f.Status = brainwire.StatusUnresolved }},
 		{"unknown status", func(f *brainwire.Filing) { f.Status = "filed" }},
 		{"no status", func(f *brainwire.Filing) { f.Status = "" }},
 		{"no user", func(f *brainwire.Filing) { f.UserID = "" }},
@@ -327,6 +350,7 @@ func testRefileInvalid(t *testing.T, e *env) {
 	for _, tc := range []struct{ name, status, bucket string }{
 		{"unknown bucket", brainwire.StatusClassified, "Recipes"},
 		{"unknown status", "done", brainwire.BucketIdeas},
+		{"unresolved", brainwire.StatusUnresolved, ""},
 	} {
 		f := e.refiling(before, tc.status, tc.bucket)
 		_, err := e.s.File(e.ctx, f)

@@ -110,6 +110,7 @@ func testClaimRefusals(t *testing.T, e *env) {
 	noThread.FoundryThreadID = ""
 	threadless := e.file(noThread)
 	classified := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	unresolved := e.file(e.filing(brainwire.StatusUnresolved, ""))
 	spent := m
 	for round := 1; round <= brainwire.MaxFollowUpRounds; round++ {
 		spent = e.file(e.refiling(spent, brainwire.StatusMisunderstood, ""))
@@ -125,6 +126,7 @@ func testClaimRefusals(t *testing.T, e *env) {
 		want   string
 	}{
 		{"not misunderstood", classified.ID, e.user, nil, brainwire.EConflict},
+		{"unresolved", unresolved.ID, e.user, nil, brainwire.EConflict},
 		{"no agent conversation", threadless.ID, e.user, nil, brainwire.EConflict},
 		{"skips a round", fresh.ID, e.user, func(c *brainwire.FollowUpClaim) { c.Round = 2 }, brainwire.EConflict},
 		{"past the last round", spent.ID, e.user, func(c *brainwire.FollowUpClaim) { c.Round = brainwire.MaxFollowUpRounds }, brainwire.EConflict},
@@ -141,7 +143,7 @@ func testClaimRefusals(t *testing.T, e *env) {
 		_, err := e.s.ClaimFollowUp(e.ctx, c.user, c.id, cl)
 		checkCode(t, c.name, err, c.want)
 	}
-	for _, it := range []brainwire.InboxItem{threadless, classified, spent, fresh} {
+	for _, it := range []brainwire.InboxItem{threadless, classified, unresolved, spent, fresh} {
 		checkItem(t, "item after refused claims", e.get(it.ID), it)
 	}
 }

@@ -41,6 +41,7 @@ var listTests = []test{
 	{"PagesExactMultiple", testListPagesExactMultiple},
 	{"SameCreatedAt", testListSameCreatedAt},
 	{"StatusFilter", testListStatusFilter},
+	{"PagesWhileRecategorized", testListPagesWhileRecategorized},
 	{"DefaultLimit", testListDefaultLimit},
 	{"MaxLimit", testListMaxLimit},
 	{"Invalid", testListInvalid},
@@ -50,12 +51,12 @@ var listTests = []test{
 // returns them newest first.
 func (e *env) fileMany(n int) []brainwire.InboxItem {
 	e.t.Helper()
-	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood}
+	statuses := []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved}
 	var out []brainwire.InboxItem
 	for i := range n {
 		status := statuses[i%len(statuses)]
 		bucket := brainwire.Buckets[i%len(brainwire.Buckets)]
-		if status == brainwire.StatusMisunderstood {
+		if status == brainwire.StatusMisunderstood || status == brainwire.StatusUnresolved {
 			bucket = ""
 		}
 		it, err := e.s.File(e.ctx, e.filing(status, bucket))
@@ -154,7 +155,7 @@ func testListSameCreatedAt(t *testing.T, e *env) {
 
 func testListStatusFilter(t *testing.T, e *env) {
 	all := e.fileMany(25)
-	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood} {
+	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
 		var want []brainwire.InboxItem
 		for _, it := range all {
 			if it.Status == status {
@@ -165,6 +166,45 @@ func testListStatusFilter(t *testing.T, e *env) {
 		if !slices.Equal(ids(got), ids(want)) {
 			t.Errorf("status %s: listed %q\nwant %q", status, ids(got), ids(want))
 		}
+	}
+}
+
+// An item keeps its place when a person recategorizes it, so a listing
+// that pages on while people correct items (export-labels' over the
+// classified ones) shows each item once.
+func testListPagesWhileRecategorized(t *testing.T, e *env) {
+	var want []string
+	for _, it := range e.fileMany(12) {
+		if it.Status == brainwire.StatusClassified {
+			want = append(want, it.ID)
+		}
+	}
+	// The oldest is corrected before the listing starts.
+	if _, err := e.s.Recategorize(e.ctx, e.user, want[len(want)-1], brainwire.BucketAdmin, newID("rec"), "user", at(100)); err != nil {
+		t.Fatalf("Recategorize: %v", err)
+	}
+	var got []string
+	opts := brainwire.ListOptions{Status: brainwire.StatusClassified, Limit: 1}
+	for range 100 {
+		page, err := e.s.ListInbox(e.ctx, e.user, opts)
+		if err != nil {
+			t.Fatalf("ListInbox: %v", err)
+		}
+		for _, it := range page.Items {
+			got = append(got, it.ID)
+			for i, b := range []string{brainwire.BucketIdeas, brainwire.BucketPeople} {
+				if _, err := e.s.Recategorize(e.ctx, e.user, it.ID, b, newID("rec"), "user", at(200+10*len(got)+i)); err != nil {
+					t.Fatalf("Recategorize: %v", err)
+				}
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("listed %q while recategorizing\nwant %q", got, want)
 	}
 }
 
@@ -213,7 +253,7 @@ func testListInvalid(t *testing.T, e *env) {
 
 var deleteTests = []test{
 	{"Classified", testDeleteClassified},
-	{"Misunderstood", testDeleteMisunderstood},
+	{"InboxOnly", testDeleteInboxOnly},
 	{"Unknown", testDeleteUnknown},
 }
 
@@ -239,13 +279,16 @@ func testDeleteClassified(t *testing.T, e *env) {
 	}
 }
 
-func testDeleteMisunderstood(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-	if err := e.s.DeleteInboxItem(e.ctx, e.user, it.ID); err != nil {
-		t.Fatalf("DeleteInboxItem: %v", err)
+// Misunderstood and unresolved items have no bucket record to delete.
+func testDeleteInboxOnly(t *testing.T, e *env) {
+	for _, status := range []string{brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
+		it := e.file(e.filing(status, ""))
+		if err := e.s.DeleteInboxItem(e.ctx, e.user, it.ID); err != nil {
+			t.Fatalf("DeleteInboxItem(%s): %v", status, err)
+		}
+		_, err := e.s.GetInboxItem(e.ctx, e.user, it.ID)
+		checkCode(t, "GetInboxItem after delete of a "+status+" item", err, brainwire.ENotFound)
 	}
-	_, err := e.s.GetInboxItem(e.ctx, e.user, it.ID)
-	checkCode(t, "GetInboxItem after delete", err, brainwire.ENotFound)
 }
 
 func testDeleteUnknown(t *testing.T, e *env) {
@@ -264,6 +307,7 @@ var recategorizeTests = []test{
 	{"Pending", testRecategorizePending},
 	{"SameBucket", testRecategorizeSameBucket},
 	{"Misunderstood", testRecategorizeMisunderstood},
+	{"Unresolved", testRecategorizeUnresolved},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
@@ -363,6 +407,24 @@ func testRecategorizeMisunderstood(t *testing.T, e *env) {
 	got, rec := e.recategorize(it, nil, brainwire.BucketPeople, at(100))
 	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
 		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
+	}
+}
+
+// A person files an unresolved capture: it gets a bucket record, linked
+// both ways, and keeps the run that left it unresolved, which the
+// correction judges.
+func testRecategorizeUnresolved(t *testing.T, e *env) {
+	f := e.filing(brainwire.StatusUnresolved, "")
+	it := e.file(f)
+	got, rec := e.recategorize(it, nil, brainwire.BucketAdmin, at(100))
+	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
+		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
+	}
+	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
+		t.Errorf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
+	}
+	if items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved}); len(items) != 0 {
+		t.Errorf("unresolved items after recategorize: %q", ids(items))
 	}
 }
 

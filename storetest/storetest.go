@@ -31,13 +31,16 @@
 //   - Recategorize keeps a moved record's ID and CreatedAt, keeps the
 //     classification's confidence, scores and agent chain, and sets Bucket,
 //     ClassifiedBy, ClassifiedAt = now, Status classified and UpdatedAt = now.
-//   - ListInbox orders by CreatedAt, newest first (refiling does not move an
-//     item); the default page size is DefaultLimit and larger limits are cut
+//   - ListInbox orders by CreatedAt, newest first (refiling or
+//     recategorizing does not move an item); the default page size is DefaultLimit and larger limits are cut
 //     to MaxLimit; NextCursor is empty on the page holding the last item.
 //   - An item keeps the AgentRun of the filing that made it; a refile
 //     replaces it with its own (keeps it when it brings none), and
 //     Recategorize keeps it as it was. Items filed without one read back
 //     with none.
+//   - An unresolved filing (StatusUnresolved) is a new item in no bucket
+//     and without a bucket record, listed under its status; Recategorize
+//     files it like a misunderstood item, and ClaimFollowUp refuses it.
 //   - A store that is a brainwire.UserLister lists every user with an item.
 //   - ClaimFollowUp grants a round to one claim at a time, also to claims
 //     made concurrently; a claim stands until its Until, its token's

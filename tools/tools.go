@@ -1,7 +1,8 @@
 // Package tools implements the tools the agent calls and the server runs:
 // file_capture (files a capture into the store) and transcribe_audio (turns
 // the capture's uploaded audio into text). A Set is made per capture, so the
-// tools know whose capture it is and what was uploaded.
+// tools know whose capture it is and what was uploaded; it also keeps a
+// capture the agent left unfiled (KeepUnresolved).
 package tools
 
 import (
@@ -149,46 +150,76 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	if s.filedID != "" {
 		return nil, &toolError{Code: "already_filed", Message: "this capture was already filed as item " + s.filedID}
 	}
-	raw := s.capture.RawText()
-	if raw == "" {
-		raw = s.transcript
-	}
-	if raw == "" {
-		raw = a.Text
-	}
-	now := s.deps.Now().UTC()
-	var refile, claim string
-	var round int
+	f := s.filing(status, a.Bucket, conf, s.rawText(a.Text), call.ThreadID)
+	f.Title = titleFor(a.Title, f.RawText)
+	f.NewRecordID = s.deps.NewID()
 	if fu := s.capture.FollowUp; fu != nil {
-		refile, round, claim = fu.Item.ID, fu.Round, fu.ClaimToken
+		f.InboxItemID, f.FollowUpRound, f.ClaimToken = fu.Item.ID, fu.Round, fu.ClaimToken
 	}
-	item, err := s.deps.Store.File(ctx, brainwire.Filing{
-		UserID:      s.capture.UserID,
-		InboxItemID: refile,
-		NewInboxID:  s.deps.NewID(),
-		NewRecordID: s.deps.NewID(),
-		RawText:     raw,
-		Title:       titleFor(a.Title, raw),
-		Source:      s.capture.Source(),
-		Status:      status,
-		Classification: brainwire.Classification{
-			Bucket:       a.Bucket,
-			Confidence:   conf,
-			ClassifiedBy: s.deps.AgentName,
-			AgentChain:   []string{s.deps.AgentName},
-			ClassifiedAt: now,
-		},
-		FoundryThreadID: call.ThreadID,
-		FollowUpRound:   round,
-		AgentRun:        s.agentRun(status, a.Bucket, conf),
-		ClaimToken:      claim,
-		Now:             now,
-	})
+	item, err := s.deps.Store.File(ctx, f)
 	if err != nil {
 		return nil, &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
 	}
 	s.filedID = item.ID
 	return &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status, Question: a.Question}, nil
+}
+
+// KeepUnresolved stores the capture as an unresolved inbox item, in no
+// bucket, for a person to file: what the server does when the agent's run
+// ended without filing it. threadID is the run's agent conversation. It
+// returns the item's id, or "" and no error when there is nothing to keep:
+// the capture was filed, or it is a follow-up, whose misunderstood item
+// stays as it was.
+func (s *Set) KeepUnresolved(ctx context.Context, threadID string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.filedID != "" || s.capture.FollowUp != nil {
+		return "", nil
+	}
+	f := s.filing(brainwire.StatusUnresolved, "", 0, s.rawText(""), threadID)
+	f.Title = titleFor("", f.RawText)
+	item, err := s.deps.Store.File(ctx, f)
+	if err != nil {
+		return "", fmt.Errorf("keeping the unresolved capture: %w", err)
+	}
+	s.filedID = item.ID
+	return item.ID, nil
+}
+
+// rawText is the person's words as the capture's item keeps them: what
+// they typed, else the transcript of what they said, else the agent's
+// fallback. Call with s.mu held.
+func (s *Set) rawText(fallback string) string {
+	if raw := s.capture.RawText(); raw != "" {
+		return raw
+	}
+	if s.transcript != "" {
+		return s.transcript
+	}
+	return fallback
+}
+
+// filing is the capture's new item as the agent left it: status, bucket
+// and confidence as of now, under the agent run that decided them.
+func (s *Set) filing(status, bucket string, conf float64, raw, threadID string) brainwire.Filing {
+	now := s.deps.Now().UTC()
+	return brainwire.Filing{
+		UserID:     s.capture.UserID,
+		NewInboxID: s.deps.NewID(),
+		RawText:    raw,
+		Source:     s.capture.Source(),
+		Status:     status,
+		Classification: brainwire.Classification{
+			Bucket:       bucket,
+			Confidence:   conf,
+			ClassifiedBy: s.deps.AgentName,
+			AgentChain:   []string{s.deps.AgentName},
+			ClassifiedAt: now,
+		},
+		FoundryThreadID: threadID,
+		AgentRun:        s.agentRun(status, bucket, conf),
+		Now:             now,
+	}
 }
 
 // agentRun is the run filing the capture, as the item keeps it: which

@@ -225,8 +225,10 @@ func transcriptionServer(t *testing.T, status int, answer string) *transcription
 	return c
 }
 
-func TestTranscribeAudio(t *testing.T) {
-	deps := newDeps(t)
+// withAudio gives deps local audio storage holding one upload, and a
+// transcriber that hears transcript in it; it returns the upload's URL.
+func withAudio(t *testing.T, deps *Deps, transcript string) string {
+	t.Helper()
 	blobs, err := localblob.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -235,8 +237,14 @@ func TestTranscribeAudio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps.Blobs = blobs
-	deps.Transcriber = transcriptionServer(t, 200, `{"text":"Call the dentist on Monday"}`)
+	b, _ := json.Marshal(TranscribeResult{Text: transcript})
+	deps.Blobs, deps.Transcriber = blobs, transcriptionServer(t, 200, string(b))
+	return url
+}
+
+func TestTranscribeAudio(t *testing.T) {
+	deps := newDeps(t)
+	url := withAudio(t, &deps, "Call the dentist on Monday")
 	set := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
 
 	res := set.Call(context.Background(), call(brainwire.ToolTranscribeAudio, `{"blob_url":"file:///etc/passwd"}`))
@@ -305,5 +313,85 @@ func TestFileCaptureKeepsTheAgentRun(t *testing.T) {
 		if item.AgentRun == nil || *item.AgentRun != want {
 			t.Errorf("agent run %+v, want %+v", item.AgentRun, want)
 		}
+	}
+}
+
+// TestKeepUnresolved keeps a capture the agent did not file as an
+// unresolved item, with the person's words (a voice capture's transcript)
+// and the run that left it, but only once, never after a filing and never
+// for a follow-up.
+func TestKeepUnresolved(t *testing.T) {
+	ctx := context.Background()
+	deps := newDeps(t)
+	c := brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", RunID: "run-7", Text: "qwerty zxcv",
+		Agent: brainwire.AgentInfo{Version: "v3", InstructionsHash: "3f2a9c1b04de", Model: "gpt-4o"},
+		Trace: brainwire.TraceRef{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}}
+	set := New(deps, c)
+	id, err := set.KeepUnresolved(ctx, "thread_up")
+	if err != nil || id == "" {
+		t.Fatalf("KeepUnresolved = %q, %v", id, err)
+	}
+	item, err := deps.Store.GetInboxItem(ctx, "u1", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := brainwire.AgentRun{RunID: "run-7", AgentVersion: "v3", InstructionsHash: "3f2a9c1b04de", Model: "gpt-4o",
+		Outcome: brainwire.OutcomeUnresolved, TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}
+	if item.Status != brainwire.StatusUnresolved || item.RawText != "qwerty zxcv" || item.Title != "qwerty zxcv" ||
+		item.FiledRecordID != "" || item.FoundryThreadID != "thread_up" || item.Source != brainwire.KindText ||
+		item.ClassificationMeta == nil || item.ClassificationMeta.Bucket != "" {
+		t.Errorf("unresolved item %+v", item)
+	}
+	if item.AgentRun == nil || *item.AgentRun != want {
+		t.Errorf("agent run %+v, want %+v", item.AgentRun, want)
+	}
+	if again, err := set.KeepUnresolved(ctx, "thread_up"); again != "" || err != nil {
+		t.Errorf("second KeepUnresolved = %q, %v; want nothing kept", again, err)
+	}
+	if res := set.Call(ctx, call(brainwire.ToolFileCapture, `{"bucket":"Admin","confidence":0.9,"status":"classified"}`)); !res.IsError {
+		t.Errorf("a late file_capture filed the kept capture again: %s", res.Output)
+	}
+
+	filed := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "Call mom"})
+	filed.Call(ctx, call(brainwire.ToolFileCapture, `{"bucket":"People","confidence":0.9,"status":"classified"}`))
+	followUp := New(deps, brainwire.Capture{Kind: brainwire.KindFollowUp, UserID: "u1", Text: "the project",
+		FollowUp: &brainwire.FollowUp{Item: item, Round: 1}})
+	for name, s := range map[string]*Set{"a filed capture": filed, "a follow-up": followUp} {
+		if id, err := s.KeepUnresolved(ctx, "thread_up"); id != "" || err != nil {
+			t.Errorf("KeepUnresolved of %s = %q, %v; want nothing kept", name, id, err)
+		}
+	}
+	if page, _ := deps.Store.ListInbox(ctx, "u1", brainwire.ListOptions{}); len(page.Items) != 2 {
+		t.Errorf("inbox holds %d items, want the unresolved and the filed one", len(page.Items))
+	}
+}
+
+// TestKeepUnresolvedVoice keeps the transcript of a voice capture, and
+// nothing but an empty text when the agent never asked for one.
+func TestKeepUnresolvedVoice(t *testing.T) {
+	ctx := context.Background()
+	deps := newDeps(t)
+	url := withAudio(t, &deps, "hmm what was it")
+	heard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
+	heard.Call(ctx, call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+	unheard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
+	for s, want := range map[*Set]string{heard: "hmm what was it", unheard: ""} {
+		id, err := s.KeepUnresolved(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		item, err := deps.Store.GetInboxItem(ctx, "u1", id)
+		if err != nil || item.RawText != want || item.Source != brainwire.KindVoice || item.Status != brainwire.StatusUnresolved {
+			t.Errorf("kept voice capture %+v, %v; want text %q", item, err, want)
+		}
+	}
+}
+
+func TestKeepUnresolvedStoreFailure(t *testing.T) {
+	deps := newDeps(t)
+	deps.Store.Close()
+	id, err := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"}).KeepUnresolved(context.Background(), "")
+	if id != "" || err == nil || !strings.Contains(err.Error(), "keeping the unresolved capture") {
+		t.Fatalf("KeepUnresolved on a closed store = %q, %v", id, err)
 	}
 }

@@ -126,13 +126,16 @@ func foundryAuth(token string, cred *credential) (func(http.RoundTripper) http.R
 	return func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(c, next) }, nil
 }
 
+// sqlitePath is where the SQLite store lives.
+func sqlitePath(cfg config) string { return filepath.Join(cfg.DataDir, "brainwire.db") }
+
 func openStore(ctx context.Context, cfg config, getenv func(string) string, cred *credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {
 	endpoint := getenv("COSMOS_ENDPOINT")
 	if endpoint == "" {
 		if initDB {
 			log.Info("--init-db: the SQLite store creates its schema on open")
 		}
-		path := filepath.Join(cfg.DataDir, "brainwire.db")
+		path := sqlitePath(cfg)
 		st, err := sqlite.Open(ctx, path)
 		if err != nil {
 			return nil, err

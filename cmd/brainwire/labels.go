@@ -14,30 +14,55 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
 )
 
 const labelsUsage = `usage: brainwire export-labels [-user ID] [-o FILE]
 
 Writes a labelled corpus for brainwire eval from the configured store
 (Cosmos DB when COSMOS_ENDPOINT is set, else the SQLite file in
-BRAINWIRE_DATA_DIR): every inbox item whose bucket a person chose, by
-recategorizing it to another bucket or confirming the agent's, is a case
-whose expected bucket is theirs. Only reads.
+BRAINWIRE_DATA_DIR). Every inbox item whose bucket a person chose is one
+case: recategorized to another bucket, confirmed in the agent's, or a
+capture the agent left unresolved that the person filed. Its expected
+bucket is the one they chose last, and its "meta" says where the label
+came from:
+
+  user, label         whose item; "recategorized" or "confirmed"
+  source              how the capture came in: text or voice
+  captured_at         when the capture came in
+  labelled_at         when the person chose the bucket
+  run_id              the agent run judged (the runId the phone got)
+  trace_id, span_id   that run's invoke_agent span, when it was traced
+  agent_version, instructions_hash, model
+                      which agent ran
+  agent_outcome, agent_bucket
+                      what it decided
+
+It only reads: a data directory or database that is not there is an
+error, nothing is created, and FILE is written once every case was read.
 
 flags:
 `
 
-// labelMeta is where a label came from, kept in the case's meta.
+// labelMeta is where a label came from, kept in the case's meta: the
+// item's capture, the person's choice and the agent run it judges. The run
+// fields are absent on items filed before runs were recorded, and the
+// trace ids when nothing traced the run.
 type labelMeta struct {
-	User  string `json:"user"`
-	Label string `json:"label"` // "recategorized" or "confirmed"
-	// The agent's run, as the item recorded it.
-	AgentOutcome brainwire.Outcome `json:"agent_outcome,omitempty"`
-	AgentBucket  string            `json:"agent_bucket,omitempty"`
-	AgentVersion string            `json:"agent_version,omitempty"`
-	AgentRunID   string            `json:"agent_run_id,omitempty"`
-	TraceID      string            `json:"trace_id,omitempty"`
-	LabelledAt   time.Time         `json:"labelled_at"`
+	User       string                `json:"user"`
+	Label      string                `json:"label"` // "recategorized" or "confirmed"
+	Source     brainwire.CaptureKind `json:"source"`
+	CapturedAt time.Time             `json:"captured_at"`
+	LabelledAt time.Time             `json:"labelled_at"`
+
+	RunID            string            `json:"run_id,omitempty"`
+	TraceID          string            `json:"trace_id,omitempty"`
+	SpanID           string            `json:"span_id,omitempty"`
+	AgentVersion     string            `json:"agent_version,omitempty"`
+	InstructionsHash string            `json:"instructions_hash,omitempty"`
+	Model            string            `json:"model,omitempty"`
+	AgentOutcome     brainwire.Outcome `json:"agent_outcome,omitempty"`
+	AgentBucket      string            `json:"agent_bucket,omitempty"`
 }
 
 func exportLabels(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
@@ -56,10 +81,9 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	var cred credential
-	store, err := openStore(ctx, cfg, getenv, &cred, false, slog.New(quiet{log.Handler(), slog.LevelWarn}))
+	store, err := openLabelStore(ctx, cfg, getenv, slog.New(quiet{log.Handler(), slog.LevelWarn}))
 	if err != nil {
-		return err
+		return fmt.Errorf("export-labels: %w", err)
 	}
 	defer store.Close()
 	users := []string{*user}
@@ -72,73 +96,127 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("export-labels: %w", err)
 		}
 	}
-	w := stdout
-	var f *os.File
-	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
-			return fmt.Errorf("export-labels: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	bw := bufio.NewWriter(w)
-	n := 0
+	var cases []eval.Case
+	textless := 0
 	for _, u := range users {
-		cases, err := labelsOf(ctx, store, u)
+		c, n, err := labelsOf(ctx, store, u)
 		if err != nil {
 			return err
 		}
-		if err := eval.WriteCorpus(bw, cases); err != nil {
-			return err
-		}
-		n += len(cases)
+		cases, textless = append(cases, c...), textless+n
 	}
-	if err := bw.Flush(); err != nil {
+	if err := writeLabels(*out, stdout, cases); err != nil {
 		return fmt.Errorf("export-labels: %w", err)
 	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("export-labels: %w", err)
-		}
+	fmt.Fprintf(stderr, "export-labels: %d labels from %d user(s)", len(cases), len(users))
+	if textless > 0 {
+		fmt.Fprintf(stderr, "; %d labelled item(s) without text left out", textless)
 	}
-	fmt.Fprintf(stderr, "export-labels: %d labels from %d user(s)\n", n, len(users))
+	fmt.Fprintln(stderr)
 	return nil
 }
 
-// labelsOf returns the cases a user's items make, newest first: the items
-// classified by the person (server.ClassifiedByUser).
-func labelsOf(ctx context.Context, store brainwire.Store, user string) ([]eval.Case, error) {
-	var cases []eval.Case
+// openLabelStore opens the configured store to read it. The SQLite file
+// is opened read-only: a missing one is an error, never created empty.
+func openLabelStore(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger) (brainwire.Store, error) {
+	if getenv("COSMOS_ENDPOINT") == "" {
+		st, err := sqlite.OpenReadOnly(ctx, sqlitePath(cfg))
+		if err != nil {
+			// Name the setting: a typo in it is the likely cause.
+			return nil, fmt.Errorf("reading BRAINWIRE_DATA_DIR=%s: %w", cfg.DataDir, err)
+		}
+		return st, nil
+	}
+	var cred credential
+	return openStore(ctx, cfg, getenv, &cred, false, log)
+}
+
+// writeLabels writes the corpus to the file named path, or to stdout when
+// path is "".
+func writeLabels(path string, stdout io.Writer, cases []eval.Case) error {
+	if path == "" {
+		bw := bufio.NewWriter(stdout)
+		if err := eval.WriteCorpus(bw, cases); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := eval.WriteCorpus(bw, cases); err != nil {
+		f.Close()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// labelsOf returns the cases a user's items make, newest first: one per
+// item classified by the person (server.ClassifiedByUser), and how many
+// such items have no text to make a case of (a voice capture never
+// transcribed).
+func labelsOf(ctx context.Context, store brainwire.Store, user string) (cases []eval.Case, textless int, err error) {
+	// One case per item whatever the pages hold: an item listed twice
+	// keeps its later label, the person's latest word.
+	index := map[string]int{}
+	var labelled []time.Time
 	opts := brainwire.ListOptions{Status: brainwire.StatusClassified, Limit: brainwire.MaxPageSize}
 	for {
 		page, err := store.ListInbox(ctx, user, opts)
 		if err != nil {
-			return nil, fmt.Errorf("export-labels: listing %s's inbox: %w", user, err)
+			return nil, 0, fmt.Errorf("export-labels: listing %s's inbox: %w", user, err)
 		}
 		for _, it := range page.Items {
-			if c, ok := labelOf(it); ok {
-				cases = append(cases, c)
+			c, ok := labelOf(it)
+			if !ok {
+				if isLabel(it) {
+					textless++
+				}
+				continue
 			}
+			at := it.ClassificationMeta.ClassifiedAt
+			if i, dup := index[it.ID]; dup {
+				if at.After(labelled[i]) {
+					cases[i], labelled[i] = c, at
+				}
+				continue
+			}
+			index[it.ID] = len(cases)
+			cases, labelled = append(cases, c), append(labelled, at)
 		}
 		if page.NextCursor == "" {
-			return cases, nil
+			return cases, textless, nil
 		}
 		opts.Cursor = page.NextCursor
 	}
 }
 
-func labelOf(it brainwire.InboxItem) (eval.Case, bool) {
+// isLabel reports whether a person chose the item's bucket.
+func isLabel(it brainwire.InboxItem) bool {
 	cm := it.ClassificationMeta
-	if cm == nil || cm.ClassifiedBy != server.ClassifiedByUser || !brainwire.ValidBucket(cm.Bucket) || it.RawText == "" {
+	return cm != nil && cm.ClassifiedBy == server.ClassifiedByUser && brainwire.ValidBucket(cm.Bucket)
+}
+
+func labelOf(it brainwire.InboxItem) (eval.Case, bool) {
+	if !isLabel(it) || it.RawText == "" {
 		return eval.Case{}, false
 	}
-	meta := labelMeta{User: it.UserID, Label: "recategorized", LabelledAt: cm.ClassifiedAt}
+	cm := it.ClassificationMeta
+	meta := labelMeta{User: it.UserID, Label: "recategorized", Source: it.Source, CapturedAt: it.CreatedAt, LabelledAt: cm.ClassifiedAt}
 	if r := it.AgentRun; r != nil {
-		meta.AgentOutcome, meta.AgentBucket, meta.AgentVersion, meta.AgentRunID, meta.TraceID = r.Outcome, r.Bucket, r.AgentVersion, r.RunID, r.TraceID
+		meta.RunID, meta.TraceID, meta.SpanID = r.RunID, r.TraceID, r.SpanID
+		meta.AgentVersion, meta.InstructionsHash, meta.Model = r.AgentVersion, r.InstructionsHash, r.Model
+		meta.AgentOutcome, meta.AgentBucket = r.Outcome, r.Bucket
 		if r.Outcome.Resolved() && r.Bucket == cm.Bucket {
 			meta.Label = "confirmed"
 		}
 	}
-	b, _ := json.Marshal(meta) // strings and a time always encode
+	b, _ := json.Marshal(meta) // strings and times always encode
 	return eval.Case{ID: it.ID, Text: it.RawText, ExpectedBucket: cm.Bucket, Meta: b}, true
 }

@@ -134,9 +134,19 @@ func TestLegacyAppBuildsParseTheV1Routes(t *testing.T) {
 			"onClassified "+itemID+" People", "onComplete Filed → People (0.95)")
 	})
 
-	t.Run("unresolved", func(t *testing.T) {
+	t.Run("unresolved, then the person files it", func(t *testing.T) {
 		r := post(t, "/api/ag-ui", legacyCapture("Call mom about her birthday #no-tool"))
-		wantCallbacks(t, r, "onStepStart Classifying", "onStepFinish Classifying", "onTextDelta "+v1.UnresolvedText, "onComplete "+v1.UnresolvedText)
+		un := r.callback("onUnresolved")
+		if un == nil || un[1] == "" {
+			t.Fatalf("the app was not given the kept item: %v", r.Callbacks)
+		}
+		itemID := un[1].(string)
+		wantCallbacks(t, r, "onStepStart Classifying", "onStepFinish Classifying", "onTextDelta "+v1.UnresolvedText,
+			"onUnresolved "+itemID, "onComplete "+v1.UnresolvedText)
+
+		body, _ := json.Marshal(map[string]string{"thread_id": "thread-1764000000000", "response": "People", "inbox_item_id": itemID})
+		r = post(t, "/api/ag-ui/respond", string(body))
+		wantCallbacks(t, r, "onTextDelta Filed → People", "onClassified "+itemID+" People", "onComplete Filed → People")
 	})
 
 	t.Run("failed run", func(t *testing.T) {

@@ -59,8 +59,11 @@ func evaluationOf(c brainwire.Correction) evaluation {
 	if agent == "" {
 		agent = "no bucket"
 	}
-	if c.Run.Outcome == brainwire.OutcomeMisunderstood {
+	switch c.Run.Outcome {
+	case brainwire.OutcomeMisunderstood:
 		agent = "misunderstood (" + agent + "?)"
+	case brainwire.OutcomeUnresolved:
+		agent = "unresolved"
 	}
 	if c.Kind == brainwire.CorrectionFollowUp {
 		e := evaluation{name: EvaluationFollowUp, label: ScoreUnresolved}

@@ -52,8 +52,7 @@ type dashboardFile struct {
 
 type datasourceRef struct{ Type, UID string }
 
-// panelDescriptions are the panels' descriptions, by title.
-func panelDescriptions(t *testing.T) map[string]string {
+func readDashboard(t *testing.T) dashboardFile {
 	t.Helper()
 	b, err := os.ReadFile(dashboard)
 	if err != nil {
@@ -63,6 +62,13 @@ func panelDescriptions(t *testing.T) map[string]string {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("dashboard JSON: %v", err)
 	}
+	return d
+}
+
+// panelDescriptions are the panels' descriptions, by title.
+func panelDescriptions(t *testing.T) map[string]string {
+	t.Helper()
+	d := readDashboard(t)
 	out := map[string]string{}
 	for _, p := range d.Panels {
 		out[p.Title] = p.Description
@@ -73,14 +79,7 @@ func panelDescriptions(t *testing.T) map[string]string {
 // dashboardQueries reads every query of the dashboard.
 func dashboardQueries(t *testing.T) []query {
 	t.Helper()
-	b, err := os.ReadFile(dashboard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dashboardFile
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
-	}
+	d := readDashboard(t)
 	var qs []query
 	for _, v := range d.Templating.List {
 		if v.Type != "query" {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,27 +137,51 @@ func (p *proc) tail() string {
 	return string(b)
 }
 
-// waitHealthy waits for a serve process to answer /health with 200.
-func waitHealthy(p *proc, base string) error {
+// waitReady waits until ready says the process is (nil), for 30 seconds
+// at most, or until it exits.
+func waitReady(p *proc, what string, ready func() error) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(base + "/health")
+		err := ready()
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was healthy: %v\n%s", p.name, p.err, p.tail())
+			return fmt.Errorf("%s exited before it was %s: %v\n%s", p.name, what, p.err, p.tail())
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy after 30s (%v)\n%s", p.name, err, p.tail())
+			return fmt.Errorf("%s not %s after 30s (%v)\n%s", p.name, what, err, p.tail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitHealthy waits for a serve process to answer /health with 200.
+func waitHealthy(p *proc, base string) error {
+	return waitReady(p, "healthy", func() error {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/health: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// waitListening waits for a process to accept connections on addr.
+func waitListening(p *proc, addr string) error {
+	return waitReady(p, "listening on "+addr, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
 }
 
 // phoneEvents is what a phone read of one capture stream.

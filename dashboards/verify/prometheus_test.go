@@ -196,25 +196,7 @@ func (p *prometheus) waitScrapeAfter(t time.Time, within time.Duration) error {
 }
 
 // scraping reports whether the collector's target has been scraped.
-func (p *prometheus) scraping() bool {
-	var body struct {
-		Data struct {
-			ActiveTargets []struct {
-				Health     string
-				LastScrape time.Time `json:"lastScrape"`
-			} `json:"activeTargets"`
-		}
-	}
-	if err := p.get(context.Background(), "/api/v1/targets", &body); err != nil {
-		return false
-	}
-	for _, tg := range body.Data.ActiveTargets {
-		if tg.Health == "up" && !tg.LastScrape.IsZero() {
-			return true
-		}
-	}
-	return false
-}
+func (p *prometheus) scraping() bool { return !p.lastScrape().IsZero() }
 
 func (p *prometheus) stop() {
 	_ = p.cmd.Process.Kill()

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,38 +91,24 @@ type truth struct {
 // since is the part of the truth from t on.
 func (tr *truth) since(t time.Time) *truth {
 	out := *tr
-	out.runs, out.corrections, out.followUps, out.toolErrors, out.upstream, out.aiItems = nil, nil, nil, nil, nil, nil
-	for _, at := range tr.aiItems {
-		if !at.Before(t) {
-			out.aiItems = append(out.aiItems, at)
-		}
-	}
-	for _, r := range tr.runs {
-		if !r.at.Before(t) {
-			out.runs = append(out.runs, r)
-		}
-	}
-	for _, c := range tr.corrections {
-		if !c.at.Before(t) {
-			out.corrections = append(out.corrections, c)
-		}
-	}
-	for _, f := range tr.followUps {
-		if !f.at.Before(t) {
-			out.followUps = append(out.followUps, f)
-		}
-	}
-	for _, e := range tr.toolErrors {
-		if !e.at.Before(t) {
-			out.toolErrors = append(out.toolErrors, e)
-		}
-	}
-	for _, e := range tr.upstream {
-		if !e.at.Before(t) {
-			out.upstream = append(out.upstream, e)
-		}
-	}
+	out.runs = from(tr.runs, t, func(r run) time.Time { return r.at })
+	out.corrections = from(tr.corrections, t, func(c correction) time.Time { return c.at })
+	out.followUps = from(tr.followUps, t, func(f followUp) time.Time { return f.at })
+	out.toolErrors = from(tr.toolErrors, t, func(e toolError) time.Time { return e.at })
+	out.upstream = from(tr.upstream, t, func(e upstreamError) time.Time { return e.at })
+	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
 	return &out
+}
+
+// from keeps the events of xs that happened at t or later.
+func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
+	var out []T
+	for _, x := range xs {
+		if !at(x).Before(t) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // replica is one `brainwire serve` process.
@@ -274,27 +259,6 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	}
 	w.tr.end = time.Now()
 	return w.tr, w.covers()
-}
-
-// waitListening waits for a process to accept connections on addr.
-func waitListening(p *proc, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening on %s after 30s\n%s", p.name, addr, p.tail())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // env is a process's configuration: the shared simulator as an agent

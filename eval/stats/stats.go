@@ -1,13 +1,15 @@
 // Package stats holds the few statistics an evaluation reports: an
 // interval for an accuracy whose cases ran several times each, a paired
-// bootstrap interval, exact tests for paired outcomes (McNemar's, the sign
-// test) and for two samples (Mann–Whitney U), and Benjamini–Hochberg's
-// correction for testing many cases at once. Each is small and checked
+// bootstrap interval, tests for paired outcomes (McNemar's exact test,
+// the sign test, the paired permutation test) and for two samples
+// (Mann–Whitney U), and Benjamini–Hochberg's correction for testing many
+// cases at once. Each is small and checked
 // against published values.
 package stats
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -50,11 +52,11 @@ func ClusteredWilson(correct []int, trials int, z float64) Clustered {
 		return Clustered{Low: 0, High: 1}
 	}
 	m := float64(trials)
-	var sum float64
+	total := 0
 	for _, c := range correct {
-		sum += float64(c) / m
+		total += c
 	}
-	p := sum / k
+	p := float64(total) / (k * m)
 	var ss float64
 	for _, c := range correct {
 		d := float64(c)/m - p
@@ -130,6 +132,79 @@ func SignTest(plus, minus int) float64 {
 		tail += math.Exp(lf(n) - lf(i) - lf(n-i) - float64(n)*math.Ln2)
 	}
 	return math.Min(1, 2*tail)
+}
+
+// exactMaxFlips bounds the nonzero differences whose sign flips are all
+// enumerated (2^20 sums); past it they are sampled.
+const exactMaxFlips = 20
+
+// PairedPermutation returns the two-sided p-value of the paired
+// permutation test that the mean of diffs (one difference per pair) is
+// zero: under that hypothesis each difference is as likely to have the
+// other sign, so p is the share of sign flips whose sum is at least as
+// far from zero as the observed one. All 2^n flips of the n nonzero
+// differences are counted when n ≤ 20, else resamples are drawn from
+// seed. When every nonzero difference has the same size it is the exact
+// sign test (McNemar's exact test on paired 0/1 outcomes).
+func PairedPermutation(diffs []float64, resamples int, seed uint64) float64 {
+	var xs []float64
+	var obs float64
+	for _, d := range diffs {
+		if d != 0 {
+			xs = append(xs, math.Abs(d))
+			obs += d
+		}
+	}
+	if len(xs) == 0 {
+		return 1
+	}
+	if slices.Min(xs) == slices.Max(xs) {
+		plus := int(math.Round((obs/xs[0] + float64(len(xs))) / 2))
+		return SignTest(plus, len(xs)-plus)
+	}
+	const tol = 1e-9
+	limit := math.Abs(obs) - tol*(1+math.Abs(obs))
+	if len(xs) <= exactMaxFlips {
+		// Walk the flips in Gray code order, one sign changing at a time.
+		n := len(xs)
+		sum := 0.0
+		for _, x := range xs {
+			sum += x
+		}
+		signs := make([]bool, n) // true: flipped to negative
+		count := 0
+		for k := 0; k < 1<<n; k++ {
+			if k > 0 {
+				i := bits.TrailingZeros(uint(k))
+				if signs[i] {
+					sum += 2 * xs[i]
+				} else {
+					sum -= 2 * xs[i]
+				}
+				signs[i] = !signs[i]
+			}
+			if math.Abs(sum) >= limit {
+				count++
+			}
+		}
+		return float64(count) / float64(uint64(1)<<n)
+	}
+	r := rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d))
+	count := 0
+	for range resamples {
+		sum := 0.0
+		for _, x := range xs {
+			if r.Uint64()&1 == 0 {
+				sum += x
+			} else {
+				sum -= x
+			}
+		}
+		if math.Abs(sum) >= limit {
+			count++
+		}
+	}
+	return float64(count+1) / float64(resamples+1)
 }
 
 // exactMaxProduct bounds the sample sizes whose U distribution is

@@ -99,6 +99,32 @@ func TestSignTest(t *testing.T) {
 	}
 }
 
+// TestPairedPermutation checks the exact count against Fisher (1935), The
+// Design of Experiments, §21: Darwin's 15 paired heights of crossed and
+// self-fertilised Zea mays, where 1,726 of the 32,768 sign flips reach
+// the observed sum, p = 0.0527; that 0/1 pairs give McNemar's exact test;
+// and that sampling, past 20 pairs, comes near the exact value.
+func TestPairedPermutation(t *testing.T) {
+	darwin := []float64{49, -67, 8, 16, 6, 23, 28, 41, 14, 29, 56, 24, 75, 60, -48}
+	near(t, "Darwin's Zea mays", stats.PairedPermutation(darwin, 0, 1), 1726.0/32768, 1e-12)
+	mcnemar := append([]float64{-1, 0, 0}, 1, 1, 1, 1, 1, 1, 1)
+	near(t, "0/1 pairs", stats.PairedPermutation(mcnemar, 0, 1), stats.SignTest(7, 1), 1e-12)
+	if p := stats.PairedPermutation([]float64{0, 0}, 100, 1); p != 1 {
+		t.Errorf("no difference: %v", p)
+	}
+	// 24 pairs: the 15 above and 9 that add nothing to the sum.
+	long := append(append([]float64(nil), darwin...), 3, -3, 5, -5, 7, -7, 2, -2, 0.5)
+	exact := stats.PairedPermutation(long[:20], 0, 1)
+	p1, p2 := stats.PairedPermutation(long, 20000, 7), stats.PairedPermutation(long, 20000, 7)
+	if p1 != p2 || p1 <= 0 || p1 >= 1 {
+		t.Errorf("sampled p %v then %v: want one value in (0, 1)", p1, p2)
+	}
+	// Sampled (21 nonzero pairs) agrees with exact on the 20 within
+	// sampling error.
+	approx := stats.PairedPermutation(append(long[:20:20], 0, 0, 0, 0, 0, 0, 0, 0, 1e-12), 20000, 7)
+	near(t, "sampled against exact", approx, exact, 0.01)
+}
+
 // TestMannWhitney checks the exact test against SciPy's documented
 // example (scipy.stats.mannwhitneyu: U = 17, p = 0.1111 exact) and Mann
 // and Whitney's (1947) table (n = m = 4: P(U ≤ 0) = 1/70), and the normal

@@ -17,6 +17,7 @@ const (
 	FormatTable    = "table"
 	FormatMarkdown = "markdown"
 	FormatJSON     = "json"
+	FormatHTML     = "html"
 )
 
 // Write renders the report in format.
@@ -31,8 +32,10 @@ func (r *Report) Write(w io.Writer, format string) error {
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
+	case FormatHTML:
+		return r.writeHTML(w)
 	}
-	return fmt.Errorf("unknown format %q (table, markdown, json)", format)
+	return fmt.Errorf("unknown format %q (table, markdown, json, html)", format)
 }
 
 // table is one section's rows, rendered aligned for a terminal or as a

@@ -46,6 +46,7 @@ outcome rates, reasoning length, tokens and time to outcome.
                        answer the same way twice, one pass cannot say
                        whether new instructions are better
   -min-accuracy X      exit with status 3 when the accuracy is below X
+  -html FILE           also write a self-contained HTML report
   -trace-url TEMPLATE  link every run to its trace; {trace_id} is replaced:
       Jaeger           http://localhost:16686/trace/{trace_id}
       Grafana (Tempo)  http://localhost:3000/explore?schemaVersion=1&orgId=1&panes=%7B%22bw1%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22{trace_id}%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22now-7d%22%2C%22to%22%3A%22now%22%7D%7D%7D
@@ -85,7 +86,7 @@ type evalFlags struct {
 	trials                 int
 	concurrency            int
 	format                 string
-	markdown, json         string
+	markdown, json, html   string
 	traceURL               string
 	simDelay               time.Duration
 	sim                    simulator.Variation
@@ -106,9 +107,10 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs.Float64Var(&f.confidenceDrop, "confidence-drop", eval.DefaultConfidenceDrop, "list a case as a regression when its confidence in the same bucket falls by this much (0 to 1)")
 	fs.IntVar(&f.trials, "trials", 1, "run each case this many times on each side")
 	fs.IntVar(&f.concurrency, "concurrency", eval.DefaultConcurrency, "captures in flight at once")
-	fs.StringVar(&f.format, "format", eval.FormatTable, "report on stdout as table, markdown or json")
+	fs.StringVar(&f.format, "format", eval.FormatTable, "report on stdout as table, markdown, json or html")
 	fs.StringVar(&f.markdown, "markdown", "", "also write the report as Markdown to this `file`")
 	fs.StringVar(&f.json, "json", "", "also write the report as JSON to this `file`")
+	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page to this `file`")
 	fs.StringVar(&f.traceURL, "trace-url", "", "link each run to its trace: this URL `template` with {trace_id} replaced")
 	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default none)")
 	fs.Int64Var(&f.sim.Seed, "sim-seed", 1, "the seed of the simulator's variation")
@@ -130,8 +132,8 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return usageError{fmt.Sprintf("eval: -trials must be 1 to %d", maxTrials)}
 	case f.confidenceDrop <= 0 || f.confidenceDrop > 1:
 		return usageError{"eval: -confidence-drop must be above 0 and at most 1"}
-	case !slices.Contains([]string{eval.FormatTable, eval.FormatMarkdown, eval.FormatJSON}, f.format):
-		return usageError{fmt.Sprintf("eval: unknown -format %q (table, markdown, json)", f.format)}
+	case !slices.Contains([]string{eval.FormatTable, eval.FormatMarkdown, eval.FormatJSON, eval.FormatHTML}, f.format):
+		return usageError{fmt.Sprintf("eval: unknown -format %q (table, markdown, json, html)", f.format)}
 	case f.traceURL != "" && !strings.Contains(f.traceURL, eval.TraceIDPlaceholder):
 		return usageError{"eval: -trace-url must contain " + eval.TraceIDPlaceholder}
 	case f.sim.ConfidenceNoise < 0 || f.sim.ConfidenceNoise > 1:
@@ -202,7 +204,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err := rep.Write(stdout, f.format); err != nil {
 		return err
 	}
-	for path, format := range map[string]string{f.markdown: eval.FormatMarkdown, f.json: eval.FormatJSON} {
+	for path, format := range map[string]string{f.markdown: eval.FormatMarkdown, f.json: eval.FormatJSON, f.html: eval.FormatHTML} {
 		if path != "" {
 			if err := writeReport(path, rep, format); err != nil {
 				return err

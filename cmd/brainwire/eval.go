@@ -36,8 +36,9 @@ outcome rates, reasoning length, tokens and time to outcome.
   -baseline FILE       also run with these ("agent": the agent's own) and
                        compare: the verdict (better, worse or not
                        distinguishable: McNemar's exact test, or with
-                       trials the exact sign test over cases), the accuracy
-                       difference with a bootstrap interval over cases, the
+                       trials a paired permutation test over cases), the
+                       accuracy difference with a bootstrap interval over
+                       cases, the
                        cases that broke, got fixed or changed, those whose
                        confidence fell by -confidence-drop in the same
                        bucket, and time to outcome where a test says it

@@ -140,14 +140,27 @@ func byCase(results []Result) [][]Result {
 	return out
 }
 
+// casePair is a case's runs on each side.
+type casePair struct{ base, cand []Result }
+
+// pairByCase pairs the passes' runs case by case (same corpus), in corpus
+// order.
+func pairByCase(baseline, candidate []Result) []casePair {
+	base, cand := byCase(baseline), byCase(candidate)
+	out := make([]casePair, min(len(base), len(cand)))
+	for i := range out {
+		out[i] = casePair{base[i], cand[i]}
+	}
+	return out
+}
+
 // Compare lists the distinct cases whose answer differs between the
 // passes (same corpus): broken first, then confidence drops of drop or
 // more in the same bucket, fixed, and other changes, each in corpus order.
 func Compare(baseline, candidate []Result, drop float64) []Change {
 	var out []Change
-	base, cand := byCase(baseline), byCase(candidate)
-	for i := range min(len(base), len(cand)) {
-		b, c := answerOf(base[i]), answerOf(cand[i])
+	for _, p := range pairByCase(baseline, candidate) {
+		b, c := answerOf(p.base), answerOf(p.cand)
 		var kind ChangeKind
 		switch {
 		case b.Correct && !c.Correct:
@@ -161,7 +174,7 @@ func Compare(baseline, candidate []Result, drop float64) []Change {
 		default:
 			continue
 		}
-		out = append(out, Change{Kind: kind, Case: cand[i][0].Case, Baseline: b, Candidate: c})
+		out = append(out, Change{Kind: kind, Case: p.cand[0].Case, Baseline: b, Candidate: c})
 	}
 	slices.SortStableFunc(out, func(a, b Change) int {
 		return slices.Index(kindOrder, a.Kind) - slices.Index(kindOrder, b.Kind)
@@ -257,15 +270,13 @@ type Comparison struct {
 }
 
 func compareAccuracy(baseline, candidate []Result) Comparison {
-	base, cand := byCase(baseline), byCase(candidate)
-	n := min(len(base), len(cand))
-	diffs := make([]float64, n)
 	var c Comparison
+	var diffs []float64
 	trials := 1
-	for i := range n {
-		trials = len(cand[i])
-		d := float64(countCorrect(cand[i]))/float64(len(cand[i])) - float64(countCorrect(base[i]))/float64(len(base[i]))
-		diffs[i] = d
+	for _, p := range pairByCase(baseline, candidate) {
+		trials = len(p.cand)
+		d := float64(countCorrect(p.cand))/float64(len(p.cand)) - float64(countCorrect(p.base))/float64(len(p.base))
+		diffs = append(diffs, d)
 		switch {
 		case d > 0:
 			c.CasesBetter++
@@ -334,14 +345,12 @@ type CaseTiming struct {
 }
 
 func compareTiming(baseline, candidate []Result) Timing {
-	base, cand := byCase(baseline), byCase(candidate)
-	n := min(len(base), len(cand))
 	t := Timing{Test: "exact sign test over cases, on each case's median",
 		CaseTest: "Mann–Whitney U per case, Benjamini–Hochberg adjusted"}
 	var diffs, ps []float64
 	var tested []CaseTiming
-	for i := range n {
-		b, c := millis(base[i]), millis(cand[i])
+	for _, pair := range pairByCase(baseline, candidate) {
+		b, c := millis(pair.base), millis(pair.cand)
 		bm, cm := stats.Median(b), stats.Median(c)
 		diffs = append(diffs, cm-bm)
 		switch {
@@ -353,7 +362,7 @@ func compareTiming(baseline, candidate []Result) Timing {
 		if len(b) >= minTimingTrials && len(c) >= minTimingTrials {
 			p := stats.MannWhitney(b, c)
 			ps = append(ps, p)
-			tested = append(tested, CaseTiming{Case: cand[i][0].Case.ID, BaselineMS: bm, CandidateMS: cm, PValue: p})
+			tested = append(tested, CaseTiming{Case: pair.cand[0].Case.ID, BaselineMS: bm, CandidateMS: cm, PValue: p})
 		}
 	}
 	t.MedianDifferenceMS = stats.Median(diffs)

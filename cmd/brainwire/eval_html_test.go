@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func checkPageFigures(t *testing.T, where, page string, rep *eval.Report) {
 		cm := side.p.Metrics.Confusion
 		total := 0
 		for _, f := range byMetric[side.name+"-confusion"] {
-			i, j := indexOf(cm.Rows, f.attrs["data-row"]), indexOf(cm.Cols, f.attrs["data-col"])
+			i, j := slices.Index(cm.Rows, f.attrs["data-row"]), slices.Index(cm.Cols, f.attrs["data-col"])
 			if i < 0 || j < 0 || value(f) != float64(cm.Counts[i][j]) || f.text != fmt.Sprint(cm.Counts[i][j]) {
 				t.Errorf("%s: %s confusion %s/%s is %s, the JSON report's %v", where, side.name, f.attrs["data-row"], f.attrs["data-col"], f.text, cm.Counts)
 			}
@@ -215,15 +216,6 @@ func resolvedRuns(results []eval.Result) int {
 		}
 	}
 	return n
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkScreenshot checks that the page rendered as a picture: much of it

@@ -28,9 +28,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"s3":     func(x float64) string { return fmt.Sprintf("%+.3f", x) },
 	"p":      pRelation,
 	"pvalue": pText,
-	"ratio": func(r Ratio) string {
-		return ratioText(r)
-	},
+	"ratio":  ratioText,
 	"answer": answerText,
 	"trial":  trialText,
 }).Parse(reportHTML))
@@ -45,6 +43,7 @@ func (r *Report) writeHTML(w io.Writer) error {
 // htmlView is what the page shows, laid out.
 type htmlView struct {
 	R        *Report
+	G        geometry
 	Sides    []sideView
 	Verdict  verdictView
 	Notes    []string
@@ -66,7 +65,8 @@ type verdictView struct {
 }
 
 func newHTMLView(r *Report) htmlView {
-	v := htmlView{R: r}
+	v := htmlView{R: r, G: geometry{Left: labelWidth, Right: plotRight, Width: plotRight - labelWidth,
+		Middle: (labelWidth + plotRight) / 2, CellW: cellW, CellH: cellH}}
 	if r.Baseline != nil {
 		v.Sides = append(v.Sides, sideView{"baseline", *r.Baseline})
 	}
@@ -94,28 +94,41 @@ func verdictOf(r *Report) verdictView {
 	case c == nil:
 		return verdictView{"none", fmt.Sprintf("Accuracy %.3f", r.Candidate.Metrics.Accuracy)}
 	case c.Verdict == Better:
-		return verdictView{"better", "The candidate is better"}
+		return verdictView{verdictClass(c), "The candidate is better"}
 	case c.Verdict == Worse:
-		return verdictView{"worse", "The candidate is worse"}
+		return verdictView{verdictClass(c), "The candidate is worse"}
 	}
-	return verdictView{"even", "Not distinguishable"}
+	return verdictView{verdictClass(c), "Not distinguishable"}
 }
 
-// Chart geometry, in SVG user units.
+// verdictClass is the CSS class that colours a verdict.
+func verdictClass(c *Comparison) string {
+	if c.Verdict == NotDistinguishable {
+		return "even"
+	}
+	return string(c.Verdict)
+}
+
+// Chart geometry, in SVG user units: labels left of labelWidth, plots
+// from there to plotRight, figures after it.
 const (
 	labelWidth = 110
 	plotRight  = 560
 )
 
+// geometry hands the template what it lays out by.
+type geometry struct {
+	Left, Right, Width, Middle, CellW, CellH int
+}
+
 // accuracyChart draws each side's accuracy as a bar with its interval,
 // and the difference with its interval around zero.
 type accuracyChart struct {
-	Height   int
-	AxisEnd  float64 // where the gridlines end
-	Rows     []accuracyRow
-	Ticks    []tick
-	Diff     *diffRow
-	PlotLeft float64
+	Height  int
+	AxisEnd float64 // where the gridlines end
+	Rows    []accuracyRow
+	Ticks   []tick
+	Diff    *diffRow
 }
 
 type accuracyRow struct {
@@ -141,7 +154,7 @@ func scale(x, lo, hi float64) float64 {
 }
 
 func newAccuracyChart(sides []sideView, c *Comparison) accuracyChart {
-	ch := accuracyChart{PlotLeft: labelWidth}
+	var ch accuracyChart
 	for i, s := range sides {
 		iv := s.P.AccuracyInterval
 		y := float64(24 + 44*i)
@@ -160,7 +173,7 @@ func newAccuracyChart(sides []sideView, c *Comparison) accuracyChart {
 		y := float64(ch.Height + 30)
 		row := &diffRow{Y: y, X: scale(d.Estimate, -span, span), XLow: scale(d.Low, -span, span),
 			XHigh: scale(d.High, -span, span), XZero: scale(0, -span, span), ZeroTop: y - 14, ZeroBottom: y + 10,
-			Class: verdictOf(&Report{Comparison: c}).Class}
+			Class: verdictClass(c)}
 		for _, t := range []float64{-span, -span / 2, 0, span / 2, span} {
 			row.Ticks = append(row.Ticks, tick{X: scale(t, -span, span), Label: fmt.Sprintf("%+.2f", t)})
 		}
@@ -191,6 +204,7 @@ type matrixRow struct {
 
 type matrixCell struct {
 	X, Y, Opacity float64
+	TextX, TextY  float64 // where the count is written
 	Row, Col      string
 	Count         int
 	Right         bool
@@ -242,7 +256,8 @@ func newMatrices(sides []sideView) []matrixView {
 					op = 0.15 + 0.85*float64(n)/float64(max(1, total))
 				}
 				right := c.Rows[i] == c.Cols[j] || (c.Rows[i] == NoBucket && j >= len(brainwire.Buckets))
-				row.Cells = append(row.Cells, matrixCell{X: float64(matrixLeft + cellW*l), Y: y, Opacity: op,
+				x := float64(matrixLeft + cellW*l)
+				row.Cells = append(row.Cells, matrixCell{X: x, Y: y, Opacity: op, TextX: x + cellW/2, TextY: y + cellH/2 + 4,
 					Row: c.Rows[i], Col: c.Cols[j], Count: n, Right: right})
 			}
 			m.Rows = append(m.Rows, row)

@@ -327,6 +327,7 @@ func (r *Report) traceNote(func(string) string) []string {
 	}
 	return []string{"The runs were not traced: configure telemetry (as for serve) to get their trace ids."}
 }
+
 func (t table) text(b *strings.Builder) {
 	b.WriteString(t.title + "\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)

@@ -53,6 +53,8 @@ type htmlView struct {
 	Cases    []caseView
 	// CasesTitle heads the list of cases to look at.
 	CasesTitle string
+	// All is every case, folded away, for its runs' traces.
+	All []caseView
 }
 
 type sideView struct {
@@ -85,6 +87,7 @@ func newHTMLView(r *Report) htmlView {
 	}
 	v.Hist = newHistogram(v.Sides, results)
 	v.Cases, v.CasesTitle = newCaseViews(r)
+	v.All = allCases(r)
 	return v
 }
 
@@ -367,6 +370,22 @@ func newCaseViews(r *Report) ([]caseView, string) {
 			Answers: []answerView{answerViewOf("baseline", c.Baseline), answerViewOf("candidate", c.Candidate)}})
 	}
 	return out, fmt.Sprintf("Changed cases (%d)%s", len(r.Changes), r.changeSummary())
+}
+
+// allCases is every case with its answer on each side.
+func allCases(r *Report) []caseView {
+	var out []caseView
+	if r.Baseline == nil {
+		for _, runs := range byCase(r.Results) {
+			out = append(out, caseView{Case: runs[0].Case, Answers: []answerView{{Side: "candidate", Answer: answerOf(runs)}}})
+		}
+		return out
+	}
+	for _, p := range pairByCase(r.BaselineResults, r.Results) {
+		out = append(out, caseView{Case: p.cand[0].Case,
+			Answers: []answerView{{Side: "baseline", Answer: answerOf(p.base)}, {Side: "candidate", Answer: answerOf(p.cand)}}})
+	}
+	return out
 }
 
 func answerViewOf(side string, a Answer) answerView {

@@ -150,8 +150,9 @@ func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, er
 		runs[i] = &sideRun{target: target, obs: obs, client: srv.Client(), url: srv.URL, label: label,
 			pass: &Pass{Instructions: s.Label, Agent: target.Agent, Results: make([]Result, len(cfg.Cases)*trials)}}
 	}
-	// Each case's trials one after another on alternate sides, so that
-	// neither side always goes first.
+	// Trial after trial through the corpus, each case on every side, the
+	// side that goes first changing from case to case and trial to
+	// trial.
 	var jobs []job
 	for t := range trials {
 		for c := range cfg.Cases {

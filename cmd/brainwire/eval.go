@@ -93,8 +93,12 @@ type evalFlags struct {
 	sim                    simulator.Variation
 }
 
-// maxTrials bounds -trials.
-const maxTrials = 100
+// maxTrials bounds -trials, and maxRuns the runs of a side (cases times
+// trials), whose results the report holds in memory.
+const (
+	maxTrials = 100
+	maxRuns   = 100_000
+)
 
 func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
 	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
@@ -145,6 +149,9 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	cases, err := readCorpus(corpusPath)
 	if err != nil {
 		return err
+	}
+	if len(cases)*f.trials > maxRuns {
+		return usageError{fmt.Sprintf("eval: %d cases × %d trials is over %d runs a side", len(cases), f.trials, maxRuns)}
 	}
 	candidate, err := readInstructions(f.instructions)
 	if err != nil {

@@ -166,8 +166,9 @@ func TestEvalTrialsAgree(t *testing.T) {
 	}
 }
 
-// TestEvalTrialFlags checks the new flags' bounds, and that the
-// simulator's variation is refused when another agent is configured.
+// TestEvalTrialFlags checks the new flags' bounds, the bound on the runs
+// of a side, and that the simulator's variation is refused when another
+// agent is configured.
 func TestEvalTrialFlags(t *testing.T) {
 	env := map[string]string{"BRAINWIRE_DATA_DIR": t.TempDir()}
 	for name, args := range map[string][]string{
@@ -183,6 +184,13 @@ func TestEvalTrialFlags(t *testing.T) {
 		if !errors.As(err, &u) {
 			t.Errorf("%s: %v, want a usage error", name, err)
 		}
+	}
+	big := filepath.Join(t.TempDir(), "big.jsonl")
+	if err := os.WriteFile(big, []byte(strings.Repeat(`{"text":"Call mom","expected_bucket":"People"}`+"\n", 1001)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, env, "eval", "-trials", "100", big); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "over 100000 runs") {
+		t.Errorf("1001 cases × 100 trials: %v", err)
 	}
 	foundry := map[string]string{"BRAINWIRE_DATA_DIR": t.TempDir(), "AZURE_AI_PROJECT_ENDPOINT": "https://x.services.ai.azure.com/api/projects/p",
 		"AZURE_AI_MODEL_DEPLOYMENT_NAME": "gpt", "AZURE_AI_PROJECT_TOKEN": "t"}

@@ -3,9 +3,20 @@
 // path (a capture server as serve wires it, with a scratch store) against
 // the configured agent, with bounded concurrency, and reports accuracy,
 // per-bucket precision and recall, the confusion matrix, outcome rates,
-// reasoning length, tokens and time to outcome. Run twice, with a
-// candidate's and a baseline's instructions, it lists the cases whose
-// answer changed.
+// reasoning length, tokens and time to outcome. Run with a candidate's and
+// a baseline's instructions, it compares them case by case.
+//
+// A model does not answer the same way twice, so each case may run several
+// times on each side (Config.Trials), the sides interleaved. The report
+// then gives each side's accuracy with a Wilson interval that counts a
+// case's trials as the correlated runs they are, the difference with a
+// bootstrap interval over cases, and a verdict (better, worse, not
+// distinguishable) from McNemar's exact test or, with trials, the paired
+// permutation test; the distinct cases that broke, got fixed, changed or
+// lost confidence in the same bucket; and time to outcome only where a
+// test says it changed (see package stats). Every run keeps its run id,
+// its trace id and an excerpt of its reasoning. Reports render as a table,
+// Markdown, JSON (the whole truth) or one self-contained HTML page.
 //
 // A corpus is JSON Lines, one case a line:
 //

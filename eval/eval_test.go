@@ -113,8 +113,8 @@ func result(id, expected string, outcome brainwire.Outcome, bucket string) eval.
 	if expected == "" {
 		c.ExpectedOutcome = brainwire.OutcomeMisunderstood
 	}
-	return eval.Result{Case: c, Outcome: outcome, Bucket: bucket, Conf: 0.8, Correct: c.Correct(outcome, bucket), RunID: "run-" + id,
-		ReasoningBytes: 100, ReasoningChunks: 10, InputTokens: 1000, OutputTokens: 100, TimeToOutcome: 20 * time.Millisecond}
+	return eval.Result{Case: c, Trial: eval.Trial{N: 1, Outcome: outcome, Bucket: bucket, Conf: 0.8, Correct: c.Correct(outcome, bucket), RunID: "run-" + id,
+		ReasoningBytes: 100, ReasoningChunks: 10, InputTokens: 1000, OutputTokens: 100, TimeToOutcome: 20 * time.Millisecond}}
 }
 
 func TestSummarize(t *testing.T) {
@@ -193,7 +193,7 @@ func TestCompareListsChangedCases(t *testing.T) {
 		result("break", "Ideas", brainwire.OutcomeMisunderstood, ""),
 		result("sway", "People", brainwire.OutcomeClassified, "Admin"),
 	}
-	changes := eval.Compare(base, cand)
+	changes := eval.Compare(base, cand, eval.DefaultConfidenceDrop)
 	var got []string
 	for _, c := range changes {
 		got = append(got, string(c.Kind)+":"+c.Case.ID)
@@ -201,8 +201,8 @@ func TestCompareListsChangedCases(t *testing.T) {
 	if strings.Join(got, " ") != "broken:break fixed:fix changed:sway" {
 		t.Errorf("changes %v", got)
 	}
-	rep := eval.NewReport("eval-x", "c.jsonl", &eval.Pass{Instructions: "new.txt", Results: cand},
-		&eval.Pass{Instructions: "agent", Results: base}, 0.75)
+	rep := eval.NewReport(eval.ReportConfig{RunID: "eval-x", Corpus: "c.jsonl", MinAccuracy: 0.75},
+		&eval.Pass{Instructions: "new.txt", Results: cand}, &eval.Pass{Instructions: "agent", Results: base})
 	if rep.Passed || len(rep.Changes) != 3 {
 		t.Errorf("report passed %v with %d changes", rep.Passed, len(rep.Changes))
 	}
@@ -268,11 +268,12 @@ func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 		return eval.Target{Handler: h, APIKey: "k"}, nil
 	}
 	var progress []int
-	p, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t", Concurrency: 3,
-		Progress: func(done, total int) { progress = append(progress, done) }}, open, "agent", "")
+	passes, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t", Concurrency: 3,
+		Progress: func(done, total int) { progress = append(progress, done) }}, open, eval.Side{Label: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := passes[0]
 	if peak.Load() > 3 || peak.Load() < 2 {
 		t.Errorf("peak in flight %d, want at most 3 (and some overlap)", peak.Load())
 	}
@@ -288,7 +289,7 @@ func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"detail":"Invalid or missing API key"}`))
 	}))
-	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t"}, refuse, "agent", ""); err == nil ||
+	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t"}, refuse, eval.Side{Label: "agent"}); err == nil ||
 		!strings.Contains(err.Error(), "Invalid or missing API key") {
 		t.Errorf("refused captures: %v", err)
 	}
@@ -296,7 +297,7 @@ func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write([]byte(`data: {"type":"STEP_START","stepName":"Classifying"}` + "\n\n"))
 	}))
-	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases[:1], RunID: "eval-t"}, cut, "agent", ""); err == nil ||
+	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases[:1], RunID: "eval-t"}, cut, eval.Side{Label: "agent"}); err == nil ||
 		!strings.Contains(err.Error(), "without COMPLETE") {
 		t.Errorf("cut stream: %v", err)
 	}

@@ -3,7 +3,9 @@ package eval
 import (
 	"encoding/json"
 	"math"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -182,61 +184,6 @@ func dist(xs []float64) Dist {
 	return d
 }
 
-// ChangeKind says how a case's answer changed from the baseline.
-type ChangeKind string
-
-// Change kinds, in the order reports list them.
-const (
-	Broken  ChangeKind = "broken"  // right with the baseline, wrong now
-	Fixed   ChangeKind = "fixed"   // wrong with the baseline, right now
-	Changed ChangeKind = "changed" // a different answer, as right or as wrong
-)
-
-// Change is a case whose answer differs between baseline and candidate.
-type Change struct {
-	Kind      ChangeKind `json:"kind"`
-	Case      Case       `json:"case"`
-	Baseline  Answer     `json:"baseline"`
-	Candidate Answer     `json:"candidate"`
-}
-
-// Answer is what a pass made of a case.
-type Answer struct {
-	Outcome    brainwire.Outcome `json:"outcome"`
-	Bucket     string            `json:"bucket,omitempty"`
-	Confidence float64           `json:"confidence"`
-	Correct    bool              `json:"correct"`
-	RunID      string            `json:"run_id"`
-}
-
-func answerOf(r Result) Answer {
-	return Answer{Outcome: r.Outcome, Bucket: r.Bucket, Confidence: r.Conf, Correct: r.Correct, RunID: r.RunID}
-}
-
-// Compare lists the cases whose outcome, bucket or correctness differ
-// between the passes (same corpus, same order): broken first, then fixed,
-// then other changes, each in corpus order.
-func Compare(baseline, candidate []Result) []Change {
-	var out []Change
-	for i := range min(len(baseline), len(candidate)) {
-		b, c := baseline[i], candidate[i]
-		if b.Outcome == c.Outcome && b.Bucket == c.Bucket && b.Correct == c.Correct {
-			continue
-		}
-		kind := Changed
-		switch {
-		case b.Correct && !c.Correct:
-			kind = Broken
-		case !b.Correct && c.Correct:
-			kind = Fixed
-		}
-		out = append(out, Change{Kind: kind, Case: c.Case, Baseline: answerOf(b), Candidate: answerOf(c)})
-	}
-	order := map[ChangeKind]int{Broken: 0, Fixed: 1, Changed: 2}
-	slices.SortStableFunc(out, func(a, b Change) int { return order[a.Kind] - order[b.Kind] })
-	return out
-}
-
 // PassReport is one pass as the report shows it.
 type PassReport struct {
 	Instructions     string  `json:"instructions"`
@@ -246,6 +193,11 @@ type PassReport struct {
 	Model            string  `json:"model,omitempty"`
 	ElapsedSeconds   float64 `json:"elapsed_seconds"`
 	Metrics          Metrics `json:"metrics"`
+	// AccuracyInterval is Metrics.Accuracy with its interval.
+	AccuracyInterval Interval `json:"accuracy_interval"`
+	// CasesAgreed counts the cases every trial of which gave the same
+	// answer (all of them, with one trial).
+	CasesAgreed int `json:"cases_agreed"`
 }
 
 func passReport(p *Pass) PassReport {
@@ -253,20 +205,52 @@ func passReport(p *Pass) PassReport {
 		Instructions: p.Instructions, AgentID: p.Agent.ID, AgentVersion: p.Agent.Version,
 		InstructionsHash: p.Agent.InstructionsHash, Model: p.Agent.Model,
 		ElapsedSeconds: math.Round(p.Elapsed.Seconds()*1000) / 1000, Metrics: Summarize(p.Results),
+		AccuracyInterval: accuracyInterval(p.Results), CasesAgreed: agreed(p.Results),
 	}
 }
 
+// ReportConfig says how to report an evaluation.
+type ReportConfig struct {
+	// RunID is the evaluation's; Corpus names the corpus it ran.
+	RunID, Corpus string
+	// MinAccuracy is the accuracy the candidate must reach (0: none).
+	MinAccuracy float64
+	// ConfidenceDrop is the fall in a case's confidence, in the same
+	// bucket, listed as a regression (DefaultConfidenceDrop when 0).
+	ConfidenceDrop float64
+	// TraceURL, when set, makes each run's trace a link: {trace_id} is
+	// replaced by the run's trace id.
+	TraceURL string
+}
+
+// TraceIDPlaceholder is what ReportConfig.TraceURL's trace id replaces.
+const TraceIDPlaceholder = "{trace_id}"
+
 // Report is an evaluation's outcome.
 type Report struct {
-	RunID     string      `json:"eval_run_id"`
-	Corpus    string      `json:"corpus"`
-	Cases     int         `json:"cases"`
+	RunID  string `json:"eval_run_id"`
+	Corpus string `json:"corpus"`
+	Cases  int    `json:"cases"`
+	// Trials is how many times each case ran on each side.
+	Trials    int         `json:"trials"`
 	Candidate PassReport  `json:"candidate"`
 	Baseline  *PassReport `json:"baseline,omitempty"`
-	// Changes are the cases whose answer the candidate changed.
-	Changes []Change `json:"changes,omitempty"`
-	// Results are the candidate's answers, case by case.
-	Results []Result `json:"results"`
+	// Comparison pairs the passes case by case, with a verdict.
+	Comparison *Comparison `json:"comparison,omitempty"`
+	// Timing compares their time to outcome.
+	Timing *Timing `json:"timing,omitempty"`
+	// ConfidenceDrop is the threshold of the confidence_drop changes.
+	ConfidenceDrop float64 `json:"confidence_drop,omitempty"`
+	// Changes are the distinct cases whose answer the candidate changed;
+	// ChangeCounts count them by kind.
+	Changes      []Change      `json:"changes,omitempty"`
+	ChangeCounts []ChangeCount `json:"change_counts,omitempty"`
+	// TraceURL is the template of the runs' trace links.
+	TraceURL string `json:"trace_url,omitempty"`
+	// Results are the candidate's runs, case by case and trial by trial;
+	// BaselineResults the baseline's.
+	Results         []Result `json:"results"`
+	BaselineResults []Result `json:"baseline_results,omitempty"`
 	// MinAccuracy is the accuracy the candidate must reach (0: none);
 	// Passed says whether it did.
 	MinAccuracy float64 `json:"min_accuracy,omitempty"`
@@ -274,15 +258,44 @@ type Report struct {
 }
 
 // NewReport builds the report of a candidate pass and, when not nil, its
-// baseline.
-func NewReport(runID, corpus string, candidate, baseline *Pass, minAccuracy float64) *Report {
-	r := &Report{RunID: runID, Corpus: corpus, Cases: len(candidate.Results), Candidate: passReport(candidate),
-		Results: candidate.Results, MinAccuracy: minAccuracy}
+// baseline. It sets the runs' trace links.
+func NewReport(cfg ReportConfig, candidate, baseline *Pass) *Report {
+	cases := byCase(candidate.Results)
+	r := &Report{RunID: cfg.RunID, Corpus: cfg.Corpus, Cases: len(cases), Trials: 1,
+		MinAccuracy: cfg.MinAccuracy, TraceURL: cfg.TraceURL}
+	if len(cases) > 0 {
+		r.Trials = len(cases[0])
+	}
+	r.Results = linkTraces(candidate.Results, cfg.TraceURL)
+	r.Candidate = passReport(candidate)
 	if baseline != nil {
+		r.BaselineResults = linkTraces(baseline.Results, cfg.TraceURL)
 		b := passReport(baseline)
 		r.Baseline = &b
-		r.Changes = Compare(baseline.Results, candidate.Results)
+		r.ConfidenceDrop = cfg.ConfidenceDrop
+		if r.ConfidenceDrop <= 0 {
+			r.ConfidenceDrop = DefaultConfidenceDrop
+		}
+		r.Changes = Compare(r.BaselineResults, r.Results, r.ConfidenceDrop)
+		r.ChangeCounts = countChanges(r.Changes)
+		c := compareAccuracy(r.BaselineResults, r.Results)
+		r.Comparison = &c
+		t := compareTiming(r.BaselineResults, r.Results)
+		r.Timing = &t
 	}
-	r.Passed = r.Candidate.Metrics.Accuracy >= minAccuracy
+	r.Passed = r.Candidate.Metrics.Accuracy >= cfg.MinAccuracy
 	return r
+}
+
+// linkTraces sets each traced run's link from template.
+func linkTraces(results []Result, template string) []Result {
+	if template == "" {
+		return results
+	}
+	for i := range results {
+		if id := results[i].TraceID; id != "" {
+			results[i].TraceURL = strings.ReplaceAll(template, TraceIDPlaceholder, url.PathEscape(id))
+		}
+	}
+	return results
 }

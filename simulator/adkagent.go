@@ -134,8 +134,7 @@ func (p *adkPlan) resume(responses []adkResponse) {
 func (p *adkPlan) classifyAndFile() {
 	ss := p.ss
 	c := readMessages(ss.messages)
-	v := p.s.classifier.classify(c.texts)
-	why := explain(v, c)
+	v, why := p.s.verdict(p.s.classifier, c)
 	switch {
 	case ss.magic.errorEvent:
 		// The model stream dies a few chunks in.

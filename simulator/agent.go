@@ -353,8 +353,7 @@ func (b *builder) think() {
 
 func (b *builder) classifyAndFile() {
 	c := readThread(b.th)
-	v := b.r.classify.classify(c.texts)
-	why := explain(v, c)
+	v, why := b.s.verdict(b.r.classify, c)
 	if b.r.magic.noTool || !b.r.offers(brainwire.ToolFileCapture) {
 		b.reason(why + " I am answering in text only, without calling file_capture: " + v.Bucket + ", " + v.Status + ".")
 		b.complete()

@@ -126,6 +126,20 @@
 // together, the newest one's cues counting double, and files them joined by
 // newlines.
 //
+// # Variation
+//
+// The classifier answers a text the same way every time; a model does
+// not. Config.Variation makes the simulator vary as one does, so that
+// statistics over repeated runs (brainwire eval --trials) can be tried
+// offline: normal noise on each filing's confidence (ConfidenceNoise, its
+// standard deviation; the status follows it across 0.6) and, with chance
+// OtherBucket, a filing in another bucket (the runner-up when it has cues,
+// at its own confidence; else another bucket at 0.45). Misunderstood
+// captures do not vary. The reasoning ends saying what varied. Draws come
+// from Seed, the text and how many times this simulator has classified it
+// before, so a seed reproduces a run's answers whatever order concurrent
+// captures arrive in.
+//
 // # Instructions
 //
 // A run follows the agent's instructions (Config.Instructions, reported by

@@ -128,8 +128,7 @@ func (b *responsePlanner) think() {
 
 func (b *responsePlanner) classifyAndFile() {
 	c := readSession(b.sess)
-	v := b.cls.classify(c.texts)
-	why := explain(v, c)
+	v, why := b.s.verdict(b.cls, c)
 	run := b.run
 	if run.magic.noTool || !run.offers(brainwire.ToolFileCapture) {
 		b.reason("Answering without filing", why+" I am answering in text only, without calling file_capture: "+v.Bucket+", "+v.Status+".")

@@ -65,6 +65,9 @@ type Config struct {
 	MaxThreads int
 	// ADKApp is the app the ADK face serves; DefaultADKApp when empty.
 	ADKApp string
+	// Variation makes answers vary from run to run, reproducibly (the
+	// zero value: they do not).
+	Variation Variation
 }
 
 // Simulator is an offline stand-in for the Foundry Agent Service
@@ -73,6 +76,7 @@ type Simulator struct {
 	cfg        Config
 	classifier *classifier // with Config.Instructions' rules
 	ruled      bool        // Config.Instructions have rules of their own
+	vary       *variation  // Config.Variation, with its counts
 
 	mu      sync.Mutex
 	threads map[string]*thread
@@ -117,6 +121,7 @@ func New(cfg Config) *Simulator {
 		cfg:        cfg,
 		classifier: newClassifier().withRules(rules),
 		ruled:      len(rules) > 0,
+		vary:       newVariation(cfg.Variation),
 		threads:    map[string]*thread{},
 		lru:        list.New(),
 		responses:  newResponsesState(cfg.MaxThreads),

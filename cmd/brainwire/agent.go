@@ -358,7 +358,8 @@ func orDefault(s, def string) string {
 func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	a := cfg.Agent
 	if a.Sim != "" {
-		endpoint, stop, err := startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay, Instructions: cfg.SimInstructions})
+		endpoint, stop, err := startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay, Instructions: cfg.SimInstructions,
+			Variation: cfg.SimVariation})
 		if err != nil {
 			return nil, err
 		}

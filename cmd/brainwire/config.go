@@ -10,6 +10,7 @@ import (
 
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
 )
 
 // config is everything `serve` reads from the environment.
@@ -26,8 +27,10 @@ type config struct {
 	// SimInstructions are the simulated agent's instructions (from
 	// BRAINWIRE_SIM_INSTRUCTIONS_FILE); "" keeps its own.
 	SimInstructions string
-	MaxUploads      int
-	UploadTimeout   time.Duration
+	// SimVariation varies the simulator's answers (eval's flags set it).
+	SimVariation  simulator.Variation
+	MaxUploads    int
+	UploadTimeout time.Duration
 	// H2C accepts HTTP/2 without TLS beside HTTP/1.1 (BRAINWIRE_H2C).
 	H2C bool
 

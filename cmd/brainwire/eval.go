@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
 )
 
@@ -26,20 +28,43 @@ const evalUsage = `usage: brainwire eval [flags] CORPUS.jsonl
 Runs every capture of a labelled corpus through the real capture path
 against the configured agent (the built-in simulator when
 AZURE_AI_PROJECT_ENDPOINT is unset), filing into a scratch store that is
-thrown away, never the production store, and reports accuracy, precision
-and recall per bucket, the confusion matrix, outcome rates, reasoning
-length, tokens and time to outcome.
+thrown away, never the production store, and reports accuracy with its
+95% interval, precision and recall per bucket, the confusion matrix,
+outcome rates, reasoning length, tokens and time to outcome.
 
   -instructions FILE   run with these instructions instead of the agent's
   -baseline FILE       also run with these ("agent": the agent's own) and
-                       list the cases whose answer changed
+                       compare: the verdict (better, worse or not
+                       distinguishable: McNemar's exact test, or with
+                       trials a paired permutation test over cases), the
+                       accuracy difference with a bootstrap interval over
+                       cases, the
+                       cases that broke, got fixed or changed, those whose
+                       confidence fell by -confidence-drop in the same
+                       bucket, and time to outcome where a test says it
+                       changed (per case: Mann-Whitney U, Benjamini-Hochberg)
+  -trials N            run each case N times on each side: a model does not
+                       answer the same way twice, one pass cannot say
+                       whether new instructions are better
   -min-accuracy X      exit with status 3 when the accuracy is below X
+  -html FILE           also write a self-contained HTML report
+  -trace-url TEMPLATE  link every run to its trace; {trace_id} is replaced:
+      Jaeger           http://localhost:16686/trace/{trace_id}
+      Grafana (Tempo)  http://localhost:3000/explore?schemaVersion=1&orgId=1&panes=%7B%22bw1%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22{trace_id}%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22now-7d%22%2C%22to%22%3A%22now%22%7D%7D%7D
+      App Insights     https://portal.azure.com/#blade/Microsoft_Azure_Monitoring_Logs/LogsBlade/resourceId/%2Fsubscriptions%2FSUBSCRIPTION%2FresourceGroups%2FGROUP%2Fproviders%2Fmicrosoft.insights%2Fcomponents%2FNAME/source/LogsBlade.AnalyticsShareLinkToQuery/query/union%20*%20%7C%20where%20operation_Id%20%3D%3D%20%27{trace_id}%27/timespan/P7D
+
+Offline the simulator answers every run of a case the same way; to try
+the statistics on runs that differ, as a model's do, vary it:
+-sim-confidence-noise 0.05 -sim-other-bucket 0.1 (-sim-seed picks the
+draws; each side gets its own seeded simulator, so a seed reproduces a
+report's answers).
 
 The corpus is JSON Lines: {"text", "expected_bucket", "expected_outcome"?,
 "id"?, "meta"?}; brainwire export-labels writes one from the store.
 Telemetry is configured as for serve (service name brainwire-eval unless
 OTEL_SERVICE_NAME is set); every capture's trace carries the evaluation's
-id (brainwire.eval.run_id) and the instructions version.
+id (brainwire.eval.run_id) and the instructions version, and the report
+names each run's run id and trace id.
 
 flags:
 `
@@ -58,11 +83,22 @@ const exitBelowMinAccuracy = 3
 type evalFlags struct {
 	instructions, baseline string
 	minAccuracy            float64
+	confidenceDrop         float64
+	trials                 int
 	concurrency            int
 	format                 string
-	markdown, json         string
+	markdown, json, html   string
+	traceURL               string
 	simDelay               time.Duration
+	sim                    simulator.Variation
 }
+
+// maxTrials bounds -trials, and maxRuns the runs of a side (cases times
+// trials), whose results the report holds in memory.
+const (
+	maxTrials = 100
+	maxRuns   = 100_000
+)
 
 func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
 	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
@@ -73,11 +109,18 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs.StringVar(&f.instructions, "instructions", "", "run with the instructions in this `file` instead of the agent's")
 	fs.StringVar(&f.baseline, "baseline", "", "also run with the instructions in this `file` (or \"agent\" for the agent's own) and compare case by case")
 	fs.Float64Var(&f.minAccuracy, "min-accuracy", 0, "exit with status 3 when the accuracy is below this (0 to 1)")
+	fs.Float64Var(&f.confidenceDrop, "confidence-drop", eval.DefaultConfidenceDrop, "list a case as a regression when its confidence in the same bucket falls by this much (0 to 1)")
+	fs.IntVar(&f.trials, "trials", 1, "run each case this many times on each side")
 	fs.IntVar(&f.concurrency, "concurrency", eval.DefaultConcurrency, "captures in flight at once")
-	fs.StringVar(&f.format, "format", eval.FormatTable, "report on stdout as table, markdown or json")
+	fs.StringVar(&f.format, "format", eval.FormatTable, "report on stdout as table, markdown, json or html")
 	fs.StringVar(&f.markdown, "markdown", "", "also write the report as Markdown to this `file`")
 	fs.StringVar(&f.json, "json", "", "also write the report as JSON to this `file`")
+	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page to this `file`")
+	fs.StringVar(&f.traceURL, "trace-url", "", "link each run to its trace: this URL `template` with {trace_id} replaced")
 	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default none)")
+	fs.Int64Var(&f.sim.Seed, "sim-seed", 1, "the seed of the simulator's variation")
+	fs.Float64Var(&f.sim.ConfidenceNoise, "sim-confidence-noise", 0, "vary the simulator's confidences by normal noise of this standard deviation")
+	fs.Float64Var(&f.sim.OtherBucket, "sim-other-bucket", 0, "the chance that the simulator files a capture in another bucket (0 to 1)")
 	corpusPath, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -90,12 +133,25 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return usageError{"eval: -min-accuracy must be 0 to 1"}
 	case f.concurrency < 1 || f.concurrency > 64:
 		return usageError{"eval: -concurrency must be 1 to 64"}
-	case f.format != eval.FormatTable && f.format != eval.FormatMarkdown && f.format != eval.FormatJSON:
-		return usageError{fmt.Sprintf("eval: unknown -format %q (table, markdown, json)", f.format)}
+	case f.trials < 1 || f.trials > maxTrials:
+		return usageError{fmt.Sprintf("eval: -trials must be 1 to %d", maxTrials)}
+	case f.confidenceDrop <= 0 || f.confidenceDrop > 1:
+		return usageError{"eval: -confidence-drop must be above 0 and at most 1"}
+	case !slices.Contains([]string{eval.FormatTable, eval.FormatMarkdown, eval.FormatJSON, eval.FormatHTML}, f.format):
+		return usageError{fmt.Sprintf("eval: unknown -format %q (table, markdown, json, html)", f.format)}
+	case f.traceURL != "" && !strings.Contains(f.traceURL, eval.TraceIDPlaceholder):
+		return usageError{"eval: -trace-url must contain " + eval.TraceIDPlaceholder}
+	case f.sim.ConfidenceNoise < 0 || f.sim.ConfidenceNoise > 1:
+		return usageError{"eval: -sim-confidence-noise must be 0 to 1"}
+	case f.sim.OtherBucket < 0 || f.sim.OtherBucket > 1:
+		return usageError{"eval: -sim-other-bucket must be 0 to 1"}
 	}
 	cases, err := readCorpus(corpusPath)
 	if err != nil {
 		return err
+	}
+	if len(cases)*f.trials > maxRuns {
+		return usageError{fmt.Sprintf("eval: %d cases × %d trials is over %d runs a side", len(cases), f.trials, maxRuns)}
 	}
 	candidate, err := readInstructions(f.instructions)
 	if err != nil {
@@ -112,10 +168,14 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	if f.sim.On() && cfg.Agent.Sim == "" {
+		return usageError{"eval: the -sim-* flags vary the built-in simulator, and an agent service is configured"}
+	}
 	cfg.SimChunkDelay = f.simDelay
 	if cfg.SimChunkDelay == 0 {
 		cfg.SimChunkDelay = -1 // the simulator's "no pause"
 	}
+	cfg.SimVariation = f.sim
 	runID := newEvalRunID()
 	tel, err := setupTelemetry(ctx, cfg, evalEnv(getenv), io.Discard, log, evalResource(runID)...)
 	if err != nil {
@@ -124,10 +184,6 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	defer tel.shutdown()
 	b := &backends{}
 	defer b.close()
-	var cred credential
-	if b.agent, err = openAgent(ctx, cfg, &cred, b, log); err != nil {
-		return err
-	}
 	scratch, err := os.MkdirTemp("", "brainwire-eval-")
 	if err != nil {
 		return fmt.Errorf("eval: scratch directory: %w", err)
@@ -135,29 +191,28 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	defer os.RemoveAll(scratch)
 	open := evalTarget(cfg, b, tel, scratch, runID, log)
 
-	progress := newProgress(stderr, len(cases))
-	run := func(label, instructions string) (*eval.Pass, error) {
-		progress.start(label)
-		p, err := eval.Run(ctx, eval.Config{Cases: cases, RunID: runID, Concurrency: f.concurrency, Progress: progress.update},
-			open, label, instructions)
-		progress.finish()
-		return p, err
-	}
-	var base *eval.Pass
+	sides := []eval.Side{{Label: instructionsLabel(f.instructions), Instructions: candidate}}
 	if f.baseline != "" {
-		if base, err = run(instructionsLabel(f.baseline), baseline); err != nil {
-			return err
-		}
+		sides = append([]eval.Side{{Label: instructionsLabel(f.baseline), Instructions: baseline}}, sides...)
 	}
-	cand, err := run(instructionsLabel(f.instructions), candidate)
+	progress := newProgress(stderr, len(cases)*len(sides)*f.trials)
+	progress.start(sides, len(cases), f.trials)
+	passes, err := eval.Run(ctx, eval.Config{Cases: cases, RunID: runID, Trials: f.trials, Concurrency: f.concurrency, Progress: progress.update},
+		open, sides...)
+	progress.finish()
 	if err != nil {
 		return err
 	}
-	rep := eval.NewReport(runID, corpusPath, cand, base, f.minAccuracy)
+	cand, base := passes[len(passes)-1], (*eval.Pass)(nil)
+	if len(passes) == 2 {
+		base = passes[0]
+	}
+	rep := eval.NewReport(eval.ReportConfig{RunID: runID, Corpus: corpusPath, MinAccuracy: f.minAccuracy,
+		ConfidenceDrop: f.confidenceDrop, TraceURL: f.traceURL}, cand, base)
 	if err := rep.Write(stdout, f.format); err != nil {
 		return err
 	}
-	for path, format := range map[string]string{f.markdown: eval.FormatMarkdown, f.json: eval.FormatJSON} {
+	for path, format := range map[string]string{f.markdown: eval.FormatMarkdown, f.json: eval.FormatJSON, f.html: eval.FormatHTML} {
 		if path != "" {
 			if err := writeReport(path, rep, format); err != nil {
 				return err
@@ -173,23 +228,35 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 
 // evalTarget opens each pass's capture server with app.New, as serve does,
 // but with a scratch SQLite store of its own: an evaluation never files
-// into the configured store.
+// into the configured store. Offline, each pass also gets a simulator of
+// its own, its variation seeded apart from the other's: the passes run
+// interleaved, and a seed still reproduces each side's answers.
 func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID string, log *slog.Logger) eval.Open {
 	var mu sync.Mutex
 	n := 0
+	var cred credential
 	return func(ctx context.Context, instructions string, obs brainwire.Observer) (eval.Target, error) {
 		mu.Lock()
 		n++
-		path := filepath.Join(scratch, fmt.Sprintf("pass-%d.db", n))
+		pass := n
 		mu.Unlock()
-		store, err := sqlite.Open(ctx, path)
+		passCfg, passLog := cfg, log
+		passCfg.SimVariation.Seed += int64(pass - 1)
+		if pass > 1 {
+			passLog = slog.New(slog.DiscardHandler) // the first pass said which agent runs
+		}
+		agent, err := openAgent(ctx, passCfg, &cred, b, passLog)
+		if err != nil {
+			return eval.Target{}, err
+		}
+		store, err := sqlite.Open(ctx, filepath.Join(scratch, fmt.Sprintf("pass-%d.db", pass)))
 		if err != nil {
 			return eval.Target{}, err
 		}
 		key := "eval-" + runID + "-key"
 		srv, err := app.New(app.Config{
 			Keys:         server.Keys{key: "eval"},
-			Agent:        b.agent,
+			Agent:        agent,
 			Store:        store,
 			Telemetry:    tel.tel,
 			Observer:     obs,
@@ -204,12 +271,12 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 			store.Close()
 			return eval.Target{}, err
 		}
-		agent, err := srv.RefreshAgent(ctx)
+		agentInfo, err := srv.RefreshAgent(ctx)
 		if err != nil {
 			store.Close()
 			return eval.Target{}, fmt.Errorf("eval: the agent service does not describe the agent: %w", err)
 		}
-		return eval.Target{Handler: srv.Handler(), APIKey: key, Agent: agent, Close: func() { store.Close() }}, nil
+		return eval.Target{Handler: srv.Handler(), APIKey: key, Agent: agentInfo, Close: func() { store.Close() }}, nil
 	}
 }
 
@@ -331,12 +398,23 @@ func newProgress(w io.Writer, total int) *progress {
 	return &progress{w: w, tty: tty, total: total}
 }
 
-func (p *progress) start(label string) {
+func (p *progress) start(sides []eval.Side, cases, trials int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.label, p.began, p.last = label, time.Now(), 0
+	labels := make([]string, len(sides))
+	for i, s := range sides {
+		labels[i] = s.Label
+	}
+	p.label, p.began, p.last = strings.Join(labels, " vs "), time.Now(), 0
 	if !p.tty {
-		fmt.Fprintf(p.w, "eval: %d cases with %s instructions\n", p.total, label)
+		what := fmt.Sprintf("%d case", cases)
+		if cases != 1 {
+			what += "s"
+		}
+		if trials > 1 {
+			what += fmt.Sprintf(" × %d trials", trials)
+		}
+		fmt.Fprintf(p.w, "eval: %s with %s instructions\n", what, strings.Join(labels, " and "))
 	}
 }
 

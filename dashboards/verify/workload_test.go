@@ -147,7 +147,8 @@ type filedItem struct {
 
 // texts is each replica's share of one round of captures: every outcome,
 // a tool error the agent recovers from, a second call refused, an upstream
-// failure, and a text the two instructions versions file differently.
+// failure, a text the two instructions versions file differently, and a
+// long run.
 var texts = []string{
 	"Call mom about her birthday on Sunday",
 	"Finish the quarterly report draft by Thursday",
@@ -160,6 +161,9 @@ var texts = []string{
 	"#no-tool Call the dentist",
 	"#fail Lunch with Sarah",
 	"Go to the gym after work",
+	// A long chain of thought: later buckets of the time-to-outcome and
+	// reasoning-chunk histograms.
+	"#long:400 Plan the garden party with my sister",
 }
 
 func runWorkload(ctx context.Context, s *stack) (*truth, error) {

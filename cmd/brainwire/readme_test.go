@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // repoRoot is the module's root directory.
@@ -192,4 +198,79 @@ func documentedVariables(readme string) []string {
 		}
 	}
 	return out
+}
+
+// TestREADMECaptureExample runs the README's capture example as a
+// newcomer pastes it, with the built binary, started 2 s late as go run
+// starts it after building, for `go run ./cmd/brainwire`, and a free port
+// for 8000: the capture is classified.
+func TestREADMECaptureExample(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("curl is not installed (apt-get install curl): the README's example cannot run")
+		}
+		t.Skip("curl is not installed")
+	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := shellBlockAfter(t, string(readme), "## A capture")
+	if !strings.Contains(snippet, "go run ./cmd/brainwire serve &") || !strings.Contains(snippet, "127.0.0.1:8000") {
+		t.Fatalf("the example no longer starts serve in the background on 127.0.0.1:8000:\n%s", snippet)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	// go run builds before the server starts: a pause stands for it.
+	goRun := filepath.Join(t.TempDir(), "go-run-brainwire")
+	if err := os.WriteFile(goRun, []byte("#!/bin/sh\nsleep 2\nexec "+brainwireBinary(t)+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(snippet, "go run ./cmd/brainwire", goRun)
+	script = strings.ReplaceAll(script, "127.0.0.1:8000", addr)
+	// The server is stopped, whether the example stops it or not.
+	script = "set -e\n" + script + "\nkill $! 2>/dev/null || true\nwait\n"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	// On a timeout, the server the script started goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "BRAINWIRE_ADDR="+addr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// When the script fails, the server it left running holds the output
+	// open: stop waiting for it, and stop it.
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if err != nil {
+		t.Fatalf("the example failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{`data: {"type":"STEP_START","stepName":"Classifying"}`, `"type":"CLASSIFIED"`, `"bucket":"People"`, `data: {"type":"COMPLETE"`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the example's output lacks %s:\n%s\nstderr:\n%s", want, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// shellBlockAfter returns the first ```sh block after heading.
+func shellBlockAfter(t *testing.T, readme, heading string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatalf("no sh block after %q", heading)
+	}
+	return block
 }

@@ -237,14 +237,14 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	simEnv := append(append(base[:len(base):len(base)], "BRAINWIRE_SIM_CHUNK_DELAY="+cfg.ChunkDelay.String(),
-		// Every capture in flight keeps its conversation.
-		"BRAINWIRE_SIM_MAX_THREADS=100000"), cfg.SimEnv...)
+	simEnv := append(base[:len(base):len(base)], cfg.SimEnv...)
 	simBin := cfg.Brainwire
 	if cfg.SimBrainwire != "" {
 		simBin = cfg.SimBrainwire
 	}
-	if st.Sim, err = startProcess("simulator", []string{simBin, "sim", "-addr", simAddr}, simEnv, cfg.Dir, false); err != nil {
+	// Every capture in flight keeps its conversation: -max-threads.
+	simArgs := []string{simBin, "sim", "-addr", simAddr, "-chunk-delay", cfg.ChunkDelay.String(), "-max-threads", "100000"}
+	if st.Sim, err = startProcess("simulator", simArgs, simEnv, cfg.Dir, false); err != nil {
 		return nil, err
 	}
 	st.Sim.Addr = simAddr

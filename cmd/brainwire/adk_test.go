@@ -184,7 +184,7 @@ func TestHealthWithADKAppMissing(t *testing.T) {
 func TestRecordADK(t *testing.T) {
 	t.Run("the simulator's face", func(t *testing.T) {
 		dir := t.TempDir()
-		if _, err := runCmd(t, map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}, "record", "-sim", "-api", "adk", "-dir", dir, "-name", "c",
+		if _, err := runCmd(t, nil, "record", "-sim", "-api", "adk", "-sim-chunk-delay", "1ms", "-dir", dir, "-name", "c",
 			"-text", "Call mom about her birthday"); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
@@ -25,7 +27,7 @@ const (
 	apiADK       = "adk"       // a Google ADK API server (/run_sse)
 )
 
-// The simulator's faces (BRAINWIRE_SIM_API, record -api).
+// The simulator's faces (serve -sim-api, record -api).
 const (
 	simResponses = "responses" // Responses API, an agent brainwire defines
 	simAgent     = "agent"     // Responses API, the simulated Foundry agent by name
@@ -77,15 +79,27 @@ type adkConfig struct {
 // loadAgentConfig reads which agent to run from the environment.
 func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	a := agentConfig{
-		Project:      strings.TrimRight(getenv("AZURE_AI_PROJECT_ENDPOINT"), "/"),
-		BaseURL:      getenv("OPENAI_BASE_URL"),
 		Token:        getenv("AZURE_AI_PROJECT_TOKEN"),
 		APIKey:       getenv("OPENAI_API_KEY"),
 		APIKeyHeader: getenv("OPENAI_API_KEY_HEADER"),
 		AgentID:      getenv("AZURE_AI_AGENT_ID"),
 		APIVersion:   envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", foundry.DefaultAPIVersion),
+		ADK:          adkConfig{App: getenv("ADK_APP_NAME"), AuthHeader: getenv("ADK_AUTH_HEADER")},
 	}
-	a.ADK = adkConfig{BaseURL: strings.TrimRight(getenv("ADK_API_BASE_URL"), "/"), App: getenv("ADK_APP_NAME"), AuthHeader: getenv("ADK_AUTH_HEADER")}
+	var err error
+	if a.Project, err = envURL(getenv, "AZURE_AI_PROJECT_ENDPOINT"); err != nil {
+		return a, err
+	}
+	if a.BaseURL, err = envURL(getenv, "OPENAI_BASE_URL"); err != nil {
+		return a, err
+	}
+	if a.ADK.BaseURL, err = envURL(getenv, "ADK_API_BASE_URL"); err != nil {
+		return a, err
+	}
+	a.Project, a.ADK.BaseURL = strings.TrimRight(a.Project, "/"), strings.TrimRight(a.ADK.BaseURL, "/")
+	if a.APIKeyHeader != "" && !httpguts.ValidHeaderFieldName(a.APIKeyHeader) {
+		return a, badSetting("OPENAI_API_KEY_HEADER", a.APIKeyHeader, "a header name (api-key, Authorization)")
+	}
 	name, version := getenv("AZURE_AI_AGENT_NAME"), getenv("AZURE_AI_AGENT_VERSION")
 	model := getenv("AZURE_AI_MODEL_DEPLOYMENT_NAME")
 	summary, err := reasoningSummary(getenv("BRAINWIRE_REASONING_SUMMARY"))
@@ -96,7 +110,8 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	switch a.Responses.Chaining {
 	case "", responses.ChainConversation, responses.ChainPreviousResponse:
 	default:
-		return a, fmt.Errorf("BRAINWIRE_RESPONSES_CHAINING: %q is neither %s nor %s", a.Responses.Chaining, responses.ChainConversation, responses.ChainPreviousResponse)
+		return a, badSetting("BRAINWIRE_RESPONSES_CHAINING", string(a.Responses.Chaining),
+			string(responses.ChainConversation)+" or "+string(responses.ChainPreviousResponse))
 	}
 	if version != "" && name == "" {
 		return a, fmt.Errorf("AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME")
@@ -104,7 +119,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 
 	if a.ADK.AuthHeader != "" {
 		if _, _, err := adk.ParseHeader(a.ADK.AuthHeader); err != nil {
-			return a, fmt.Errorf("ADK_AUTH_HEADER: %w", err)
+			return a, fmt.Errorf("ADK_AUTH_HEADER: %w", err) // without the value, a secret
 		}
 	}
 	switch {
@@ -150,9 +165,9 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 			a.Responses.Chaining = responses.ChainPreviousResponse
 		}
 	default:
-		if err := a.useSimulator(envOr(getenv, "BRAINWIRE_SIM_API", simResponses)); err != nil {
-			return a, fmt.Errorf("BRAINWIRE_SIM_API: %w", err)
-		}
+		// Nothing configured: the built-in simulator, on the face the
+		// flags pick (useSimulator again).
+		_ = a.useSimulator(simResponses)
 	}
 	if a.API == apiResponses && a.Responses.Agent.Name == "" {
 		a.Instructions = instructions.Default()
@@ -230,7 +245,7 @@ func reasoningSummary(v string) (string, error) {
 	case "off", "none":
 		return "", nil
 	}
-	return "", fmt.Errorf("BRAINWIRE_REASONING_SUMMARY: %q is not auto, concise, detailed or off", v)
+	return "", badSetting("BRAINWIRE_REASONING_SUMMARY", v, "auto, concise, detailed or off")
 }
 
 // endpointProvider names an OpenAI-compatible endpoint for telemetry.
@@ -358,8 +373,7 @@ func orDefault(s, def string) string {
 func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	a := cfg.Agent
 	if a.Sim != "" {
-		endpoint, stop, err := startSimulator(ctx, simulator.Config{ChunkDelay: cfg.SimChunkDelay, Instructions: cfg.SimInstructions,
-			Variation: cfg.SimVariation})
+		endpoint, stop, err := startSimulator(ctx, cfg.Sim)
 		if err != nil {
 			return nil, err
 		}

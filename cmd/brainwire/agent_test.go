@@ -17,6 +17,9 @@ import (
 
 const project = "https://r.services.ai.azure.com/api/projects/p"
 
+// simFace stands in TestAgentConfig's cases for serve -sim-api.
+const simFace = "-sim-api"
+
 func TestAgentConfig(t *testing.T) {
 	dir := t.TempDir()
 	instr := filepath.Join(dir, "classifier.md")
@@ -29,9 +32,9 @@ func TestAgentConfig(t *testing.T) {
 	}{
 		{"nothing configured: the simulator's Responses face", nil,
 			"responses sim=responses model=brainwire-sim-keywords instructions=" + instructions.Default().Version + " chaining= summary=auto provider=azure.ai.agents id= version=" + instructions.Default().Version},
-		{"the simulator's Foundry agent", map[string]string{"BRAINWIRE_SIM_API": "agent"},
+		{"the simulator's Foundry agent", map[string]string{simFace: simAgent},
 			"responses sim=agent agent=brainwire-classifier-sim:1 chaining= summary=auto provider=azure.ai.agents id=brainwire-classifier-sim version=1"},
-		{"the simulator's classic face", map[string]string{"BRAINWIRE_SIM_API": "threads"},
+		{"the simulator's classic face", map[string]string{simFace: simThreads},
 			"threads sim=threads classic=asst_brainwire_sim provider=azure.ai.agents id=asst_brainwire_sim version="},
 		{"an agent brainwire defines on a Foundry project", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project + "/",
 			"AZURE_AI_MODEL_DEPLOYMENT_NAME": "gpt-5-mini", "BRAINWIRE_INSTRUCTIONS": instr, "BRAINWIRE_REASONING_SUMMARY": "detailed"},
@@ -56,6 +59,11 @@ func TestAgentConfig(t *testing.T) {
 			cfg, err := loadConfig(env(c.env))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if face := c.env[simFace]; face != "" { // serve -sim-api
+				if err := cfg.Agent.useSimulator(face); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if got := describeAgent(cfg.Agent); got != c.want {
 				t.Errorf("\n got %s\nwant %s", got, c.want)
@@ -95,7 +103,6 @@ func TestAgentConfigErrors(t *testing.T) {
 		"compat with an agent": {"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "AZURE_AI_AGENT_NAME": "a"},
 		"bad chaining":         {"BRAINWIRE_RESPONSES_CHAINING": "threads"},
 		"bad summary":          {"BRAINWIRE_REASONING_SUMMARY": "verbose"},
-		"bad simulator face":   {"BRAINWIRE_SIM_API": "gemini"},
 		"missing instructions": {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m", "BRAINWIRE_INSTRUCTIONS": "/nonexistent/classifier.md"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {

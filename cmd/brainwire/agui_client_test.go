@@ -228,7 +228,7 @@ func TestAGUIClientTimeout(t *testing.T) {
 	// The run streams for ten seconds; the timeout leaves its first chunks
 	// time to arrive even on a busy machine (with 300 ms, a loaded race
 	// build sometimes timed out before the first one).
-	base := startServe(t, map[string]string{"BRAINWIRE_RUN_TIMEOUT": "2s", "BRAINWIRE_SIM_CHUNK_DELAY": "5ms"})
+	base := startServe(t, map[string]string{"BRAINWIRE_RUN_TIMEOUT": "2s"}, "-sim-chunk-delay", "5ms")
 	runs, warnings := runAGUIClient(t, base, phoneKey, map[string]any{"content": "Plan the launch #long:2000", "forwardedProps": map[string]any{"reasoning": true}})
 	r := runs[0]
 	accepted(t, r, "RUN_ERROR")

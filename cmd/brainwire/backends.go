@@ -130,7 +130,10 @@ func foundryAuth(token string, cred *credential) (func(http.RoundTripper) http.R
 func sqlitePath(cfg config) string { return filepath.Join(cfg.DataDir, "brainwire.db") }
 
 func openStore(ctx context.Context, cfg config, getenv func(string) string, cred *credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {
-	endpoint := getenv("COSMOS_ENDPOINT")
+	endpoint, err := envURL(getenv, "COSMOS_ENDPOINT")
+	if err != nil {
+		return nil, err
+	}
 	if endpoint == "" {
 		if initDB {
 			log.Info("--init-db: the SQLite store creates its schema on open")
@@ -190,11 +193,15 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 			return nil, fmt.Errorf("AZURE_STORAGE_CONNECTION_STRING: %w", err)
 		}
 	case getenv("AZURE_STORAGE_ACCOUNT_URL") != "":
+		accountURL, err := envURL(getenv, "AZURE_STORAGE_ACCOUNT_URL")
+		if err != nil {
+			return nil, err
+		}
 		c, err := cred.get()
 		if err != nil {
 			return nil, fmt.Errorf("Blob Storage credentials: %w", err)
 		}
-		bc = azureblob.Config{AccountURL: getenv("AZURE_STORAGE_ACCOUNT_URL"), Container: container, TokenCredential: c}
+		bc = azureblob.Config{AccountURL: accountURL, Container: container, TokenCredential: c}
 	default:
 		dir := filepath.Join(cfg.DataDir, "audio")
 		st, err := localblob.New(dir)
@@ -216,7 +223,10 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 }
 
 func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
-	endpoint := getenv("AZURE_OPENAI_ENDPOINT")
+	endpoint, err := envURL(getenv, "AZURE_OPENAI_ENDPOINT")
+	if err != nil {
+		return nil, err
+	}
 	if endpoint == "" {
 		log.Info("transcription: not configured (set AZURE_OPENAI_ENDPOINT); voice captures are refused with 503")
 		return nil, nil
@@ -231,6 +241,9 @@ func openTranscriber(getenv func(string) string, cred *credential, log *slog.Log
 	if tc.Deployment == "" {
 		return nil, errors.New("AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT is required with AZURE_OPENAI_ENDPOINT")
 	}
+	if l := tc.Language; l != "" && !isLanguageCode(l) {
+		return nil, badSetting("AZURE_OPENAI_TRANSCRIPTION_LANGUAGE", l, "an ISO-639-1 language code (en, de, fr)")
+	}
 	if tc.APIKey == "" {
 		c, err := cred.get()
 		if err != nil {
@@ -244,4 +257,10 @@ func openTranscriber(getenv func(string) string, cred *credential, log *slog.Log
 	}
 	log.Info("transcription: Azure OpenAI", "endpoint", endpoint, "deployment", tc.Deployment)
 	return t, nil
+}
+
+// isLanguageCode reports whether s has the shape of an ISO-639-1 code, two
+// lower-case letters, the form the transcription API takes.
+func isLanguageCode(s string) bool {
+	return len(s) == 2 && 'a' <= s[0] && s[0] <= 'z' && 'a' <= s[1] && s[1] <= 'z'
 }

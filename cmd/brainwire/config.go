@@ -4,7 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"os"
+	"net"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -13,68 +14,50 @@ import (
 	"github.com/brainwire/brainwire/simulator"
 )
 
-// config is everything `serve` reads from the environment.
+// config is everything `serve` reads from the environment, and the
+// built-in simulator its flags set.
 type config struct {
-	Addr          string
-	Keys          server.Keys
-	GeneratedKey  string // set when no keys were configured
-	DataDir       string
-	RunTimeout    time.Duration
-	SimChunkDelay time.Duration
+	Addr         string
+	Keys         server.Keys
+	GeneratedKey string // set when no keys were configured
+	DataDir      string
+	RunTimeout   time.Duration
 	// AgentRefresh is how often serve asks the agent service which agent
 	// version it runs.
-	AgentRefresh time.Duration
-	// SimInstructions are the simulated agent's instructions (from
-	// BRAINWIRE_SIM_INSTRUCTIONS_FILE); "" keeps its own.
-	SimInstructions string
-	// SimVariation varies the simulator's answers (eval's flags set it).
-	SimVariation  simulator.Variation
+	AgentRefresh  time.Duration
 	MaxUploads    int
 	UploadTimeout time.Duration
 	// H2C accepts HTTP/2 without TLS beside HTTP/1.1 (BRAINWIRE_H2C).
 	H2C bool
 
-	FoundryEndpoint   string // empty: use the in-process simulator
-	FoundryAgentID    string
-	FoundryAPIVersion string
-	FoundryToken      string
-
 	// Agent is the agent captures run on (agent.go).
 	Agent agentConfig
 	// Upstream shapes the connections to it (upstream.go).
 	Upstream app.Upstream
+	// Sim is the built-in simulator's configuration, when Agent is the
+	// simulator: the flags of serve, record and eval set it.
+	Sim simulator.Config
 }
 
 func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
-		Addr:              envOr(getenv, "BRAINWIRE_ADDR", "127.0.0.1:8000"),
-		DataDir:           envOr(getenv, "BRAINWIRE_DATA_DIR", "./data"),
-		FoundryEndpoint:   getenv("AZURE_AI_PROJECT_ENDPOINT"),
-		FoundryAgentID:    getenv("AZURE_AI_AGENT_ID"),
-		FoundryAPIVersion: envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", "v1"),
-		FoundryToken:      getenv("AZURE_AI_PROJECT_TOKEN"),
+		Addr:    envOr(getenv, "BRAINWIRE_ADDR", "127.0.0.1:8000"),
+		DataDir: envOr(getenv, "BRAINWIRE_DATA_DIR", "./data"),
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, badSetting("BRAINWIRE_ADDR", c.Addr, listenAddress)
 	}
 	var err error
 	if c.RunTimeout, err = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout); err != nil {
 		return c, err
 	}
-	if c.SimChunkDelay, err = envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 25*time.Millisecond); err != nil {
-		return c, err
-	}
 	if c.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
 		return c, err
-	}
-	if path := getenv("BRAINWIRE_SIM_INSTRUCTIONS_FILE"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("BRAINWIRE_SIM_INSTRUCTIONS_FILE: %w", err)
-		}
-		c.SimInstructions = string(b)
 	}
 	if c.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
 		return c, err
 	}
-	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads); err != nil {
+	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads, 1); err != nil {
 		return c, err
 	}
 	if c.H2C, err = envBool(getenv, "BRAINWIRE_H2C", false); err != nil {
@@ -101,6 +84,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	return c, nil
 }
 
+// listenAddress is what BRAINWIRE_ADDR accepts.
+const listenAddress = "a listen address, host:port (127.0.0.1:8000, :8000)"
+
+// badSetting is how every setting brainwire cannot use is refused: the
+// variable, its value and what it accepts.
+func badSetting(name, value, accepted string) error {
+	return fmt.Errorf("%s: %q is not %s", name, value, accepted)
+}
+
 func envOr(getenv func(string) string, name, def string) string {
 	if v := getenv(name); v != "" {
 		return v
@@ -108,21 +100,19 @@ func envOr(getenv func(string) string, name, def string) string {
 	return def
 }
 
-// envDuration accepts a Go duration ("90s", "1m") or a number of seconds.
+// envDuration accepts a Go duration ("90s", "1m") or a number of seconds,
+// above zero.
 func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
 	v := getenv(name)
 	if v == "" {
 		return def, nil
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
-			return 0, fmt.Errorf("%s: must not be negative", name)
-		}
-		return time.Duration(secs * float64(time.Second)), nil
-	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s: %q is not a duration (e.g. 60s) or a number of seconds", name, v)
+	if secs, ferr := strconv.ParseFloat(v, 64); ferr == nil {
+		d, err = time.Duration(secs*float64(time.Second)), nil
+	}
+	if err != nil || d <= 0 {
+		return 0, badSetting(name, v, "a duration above zero (60s, 2m) or a number of seconds")
 	}
 	return d, nil
 }
@@ -135,20 +125,33 @@ func envBool(getenv func(string) string, name string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("%s: %q is not true or false", name, v)
+		return false, badSetting(name, v, "true or false")
 	}
 	return b, nil
 }
 
-// envInt accepts a whole number from 1.
-func envInt(getenv func(string) string, name string, def int) (int, error) {
+// envInt accepts a whole number from min.
+func envInt(getenv func(string) string, name string, def, min int) (int, error) {
 	v := getenv(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%s: %q is not a whole number from 1", name, v)
+	if err != nil || n < min {
+		return 0, badSetting(name, v, fmt.Sprintf("a whole number from %d", min))
 	}
 	return n, nil
+}
+
+// envURL accepts an http:// or https:// URL with a host.
+func envURL(getenv func(string) string, name string) (string, error) {
+	v := getenv(name)
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", badSetting(name, v, "an https:// (or http://) URL")
+	}
+	return v, nil
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.RunTimeout != 60*time.Second ||
-		c.FoundryAPIVersion != "v1" || c.FoundryEndpoint != "" || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute || c.H2C {
+		c.Agent.APIVersion != "v1" || c.Agent.Sim != simResponses || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute || c.H2C {
 		t.Fatalf("defaults %+v", c)
 	}
 	// No keys configured: one is generated and maps to the default user.
@@ -50,16 +48,12 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.GeneratedKey != "" || c.Keys["k-0123456789abcdef"] != "alice" || c.RunTimeout != 90*time.Second ||
-		c.FoundryAgentID != "asst_1" || c.FoundryAPIVersion != "2025-05-15-preview" ||
+		c.Agent.AgentID != "asst_1" || c.Agent.APIVersion != "2025-05-15-preview" ||
 		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute || !c.H2C {
 		t.Fatalf("config %+v", c)
 	}
-	instr := filepath.Join(t.TempDir(), "instructions.txt")
-	if err := os.WriteFile(instr, []byte("Admin cues: gym"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err = loadConfig(env(map[string]string{"BRAINWIRE_AGENT_REFRESH": "30s", "BRAINWIRE_SIM_INSTRUCTIONS_FILE": instr}))
-	if err != nil || c.AgentRefresh != 30*time.Second || c.SimInstructions != "Admin cues: gym" {
+	c, err = loadConfig(env(map[string]string{"BRAINWIRE_AGENT_REFRESH": "30s"}))
+	if err != nil || c.AgentRefresh != 30*time.Second {
 		t.Fatalf("config %+v, %v", c, err)
 	}
 	if d, _ := envDuration(env(map[string]string{"X": "1m30s"}), "X", 0); d != 90*time.Second {
@@ -69,17 +63,16 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 
 func TestLoadConfigErrors(t *testing.T) {
 	for name, e := range map[string]map[string]string{
-		"short key":                {"BRAINWIRE_API_KEYS": "short"},
-		"bad timeout":              {"BRAINWIRE_RUN_TIMEOUT": "soon"},
-		"negative timeout":         {"BRAINWIRE_RUN_TIMEOUT": "-5"},
-		"endpoint without agent":   {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
-		"bad agent refresh":        {"BRAINWIRE_AGENT_REFRESH": "often"},
-		"missing sim instructions": {"BRAINWIRE_SIM_INSTRUCTIONS_FILE": "/nonexistent/instructions.txt"},
-		"no uploads":               {"BRAINWIRE_MAX_UPLOADS": "0"},
-		"uploads not a number":     {"BRAINWIRE_MAX_UPLOADS": "many"},
-		"bad upload timeout":       {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
-		"h2c not a bool":           {"BRAINWIRE_H2C": "maybe"},
-		"adk without app":          {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
+		"short key":              {"BRAINWIRE_API_KEYS": "short"},
+		"bad timeout":            {"BRAINWIRE_RUN_TIMEOUT": "soon"},
+		"negative timeout":       {"BRAINWIRE_RUN_TIMEOUT": "-5"},
+		"endpoint without agent": {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
+		"bad agent refresh":      {"BRAINWIRE_AGENT_REFRESH": "often"},
+		"no uploads":             {"BRAINWIRE_MAX_UPLOADS": "0"},
+		"uploads not a number":   {"BRAINWIRE_MAX_UPLOADS": "many"},
+		"bad upload timeout":     {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
+		"h2c not a bool":         {"BRAINWIRE_H2C": "maybe"},
+		"adk without app":        {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
 		"adk and foundry": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
 			"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"},
 		"adk header without value": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "X-Api-Key"},

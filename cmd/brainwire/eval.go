@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,59 +22,41 @@ import (
 	"github.com/brainwire/brainwire/sqlite"
 )
 
-const evalUsage = `usage: brainwire eval [flags] CORPUS.jsonl
-
+const evalAbout = `
 Runs every capture of a labelled corpus through the real capture path
-against the configured agent (the built-in simulator when
-AZURE_AI_PROJECT_ENDPOINT is unset), filing into a scratch store that is
-thrown away, never the production store, and reports accuracy with its
-95% interval, precision and recall per bucket, the confusion matrix,
-outcome rates, reasoning length, tokens and time to outcome.
+against the configured agent (the built-in simulator when no agent service
+is configured), with the instructions of -instructions when given, filing
+into a scratch store that is thrown away, never the production store, and
+reports accuracy with its 95% interval, precision and recall per bucket, the
+confusion matrix, outcome rates, reasoning length, tokens and time to
+outcome.
 
-  -instructions FILE   run with these instructions instead of the agent's
-  -baseline FILE       also run with these ("agent": the agent's own) and
-                       compare: the verdict (better, worse or not
-                       distinguishable: McNemar's exact test, or with
-                       trials a paired permutation test over cases), the
-                       accuracy difference with a bootstrap interval over
-                       cases, the
-                       cases that broke, got fixed or changed, those whose
-                       confidence fell by -confidence-drop in the same
-                       bucket, and time to outcome where a test says it
-                       changed (per case: Mann-Whitney U, Benjamini-Hochberg)
-  -trials N            run each case N times on each side: a model does not
-                       answer the same way twice, one pass cannot say
-                       whether new instructions are better
-  -min-accuracy X      exit with status 3 when the accuracy is below X
-  -html FILE           also write a self-contained HTML report
-  -trace-url TEMPLATE  link every run to its trace; {trace_id} is replaced:
-      Jaeger           http://localhost:16686/trace/{trace_id}
-      Grafana (Tempo)  http://localhost:3000/explore?schemaVersion=1&orgId=1&panes=%7B%22bw1%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22{trace_id}%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22now-7d%22%2C%22to%22%3A%22now%22%7D%7D%7D
-      App Insights     https://portal.azure.com/#blade/Microsoft_Azure_Monitoring_Logs/LogsBlade/resourceId/%2Fsubscriptions%2FSUBSCRIPTION%2FresourceGroups%2FGROUP%2Fproviders%2Fmicrosoft.insights%2Fcomponents%2FNAME/source/LogsBlade.AnalyticsShareLinkToQuery/query/union%20*%20%7C%20where%20operation_Id%20%3D%3D%20%27{trace_id}%27/timespan/P7D
+With -baseline it compares two sets of instructions case by case: the
+verdict (better, worse or not distinguishable: McNemar's exact test, or with
+-trials a paired permutation test over cases), the accuracy difference with
+a bootstrap interval over cases, the cases that broke, got fixed or changed,
+those whose confidence fell by -confidence-drop in the same bucket, and time
+to outcome where a test says it changed (per case: Mann-Whitney U,
+Benjamini-Hochberg). A model does not answer the same way twice: -trials N
+runs each case N times on each side.
 
-Offline the simulator answers every run of a case the same way; to try
-the statistics on runs that differ, as a model's do, vary it:
--sim-confidence-noise 0.05 -sim-other-bucket 0.1 (-sim-seed picks the
-draws; each side gets its own seeded simulator, so a seed reproduces a
-report's answers).
+Offline the simulator answers every run of a case the same way; to try the
+statistics on runs that differ, as a model's do, vary it:
+-sim-confidence-noise 0.05 -sim-other-bucket 0.1 (-sim-seed picks the draws;
+each side gets its own seeded simulator, so a seed reproduces a report).
 
 The corpus is JSON Lines: {"text", "expected_bucket", "expected_outcome"?,
-"id"?, "meta"?}; brainwire export-labels writes one from the store.
-Telemetry is configured as for serve (service name brainwire-eval unless
-OTEL_SERVICE_NAME is set); every capture's trace carries the evaluation's
-id (brainwire.eval.run_id) and the instructions version, and the report
-names each run's run id and trace id.
+"id"?, "meta"?}; brainwire export-labels writes one from the store. Every
+capture's trace carries the evaluation's id (brainwire.eval.run_id) and the
+instructions version, and the report names each run's run id and trace id;
+-trace-url links them, {trace_id} replaced:
 
-flags:
-`
+  Jaeger           http://localhost:16686/trace/{trace_id}
+  Grafana (Tempo)  http://localhost:3000/explore?schemaVersion=1&orgId=1&panes=%7B%22bw1%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22{trace_id}%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22now-7d%22%2C%22to%22%3A%22now%22%7D%7D%7D
+  App Insights     https://portal.azure.com/#blade/Microsoft_Azure_Monitoring_Logs/LogsBlade/resourceId/%2Fsubscriptions%2FSUBSCRIPTION%2FresourceGroups%2FGROUP%2Fproviders%2Fmicrosoft.insights%2Fcomponents%2FNAME/source/LogsBlade.AnalyticsShareLinkToQuery/query/union%20*%20%7C%20where%20operation_Id%20%3D%3D%20%27{trace_id}%27/timespan/P7D`
 
-// exitCode is an error that sets the process's exit status.
-type exitCode struct {
-	code int
-	msg  string
-}
-
-func (e exitCode) Error() string { return e.msg }
+// envEval is eval's environment note: serve's, and its service name.
+const envEval = envAgent + "\nIts telemetry's service name is brainwire-eval unless OTEL_SERVICE_NAME is set."
 
 // Exit status of an evaluation below --min-accuracy.
 const exitBelowMinAccuracy = 3
@@ -100,12 +81,9 @@ const (
 	maxRuns   = 100_000
 )
 
-func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
-	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
+func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f evalFlags
-	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, evalUsage); fs.PrintDefaults() }
+	fs := newCommand("eval", "eval [flags] CORPUS.jsonl", evalAbout, envEval)
 	fs.StringVar(&f.instructions, "instructions", "", "run with the instructions in this `file` instead of the agent's")
 	fs.StringVar(&f.baseline, "baseline", "", "also run with the instructions in this `file` (or \"agent\" for the agent's own) and compare case by case")
 	fs.Float64Var(&f.minAccuracy, "min-accuracy", 0, "exit with status 3 when the accuracy is below this (0 to 1)")
@@ -117,18 +95,19 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs.StringVar(&f.json, "json", "", "also write the report as JSON to this `file`")
 	fs.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page to this `file`")
 	fs.StringVar(&f.traceURL, "trace-url", "", "link each run to its trace: this URL `template` with {trace_id} replaced")
-	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default none)")
+	fs.DurationVar(&f.simDelay, "sim-chunk-delay", 0, "the simulator's pause between reasoning chunks (0: none)")
 	fs.Int64Var(&f.sim.Seed, "sim-seed", 1, "the seed of the simulator's variation")
 	fs.Float64Var(&f.sim.ConfidenceNoise, "sim-confidence-noise", 0, "vary the simulator's confidences by normal noise of this standard deviation")
 	fs.Float64Var(&f.sim.OtherBucket, "sim-other-bucket", 0, "the chance that the simulator files a capture in another bucket (0 to 1)")
-	corpusPath, err := parseInterleaved(fs, args)
+	corpusPath, err := parseInterleaved(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	switch {
 	case corpusPath == "":
-		fs.Usage()
-		return usageError{"eval: a corpus file is required"}
+		return fs.fail(stderr, "a corpus file is required")
+	case f.simDelay < 0:
+		return usageError{"eval: -sim-chunk-delay must not be negative"}
 	case f.minAccuracy < 0 || f.minAccuracy > 1:
 		return usageError{"eval: -min-accuracy must be 0 to 1"}
 	case f.concurrency < 1 || f.concurrency > 64:
@@ -146,12 +125,17 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	case f.sim.OtherBucket < 0 || f.sim.OtherBucket > 1:
 		return usageError{"eval: -sim-other-bucket must be 0 to 1"}
 	}
+	log, err := newLogger(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
 	cases, err := readCorpus(corpusPath)
 	if err != nil {
 		return err
 	}
 	if len(cases)*f.trials > maxRuns {
-		return usageError{fmt.Sprintf("eval: %d cases × %d trials is over %d runs a side", len(cases), f.trials, maxRuns)}
+		return usageError{fmt.Sprintf("eval: %s × %s is over %d runs a side", counted(len(cases), "case"), counted(f.trials, "trial"), maxRuns)}
 	}
 	candidate, err := readInstructions(f.instructions)
 	if err != nil {
@@ -171,11 +155,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if f.sim.On() && cfg.Agent.Sim == "" {
 		return usageError{"eval: the -sim-* flags vary the built-in simulator, and an agent service is configured"}
 	}
-	cfg.SimChunkDelay = f.simDelay
-	if cfg.SimChunkDelay == 0 {
-		cfg.SimChunkDelay = -1 // the simulator's "no pause"
-	}
-	cfg.SimVariation = f.sim
+	cfg.Sim = simulator.Config{ChunkDelay: simDelay(f.simDelay), Variation: f.sim}
 	runID := newEvalRunID()
 	tel, err := setupTelemetry(ctx, cfg, evalEnv(getenv), io.Discard, log, evalResource(runID)...)
 	if err != nil {
@@ -241,7 +221,7 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 		pass := n
 		mu.Unlock()
 		passCfg, passLog := cfg, log
-		passCfg.SimVariation.Seed += int64(pass - 1)
+		passCfg.Sim.Variation.Seed += int64(pass - 1)
 		if pass > 1 {
 			passLog = slog.New(slog.DiscardHandler) // the first pass said which agent runs
 		}
@@ -282,11 +262,11 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 
 // parseInterleaved parses flags that may come before or after the one
 // positional argument, and returns it ("" when none).
-func parseInterleaved(fs *flag.FlagSet, args []string) (string, error) {
+func parseInterleaved(fs *command, args []string, stdout, stderr io.Writer) (string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return "", usageError{err.Error()}
+		if err := fs.parse(args, stdout, stderr); err != nil {
+			return "", err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -300,7 +280,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) (string, error) {
 	case 1:
 		return positional[0], nil
 	}
-	return "", usageError{fmt.Sprintf("%s: one corpus file, not %q", fs.Name(), positional)}
+	return "", fs.fail(stderr, "one corpus file, not %q", positional)
 }
 
 func readCorpus(path string) ([]eval.Case, error) {
@@ -407,10 +387,7 @@ func (p *progress) start(sides []eval.Side, cases, trials int) {
 	}
 	p.label, p.began, p.last = strings.Join(labels, " vs "), time.Now(), 0
 	if !p.tty {
-		what := fmt.Sprintf("%d case", cases)
-		if cases != 1 {
-			what += "s"
-		}
+		what := counted(cases, "case")
 		if trials > 1 {
 			what += fmt.Sprintf(" × %d trials", trials)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -10,15 +9,31 @@ import (
 	"time"
 )
 
-// health probes a running server's /health and fails unless it answers
-// 200: the container image's HEALTHCHECK, which has no shell or curl to
-// run (the base image holds nothing but the binary).
-func health(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	url := fs.String("url", "", "the health URL (default: /health on BRAINWIRE_ADDR, on loopback)")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+const healthAbout = `
+Probes a running server's /health and exits 0 when it answers 200, printing
+the report; 1 otherwise (503: the agent service or the store is not
+reachable). It is the container image's HEALTHCHECK, which has no shell or
+curl to run. With -wait it tries again every half second until the server
+answers 200 or the time is up: a script's way to wait for a server it just
+started.`
+
+// envHealth is health's environment note.
+const envHealth = "Without -url it probes /health on BRAINWIRE_ADDR (127.0.0.1:8000), over loopback\n" +
+	"when that is every interface, as serve listens."
+
+// healthRetry is how often health -wait asks again.
+const healthRetry = 500 * time.Millisecond
+
+func health(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := newCommand("health", "health [flags]", healthAbout, envHealth)
+	url := cmd.String("url", "", "the health URL (default: /health on BRAINWIRE_ADDR, on loopback)")
+	timeout := cmd.Duration("timeout", 5*time.Second, "how long to wait for each answer")
+	wait := cmd.Duration("wait", 0, "keep trying until the server answers 200, for this long at most (0: try once)")
+	if err := cmd.parse(args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := cmd.noArgs(stderr); err != nil {
+		return err
 	}
 	if *url == "" {
 		u, err := localHealthURL(envOr(getenv, "BRAINWIRE_ADDR", "127.0.0.1:8000"))
@@ -27,23 +42,42 @@ func health(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		*url = u
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	deadline := time.Now().Add(*wait)
+	for {
+		body, err := probeHealth(ctx, *url, *timeout)
+		if err == nil {
+			_, err = stdout.Write(body)
+			return err
+		}
+		if time.Until(deadline) <= 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(healthRetry, time.Until(deadline))):
+		}
+	}
+}
+
+// probeHealth asks url once and returns the report of a 200 answer.
+func probeHealth(ctx context.Context, url string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Errorf("health: %w", err)
+		return nil, fmt.Errorf("health: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("health: %w", err)
+		return nil, fmt.Errorf("health: %w", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s answered %d: %s", *url, resp.StatusCode, body)
+		return nil, fmt.Errorf("health: %s answered %d: %s", url, resp.StatusCode, body)
 	}
-	_, err = stdout.Write(body)
-	return err
+	return body, nil
 }
 
 // localHealthURL is /health on the address serve listens on, reached over
@@ -51,7 +85,7 @@ func health(ctx context.Context, args []string, getenv func(string) string, stdo
 func localHealthURL(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("health: BRAINWIRE_ADDR %q: %w", addr, err)
+		return "", badSetting("BRAINWIRE_ADDR", addr, listenAddress)
 	}
 	switch host {
 	case "", "0.0.0.0":

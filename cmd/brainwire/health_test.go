@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestHealthCommand(t *testing.T) {
@@ -42,5 +44,27 @@ func TestLocalHealthURL(t *testing.T) {
 		if got, err := localHealthURL(addr); err != nil || got != want {
 			t.Errorf("localHealthURL(%q) = %q, %v; want %q", addr, got, err, want)
 		}
+	}
+}
+
+// health -wait asks again until the server answers 200, and gives up
+// when the time is up.
+func TestHealthWait(t *testing.T) {
+	var asked atomic.Int32
+	starting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) < 3 {
+			http.Error(w, `{"status":"degraded"}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer starting.Close()
+	if out, err := runCmd(t, nil, "health", "-wait", "10s", "-url", starting.URL+"/health"); err != nil || out != `{"status":"ok"}` || asked.Load() != 3 {
+		t.Errorf("health -wait: %v %q after %d asks", err, out, asked.Load())
+	}
+	begin := time.Now()
+	starting.Close()
+	if _, err := runCmd(t, nil, "health", "-wait", "1s", "-url", starting.URL+"/health"); err == nil || time.Since(begin) < time.Second {
+		t.Errorf("health -wait 1s on a stopped server: %v after %v", err, time.Since(begin))
 	}
 }

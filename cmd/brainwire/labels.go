@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,15 +16,12 @@ import (
 	"github.com/brainwire/brainwire/sqlite"
 )
 
-const labelsUsage = `usage: brainwire export-labels [-user ID] [-o FILE]
-
-Writes a labelled corpus for brainwire eval from the configured store
-(Cosmos DB when COSMOS_ENDPOINT is set, else the SQLite file in
-BRAINWIRE_DATA_DIR). Every inbox item whose bucket a person chose is one
-case: recategorized to another bucket, confirmed in the agent's, or a
-capture the agent left unresolved that the person filed. Its expected
-bucket is the one they chose last, and its "meta" says where the label
-came from:
+const labelsAbout = `
+Writes a labelled corpus for brainwire eval from the configured store. Every
+inbox item whose bucket a person chose is one case: recategorized to another
+bucket, confirmed in the agent's, or a capture the agent left unresolved that
+the person filed. Its expected bucket is the one they chose last, and its
+"meta" says where the label came from:
 
   user, label         whose item; "recategorized" or "confirmed"
   source              how the capture came in: text or voice
@@ -39,10 +35,12 @@ came from:
                       what it decided
 
 It only reads: a data directory or database that is not there is an
-error, nothing is created, and FILE is written once every case was read.
+error, nothing is created, and FILE is written once every case was read.`
 
-flags:
-`
+// envLabels is export-labels' environment note.
+const envLabels = "The store is configured by the environment, as for serve: Cosmos DB when\n" +
+	"COSMOS_ENDPOINT is set (COSMOS_KEY, COSMOS_DATABASE), else the SQLite file in\n" +
+	"BRAINWIRE_DATA_DIR (./data). README.md's tables list every variable."
 
 // labelMeta is where a label came from, kept in the case's meta: the
 // item's capture, the person's choice and the agent run it judges. The run
@@ -65,17 +63,19 @@ type labelMeta struct {
 	AgentBucket      string            `json:"agent_bucket,omitempty"`
 }
 
-func exportLabels(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("export-labels", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, labelsUsage); fs.PrintDefaults() }
-	user := fs.String("user", "", "only this user's items (default: every user's)")
-	out := fs.String("o", "", "write to this `file` instead of stdout")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+func exportLabels(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := newCommand("export-labels", "export-labels [-user ID] [-o FILE]", labelsAbout, envLabels)
+	user := cmd.String("user", "", "only this user's items (default: every user's)")
+	out := cmd.String("o", "", "write to this `file` instead of stdout")
+	if err := cmd.parse(args, stdout, stderr); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("export-labels: unexpected arguments %q", fs.Args())}
+	if err := cmd.noArgs(stderr); err != nil {
+		return err
+	}
+	log, err := newLogger(getenv, stderr)
+	if err != nil {
+		return err
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -108,9 +108,9 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 	if err := writeLabels(*out, stdout, cases); err != nil {
 		return fmt.Errorf("export-labels: %w", err)
 	}
-	fmt.Fprintf(stderr, "export-labels: %d labels from %d user(s)", len(cases), len(users))
+	fmt.Fprintf(stderr, "export-labels: %s from %s", counted(len(cases), "label"), counted(len(users), "user"))
 	if textless > 0 {
-		fmt.Fprintf(stderr, "; %d labelled item(s) without text left out", textless)
+		fmt.Fprintf(stderr, "; %s without text left out", counted(textless, "labelled item"))
 	}
 	fmt.Fprintln(stderr)
 	return nil

@@ -98,7 +98,7 @@ func TestExportLabelsOneCasePerItem(t *testing.T) {
 	if err := run(ctx, []string{"export-labels", "-o", out}, envFunc(map[string]string{"BRAINWIRE_DATA_DIR": dir}), &strings.Builder{}, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	if want := "export-labels: 112 labels from 2 user(s); 1 labelled item(s) without text left out\n"; stderr.String() != want {
+	if want := "export-labels: 112 labels from 2 users; 1 labelled item without text left out\n"; stderr.String() != want {
 		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 	cases, metas := readLabels(t, out)

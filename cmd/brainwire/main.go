@@ -8,7 +8,8 @@
 //	brainwire export-labels  write a labelled corpus from people's corrections
 //	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
 //
-// Configuration comes from the environment; see README.md.
+// serve, record and eval are configured by the environment (README.md
+// lists every variable); the commands' own settings are their flags.
 package main
 
 import (
@@ -19,31 +20,28 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-
-	"github.com/brainwire/brainwire/internal/logbuf"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "brainwire:", err)
-		var u usageError
-		if errors.As(err, &u) {
-			os.Exit(2)
-		}
-		var code exitCode
-		if errors.As(err, &code) {
-			os.Exit(code.code)
-		}
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if err == nil || errors.Is(err, errHelp) {
+		return
 	}
+	fmt.Fprintln(os.Stderr, "brainwire:", err)
+	var u usageError
+	if errors.As(err, &u) {
+		os.Exit(2)
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		os.Exit(code.code)
+	}
+	os.Exit(1)
 }
-
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
 
 const usage = `usage: brainwire <command> [flags]
 
@@ -55,6 +53,10 @@ commands:
   eval    run a labelled corpus against the agent (or new -instructions) and report accuracy
   export-labels  write people's corrections from the store as a labelled corpus
   health  probe a running server's /health: exit 0 when it answers 200
+
+brainwire <command> -h (or brainwire help <command>) says what a command does and lists
+its flags. serve, record and eval are configured by the environment: README.md lists
+every variable.
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -62,37 +64,48 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return usageError{"no command given"}
 	}
-	logger := newLogger(getenv("BRAINWIRE_LOG_FORMAT"), stderr)
 	switch args[0] {
 	case "serve":
-		// A server logs a line per reasoning chunk: batched, not a write
-		// each (logbuf), and all written out before serve returns.
-		lb := logbuf.New(stderr, 0, 0)
-		defer lb.Close()
-		return serve(ctx, args[1:], getenv, stdout, newLogger(getenv("BRAINWIRE_LOG_FORMAT"), lb))
+		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "sim":
-		return sim(ctx, args[1:], getenv, stdout, logger)
+		return sim(ctx, args[1:], getenv, stdout, stderr)
 	case "record":
-		return record(ctx, args[1:], getenv, stdout, stderr, logger)
+		return record(ctx, args[1:], getenv, stdout, stderr)
 	case "replay":
 		return replayCmd(ctx, args[1:], stdout, stderr)
 	case "eval":
-		return evalCmd(ctx, args[1:], getenv, stdout, stderr, logger)
+		return evalCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "export-labels":
-		return exportLabels(ctx, args[1:], getenv, stdout, stderr, logger)
+		return exportLabels(ctx, args[1:], getenv, stdout, stderr)
 	case "health":
-		return health(ctx, args[1:], getenv, stdout)
-	case "help", "-h", "--help":
+		return health(ctx, args[1:], getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(args) == 2 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {
+			// brainwire help CMD is brainwire CMD -h.
+			return run(ctx, []string{args[1], "-h"}, getenv, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
-		return nil
+		return errHelp
 	}
 	fmt.Fprint(stderr, usage)
 	return usageError{fmt.Sprintf("unknown command %q", args[0])}
 }
 
-func newLogger(format string, w io.Writer) *slog.Logger {
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
+// Log formats (BRAINWIRE_LOG_FORMAT).
+const (
+	logText = "text"
+	logJSON = "json"
+)
+
+// newLogger logs to w in the format BRAINWIRE_LOG_FORMAT names: text (the
+// default) or json.
+func newLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
+	switch v := getenv("BRAINWIRE_LOG_FORMAT"); v {
+	case "", logText:
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case logJSON:
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	default:
+		return nil, badSetting("BRAINWIRE_LOG_FORMAT", v, logText+" or "+logJSON)
 	}
-	return slog.New(slog.NewTextHandler(w, nil))
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,9 +24,9 @@ const phoneKey = "phone-test-key-0123456789"
 
 // startServe runs `brainwire serve` in-process on embedded defaults (the
 // simulator and SQLite) until the test ends, and returns its base URL.
-func startServe(t *testing.T, extraEnv map[string]string) string {
+func startServe(t *testing.T, extraEnv map[string]string, args ...string) string {
 	t.Helper()
-	base, _, stop := runServe(t, extraEnv)
+	base, _, stop := runServe(t, extraEnv, args...)
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
@@ -33,16 +35,15 @@ func startServe(t *testing.T, extraEnv map[string]string) string {
 	return base
 }
 
-// runServe runs `brainwire serve` in-process on embedded defaults plus
-// extraEnv, and returns its base URL, its logs and stop, which shuts it
-// down as a signal would and returns what serve returned.
-func runServe(t *testing.T, extraEnv map[string]string) (base string, logs *syncbuf.Buffer, stop func() error) {
+// runServe runs `brainwire serve` in-process with args on embedded
+// defaults plus extraEnv, and returns its base URL, its logs and stop,
+// which shuts it down as a signal would and returns what serve returned.
+func runServe(t *testing.T, extraEnv map[string]string, args ...string) (base string, logs *syncbuf.Buffer, stop func() error) {
 	t.Helper()
 	env := map[string]string{
-		"BRAINWIRE_ADDR":            "127.0.0.1:0",
-		"BRAINWIRE_DATA_DIR":        t.TempDir(),
-		"BRAINWIRE_API_KEYS":        phoneKey + ":phone-user",
-		"BRAINWIRE_SIM_CHUNK_DELAY": "2ms",
+		"BRAINWIRE_ADDR":     "127.0.0.1:0",
+		"BRAINWIRE_DATA_DIR": t.TempDir(),
+		"BRAINWIRE_API_KEYS": phoneKey + ":phone-user",
 	}
 	for k, v := range extraEnv {
 		env[k] = v
@@ -52,7 +53,7 @@ func runServe(t *testing.T, extraEnv map[string]string) (base string, logs *sync
 	logs = &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() })
+		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() }, args...)
 	}()
 	var once sync.Once
 	var serveErr error
@@ -124,8 +125,17 @@ func TestPhoneClientParsesTheStream(t *testing.T) {
 	}
 }
 
-// runWithReady is run with a fixed environment and a ready callback.
-func runWithReady(ctx context.Context, env map[string]string, logs io.Writer, ready func(net.Addr)) error {
+// runWithReady is serve with args, a fixed environment and a ready
+// callback. The built-in simulator paces its chunks 2ms apart unless args
+// say otherwise.
+func runWithReady(ctx context.Context, env map[string]string, logs io.Writer, ready func(net.Addr), args ...string) error {
+	f, err := parseServe(args, io.Discard, io.Discard)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(f.simSet, "-sim-chunk-delay") {
+		f.sim.chunkDelay = 2 * time.Millisecond
+	}
 	getenv := func(k string) string { return env[k] }
-	return serveReady(ctx, getenv, io.Discard, newLogger("", logs), false, ready)
+	return serveReady(ctx, getenv, f, io.Discard, slog.New(slog.NewTextHandler(logs, nil)), ready)
 }

@@ -13,6 +13,9 @@ import (
 // addr, a listener of its own apart from the API, until ctx ends. It has
 // no authentication: bind it to loopback.
 func servePprof(ctx context.Context, addr string, log *slog.Logger) (stop func(), err error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, badSetting("BRAINWIRE_PPROF_ADDR", addr, listenAddress)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("BRAINWIRE_PPROF_ADDR: %w", err)

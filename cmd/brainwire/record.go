@@ -25,18 +25,14 @@ import (
 	"github.com/brainwire/brainwire/simulator"
 )
 
-const recordUsage = `usage: brainwire record [flags]
-
+const recordAbout = `
 Runs one capture through the real server path against the configured agent
-service (the built-in simulator when no agent service is configured
-(AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL), or with -sim),
-records it into DIR/NAME.json, replays the fixture to check it reproduces
-what the phone got, and writes its golden files (NAME.sse.golden,
+service (the built-in simulator when no agent service is configured, or with
+-sim), records it into DIR/NAME.json, replays the fixture to check it
+reproduces what the phone got, and writes its golden files (NAME.sse.golden,
 NAME.telemetry.golden, and the other protocols' NAME.agui.golden and
-NAME.v1.golden).
-
-flags:
-`
+NAME.v1.golden). Secrets from the environment, and those listed in
+BRAINWIRE_RECORD_SECRETS, are never written.`
 
 // recordFlags are the flags of `brainwire record`.
 type recordFlags struct {
@@ -44,40 +40,44 @@ type recordFlags struct {
 	round                             int
 	name, description, dir            string
 	sim, force                        bool
-	simDelay                          time.Duration
-	api, chaining                     string
+	simulator                         simFlags
+	apiSet                            bool // -api was given
+	chaining                          string
 	cut, httpError                    string
 	splitUTF8                         int
 }
 
-func record(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, log *slog.Logger) error {
-	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
+func record(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f recordFlags
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, recordUsage); fs.PrintDefaults() }
-	fs.StringVar(&f.text, "text", "", "the capture's text")
-	fs.StringVar(&f.audio, "audio", "", "a voice capture: the audio `file` to upload")
-	fs.StringVar(&f.transcript, "transcript", "", "a voice capture transcribed as this text by an offline stand-in instead of the transcription service; without -audio, one second of silence is uploaded")
-	fs.StringVar(&f.followUp, "follow-up", "", "answer the -text capture's clarifying question with this text and record the follow-up (the -text capture must come back MISUNDERSTOOD)")
-	fs.IntVar(&f.round, "round", 1, "with -follow-up: the follow_up_round")
-	fs.StringVar(&f.name, "name", "", "fixture name (default: made from the text)")
-	fs.StringVar(&f.description, "description", "", "what the fixture tests")
-	fs.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
-	fs.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when an agent service is configured")
-	fs.StringVar(&f.api, "api", "", "the simulator's face: responses (an agent brainwire defines), agent (a Foundry agent by name) or threads (the classic threads/runs API) or adk (an ADK API server); default BRAINWIRE_SIM_API or responses")
-	fs.StringVar(&f.chaining, "chaining", "", "Responses API: how responses continue the conversation, conversation or previous_response_id (default BRAINWIRE_RESPONSES_CHAINING, or as the endpoint has it)")
-	fs.DurationVar(&f.simDelay, "sim-chunk-delay", -1, "the simulator's pause between reasoning chunks (default: BRAINWIRE_SIM_CHUNK_DELAY or 25ms; 0 for none)")
-	fs.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
-	fs.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
-	fs.IntVar(&f.splitUTF8, "split-utf8", 0, "make replay split its writes inside the first `N` multibyte UTF-8 characters of the first streamed response")
-	fs.BoolVar(&f.force, "force", false, "overwrite an existing fixture")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	cmd := newCommand("record", "record [flags]", recordAbout, envAgent)
+	cmd.StringVar(&f.text, "text", "", "the capture's text")
+	cmd.StringVar(&f.audio, "audio", "", "a voice capture: the audio `file` to upload")
+	cmd.StringVar(&f.transcript, "transcript", "", "a voice capture transcribed as this text by an offline stand-in instead of the transcription service; without -audio, one second of silence is uploaded")
+	cmd.StringVar(&f.followUp, "follow-up", "", "answer the -text capture's clarifying question with this text and record the follow-up (the -text capture must come back MISUNDERSTOOD)")
+	cmd.IntVar(&f.round, "round", 1, "with -follow-up: the follow_up_round")
+	cmd.StringVar(&f.name, "name", "", "fixture name (default: made from the text)")
+	cmd.StringVar(&f.description, "description", "", "what the fixture tests")
+	cmd.StringVar(&f.dir, "dir", "fixtures", "fixtures directory")
+	cmd.BoolVar(&f.sim, "sim", false, "record against the built-in simulator even when an agent service is configured")
+	cmd.StringVar(&f.simulator.face, "api", simResponses, "the simulator's face: responses (an agent brainwire defines), agent (a Foundry agent by name), threads (the classic threads/runs API) or adk (an ADK API server)")
+	f.simulator.register(cmd.FlagSet, "sim-", simulator.DefaultChunkDelay)
+	cmd.StringVar(&f.chaining, "chaining", "", "Responses API: how responses continue the conversation, conversation or previous_response_id (default BRAINWIRE_RESPONSES_CHAINING, or as the endpoint has it)")
+	cmd.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
+	cmd.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
+	cmd.IntVar(&f.splitUTF8, "split-utf8", 0, "make replay split its writes inside the first `N` multibyte UTF-8 characters of the first streamed response")
+	cmd.BoolVar(&f.force, "force", false, "overwrite an existing fixture")
+	if err := cmd.parse(args, stdout, stderr); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("record: unexpected arguments %q", fs.Args())}
+	if err := cmd.noArgs(stderr); err != nil {
+		return err
 	}
+	cmd.Visit(func(fl *flag.Flag) { f.apiSet = f.apiSet || fl.Name == "api" })
+	log, err := newLogger(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
 	setup, req, err := f.requests()
 	if err != nil {
 		return err
@@ -182,16 +182,11 @@ func (f *recordFlags) requests() (setup *replay.Request, req replay.Request, err
 // simulator.
 func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(string) string, name string, log *slog.Logger) (rc replay.RecordConfig, stop func(), err error) {
 	a := cfg.Agent
-	if f.sim && a.Sim == "" {
-		if err := a.useSimulator(envOr(getenv, "BRAINWIRE_SIM_API", simResponses)); err != nil {
-			return rc, nil, usageError{"record: BRAINWIRE_SIM_API: " + err.Error()}
-		}
+	if f.apiSet && a.Sim == "" && !f.sim {
+		return rc, nil, usageError{"record: -api picks the simulator's face: use it with the simulator (-sim)"}
 	}
-	if f.api != "" {
-		if a.Sim == "" {
-			return rc, nil, usageError{"record: -api picks the simulator's face: use it with the simulator (-sim)"}
-		}
-		if err := a.useSimulator(f.api); err != nil {
+	if f.sim || a.Sim != "" {
+		if err := a.useSimulator(f.simulator.face); err != nil {
 			return rc, nil, usageError{"record: -api: " + err.Error()}
 		}
 	}
@@ -209,8 +204,12 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 	}
 	stop = func() {}
 	if a.Sim != "" {
+		sc, err := f.simulatorConfig(name)
+		if err != nil {
+			return rc, nil, err
+		}
 		var endpoint string
-		if endpoint, stop, err = startSimulator(ctx, f.simulatorConfig(cfg, name)); err != nil {
+		if endpoint, stop, err = startSimulator(ctx, sc); err != nil {
 			return rc, nil, err
 		}
 		a.simulatorAt(endpoint)
@@ -228,20 +227,15 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 
 // simulatorConfig is the recording simulator's: paced as the flags say,
 // with ids drawn from the fixture name and a clock starting at replay's.
-func (f *recordFlags) simulatorConfig(cfg config, name string) simulator.Config {
-	delay := cfg.SimChunkDelay
-	if f.simDelay >= 0 {
-		delay = f.simDelay
-	}
-	if delay == 0 {
-		delay = -1 // the simulator's "no pause"
+func (f *recordFlags) simulatorConfig(name string) (simulator.Config, error) {
+	c, err := f.simulator.config()
+	if err != nil {
+		return c, err
 	}
 	start := time.Now()
-	return simulator.Config{
-		ChunkDelay: delay,
-		NewID:      seededIDs(name),
-		Now:        func() time.Time { return replay.Clock().Add(time.Since(start)) },
-	}
+	c.NewID = seededIDs(name)
+	c.Now = func() time.Time { return replay.Clock().Add(time.Since(start)) }
+	return c, nil
 }
 
 // faults reads -cut, -http-error and -split-utf8.
@@ -373,8 +367,8 @@ func describe(fx *recorder.Fixture) string {
 	if outcome == "" {
 		outcome = "no outcome"
 	}
-	return fmt.Sprintf("%d exchanges, %d events, %d tool calls, %d reasoning chunks, %s",
-		len(fx.Exchanges), events, len(fx.Tools), fx.Result.ReasoningChunks, outcome)
+	return fmt.Sprintf("%s, %s, %s, %s, %s", counted(len(fx.Exchanges), "exchange"), counted(events, "event"),
+		counted(len(fx.Tools), "tool call"), counted(fx.Result.ReasoningChunks, "reasoning chunk"), outcome)
 }
 
 // parsePair reads a flag value N:M of two numbers from 1.
@@ -421,7 +415,7 @@ func setupRecording(ctx context.Context, getenv func(string) string, log *slog.L
 	if v := getenv("BRAINWIRE_RECORD_SAMPLE"); v != "" {
 		s, err := strconv.ParseFloat(v, 64)
 		if err != nil || s < 0 || s > 1 {
-			return nil, fmt.Errorf("BRAINWIRE_RECORD_SAMPLE: %q is not a number from 0 to 1", v)
+			return nil, badSetting("BRAINWIRE_RECORD_SAMPLE", v, "a number from 0 to 1")
 		}
 		sample = s
 	}

@@ -41,8 +41,8 @@ func runCmd(t *testing.T, env map[string]string, args ...string) (stdout string,
 // holds no trace of the token, which also appears in the capture text.
 func TestRecordThenReplay(t *testing.T) {
 	dir := t.TempDir()
-	env := map[string]string{"AZURE_AI_PROJECT_TOKEN": recordToken, "BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}
-	out, err := runCmd(t, env, "record", "-dir", dir, "-name", "people",
+	env := map[string]string{"AZURE_AI_PROJECT_TOKEN": recordToken}
+	out, err := runCmd(t, env, "record", "-sim-chunk-delay", "1ms", "-dir", dir, "-name", "people",
 		"-text", "Call mom about her birthday, token "+recordToken)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,6 @@ func TestRecordThenReplay(t *testing.T) {
 
 func TestRecordFaultsAndVoice(t *testing.T) {
 	dir := t.TempDir()
-	env := map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "0"}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -96,7 +95,7 @@ func TestRecordFaultsAndVoice(t *testing.T) {
 		{[]string{"-name", "voice", "-transcript", "Call my sister about the tickets"}, `"stepName":"Processing"`},
 		{[]string{"-name", "utf8", "-split-utf8", "4", "-text", "Lunch with 李明 🍜 on Sunday"}, `"type":"CLASSIFIED"`},
 	} {
-		out, err := runCmd(t, env, append([]string{"record", "-dir", dir}, c.args...)...)
+		out, err := runCmd(t, nil, append([]string{"record", "-sim-chunk-delay", "0", "-dir", dir}, c.args...)...)
 		if err != nil || !strings.Contains(out, c.want) {
 			t.Errorf("record %v: %v\n%s", c.args, err, out)
 		}
@@ -115,11 +114,11 @@ func TestRecordFaultsAndVoice(t *testing.T) {
 	if splits != 4 {
 		t.Errorf("%d split offsets recorded, want 4", splits)
 	}
-	if _, err := runCmd(t, env, "record", "-dir", dir, "-name", "cut", "-text", "again"); err == nil {
+	if _, err := runCmd(t, nil, "record", "-dir", dir, "-name", "cut", "-text", "again"); err == nil {
 		t.Error("record overwrote a fixture without -force")
 	}
 	var u usageError
-	if _, err := runCmd(t, env, "record", "-dir", dir); !errors.As(err, &u) {
+	if _, err := runCmd(t, nil, "record", "-dir", dir); !errors.As(err, &u) {
 		t.Errorf("record without a capture: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,30 +9,23 @@ import (
 	"github.com/brainwire/brainwire/replay"
 )
 
-const replayUsage = `usage: brainwire replay [flags] FIXTURE...
-
+const replayAbout = `
 Replays recorded capture runs through the real server path, with a fake
 agent service serving each fixture's recorded exchanges, and prints the SSE
 the phone would get (or, with -protocol, an AG-UI or v1 client). With
 -check, compares the output in every protocol with the fixture's golden
-files instead and exits non-zero on any difference.
-
-flags:
-`
+files instead and exits non-zero on any difference.`
 
 func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, replayUsage); fs.PrintDefaults() }
+	fs := newCommand("replay", "replay [flags] FIXTURE...", replayAbout, "")
 	speed := fs.Float64("speed", 0, "timing: 0 replays at once, 1 in real time, 2 twice as fast, ...")
 	check := fs.Bool("check", false, "compare with the golden files (every protocol's); exit non-zero on a difference")
 	protocol := fs.String("protocol", string(replay.CaptureV2), "the protocol to ask in and print: capture-v2 (the phone's), agui, v1")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+	if err := fs.parse(args, stdout, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return usageError{"replay: no fixture given"}
+		return fs.fail(stderr, "no fixture given")
 	}
 	if *speed < 0 {
 		return usageError{"replay: -speed must not be negative"}
@@ -73,7 +65,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d fixtures differ from their golden files", failed, fs.NArg())
+		verb := "differ"
+		if failed == 1 {
+			verb = "differs"
+		}
+		return fmt.Errorf("%d of %s %s from the golden files", failed, counted(fs.NArg(), "fixture"), verb)
 	}
 	return nil
 }

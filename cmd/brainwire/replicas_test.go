@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -50,10 +51,9 @@ type replica struct {
 func startReplica(t *testing.T, env map[string]string, initDB bool) (*replica, error) {
 	t.Helper()
 	full := map[string]string{
-		"BRAINWIRE_ADDR":            "127.0.0.1:0",
-		"BRAINWIRE_DATA_DIR":        t.TempDir(),
-		"BRAINWIRE_API_KEYS":        phoneKey + ":phone-user",
-		"BRAINWIRE_SIM_CHUNK_DELAY": "1ms",
+		"BRAINWIRE_ADDR":     "127.0.0.1:0",
+		"BRAINWIRE_DATA_DIR": t.TempDir(),
+		"BRAINWIRE_API_KEYS": phoneKey + ":phone-user",
 	}
 	for k, v := range env {
 		full[k] = v
@@ -62,7 +62,8 @@ func startReplica(t *testing.T, env map[string]string, initDB bool) (*replica, e
 	logs := &syncbuf.Buffer{}
 	addrc, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- serveReady(ctx, func(k string) string { return full[k] }, io.Discard, newLogger("", logs), initDB,
+		f := serveFlags{initDB: initDB, sim: simFlags{face: simResponses, chunkDelay: time.Millisecond}}
+		done <- serveReady(ctx, func(k string) string { return full[k] }, f, io.Discard, slog.New(slog.NewTextHandler(logs, nil)),
 			func(a net.Addr) { addrc <- a.String() })
 	}()
 	var once sync.Once

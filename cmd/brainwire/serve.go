@@ -7,25 +7,84 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/logbuf"
 	"github.com/brainwire/brainwire/simulator"
 )
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	initDB := fs.Bool("init-db", false, "create the Cosmos DB database and containers when missing")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+const serveAbout = `
+Runs the capture server: the phone's routes (capture-v2), AG-UI 1.0 and the
+routes of earlier app builds, on BRAINWIRE_ADDR (127.0.0.1:8000). With no agent
+service configured, captures go to a built-in offline simulator on loopback
+(a deterministic keyword classifier, not an LLM), which the -sim-* flags
+set; with no store configured, to SQLite under BRAINWIRE_DATA_DIR (./data).
+Without BRAINWIRE_API_KEYS it generates a key and prints a command to try.`
+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	initDB bool
+	// sim sets the built-in simulator; simSet names the -sim-* flags
+	// given, refused when an agent service is configured.
+	sim    simFlags
+	simSet []string
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	f, err := parseServe(args, stdout, stderr)
+	if err != nil {
+		return err
 	}
-	return serveReady(ctx, getenv, stdout, log, *initDB, nil)
+	// A server logs a line per reasoning chunk: batched, not a write each
+	// (logbuf), and all written out before serve returns.
+	lb := logbuf.New(stderr, 0, 0)
+	defer lb.Close()
+	log, err := newLogger(getenv, lb)
+	if err != nil {
+		return err
+	}
+	return serveReady(ctx, getenv, f, stdout, log, nil)
+}
+
+func parseServe(args []string, stdout, stderr io.Writer) (serveFlags, error) {
+	var f serveFlags
+	cmd := newCommand("serve", "serve [flags]", serveAbout, envServe)
+	cmd.BoolVar(&f.initDB, "init-db", false, "create the Cosmos DB database and containers when missing, and the Inbox's composite index")
+	cmd.StringVar(&f.sim.face, "sim-api", simResponses, "the built-in simulator's face: responses (an agent brainwire defines), agent (the simulated Foundry agent by name), threads (the classic threads/runs API) or adk (an ADK API server)")
+	f.sim.register(cmd.FlagSet, "sim-", simulator.DefaultChunkDelay)
+	if err := cmd.parse(args, stdout, stderr); err != nil {
+		return f, err
+	}
+	if err := cmd.noArgs(stderr); err != nil {
+		return f, err
+	}
+	cmd.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "sim-") {
+			f.simSet = append(f.simSet, "-"+fl.Name)
+		}
+	})
+	return f, nil
 }
 
 // serveReady serves until ctx ends; ready, if set, is told the address.
-func serveReady(ctx context.Context, getenv func(string) string, stdout io.Writer, log *slog.Logger, initDB bool, ready func(net.Addr)) error {
+func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, stdout io.Writer, log *slog.Logger, ready func(net.Addr)) error {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return err
+	}
+	if cfg.Agent.Sim == "" && len(f.simSet) > 0 {
+		return usageError{fmt.Sprintf("serve: %s set the built-in simulator, and an agent service is configured", strings.Join(f.simSet, ", "))}
+	}
+	if cfg.Agent.Sim != "" {
+		if err := cfg.Agent.useSimulator(f.sim.face); err != nil {
+			return usageError{"serve: -sim-api: " + err.Error()}
+		}
+		if cfg.Sim, err = f.sim.config(); err != nil {
+			return err
+		}
 	}
 	if addr := getenv("BRAINWIRE_PPROF_ADDR"); addr != "" {
 		stop, err := servePprof(ctx, addr, log)
@@ -46,7 +105,7 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	// Deferred first, so it runs last: after the server has let running
 	// captures finish and the backends are closed.
 	defer tel.shutdown()
-	b, err := openBackends(ctx, cfg, getenv, initDB, log)
+	b, err := openBackends(ctx, cfg, getenv, f.initDB, log)
 	if err != nil {
 		return err
 	}
@@ -86,29 +145,85 @@ func serveReady(ctx context.Context, getenv func(string) string, stdout io.Write
 	})
 }
 
-func sim(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, log *slog.Logger) error {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	addr := fs.String("addr", envOr(getenv, "BRAINWIRE_SIM_ADDR", "127.0.0.1:8100"), "listen address")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
+const simAbout = `
+Runs the offline simulator on its own, every face at once: the Responses API
+and the classic threads/runs API as a Foundry project serves them, and an ADK
+API server. It is not an LLM: a deterministic keyword classifier that streams
+a made-up reasoning text, paced like a model. It prints the variables that
+point serve (or record, or eval) at it, for each way of naming the agent.
+Several servers can share one, as replicas share one agent service.`
+
+func sim(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var f simFlags
+	cmd := newCommand("sim", "sim [flags]", simAbout, "")
+	addr := cmd.String("addr", "127.0.0.1:8100", "listen address")
+	maxThreads := cmd.Int("max-threads", simulator.DefaultMaxThreads, "conversations (threads, ADK sessions) kept, the least recently used going first: a load with more captures in flight needs more")
+	f.register(cmd.FlagSet, "", simulator.DefaultChunkDelay)
+	if err := cmd.parse(args, stdout, stderr); err != nil {
+		return err
 	}
-	delay, err := envDuration(getenv, "BRAINWIRE_SIM_CHUNK_DELAY", 0)
+	if err := cmd.noArgs(stderr); err != nil {
+		return err
+	}
+	if *maxThreads < 1 {
+		return cmd.fail(stderr, "-max-threads must be 1 or more")
+	}
+	log, err := newLogger(getenv, stderr)
 	if err != nil {
 		return err
 	}
-	// How many conversations (threads, sessions) it keeps: a load test
-	// with more captures in flight than the default needs more.
-	maxThreads, err := envInt(getenv, "BRAINWIRE_SIM_MAX_THREADS", simulator.DefaultMaxThreads)
+	sc, err := f.config()
 	if err != nil {
 		return err
 	}
+	sc.MaxThreads = *maxThreads
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", *addr, err)
 	}
 	printSimulatorEnv(stdout, "http://"+l.Addr().String())
 	log.Info("simulator listening", "addr", l.Addr().String())
-	return simulator.New(simulator.Config{ChunkDelay: delay, MaxThreads: maxThreads}).Serve(ctx, l)
+	return simulator.New(sc).Serve(ctx, l)
+}
+
+// simFlags are the flags of a simulator a command runs: its face, its
+// pace, and the instructions of the agent it simulates.
+type simFlags struct {
+	face         string
+	chunkDelay   time.Duration
+	instructions string
+}
+
+// register adds the pace and instructions flags, their names after
+// prefix.
+func (f *simFlags) register(fs *flag.FlagSet, prefix string, delay time.Duration) {
+	fs.DurationVar(&f.chunkDelay, prefix+"chunk-delay", delay, "the simulator's pause between reasoning chunks (0: none)")
+	fs.StringVar(&f.instructions, prefix+"instructions", "", "the `file` of instructions of the simulated agent that owns its own (the agent and threads faces), to try a deployed version offline; cue lines steer it (simulator/doc.go). An agent brainwire defines takes BRAINWIRE_INSTRUCTIONS instead")
+}
+
+// config is the simulator's configuration the flags give.
+func (f simFlags) config() (simulator.Config, error) {
+	c := simulator.Config{ChunkDelay: simDelay(f.chunkDelay)}
+	if f.chunkDelay < 0 {
+		return c, usageError{"the simulator's chunk delay must not be negative"}
+	}
+	if f.instructions != "" {
+		b, err := os.ReadFile(f.instructions)
+		if err != nil {
+			return c, fmt.Errorf("the simulator's instructions: %w", err)
+		}
+		c.Instructions = string(b)
+	}
+	return c, nil
+}
+
+// simDelay is a chunk delay as simulator.Config has it: there, 0 means
+// the default and a negative delay none.
+func simDelay(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // printSimulatorEnv prints the variables that point serve at a simulator

@@ -85,7 +85,7 @@ func logReasoningFromEnv(getenv func(string) string, s telemetry.Settings) (bool
 	case "false", "0", "no", "off":
 		return false, nil
 	default:
-		return false, fmt.Errorf("BRAINWIRE_LOG_REASONING: %q is not auto, true or false", v)
+		return false, badSetting("BRAINWIRE_LOG_REASONING", v, "auto, true or false")
 	}
 }
 

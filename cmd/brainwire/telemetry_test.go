@@ -22,9 +22,9 @@ import (
 
 // telemetryServer runs `brainwire serve` with env, sends one capture,
 // reads it to COMPLETE and stops serve, which flushes telemetry.
-func telemetryServer(t *testing.T, env map[string]string) *syncbuf.Buffer {
+func telemetryServer(t *testing.T, env map[string]string, args ...string) *syncbuf.Buffer {
 	t.Helper()
-	base, logs, stop := runServe(t, env)
+	base, logs, stop := runServe(t, env, args...)
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday #long:3"}`))
 	req.Header.Set("Authorization", "Bearer "+phoneKey)
 	req.Header.Set("Content-Type", "application/json")
@@ -79,8 +79,7 @@ func TestSetupTelemetryWiresServe(t *testing.T) {
 			logs := telemetryServer(t, map[string]string{
 				"OTEL_EXPORTER_OTLP_ENDPOINT":           recv.Endpoint(),
 				"APPLICATIONINSIGHTS_CONNECTION_STRING": ingest.ConnectionString(),
-				"BRAINWIRE_SIM_API":                     c.face,
-			})
+			}, "-sim-api", c.face)
 			seen := map[string]bool{}
 			chunks := 0
 			for _, s := range recv.Spans() {
@@ -166,7 +165,6 @@ func TestServeExportsTelemetry(t *testing.T) {
 		"BRAINWIRE_ADDR":              "127.0.0.1:0",
 		"BRAINWIRE_DATA_DIR":          t.TempDir(),
 		"BRAINWIRE_API_KEYS":          phoneKey + ":phone-user",
-		"BRAINWIRE_SIM_CHUNK_DELAY":   "1ms",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/brainwire/brainwire/internal/app"
 )
 
@@ -18,25 +15,18 @@ import (
 //	                               0: no bound)
 func loadUpstream(getenv func(string) string, agent agentConfig) (app.Upstream, error) {
 	u := app.Upstream{H2C: agent.Sim != ""}
-	h2c, err := envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", u.H2C)
-	if err != nil {
+	var err error
+	if u.H2C, err = envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", u.H2C); err != nil {
 		return u, err
 	}
-	u.H2C = h2c
-	n, err := envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", app.DefaultIdleConns)
-	if err != nil {
+	if u.IdleConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", app.DefaultIdleConns, 1); err != nil {
 		return u, err
 	}
-	u.IdleConns = n
-	if v := getenv("BRAINWIRE_UPSTREAM_MAX_CONNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return u, fmt.Errorf("BRAINWIRE_UPSTREAM_MAX_CONNS: %q is not a whole number from 0", v)
-		}
-		u.MaxConns = n
-		if n == 0 {
-			u.MaxConns = -1 // no bound
-		}
+	if u.MaxConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_MAX_CONNS", 0, 0); err != nil {
+		return u, err
+	}
+	if u.MaxConns == 0 && getenv("BRAINWIRE_UPSTREAM_MAX_CONNS") != "" {
+		u.MaxConns = -1 // set to 0: no bound
 	}
 	return u, nil
 }

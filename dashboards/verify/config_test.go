@@ -27,7 +27,10 @@ func TestComposeLoads(t *testing.T) {
 		WorkingDir:  abs,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(abs, "docker-compose.yml")}},
 		Environment: types.Mapping{},
-	}, func(o *loader.Options) { o.SetProjectName("brainwire", true) })
+	}, func(o *loader.Options) {
+		o.SetProjectName("brainwire", true)
+		o.Profiles = []string{"brainwire"} // the server's service too
+	})
 	if err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}

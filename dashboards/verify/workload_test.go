@@ -185,7 +185,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	if err != nil {
 		return nil, err
 	}
-	sim, err := s.run("sim", map[string]string{"BRAINWIRE_SIM_CHUNK_DELAY": "1ms"}, "sim", "-addr", simAddr)
+	sim, err := s.run("sim", nil, "sim", "-addr", simAddr, "-chunk-delay", "1ms")
 	if err != nil {
 		return nil, err
 	}

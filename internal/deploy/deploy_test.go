@@ -219,10 +219,13 @@ func checkDockerfile(t *testing.T) image {
 // TestComposeFile loads docker-compose.yml with compose-go, the Compose
 // specification's reference loader (schema, interpolation, consistency),
 // and checks the brainwire service against the image and the collector.
-func TestComposeFile(t *testing.T) {
+// loadCompose loads docker-compose.yml as docker compose does with
+// --profile for each of profiles.
+func loadCompose(t *testing.T, profiles ...string) *types.Project {
+	t.Helper()
 	dir := root(t)
 	opts, err := cli.NewProjectOptions([]string{filepath.Join(dir, "docker-compose.yml")},
-		cli.WithWorkingDirectory(dir), cli.WithName("brainwire"), cli.WithEnv(nil))
+		cli.WithWorkingDirectory(dir), cli.WithName("brainwire"), cli.WithEnv(nil), cli.WithProfiles(profiles))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +233,37 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("docker-compose.yml does not load: %v", err)
 	}
+	return project
+}
+
+// `docker compose up -d` starts the telemetry backends alone: a server
+// run from source beside them (the README's telemetry instructions) finds
+// its port free. The brainwire profile adds the server.
+func TestComposeDefaultLeavesTheServerPort(t *testing.T) {
+	img := checkDockerfile(t)
+	_, port, _ := net.SplitHostPort(img.env["BRAINWIRE_ADDR"])
+	project := loadCompose(t)
+	if _, on := project.Services["brainwire"]; on {
+		t.Error("docker compose up starts the brainwire service")
+	}
+	for name, svc := range project.Services {
+		for _, p := range svc.Ports {
+			if p.Published == port {
+				t.Errorf("%s publishes %s, the port go run ./cmd/brainwire serve listens on", name, port)
+			}
+		}
+	}
+	readme := read(t, "README.md")
+	for _, want := range []string{"`docker compose up -d`", "docker compose --profile brainwire up -d --build"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+}
+
+func TestComposeFile(t *testing.T) {
+	dir := root(t)
+	project := loadCompose(t, "brainwire")
 	for _, name := range []string{"brainwire", "otel-collector", "jaeger", "tempo", "prometheus", "grafana"} {
 		if _, ok := project.Services[name]; !ok {
 			t.Errorf("no %s service", name)

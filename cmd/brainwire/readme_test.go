@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repoRoot is the module's root directory.
+const repoRoot = "../.."
+
+// envName is the shape of an environment variable brainwire reads.
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
+
+// envRead is a variable the code reads: a name, or a pattern with * where
+// the name is made at run time ("OTEL_" + signal + "_EXPORTER").
+type envRead struct {
+	name  string
+	where string // file:line
+}
+
+func (r envRead) matches(name string) bool {
+	if !strings.Contains(r.name, "*") {
+		return r.name == name
+	}
+	ok, _ := filepath.Match(r.name, name)
+	return ok
+}
+
+// TestEveryVariableIsDocumented: every environment variable the module's
+// code reads (a call of a function whose name says env, getenv, envOr,
+// os.LookupEnv, ..., on a constant name) is documented in README.md, and
+// every BRAINWIRE_ variable README.md documents is read. A name the code
+// builds from something other than constants is not seen.
+func TestEveryVariableIsDocumented(t *testing.T) {
+	reads := envReads(t)
+	if len(reads) < 40 {
+		t.Fatalf("found only %d reads: the scan is broken", len(reads))
+	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := documentedVariables(string(readme))
+	names := map[string]bool{}
+	for _, r := range reads {
+		names[r.name] = true
+		if !slices.ContainsFunc(documented, r.matches) {
+			t.Errorf("%s reads %s, which README.md does not document", r.where, r.name)
+		}
+	}
+	for _, d := range documented {
+		if strings.HasPrefix(d, "BRAINWIRE_") && !slices.ContainsFunc(reads, func(r envRead) bool { return r.matches(d) }) {
+			t.Errorf("README.md documents %s, which no code reads", d)
+		}
+	}
+	t.Logf("%d variables read", len(names))
+}
+
+// envReads scans the module's Go files, tests and nested modules aside.
+func envReads(t *testing.T) []envRead {
+	t.Helper()
+	var reads []envRead
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != repoRoot && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != repoRoot {
+				return filepath.SkipDir // a module of its own
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		consts := map[string]string{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, id := range vs.Names {
+					if i < len(vs.Values) {
+						if s, ok := constString(vs.Values[i], nil); ok {
+							consts[id.Name] = s
+						}
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || !strings.Contains(strings.ToLower(funcName(call.Fun)), "env") {
+				return true
+			}
+			for _, arg := range call.Args {
+				s, ok := constString(arg, consts)
+				if ok && envName.MatchString(strings.ReplaceAll(s, "*", "X")) {
+					rel, _ := filepath.Rel(repoRoot, path)
+					reads = append(reads, envRead{name: s, where: rel + ":" + strconv.Itoa(fset.Position(arg.Pos()).Line)})
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reads
+}
+
+func funcName(e ast.Expr) string {
+	switch f := e.(type) {
+	case *ast.Ident:
+		return f.Name
+	case *ast.SelectorExpr:
+		return f.Sel.Name
+	}
+	return ""
+}
+
+// constString evaluates a string constant: a literal, a constant of the
+// file, or a sum of them, with * for the parts that are not constant.
+func constString(e ast.Expr, consts map[string]string) (string, bool) {
+	switch v := e.(type) {
+	case *ast.BasicLit:
+		if v.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(v.Value)
+		return s, err == nil
+	case *ast.Ident:
+		s, ok := consts[v.Name]
+		return s, ok
+	case *ast.BinaryExpr:
+		if v.Op != token.ADD {
+			return "", false
+		}
+		x, okx := constString(v.X, consts)
+		y, oky := constString(v.Y, consts)
+		if !okx && !oky {
+			return "", false
+		}
+		if !okx {
+			x = "*"
+		}
+		if !oky {
+			y = "*"
+		}
+		return x + y, true
+	}
+	return "", false
+}
+
+// documentedVariables lists the variables README.md names in backquotes,
+// the short forms of a row expanded: in "`OTEL_EXPORTER_OTLP_ENDPOINT`
+// (`_TRACES_ENDPOINT`)", `_TRACES_ENDPOINT` stands for
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, the last word of the name before it
+// replaced.
+func documentedVariables(readme string) []string {
+	quoted := regexp.MustCompile("`([A-Z_][A-Z0-9_]*)`")
+	var out []string
+	for line := range strings.SplitSeq(readme, "\n") {
+		base := ""
+		for _, m := range quoted.FindAllStringSubmatch(line, -1) {
+			name := m[1]
+			if strings.HasPrefix(name, "_") && base != "" {
+				name = base[:strings.LastIndex(base, "_")] + name
+			} else {
+				base = name
+			}
+			if envName.MatchString(name) && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// TestREADMECaptureExample runs the README's capture example as a
+// newcomer pastes it, with the built binary, started 2 s late as go run
+// starts it after building, for `go run ./cmd/brainwire`, and a free port
+// for 8000: the capture is classified.
+func TestREADMECaptureExample(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("curl is not installed (apt-get install curl): the README's example cannot run")
+		}
+		t.Skip("curl is not installed")
+	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := shellBlockAfter(t, string(readme), "## A capture")
+	if !strings.Contains(snippet, "go run ./cmd/brainwire serve &") || !strings.Contains(snippet, "127.0.0.1:8000") {
+		t.Fatalf("the example no longer starts serve in the background on 127.0.0.1:8000:\n%s", snippet)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	// go run builds before the server starts: a pause stands for it.
+	goRun := filepath.Join(t.TempDir(), "go-run-brainwire")
+	if err := os.WriteFile(goRun, []byte("#!/bin/sh\nsleep 2\nexec "+brainwireBinary(t)+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(snippet, "go run ./cmd/brainwire", goRun)
+	script = strings.ReplaceAll(script, "127.0.0.1:8000", addr)
+	// The server is stopped, whether the example stops it or not.
+	script = "set -e\n" + script + "\nkill $! 2>/dev/null || true\nwait\n"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	// On a timeout, the server the script started goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "BRAINWIRE_ADDR="+addr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// When the script fails, the server it left running holds the output
+	// open: stop waiting for it, and stop it.
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if err != nil {
+		t.Fatalf("the example failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{`data: {"type":"STEP_START","stepName":"Classifying"}`, `"type":"CLASSIFIED"`, `"bucket":"People"`, `data: {"type":"COMPLETE"`} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the example's output lacks %s:\n%s\nstderr:\n%s", want, stdout.String(), stderr.String())
+		}
+	}
+}
+
+// shellBlockAfter returns the first ```sh block after heading.
+func shellBlockAfter(t *testing.T, readme, heading string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatalf("no sh block after %q", heading)
+	}
+	return block
+}

@@ -345,8 +345,10 @@ func checkAgentSpan(t *testing.T, agent *telemetrytest.Span, r result) {
 	if !strings.Contains(str(attr(agent, "gen_ai.input.messages")), "Call mom about her birthday") {
 		t.Errorf("gen_ai.input.messages = %v", attr(agent, "gen_ai.input.messages"))
 	}
-	if tto := attr(agent, "brainwire.capture.time_to_outcome_ms").(int64); tto > int64((agent.EndTimeUnixNano-agent.StartTimeUnixNano)/1e6)+1 {
-		t.Errorf("time to outcome %d ms is longer than the run", tto)
+	// The time to outcome counts from the capture's start, which comes a
+	// little before the agent's span: bound it by what the phone waited.
+	if tto := attr(agent, "brainwire.capture.time_to_outcome_ms").(int64); tto > r.latency.Milliseconds()+1 {
+		t.Errorf("time to outcome %d ms is longer than the phone waited (%s)", tto, r.latency)
 	}
 }
 

@@ -382,7 +382,7 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 	if e := s.Traces; e.OTLP != "" {
 		// Headers, compression, timeout and certificates: the exporter
 		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
-		exp, err := newWireExporter(ctx, e.OTLP)
+		exp, err := newOTLPExporter(ctx, e.OTLP)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}

@@ -184,9 +184,14 @@
 //
 // SettingsFromEnv reads which signals are on and where they go (the
 // OTLP endpoints, OTEL_{TRACES,METRICS}_EXPORTER, OTEL_SDK_DISABLED) and
-// APPLICATIONINSIGHTS_CONNECTION_STRING; Start builds what they ask for
-// and nothing when they ask for nothing. Everything else in OTEL_*
-// (headers, compression, timeouts, TLS, sampler, resource attributes,
-// metric interval, span limits) the SDK reads itself. No global
-// OpenTelemetry state is set: providers are passed explicitly.
+// APPLICATIONINSIGHTS_CONNECTION_STRING, and checks the values the SDK
+// would otherwise take without a word (the protocol, the sampler); Start
+// builds what they ask for and nothing when they ask for nothing, and
+// fails on OTEL_RESOURCE_ATTRIBUTES the SDK's reader cannot read.
+// Everything else in OTEL_* (headers, compression, timeouts, TLS, the
+// sampler itself, resource attributes, metric interval, span limits) the
+// SDK reads itself, and reports what it cannot read through its logger
+// (otel.SetLogger). No global OpenTelemetry state is set here: providers
+// are passed explicitly, and the command sets the SDK's logger and error
+// handler.
 package telemetry

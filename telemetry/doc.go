@@ -90,8 +90,8 @@
 // its text (400 as SDK events), released when the span is exported, and about 240 bytes per
 // chunk on the wire (a 5,000-chunk span encodes to 1.2 MB). Span batches
 // are large (512 spans, so that thousands of captures ending at once are
-// exported, not dropped) and split into requests of at most 8,192 span
-// events (about 2 MB), so that requests stay under the 4 MiB a gRPC
+// exported, not dropped) and split into requests of at most 4,096 span
+// events (about 1 MB), so that requests stay under the 4 MiB a gRPC
 // receiver accepts by default; collectors that receive runs of tens of
 // thousands of chunks need a larger limit (the compose configuration in
 // dashboards/ sets 32 MiB).

@@ -96,6 +96,20 @@
 // thousands of chunks need a larger limit (the compose configuration in
 // dashboards/ sets 32 MiB).
 //
+// # Span export
+//
+// Start's OTLP exporter is a SpanExporter of this package: otlpwire writes
+// each request from the SDK's spans (a chunk kept by ChunkEvents is
+// written without building its event), a quarter of the SDK exporter's
+// conversion and marshalling per chunk or less (BenchmarkSpanExport), and
+// the SDK's own OTLP/gRPC client (otlptracegrpc.NewClient) sends it: the
+// connection, TLS, headers, compression, timeout and retries are the
+// SDK's, as OTEL_EXPORTER_OTLP_* set them. The client takes the request's
+// resource spans as generated messages that carry otlpwire's encoding
+// (otlpwire.ResourceSpans). Up to four requests are in flight, so that
+// the batch processor goes on draining its queue while the collector
+// answers.
+//
 // # Lost spans
 //
 // Ended spans wait in a queue for the exporter (65,536 spans and the batch
@@ -106,7 +120,10 @@
 // the queue's bound themselves (a count of the spans ended and not yet
 // handed to the exporter, against the limit; one atomic add per span), so
 // every span lost is counted the moment it is lost, and a trace missing
-// from Jaeger or Tempo shows:
+// from Jaeger or Tempo shows (the SDK's own self-observability counts a
+// full queue as well, but only on the global meter provider, behind an
+// experimental switch, and counts neither the spans this exporter sends
+// nor those Shutdown abandons):
 //
 //   - brainwire.telemetry.spans.dropped, a counter of the spans that never
 //     reached the collector, by brainwire.telemetry.exporter (otlp,

@@ -90,11 +90,25 @@
 // its text (400 as SDK events), released when the span is exported, and about 240 bytes per
 // chunk on the wire (a 5,000-chunk span encodes to 1.2 MB). Span batches
 // are large (512 spans, so that thousands of captures ending at once are
-// exported, not dropped) and split into requests of at most 8,192 span
-// events (about 2 MB), so that requests stay under the 4 MiB a gRPC
+// exported, not dropped) and split into requests of at most 4,096 span
+// events (about 1 MB), so that requests stay under the 4 MiB a gRPC
 // receiver accepts by default; collectors that receive runs of tens of
 // thousands of chunks need a larger limit (the compose configuration in
 // dashboards/ sets 32 MiB).
+//
+// # Span export
+//
+// Start's OTLP exporter is a SpanExporter of this package: otlpwire writes
+// each request from the SDK's spans (a chunk kept by ChunkEvents is
+// written without building its event), a quarter of the SDK exporter's
+// conversion and marshalling per chunk or less (BenchmarkSpanExport), and
+// the SDK's own OTLP/gRPC client (otlptracegrpc.NewClient) sends it: the
+// connection, TLS, headers, compression, timeout and retries are the
+// SDK's, as OTEL_EXPORTER_OTLP_* set them. The client takes the request's
+// resource spans as generated messages that carry otlpwire's encoding
+// (otlpwire.ResourceSpans). Up to four requests are in flight, so that
+// the batch processor goes on draining its queue while the collector
+// answers.
 //
 // # Lost spans
 //
@@ -106,7 +120,10 @@
 // the queue's bound themselves (a count of the spans ended and not yet
 // handed to the exporter, against the limit; one atomic add per span), so
 // every span lost is counted the moment it is lost, and a trace missing
-// from Jaeger or Tempo shows:
+// from Jaeger or Tempo shows (the SDK's own self-observability counts a
+// full queue as well, but only on the global meter provider, behind an
+// experimental switch, and counts neither the spans this exporter sends
+// nor those Shutdown abandons):
 //
 //   - brainwire.telemetry.spans.dropped, a counter of the spans that never
 //     reached the collector, by brainwire.telemetry.exporter (otlp,
@@ -184,9 +201,14 @@
 //
 // SettingsFromEnv reads which signals are on and where they go (the
 // OTLP endpoints, OTEL_{TRACES,METRICS}_EXPORTER, OTEL_SDK_DISABLED) and
-// APPLICATIONINSIGHTS_CONNECTION_STRING; Start builds what they ask for
-// and nothing when they ask for nothing. Everything else in OTEL_*
-// (headers, compression, timeouts, TLS, sampler, resource attributes,
-// metric interval, span limits) the SDK reads itself. No global
-// OpenTelemetry state is set: providers are passed explicitly.
+// APPLICATIONINSIGHTS_CONNECTION_STRING, and checks the values the SDK
+// would otherwise take without a word (the protocol, the sampler); Start
+// builds what they ask for and nothing when they ask for nothing, and
+// fails on OTEL_RESOURCE_ATTRIBUTES the SDK's reader cannot read.
+// Everything else in OTEL_* (headers, compression, timeouts, TLS, the
+// sampler itself, resource attributes, metric interval, span limits) the
+// SDK reads itself, and reports what it cannot read through its logger
+// (otel.SetLogger). No global OpenTelemetry state is set here: providers
+// are passed explicitly, and the command sets the SDK's logger and error
+// handler.
 package telemetry

@@ -61,10 +61,10 @@ func captureTraces(n int, sdkEvents bool) []sdktrace.ReadOnlySpan {
 // amortizing each capture's other spans: 100 captures' spans exported in
 // one request over a real gRPC connection to a receiver that accepts
 // without decoding (a collector in another process costs the server
-// nothing). "sdk" is the OTLP exporter converting and marshalling the
-// spans itself; "wire" is otlpwire's encoding sent through the same
-// exporter; "wire_chunks" is what the server does, the same with the
-// chunks kept by ChunkEvents.
+// nothing). "sdk" is the SDK's OTLP exporter converting and marshalling
+// the spans itself; "wire" is Start's exporter, otlpwire's encoding sent
+// through the SDK's OTLP client; "wire_chunks" is what the server does,
+// the same with the chunks kept by ChunkEvents.
 func BenchmarkSpanExport(b *testing.B) {
 	const captures = 100
 	spans := captureTraces(captures, true)
@@ -74,7 +74,7 @@ func BenchmarkSpanExport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wire, err := newWireExporter(context.Background(), r.Endpoint())
+	wire, err := newOTLPExporter(context.Background(), r.Endpoint())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire/telemetry"
@@ -44,9 +46,21 @@ func TestSettingsFromEnv(t *testing.T) {
 		t.Errorf("metrics: %+v", s.Metrics)
 	}
 
-	s, err = settings(t, map[string]string{"BRAINWIRE_TELEMETRY_CONSOLE": "1"})
-	if err != nil || s.Traces == nil || !s.Traces.Console || s.Metrics == nil || !s.Metrics.Console {
-		t.Errorf("BRAINWIRE_TELEMETRY_CONSOLE: %+v %+v, %v", s.Traces, s.Metrics, err)
+	s, err = settings(t, map[string]string{"OTEL_TRACES_EXPORTER": "console,otlp", "OTEL_METRICS_EXPORTER": "console",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
+	if err != nil || s.Traces == nil || !s.Traces.Console || s.Traces.OTLP == "" || s.Metrics == nil || !s.Metrics.Console || s.Metrics.OTLP != "" {
+		t.Errorf("console: %+v %+v, %v", s.Traces, s.Metrics, err)
+	}
+
+	for _, env := range []map[string]string{
+		{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
+		{"OTEL_TRACES_SAMPLER": " Always_Off "},
+		{"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "ignored"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+	} {
+		if _, err := settings(t, env); err != nil {
+			t.Errorf("%v: %v", env, err)
+		}
 	}
 
 	s, err = settings(t, map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317",
@@ -61,15 +75,19 @@ func TestSettingsFromEnv(t *testing.T) {
 	}
 
 	for name, env := range map[string]map[string]string{
-		"protocol":        {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
-		"exporter":        {"OTEL_TRACES_EXPORTER": "zipkin"},
-		"content":         {"BRAINWIRE_CAPTURE_CONTENT": "maybe"},
-		"disabled":        {"OTEL_SDK_DISABLED": "perhaps"},
-		"connection":      {"APPLICATIONINSIGHTS_CONNECTION_STRING": "IngestionEndpoint=https://x/"},
-		"endpoint scheme": {"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://c:4317"},
-		"host:port":       {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-		"reasoning cap":   {"BRAINWIRE_REASONING_MAX_BYTES": "16k"},
-		"negative cap":    {"BRAINWIRE_REASONING_MAX_BYTES": "-1"},
+		"protocol":         {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+		"metrics protocol": {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json"},
+		"sampler":          {"OTEL_TRACES_SAMPLER": "bogus"},
+		"sampler ratio":    {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"},
+		"sampler arg":      {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"},
+		"exporter":         {"OTEL_TRACES_EXPORTER": "zipkin"},
+		"content":          {"BRAINWIRE_CAPTURE_CONTENT": "maybe"},
+		"disabled":         {"OTEL_SDK_DISABLED": "perhaps"},
+		"connection":       {"APPLICATIONINSIGHTS_CONNECTION_STRING": "IngestionEndpoint=https://x/"},
+		"endpoint scheme":  {"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://c:4317"},
+		"host:port":        {"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+		"reasoning cap":    {"BRAINWIRE_REASONING_MAX_BYTES": "16k"},
+		"negative cap":     {"BRAINWIRE_REASONING_MAX_BYTES": "-1"},
 	} {
 		if _, err := settings(t, env); err == nil {
 			t.Errorf("%s: %v accepted", name, env)
@@ -89,5 +107,16 @@ func TestSettingsOfTheTuningSignals(t *testing.T) {
 	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0"})
 	if err != nil || s.MaxReasoningBytes != 0 {
 		t.Errorf("off: %+v, %v", s, err)
+	}
+}
+
+// TestResourceAttributesAreChecked: a pair the SDK cannot read stops
+// Start, instead of an attribute lost in silence.
+func TestResourceAttributesAreChecked(t *testing.T) {
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "team=second%20brain,oops")
+	s := telemetry.Settings{ServiceName: "brainwire", Metrics: &telemetry.Exporters{Console: true}}
+	_, err := telemetry.Start(t.Context(), s, telemetry.Options{Console: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "OTEL_RESOURCE_ATTRIBUTES") {
+		t.Errorf("Start: %v, want an error naming OTEL_RESOURCE_ATTRIBUTES", err)
 	}
 }

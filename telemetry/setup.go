@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -69,22 +70,23 @@ func (s Settings) Enabled() bool {
 	return s.Traces != nil || s.Metrics != nil || s.AppInsights != nil
 }
 
-// SettingsFromEnv reads which signals are on and where they go:
+// SettingsFromEnv reads which signals are on and where they go, and
+// checks the values the SDK would take without a word:
 //
 //	OTEL_SDK_DISABLED                    true: no OpenTelemetry traces or metrics
 //	OTEL_EXPORTER_OTLP_ENDPOINT          OTLP/gRPC endpoint of both signals
 //	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT   ... of traces (wins over the above)
 //	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  ... of metrics
-//	OTEL_EXPORTER_OTLP_PROTOCOL          grpc only
+//	OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]PROTOCOL  grpc only
 //	OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER  otlp, console, none (comma-separated)
+//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG  a sampler the SDK has, a ratio in [0, 1]
 //	OTEL_SERVICE_NAME                    Application Insights' cloud role (default brainwire)
-//	BRAINWIRE_TELEMETRY_CONSOLE          true: also print traces and metrics
 //	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
 //	BRAINWIRE_REASONING_MAX_BYTES        cap of the assembled reasoning on the agent span (0: none)
 //	APPLICATIONINSIGHTS_CONNECTION_STRING
 //
-// Traces and metrics are off unless an endpoint, an exporter or the
-// console is configured. The SDK reads the rest of OTEL_* itself.
+// Traces and metrics are off unless an endpoint or an exporter is
+// configured. The SDK reads the sampler and the rest of OTEL_* itself.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{
 		ServiceName:       orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
@@ -121,20 +123,19 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if err != nil {
 		fail(fmt.Errorf("OTEL_SDK_DISABLED: %w", err))
 	}
-	console := false
-	if v := getenv("BRAINWIRE_TELEMETRY_CONSOLE"); v != "" {
-		if console, err = parseBool(v); err != nil {
-			fail(fmt.Errorf("BRAINWIRE_TELEMETRY_CONSOLE: %w", err))
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(k)); p != "" && p != "grpc" {
+			fail(fmt.Errorf("%s: %q is not grpc, the only protocol brainwire speaks", k, p))
 		}
 	}
-	if p := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_PROTOCOL")); p != "" && p != "grpc" {
-		fail(fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: only grpc is supported", p))
+	if err := checkSampler(getenv); err != nil {
+		fail(err)
 	}
 	if !disabled {
-		if s.Traces, err = signalFromEnv(getenv, "TRACES", console); err != nil {
+		if s.Traces, err = signalFromEnv(getenv, "TRACES"); err != nil {
 			fail(err)
 		}
-		if s.Metrics, err = signalFromEnv(getenv, "METRICS", console); err != nil {
+		if s.Metrics, err = signalFromEnv(getenv, "METRICS"); err != nil {
 			fail(err)
 		}
 	}
@@ -145,7 +146,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 }
 
 // signalFromEnv reads one signal's exporters; nil when it goes nowhere.
-func signalFromEnv(getenv func(string) string, signal string, console bool) (*Exporters, error) {
+func signalFromEnv(getenv func(string) string, signal string) (*Exporters, error) {
 	endpoint := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"))
 	if endpoint == "" {
 		endpoint = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
@@ -159,7 +160,7 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 				kinds = append(kinds, k)
 			case "":
 			default:
-				return nil, fmt.Errorf("OTEL_%s_EXPORTER: %q is not supported (otlp, console, none)", signal, k)
+				return nil, fmt.Errorf("OTEL_%s_EXPORTER: %q is not otlp, console or none", signal, k)
 			}
 		}
 	} else if endpoint != "" {
@@ -168,7 +169,7 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 	if slices.Contains(kinds, "none") {
 		return nil, nil
 	}
-	e := &Exporters{Console: console || slices.Contains(kinds, "console")}
+	e := &Exporters{Console: slices.Contains(kinds, "console")}
 	if slices.Contains(kinds, "otlp") {
 		if endpoint == "" {
 			endpoint = "http://localhost:4317"
@@ -182,6 +183,28 @@ func signalFromEnv(getenv func(string) string, signal string, console bool) (*Ex
 		return nil, nil
 	}
 	return e, nil
+}
+
+// checkSampler checks OTEL_TRACES_SAMPLER and its argument, which the
+// SDK applies: it would report a sampler it does not have, or a ratio
+// out of range, only through its error handler, and sample everything.
+func checkSampler(getenv func(string) string) error {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	switch name {
+	case "", "always_on", "always_off", "parentbased_always_on", "parentbased_always_off":
+		return nil
+	case "traceidratio", "parentbased_traceidratio":
+		arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
+		if arg == "" {
+			return nil
+		}
+		if r, err := strconv.ParseFloat(arg, 64); err != nil || r < 0 || r > 1 {
+			return fmt.Errorf("OTEL_TRACES_SAMPLER_ARG: %q is not a ratio between 0 and 1", arg)
+		}
+		return nil
+	}
+	return fmt.Errorf("OTEL_TRACES_SAMPLER: %q is not always_on, always_off, traceidratio, "+
+		"parentbased_always_on, parentbased_always_off or parentbased_traceidratio", name)
 }
 
 func parseBool(v string) (bool, error) {
@@ -351,12 +374,18 @@ func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
 		resource.WithProcessRuntimeName(),
 		resource.WithProcessRuntimeVersion(),
 		resource.WithAttributes(attrs...),
-		resource.WithFromEnv(),
 	)
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) && !errors.Is(err, resource.ErrSchemaURLConflict) {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
-	return res, nil
+	// The environment's attributes, read by the SDK, win over all of
+	// them; one it cannot read (a pair without "=") is an error here
+	// rather than an attribute lost in silence.
+	env, err := resource.New(ctx, resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	return resource.Merge(res, env)
 }
 
 // SpanLimits are the limits of the tracer provider Start builds: the
@@ -382,7 +411,7 @@ func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, 
 	if e := s.Traces; e.OTLP != "" {
 		// Headers, compression, timeout and certificates: the exporter
 		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
-		exp, err := newWireExporter(ctx, e.OTLP)
+		exp, err := newOTLPExporter(ctx, e.OTLP)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
@@ -422,7 +451,11 @@ func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, c
 		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
 	}
 	if s.Metrics.Console {
-		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(newConsoleMetricExporter(console))))
+		exp, err := stdoutmetric.New(stdoutmetric.WithWriter(console))
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: console metric exporter: %w", err)
+		}
+		opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
 	}
 	return sdkmetric.NewMeterProvider(opts...), nil
 }

@@ -205,7 +205,7 @@ func TestAppInsightsWithoutTracing(t *testing.T) {
 func TestConsoleExporters(t *testing.T) {
 	var out syncbuf.Buffer
 	s, err := telemetry.SettingsFromEnv(func(k string) string {
-		return map[string]string{"BRAINWIRE_TELEMETRY_CONSOLE": "true"}[k]
+		return map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_METRICS_EXPORTER": "console"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -29,12 +30,18 @@ type telemetrySetup struct {
 }
 
 // setupTelemetry configures telemetry from the environment (see
-// telemetry.SettingsFromEnv): OpenTelemetry traces and metrics over
-// OTLP/gRPC or to the console (stdout), Application Insights, the content
-// switch. With nothing configured everything is off and costs nothing.
-// resource describes the process beyond its service name and a random
-// instance id (an evaluation names itself).
+// telemetry.SettingsFromEnv and the README): OpenTelemetry traces and
+// metrics over OTLP/gRPC or to the console (stdout), Application
+// Insights, the content switch. With nothing configured everything is off
+// and costs nothing. resource describes the process beyond its service
+// name and a random instance id (an evaluation names itself).
 func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer, log *slog.Logger, resource ...attribute.KeyValue) (*telemetrySetup, error) {
+	// The SDK tells what it cannot make of an OTEL_* variable it reads
+	// (a header without "=", an interval that is not a number) in its own
+	// log, and failed exports through its global error handler: both go
+	// to the command's log, in its format, the errors rate-limited.
+	otel.SetLogger(logr.FromSlogHandler(log.With("component", "opentelemetry").Handler()))
+	otel.SetErrorHandler(&telemetry.ErrorHandler{Logger: log})
 	settings, err := telemetry.SettingsFromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -52,11 +59,6 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
-	}
-	if tel.Enabled() {
-		// The SDK reports failed exports through its global handler: to
-		// the log, rate-limited, instead of stderr on every attempt.
-		otel.SetErrorHandler(&telemetry.ErrorHandler{Logger: log})
 	}
 	logTelemetry(settings, logReasoning, log)
 	return &telemetrySetup{tel: tel, logReasoning: logReasoning, log: log}, nil

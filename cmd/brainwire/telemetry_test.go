@@ -154,6 +154,39 @@ func TestSetupTelemetryRejectsBadSettings(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "BRAINWIRE_LOG_REASONING") {
 		t.Errorf("error %v", err)
 	}
+	_, err = setupTelemetry(context.Background(), config{}, func(k string) string {
+		return map[string]string{"OTEL_TRACES_SAMPLER": "bogus"}[k]
+	}, io.Discard, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER") {
+		t.Errorf("OTEL_TRACES_SAMPLER=bogus: error %v", err)
+	}
+}
+
+// TestSDKComplaintsInServesLog: what the SDK makes of a variable it reads
+// itself reaches serve's log, in serve's format.
+func TestSDKComplaintsInServesLog(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "no-equals-sign")
+	var logs syncbuf.Buffer
+	env := map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"}
+	tel, err := setupTelemetry(context.Background(), config{}, func(k string) string { return env[k] }, io.Discard,
+		slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel.shutdown()
+	found := false
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line not in serve's format: %q", line)
+		}
+		if rec["component"] == "opentelemetry" && rec["level"] == "ERROR" && strings.Contains(line, "parse headers") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no line about the headers the SDK could not parse:\n%s", logs.String())
+	}
 }
 
 // TestServeExportsTelemetry runs `brainwire serve` configured by the

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -133,6 +134,32 @@ func AppendRequest(dst []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	e := encoder{b: dst}
 	e.encode(spans)
 	return e.b
+}
+
+// ResourceSpans appends to dst the resource_spans of req, a request
+// AppendRequest wrote, each as a generated message carrying its encoding
+// unparsed: as the message's unknown fields, which protobuf keeps and
+// marshals back byte for byte. A client that sends
+// []*tracepb.ResourceSpans (the SDK's otlptrace.Client) thus sends the
+// request as it was written here, with nothing converted. The messages
+// share req's bytes, which must stay as they are until the messages are
+// sent. A req that is not a request's encoding appends nothing.
+func ResourceSpans(dst []*tracepb.ResourceSpans, req []byte) []*tracepb.ResourceSpans {
+	for len(req) > 0 {
+		num, typ, n := protowire.ConsumeTag(req)
+		if n < 0 || num != requestResourceSpans || typ != protowire.BytesType {
+			return dst
+		}
+		v, m := protowire.ConsumeBytes(req[n:])
+		if m < 0 {
+			return dst
+		}
+		rs := new(tracepb.ResourceSpans)
+		rs.ProtoReflect().SetUnknown(v)
+		dst = append(dst, rs)
+		req = req[n+m:]
+	}
+	return dst
 }
 
 // encoder writes one request.

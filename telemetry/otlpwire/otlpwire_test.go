@@ -209,6 +209,41 @@ func TestEncodeMatchesTheSDKExporter(t *testing.T) {
 	}
 }
 
+// TestResourceSpansCarryTheEncoding: the request's resource_spans as
+// generated messages marshal back to the very bytes written, and decode as
+// the spans they were written from.
+func TestResourceSpansCarryTheEncoding(t *testing.T) {
+	spans := richSpans(t)
+	b := otlpwire.AppendRequest(nil, spans)
+	rs := otlpwire.ResourceSpans(nil, b)
+	if len(rs) != 2 {
+		t.Fatalf("%d resource spans, want 2 (two resources)", len(rs))
+	}
+	out, err := proto.Marshal(&colltrace.ExportTraceServiceRequest{ResourceSpans: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, b) {
+		t.Fatalf("marshalled back to %d bytes that differ from the %d written", len(out), len(b))
+	}
+	want, err := sdkRequest(t, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decode(t, out)
+	sortResources(got)
+	sortResources(want)
+	if !proto.Equal(got, want) {
+		t.Error("the carried request decodes other than the SDK exporter's")
+	}
+	if rs := otlpwire.ResourceSpans(nil, nil); len(rs) != 0 {
+		t.Errorf("an empty request: %d resource spans", len(rs))
+	}
+	if rs := otlpwire.ResourceSpans(nil, []byte{0x12, 0x01, 0x00}); len(rs) != 0 {
+		t.Errorf("a field other than resource_spans: %d resource spans", len(rs))
+	}
+}
+
 func TestEncodeEmpty(t *testing.T) {
 	if b := otlpwire.AppendRequest(nil, nil); len(b) != 0 {
 		t.Errorf("no spans encoded as %x, want an empty request", b)

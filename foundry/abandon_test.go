@@ -82,7 +82,7 @@ func (x *exchanges) checkReleased(t *testing.T) {
 	for {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		if !bytes.Contains(buf, []byte("foundry.newPendingRun")) {
+		if !bytes.Contains(buf, []byte("internal/linger")) {
 			return
 		}
 		if time.Now().After(deadline) {

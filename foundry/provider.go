@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"sync"
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/linger"
 )
 
 // ProviderName is what Provider.Name returns.
@@ -210,9 +210,9 @@ func (r *runner) run(ctx context.Context) error {
 
 // start opens the run's first stream. Creating a thread and run in one
 // call takes no additional instructions, so with those the thread is
-// created first. The request that creates the run may outlive ctx (see
-// pendingRun); consume releases its pendingRun.
-func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
+// created first. The request that creates the run may outlive ctx;
+// consume releases it.
+func (r *runner) start(ctx context.Context) (*Stream, *linger.Linger, error) {
 	var tools []brainwire.ToolDefinition
 	if r.req.Tools != nil {
 		tools = r.req.Tools.Definitions()
@@ -233,16 +233,21 @@ func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	pending := newPendingRun(ctx, r.p.cancelTimeout)
+	// The request that creates the run may have to outlive ctx: the run
+	// may already exist upstream, and only its id, which the stream
+	// tells, lets it be cancelled. Until then the request lingers for
+	// the cancel timeout after ctx ends.
+	pctx, pending := linger.New(ctx, r.p.cancelTimeout)
+	pending.Hold()
 	var s *Stream
 	var err error
 	if threadID == "" {
-		s, err = r.p.client.CreateThreadAndRun(pending.ctx, CreateThreadAndRunRequest{
+		s, err = r.p.client.CreateThreadAndRun(pctx, CreateThreadAndRunRequest{
 			AssistantID: r.p.agentID, Messages: msgs, Instructions: r.req.Instructions, Tools: tools,
 		})
 	} else {
 		r.threadID = threadID
-		s, err = r.p.client.CreateRun(pending.ctx, threadID, CreateRunRequest{
+		s, err = r.p.client.CreateRun(pctx, threadID, CreateRunRequest{
 			AssistantID:            r.p.agentID,
 			Instructions:           r.req.Instructions,
 			AdditionalMessages:     msgs,
@@ -251,7 +256,7 @@ func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
 		})
 	}
 	if err != nil {
-		pending.release()
+		pending.Release()
 		return nil, nil, err
 	}
 	return s, pending, nil
@@ -263,13 +268,13 @@ func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
 // whatever records the traffic; once the run is terminal or waiting for
 // tool outputs, a connection that breaks before done loses nothing.
 //
-// pending is the stream's pendingRun when the stream creates the run (nil
+// pending holds the stream's request when the stream creates the run (nil
 // for a run already known). Once ctx has ended, such a stream is read on,
 // without yielding, only until it names the run, so that the run can be
 // cancelled; consume then returns ctx's error.
-func (r *runner) consume(ctx context.Context, s *Stream, pending *pendingRun) (calls []brainwire.ToolCall, sawError bool, err error) {
+func (r *runner) consume(ctx context.Context, s *Stream, pending *linger.Linger) (calls []brainwire.ToolCall, sawError bool, err error) {
 	if pending != nil {
-		defer pending.release() // after Close: the body goes first
+		defer pending.Release() // after Close: the body goes first
 	}
 	defer s.Close()
 	waiting := pending != nil // for the run's id
@@ -309,7 +314,7 @@ func (r *runner) consume(ctx context.Context, s *Stream, pending *pendingRun) (c
 		if waiting {
 			if r.runID != "" && r.threadID != "" {
 				waiting = false
-				pending.known()
+				pending.Unhold()
 			}
 			if ctx.Err() != nil {
 				if waiting {
@@ -350,62 +355,5 @@ func (r *runner) cancel(ctx context.Context) {
 	defer stop()
 	if _, err := r.p.client.CancelRun(cctx, r.threadID, r.runID); err == nil {
 		r.status = brainwire.RunCancelling
-	}
-}
-
-// pendingRun is the context of a request that creates a run. It ends when
-// Run's context does, except while the run's id is not yet known: the run
-// may already exist upstream and only its id lets it be cancelled, so the
-// request lives on for a grace period, for its stream to name the run.
-type pendingRun struct {
-	parent context.Context
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	waiting bool        // for the run's id, with the stream open
-	grace   *time.Timer // armed when parent ended while waiting
-}
-
-// newPendingRun returns the pendingRun of a request made for parent, with
-// a grace period of grace.
-func newPendingRun(parent context.Context, grace time.Duration) *pendingRun {
-	p := &pendingRun{parent: parent, waiting: true}
-	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(parent))
-	// Never unregistered: once the stream is consumed the request still
-	// ends with parent, as a request made with parent would (the
-	// transport may be reading the rest of its body).
-	context.AfterFunc(parent, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.waiting {
-			p.grace = time.AfterFunc(grace, p.cancel)
-			return
-		}
-		p.cancel()
-	})
-	return p
-}
-
-// known says the stream named the run: from now on the request ends with
-// parent.
-func (p *pendingRun) known() {
-	p.mu.Lock()
-	p.waiting = false
-	p.mu.Unlock()
-}
-
-// release says the stream is closed, or was never opened. If parent has
-// ended, the request ends now, and the grace period with it.
-func (p *pendingRun) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.waiting = false
-	if p.grace != nil {
-		p.grace.Stop()
-		p.grace = nil
-	}
-	if p.parent.Err() != nil {
-		p.cancel()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 const (
@@ -394,7 +395,7 @@ func TestHeaderTransportAuthorizesEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := adk.NewClient(srv.URL()+"/", &http.Client{Transport: adk.NewHeaderTransport(name, value, srv.Client().Transport)})
+	c, err := adk.NewClient(srv.URL()+"/", &http.Client{Transport: agenthttp.NewHeaderTransport(name, value, srv.Client().Transport)})
 	if err != nil {
 		t.Fatal(err)
 	}

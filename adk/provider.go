@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 )
 
 // ProviderName is what Provider.Name returns: the GenAI semantic
@@ -170,7 +171,7 @@ func (r *runner) run(ctx context.Context) error {
 				Err: fmt.Errorf("session %s: the agent handed tool calls over more than %d times", r.sessionID, r.p.maxToolRounds),
 			}
 		}
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
+		results := agent.CallTools(ctx, r.req.Tools, calls)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/internal/linger"
 )
 
@@ -189,7 +190,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
+		results := agent.CallTools(ctx, r.req.Tools, calls)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 )
 
 // Provider names for telemetry (gen_ai.provider.name) and health checks.
@@ -237,7 +238,7 @@ func (r *runner) run(ctx context.Context) error {
 			}
 		}
 
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
+		results := agent.CallTools(ctx, r.req.Tools, calls)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -309,7 +309,7 @@ func TestFollowUpOfAClassicThread(t *testing.T) {
 }
 
 // TestRunParallelCalls: calls to different tools in one response run at
-// once (calls to one tool run in the agent's order: brainwire.CallTools).
+// once (calls to one tool run in the agent's order: agent.CallTools).
 func TestRunParallelCalls(t *testing.T) {
 	turn := rt.NewTurn("resp_1").FunctionCall("fc_1", "call_1", "transcribe_audio", `{"n":1}`).
 		FunctionCall("fc_2", "call_2", "file_capture", `{"n":2}`).Complete(rt.Usage{})

@@ -7,15 +7,16 @@ import (
 	"github.com/brainwire/brainwire"
 )
 
-// CallTools runs one round of the agent's tool calls on set, as every
-// provider does when a run asks for tools, and returns the results in the
-// order of calls.
+// CallTools runs one round of the agent's tool calls on set, as the loop
+// does when a response asks for tools, and returns the results in the
+// order of calls. Each result answers its call: it carries the call's id
+// and name.
 //
 // Calls to different tools run concurrently; calls to the same tool run one
 // after another, in the order the agent made them. So a round has one
 // outcome whatever the timing: when the agent calls file_capture twice, the
 // first call in its order files the capture and the second gets the error
-// already_filed, with every provider.
+// already_filed, whichever provider ran the agent.
 //
 // A tool that panics, or a nil set, gives the agent an error result like
 // any failed tool: a tool bug never takes the server down.
@@ -58,12 +59,8 @@ func callTool(ctx context.Context, set brainwire.ToolSet, call brainwire.ToolCal
 		if v := recover(); v != nil {
 			res = brainwire.ToolResult{Output: `{"error":"tool_failed","message":"the tool crashed"}`, IsError: true, ErrorCode: "tool_failed"}
 		}
-		if res.CallID == "" {
-			res.CallID = call.ID
-		}
-		if res.Name == "" {
-			res.Name = call.Name
-		}
+		// The result answers its call, whatever the tool said.
+		res.CallID, res.Name = call.ID, call.Name
 	}()
 	if set == nil {
 		return brainwire.ToolResult{Output: `{"error":"unknown_tool","message":"no tools are available"}`, IsError: true, ErrorCode: "unknown_tool"}

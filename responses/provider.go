@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/agent"
 )
 
 // Provider names for telemetry (gen_ai.provider.name) and health checks.
@@ -40,8 +38,6 @@ const (
 	ChainPreviousResponse Chaining = "previous_response_id"
 )
 
-const defaultMaxToolRounds = 16
-
 // Agent names the agent that answers, in one of two ways: an ephemeral
 // agent that brainwire defines with each request (Model, Instructions and
 // the capture's tools), or a Foundry agent by Name (and Version), which
@@ -65,18 +61,15 @@ type Config struct {
 	// Name is Provider.Name (gen_ai.provider.name); ProviderOpenAI when
 	// empty.
 	Name string
-	// MaxToolRounds bounds how many responses of one run may ask for
-	// tools (default 16).
-	MaxToolRounds int
 	// Tools are the tool definitions an ephemeral agent is described
 	// with (DescribeAgent); each run sends its capture's own.
 	Tools []brainwire.ToolDefinition
 }
 
-// Provider runs an agent through the Responses API: it streams a response,
-// executes the function calls it asks for, and streams the next response
-// with their outputs, until a response completes without asking for any.
-// All the responses of one capture are one brainwire run.
+// Provider runs an agent through the Responses API. A run streams a
+// response; when it asks for function calls, the run continues with a
+// response carrying their outputs (Continue). All the responses of one
+// capture are one brainwire run.
 //
 // A streamed response in the foreground has no cancel operation (the API
 // cancels only background responses): a run that is abandoned closes its
@@ -116,9 +109,6 @@ func NewProvider(client *Client, cfg Config) (*Provider, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = ProviderOpenAI
-	}
-	if cfg.MaxToolRounds <= 0 {
-		cfg.MaxToolRounds = defaultMaxToolRounds
 	}
 	return &Provider{client: client, cfg: cfg}, nil
 }
@@ -167,92 +157,95 @@ func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, erro
 	return info.Described(version), nil
 }
 
-// Run runs the agent once over req. A new capture (req.ThreadID empty)
-// starts a conversation; a follow-up continues the one req.ThreadID names:
-// a conversation (conv_…) or, under previous-response chaining, the
-// response (resp_…) whose function call filed the capture.
+// Start starts a run over req. A new capture (req.ThreadID empty) starts
+// a conversation; a follow-up continues the one req.ThreadID names: a
+// conversation (conv_…) or, under previous-response chaining, the
+// response (resp_…) whose function call filed the capture. The run
+// streams its first response.
 //
-// A failure is yielded once as a zero Event with the error, and ends the
-// sequence. However the sequence ends, the open stream is closed.
-func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		r := &runner{p: p, req: req, yield: yield}
-		if err := r.run(ctx); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("agent response %s stopped: %w", r.responseIDOr(), ctx.Err())
-			}
-			yield(brainwire.Event{}, err)
-		}
+// A streamed response in the foreground has no cancel operation: closing
+// the run closes its stream, which is how the service is told to stop.
+func (p *Provider) Start(ctx context.Context, req brainwire.RunRequest) (brainwire.Run, error) {
+	r := &run{p: p, ctx: ctx, req: req}
+	first, err := r.start()
+	if err != nil {
+		return nil, err
 	}
+	if err := r.open(first); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// runner is the state of one Run.
-type runner struct {
-	p       *Provider
-	req     brainwire.RunRequest
-	yield   func(brainwire.Event, error) bool
-	stopped bool // the consumer stopped iterating
+// run is one run: the responses of one capture.
+type run struct {
+	p      *Provider
+	ctx    context.Context
+	req    brainwire.RunRequest
+	stream *Stream // the response being streamed; nil between responses
 
 	conversationID string // the conversation, under conversation chaining
 	responseID     string // the last response
-	status         brainwire.RunStatus
-	sawError       bool
 }
 
-// emit yields ev and reports whether to go on.
-func (r *runner) emit(ev brainwire.Event) bool {
-	if !r.yield(ev, nil) {
-		r.stopped = true
-		return false
-	}
-	return true
-}
-
-func (r *runner) run(ctx context.Context) error {
-	req, err := r.start(ctx)
+// open streams the response req creates.
+func (r *run) open(req CreateResponseRequest) error {
+	s, err := r.p.client.CreateResponse(r.ctx, req)
 	if err != nil {
 		return err
 	}
-	for round := 0; ; round++ {
-		stream, err := r.p.client.CreateResponse(ctx, req)
-		if err != nil {
-			return err
-		}
-		calls, err := r.consume(stream)
-		if err != nil || r.stopped {
-			return err
-		}
-		switch {
-		case r.sawError, r.status.Terminal():
-			// A failure was told by its events.
-			return nil
-		case r.status != brainwire.RunRequiresAction:
-			return &upstreamError{
-				Msg: "the agent service ended the stream before the response finished",
-				Err: fmt.Errorf("stream of response %s ended while it was %q", r.responseIDOr(), r.status),
-			}
-		case round >= r.p.cfg.MaxToolRounds:
-			return &upstreamError{
-				Msg: "the agent kept asking for tools",
-				Err: fmt.Errorf("response %s asked for tools %d times in one run", r.responseID, r.p.cfg.MaxToolRounds),
-			}
-		}
+	r.stream = s
+	return nil
+}
 
-		results := agent.CallTools(ctx, r.req.Tools, calls)
-		if err := ctx.Err(); err != nil {
-			return err
+// Next returns the next event of the response being streamed. The stream
+// is read to its end, so that it is whole for whatever records the
+// traffic, and closed there.
+func (r *run) Next() (brainwire.Event, error) {
+	ev, err := r.stream.Next()
+	if err != nil {
+		r.closeStream()
+		if err == io.EOF {
+			return brainwire.Event{}, io.EOF
 		}
-		input := make([]InputItem, len(calls))
-		for i, call := range calls {
-			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.conversationID, RunID: r.responseID, Tool: call, Result: results[i]}
-			if !r.emit(ev) {
-				return nil
-			}
-			input[i] = FunctionCallOutput(call.ID, results[i].Output)
+		return brainwire.Event{}, &upstreamError{
+			Msg: "the agent service's event stream broke off",
+			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
 		}
-		req = r.request(input)
+	}
+	if ev.RunID != "" {
+		r.responseID = ev.RunID
+	}
+	if ev.Kind == brainwire.EventToolCall && ev.Tool.ThreadID == "" {
+		// Without a conversation, the response that asked is where a
+		// follow-up continues from.
+		ev.Tool.ThreadID = ev.Tool.RunID
+	}
+	return ev, nil
+}
+
+// Continue streams the next response, carrying the function calls'
+// outputs.
+func (r *run) Continue(results []brainwire.ToolResult) error {
+	input := make([]InputItem, len(results))
+	for i, res := range results {
+		input[i] = FunctionCallOutput(res.CallID, res.Output)
+	}
+	return r.open(r.request(input))
+}
+
+// Close closes the open stream, if any.
+func (r *run) Close() { r.closeStream() }
+
+func (r *run) closeStream() {
+	if r.stream != nil {
+		r.stream.Close()
+		r.stream = nil
 	}
 }
+
+// String names the run by its last response.
+func (r *run) String() string { return "response " + r.responseIDOr() }
 
 // supersededOutput answers the function calls of the response a follow-up
 // continues from (previous-response chaining): brainwire answered them
@@ -262,7 +255,7 @@ const supersededOutput = `{"status":"superseded","message":"This call was answer
 
 // start returns the run's first request: for a new capture, in a new
 // conversation; for a follow-up, continuing the one it names.
-func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
+func (r *run) start() (CreateResponseRequest, error) {
 	var input []InputItem
 	msg := r.req.Message
 	if extra := r.req.AdditionalInstructions; extra != "" {
@@ -282,7 +275,7 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 	chaining := r.p.cfg.Chaining
 	switch {
 	case id == "" && chaining == ChainConversation:
-		conv, err := r.p.client.CreateConversation(ctx)
+		conv, err := r.p.client.CreateConversation(r.ctx)
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
@@ -294,7 +287,7 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 			Err: fmt.Errorf("conversation %s is a threads/runs thread; the Responses API cannot continue it", id),
 		}
 	case strings.HasPrefix(id, "resp_") || (chaining == ChainPreviousResponse && !strings.HasPrefix(id, "conv_")):
-		prev, err := r.p.client.GetResponse(ctx, id)
+		prev, err := r.p.client.GetResponse(r.ctx, id)
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
@@ -312,7 +305,7 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 
 // request is the next request of the run: input, with the agent named as
 // configured, in the run's conversation or after its last response.
-func (r *runner) request(input []InputItem) CreateResponseRequest {
+func (r *run) request(input []InputItem) CreateResponseRequest {
 	req := CreateResponseRequest{Input: input, Store: true}
 	if input == nil {
 		req.Input = []InputItem{}
@@ -325,7 +318,7 @@ func (r *runner) request(input []InputItem) CreateResponseRequest {
 			req.Instructions = r.req.Instructions
 		}
 		if r.req.Tools != nil {
-			req.Tools = FunctionTools(r.req.Tools.Definitions())
+			req.Tools = FunctionTools(r.req.Tools)
 		}
 		if s := r.p.cfg.ReasoningSummary; s != "" {
 			req.Reasoning = &Reasoning{Summary: s}
@@ -339,48 +332,8 @@ func (r *runner) request(input []InputItem) CreateResponseRequest {
 	return req
 }
 
-// consume yields the events of one response until its stream ends or the
-// consumer stops, and returns the function calls it asked for. The stream
-// is read to its end, so that it is whole for whatever records the
-// traffic.
-func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, err error) {
-	defer s.Close()
-	r.status = ""
-	for {
-		ev, err := s.Next()
-		if err == io.EOF {
-			return calls, nil
-		}
-		if err != nil {
-			return nil, &upstreamError{
-				Msg: "the agent service's event stream broke off",
-				Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
-			}
-		}
-		if ev.RunID != "" {
-			r.responseID = ev.RunID
-		}
-		switch ev.Kind {
-		case brainwire.EventToolCall:
-			if ev.Tool.ThreadID == "" {
-				// Without a conversation, the response that asked is
-				// where a follow-up continues from.
-				ev.Tool.ThreadID = ev.Tool.RunID
-			}
-			calls = append(calls, ev.Tool)
-		case brainwire.EventError:
-			r.sawError = true
-		case brainwire.EventRunStatus:
-			r.status = ev.Status
-		}
-		if !r.emit(ev) {
-			return nil, nil
-		}
-	}
-}
-
 // responseIDOr names the response for messages.
-func (r *runner) responseIDOr() string {
+func (r *run) responseIDOr() string {
 	if r.responseID != "" {
 		return r.responseID
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 )
@@ -88,6 +90,11 @@ func newProvider(t *testing.T, srv *rt.Server, cfg responses.Config) (*responses
 	return p, ops
 }
 
+// runAgent runs the agent through p as the server does: in the agent loop.
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+	return agent.NewLoop(p).Run(ctx, req, tools)
+}
+
 // collect runs the provider and returns its events and final error,
 // checking that an error comes once, last, with a zero event.
 func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([]brainwire.Event, error) {
@@ -153,7 +160,7 @@ func TestRunInAConversation(t *testing.T) {
 	if p.Name() != "azure.ai.agents" {
 		t.Errorf("name %q", p.Name())
 	}
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "Call mom", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "Call mom"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +205,7 @@ func TestRunChainedByPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", closingTurn("resp_2", rt.After("resp_1"))),
 	)
 	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "Call mom", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "Call mom"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,9 +234,9 @@ func TestRunFoundryAgent(t *testing.T) {
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.ForAgent("classifier"))),
 	)
 	p, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier", Version: "3"}, ReasoningSummary: "auto"})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{
-		ThreadID: "conv_9", Message: "I meant my sister", AdditionalInstructions: "This answers your question.", Tools: echoTools(),
-	}))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
+		ThreadID: "conv_9", Message: "I meant my sister", AdditionalInstructions: "This answers your question.",
+	}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,9 +264,9 @@ func TestFollowUpInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", closingTurn("resp_4", conv)),
 	)
 	p, _ := newProvider(t, srv, responses.Config{})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{
-		ThreadID: "conv_7", Message: "my sister", AdditionalInstructions: "Round 1 of 3.", Tools: echoTools(),
-	}))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
+		ThreadID: "conv_7", Message: "my sister", AdditionalInstructions: "Round 1 of 3.",
+	}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +287,7 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", closingTurn("resp_C", rt.After("resp_B"))),
 	)
 	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{ThreadID: "resp_A", Message: "my sister", Tools: echoTools()}))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "resp_A", Message: "my sister"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +308,7 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 func TestFollowUpOfAClassicThread(t *testing.T) {
 	srv := rt.NewServer(t)
 	p, _ := newProvider(t, srv, responses.Config{})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{ThreadID: "thread_abc", Message: "x"}))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "thread_abc", Message: "x"}, nil))
 	var be *brainwire.Error
 	if !errors.As(err, &be) || be.Code != brainwire.EUpstream || !strings.Contains(be.Message, "classic Agents API") {
 		t.Fatalf("error %v", err)
@@ -326,7 +333,7 @@ func TestRunParallelCalls(t *testing.T) {
 		running.Wait() // both calls run at once
 		return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: string(c.Arguments)}
 	}
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: ts}))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,18 +349,6 @@ func TestRunParallelCalls(t *testing.T) {
 	in, _ := json.Marshal(srv.Find("POST /responses")[1].Body["input"])
 	if string(in) != `[{"call_id":"call_1","output":"{\"n\":1}","type":"function_call_output"},{"call_id":"call_2","output":"{\"n\":2}","type":"function_call_output"}]` {
 		t.Errorf("outputs %s", in)
-	}
-}
-
-func TestRunTooManyToolRounds(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-		rt.Expect("POST /responses", classifyTurn("resp_2")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse, MaxToolRounds: 1})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
-	if err == nil || !strings.Contains(err.Error(), "asked for tools 1 times") {
-		t.Fatalf("error %v", err)
 	}
 }
 
@@ -400,7 +395,7 @@ func TestRunUpstreamFaults(t *testing.T) {
 			script: []rt.Call{rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 				rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Events(), rt.Done())...))},
 			kinds: "run_status:in_progress run_status:in_progress",
-			err:   "ended the stream before the response finished",
+			err:   "ended the stream before the run finished",
 		},
 		{
 			name: "a malformed event",
@@ -440,7 +435,7 @@ func TestRunUpstreamFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := rt.NewServer(t, c.script...)
 			p, _ := newProvider(t, srv, responses.Config{})
-			evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+			evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()))
 			if got := kinds(evs); got != c.kinds {
 				t.Errorf("events %q, want %q", got, c.kinds)
 			}
@@ -471,7 +466,7 @@ func TestRunHangPastDeadline(t *testing.T) {
 	p, _ := newProvider(t, srv, responses.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := collect(t, p.Run(ctx, brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	_, err := collect(t, runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, echoTools()))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "resp_1 stopped") {
 		t.Fatalf("error %v", err)
 	}
@@ -491,7 +486,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 	)
 	p, _ := newProvider(t, srv, responses.Config{})
 	n := 0
-	for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}) {
+	for ev, err := range runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,29 +498,6 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 	case <-srv.ClientGone():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream was not closed")
-	}
-}
-
-// TestRunCancelledDuringTools: a run cancelled while its tools run sends
-// no continuation.
-func TestRunCancelledDuringTools(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	ts := echoTools()
-	ts.call = func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-		cancel()
-		return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: `{}`}
-	}
-	_, err := collect(t, p.Run(ctx, brainwire.RunRequest{Message: "x", Tools: ts}))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v", err)
-	}
-	if n := len(srv.Find("POST /responses")); n != 1 {
-		t.Fatalf("%d responses requested", n)
 	}
 }
 
@@ -600,30 +572,5 @@ func TestAPIKeyHeader(t *testing.T) {
 	}
 	if h := srv.Requests()[0].Header; h.Get("api-key") != "k-1" || h.Get("Authorization") != "" {
 		t.Errorf("headers %v", h)
-	}
-}
-
-// TestRunToolResultBeforeContinuing: the tool results are yielded (and
-// the phone can be told the outcome) before the next response is asked
-// for.
-func TestRunToolResultBeforeContinuing(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-		rt.Expect("POST /responses", closingTurn("resp_2")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{})
-	for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == brainwire.EventToolResult {
-			if n := len(srv.Find("POST /responses")); n != 1 {
-				t.Fatalf("the tool result came after %d responses were asked for", n)
-			}
-		}
-	}
-	if n := len(srv.Find("POST /responses")); n != 2 {
-		t.Fatalf("%d responses", n)
 	}
 }

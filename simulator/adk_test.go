@@ -17,6 +17,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -461,8 +462,7 @@ func TestADKWithTheProvider(t *testing.T) {
 	}
 	run := func(req brainwire.RunRequest) (tools *filingTools, statuses []string, session string) {
 		tools = &filingTools{}
-		req.Tools = tools
-		for ev, err := range p.Run(t.Context(), req) {
+		for ev, err := range agent.NewLoop(p).Run(t.Context(), req, tools) {
 			if err != nil {
 				t.Fatal(err)
 			}

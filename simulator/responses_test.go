@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -612,7 +613,7 @@ func TestResponsesThroughTheProvider(t *testing.T) {
 		}
 		var statuses []string
 		chunks := 0
-		for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport", Tools: fileTools{}}) {
+		for ev, err := range agent.NewLoop(p).Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport"}, fileTools{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

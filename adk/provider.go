@@ -3,6 +3,7 @@ package adk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,8 +41,11 @@ var _ brainwire.Provider = (*Provider)(nil)
 
 // NewProvider returns a provider running the app (the agent's directory
 // name on the server) through client.
-func NewProvider(client *Client, app string) *Provider {
-	return &Provider{client: client, app: app}
+func NewProvider(client *Client, app string) (*Provider, error) {
+	if app == "" {
+		return nil, errors.New("adk: the app name is required")
+	}
+	return &Provider{client: client, app: app}, nil
 }
 
 // Name returns "gcp.gen_ai".

@@ -69,7 +69,11 @@ func newProvider(t *testing.T, srv *adktest.Server) *adk.Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return adk.NewProvider(c, app)
+	p, err := adk.NewProvider(c, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // runAgent runs the agent through p as the server does: in the agent loop.
@@ -398,7 +402,10 @@ func TestHeaderTransportAuthorizesEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := adk.NewProvider(c, app)
+	p, err := adk.NewProvider(c, app)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func trackedProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Prov
 	if err != nil {
 		t.Fatal(err)
 	}
-	return foundry.NewProvider(c, "asst_classifier", opts...), x
+	return mustProvider(t, c, "asst_classifier", opts...), x
 }
 
 type runResult struct {

@@ -2,6 +2,7 @@ package foundry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -45,12 +46,15 @@ func WithCancelTimeout(d time.Duration) ProviderOption {
 
 // NewProvider returns a provider running the agent agentID (its assistant
 // id on the wire) through client.
-func NewProvider(client *Client, agentID string, opts ...ProviderOption) *Provider {
+func NewProvider(client *Client, agentID string, opts ...ProviderOption) (*Provider, error) {
+	if agentID == "" {
+		return nil, errors.New("foundry: the agent id is required")
+	}
 	p := &Provider{client: client, agentID: agentID, cancelTimeout: defaultCancelTimeout}
 	for _, o := range opts {
 		o(p)
 	}
-	return p
+	return p, nil
 }
 
 // Name returns "azure.ai.agents".

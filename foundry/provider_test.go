@@ -67,7 +67,17 @@ func newProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Provider
 	if err != nil {
 		t.Fatal(err)
 	}
-	return foundry.NewProvider(c, "asst_classifier", opts...)
+	return mustProvider(t, c, "asst_classifier", opts...)
+}
+
+// mustProvider returns the provider of agentID through c.
+func mustProvider(t *testing.T, c *foundry.Client, agentID string, opts ...foundry.ProviderOption) *foundry.Provider {
+	t.Helper()
+	p, err := foundry.NewProvider(c, agentID, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // runAgent runs the agent through p as the server does: in the agent loop.

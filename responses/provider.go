@@ -49,23 +49,6 @@ type Agent struct {
 	Version      string
 }
 
-// Config configures a Provider.
-type Config struct {
-	Agent    Agent
-	Chaining Chaining // ChainConversation when empty
-	// ReasoningSummary asks a reasoning model to stream summaries of its
-	// reasoning ("auto", "concise", "detailed"); "" asks for none (models
-	// without reasoning refuse the request otherwise). Ephemeral agents
-	// only: a Foundry agent's definition says it.
-	ReasoningSummary string
-	// Name is Provider.Name (gen_ai.provider.name); ProviderOpenAI when
-	// empty.
-	Name string
-	// Tools are the tool definitions an ephemeral agent is described
-	// with (DescribeAgent); each run sends its capture's own.
-	Tools []brainwire.ToolDefinition
-}
-
 // Provider runs an agent through the Responses API. A run streams a
 // response; when it asks for function calls, the run continues with a
 // response carrying their outputs (Continue). All the responses of one
@@ -75,8 +58,12 @@ type Config struct {
 // cancels only background responses): a run that is abandoned closes its
 // stream, which is how the service is told to stop.
 type Provider struct {
-	client *Client
-	cfg    Config
+	client   *Client
+	agent    Agent
+	chaining Chaining
+	summary  string
+	name     string
+	tools    []brainwire.ToolDefinition
 }
 
 var (
@@ -84,10 +71,42 @@ var (
 	_ brainwire.AgentDescriber = (*Provider)(nil)
 )
 
-// NewProvider returns a provider running cfg.Agent through client.
-func NewProvider(client *Client, cfg Config) (*Provider, error) {
-	a := cfg.Agent
-	switch {
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithChaining says how a run's responses, and a follow-up's, continue
+// the conversation (ChainConversation by default).
+func WithChaining(c Chaining) ProviderOption {
+	return func(p *Provider) { p.chaining = c }
+}
+
+// WithReasoningSummary asks a reasoning model to stream summaries of its
+// reasoning ("auto", "concise", "detailed"); without it none are asked
+// for (models without reasoning refuse the request otherwise). Ephemeral
+// agents only: a Foundry agent's definition says it.
+func WithReasoningSummary(s string) ProviderOption {
+	return func(p *Provider) { p.summary = s }
+}
+
+// WithName sets Provider.Name (gen_ai.provider.name; ProviderOpenAI by
+// default).
+func WithName(name string) ProviderOption {
+	return func(p *Provider) { p.name = name }
+}
+
+// WithTools gives the tool definitions an ephemeral agent is described
+// with (DescribeAgent); each run sends its capture's own.
+func WithTools(defs []brainwire.ToolDefinition) ProviderOption {
+	return func(p *Provider) { p.tools = defs }
+}
+
+// NewProvider returns a provider running agent through client.
+func NewProvider(client *Client, agent Agent, opts ...ProviderOption) (*Provider, error) {
+	p := &Provider{client: client, agent: agent, chaining: ChainConversation, name: ProviderOpenAI}
+	for _, o := range opts {
+		o(p)
+	}
+	switch a := agent; {
 	case a.Name != "" && a.Model != "":
 		return nil, errors.New("responses: name a Foundry agent or a model, not both")
 	case a.Name == "" && a.Model == "":
@@ -95,32 +114,32 @@ func NewProvider(client *Client, cfg Config) (*Provider, error) {
 	case a.Name != "" && a.Instructions != "":
 		return nil, errors.New("responses: a Foundry agent has its own instructions")
 	}
-	switch cfg.Chaining {
+	switch p.chaining {
 	case "":
-		cfg.Chaining = ChainConversation
+		p.chaining = ChainConversation
 	case ChainConversation, ChainPreviousResponse:
 	default:
-		return nil, fmt.Errorf("responses: unknown chaining %q (want %s or %s)", cfg.Chaining, ChainConversation, ChainPreviousResponse)
+		return nil, fmt.Errorf("responses: unknown chaining %q (want %s or %s)", p.chaining, ChainConversation, ChainPreviousResponse)
 	}
-	switch cfg.ReasoningSummary {
+	switch p.summary {
 	case "", "auto", "concise", "detailed":
 	default:
-		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", cfg.ReasoningSummary)
+		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", p.summary)
 	}
-	if cfg.Name == "" {
-		cfg.Name = ProviderOpenAI
+	if p.name == "" {
+		p.name = ProviderOpenAI
 	}
-	return &Provider{client: client, cfg: cfg}, nil
+	return p, nil
 }
 
 // Name returns the provider's name (gen_ai.provider.name).
-func (p *Provider) Name() string { return p.cfg.Name }
+func (p *Provider) Name() string { return p.name }
 
 // Ping checks that the service answers, for health checks: a Foundry
 // agent is fetched, which proves the endpoint, the credentials and the
 // agent; otherwise the models are listed.
 func (p *Provider) Ping(ctx context.Context) error {
-	if a := p.cfg.Agent; a.Name != "" {
+	if a := p.agent; a.Name != "" {
 		_, err := p.client.GetAgent(ctx, a.Name, a.Version)
 		return err
 	}
@@ -132,9 +151,9 @@ func (p *Provider) Ping(ctx context.Context) error {
 // instructions' content version; a Foundry agent is fetched, and known by
 // its agent version.
 func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
-	a := p.cfg.Agent
+	a := p.agent
 	if a.Name == "" {
-		tools, err := json.Marshal(FunctionTools(p.cfg.Tools))
+		tools, err := json.Marshal(FunctionTools(p.tools))
 		if err != nil {
 			return brainwire.AgentInfo{}, fmt.Errorf("describing the agent: %w", err)
 		}
@@ -259,7 +278,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 	var input []InputItem
 	msg := r.req.Message
 	if extra := r.req.AdditionalInstructions; extra != "" {
-		if r.p.cfg.Agent.Name != "" {
+		if r.p.agent.Name != "" {
 			// A Foundry agent may refuse system and developer messages:
 			// the run's instructions go before the person's words.
 			msg = strings.TrimSpace(extra + "\n\n" + msg)
@@ -272,7 +291,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 	}
 
 	id := r.req.ThreadID
-	chaining := r.p.cfg.Chaining
+	chaining := r.p.chaining
 	switch {
 	case id == "" && chaining == ChainConversation:
 		conv, err := r.p.client.CreateConversation(r.ctx)
@@ -310,7 +329,7 @@ func (r *run) request(input []InputItem) CreateResponseRequest {
 	if input == nil {
 		req.Input = []InputItem{}
 	}
-	if a := r.p.cfg.Agent; a.Name != "" {
+	if a := r.p.agent; a.Name != "" {
 		req.Agent = &AgentReference{Type: "agent_reference", Name: a.Name, Version: a.Version}
 	} else {
 		req.Model, req.Instructions = a.Model, a.Instructions
@@ -320,7 +339,7 @@ func (r *run) request(input []InputItem) CreateResponseRequest {
 		if r.req.Tools != nil {
 			req.Tools = FunctionTools(r.req.Tools)
 		}
-		if s := r.p.cfg.ReasoningSummary; s != "" {
+		if s := r.p.summary; s != "" {
 			req.Reasoning = &Reasoning{Summary: s}
 		}
 	}

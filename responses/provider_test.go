@@ -73,17 +73,14 @@ func (o *opRecorder) names() string {
 
 var modelAgent = responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
 
-func newProvider(t *testing.T, srv *rt.Server, cfg responses.Config) (*responses.Provider, *opRecorder) {
+func newProvider(t *testing.T, srv *rt.Server, a responses.Agent, opts ...responses.ProviderOption) (*responses.Provider, *opRecorder) {
 	t.Helper()
 	ops := &opRecorder{next: responses.NewAPIKeyTransport("test-key", "", srv.Client().Transport)}
 	c, err := responses.NewClient(srv.BaseURL(), &http.Client{Transport: ops}, responses.WithProject(srv.Project()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Agent == (responses.Agent{}) {
-		cfg.Agent = modelAgent
-	}
-	p, err := responses.NewProvider(c, cfg)
+	p, err := responses.NewProvider(c, a, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +153,7 @@ func TestRunInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1", conv)),
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.After("resp_1"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{ReasoningSummary: "auto", Name: responses.ProviderFoundry})
+	p, ops := newProvider(t, srv, modelAgent, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry))
 	if p.Name() != "azure.ai.agents" {
 		t.Errorf("name %q", p.Name())
 	}
@@ -204,7 +201,7 @@ func TestRunChainedByPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1")),
 		rt.Expect("POST /responses", closingTurn("resp_2", rt.After("resp_1"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
+	p, ops := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
 	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "Call mom"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +230,7 @@ func TestRunFoundryAgent(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1", conv, rt.ForAgent("classifier"))),
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.ForAgent("classifier"))),
 	)
-	p, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier", Version: "3"}, ReasoningSummary: "auto"})
+	p, _ := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"}, responses.WithReasoningSummary("auto"))
 	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
 		ThreadID: "conv_9", Message: "I meant my sister", AdditionalInstructions: "This answers your question.",
 	}, echoTools()))
@@ -263,7 +260,7 @@ func TestFollowUpInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_3", conv)),
 		rt.Expect("POST /responses", closingTurn("resp_4", conv)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
 		ThreadID: "conv_7", Message: "my sister", AdditionalInstructions: "Round 1 of 3.",
 	}, echoTools()))
@@ -286,7 +283,7 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_B", rt.After("resp_A"))),
 		rt.Expect("POST /responses", closingTurn("resp_C", rt.After("resp_B"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
+	p, ops := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
 	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "resp_A", Message: "my sister"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +304,7 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 
 func TestFollowUpOfAClassicThread(t *testing.T) {
 	srv := rt.NewServer(t)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "thread_abc", Message: "x"}, nil))
 	var be *brainwire.Error
 	if !errors.As(err, &be) || be.Code != brainwire.EUpstream || !strings.Contains(be.Message, "classic Agents API") {
@@ -324,7 +321,7 @@ func TestRunParallelCalls(t *testing.T) {
 		rt.Expect("POST /responses", rt.Stream(turn.Events()...)),
 		rt.Expect("POST /responses", closingTurn("resp_2")),
 	)
-	p, _ := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
+	p, _ := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
 	var running sync.WaitGroup
 	running.Add(2)
 	ts := echoTools()
@@ -434,7 +431,7 @@ func TestRunUpstreamFaults(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := rt.NewServer(t, c.script...)
-			p, _ := newProvider(t, srv, responses.Config{})
+			p, _ := newProvider(t, srv, modelAgent)
 			evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()))
 			if got := kinds(evs); got != c.kinds {
 				t.Errorf("events %q, want %q", got, c.kinds)
@@ -463,7 +460,7 @@ func TestRunHangPastDeadline(t *testing.T) {
 		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 		rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Reasoning("rs", "thinking").Events()[:4], rt.Hang())...)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := collect(t, runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, echoTools()))
@@ -484,7 +481,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 		rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Reasoning("rs", "a", "b").Events(), rt.Hang())...)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	n := 0
 	for ev, err := range runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()) {
 		if err != nil {
@@ -507,18 +504,18 @@ func TestPing(t *testing.T) {
 		rt.Expect("GET /agents/classifier", rt.Error(404, "not_found", "Agent classifier not found.")),
 		rt.Expect("GET /models", rt.JSON(200, `{"object":"list","data":[{"id":"gpt-5-mini","object":"model"}]}`)),
 	)
-	agent, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier", Version: "3"}})
+	agent, _ := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"})
 	if err := agent.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if q := srv.Requests()[0].Query; q != "api-version=v1" {
 		t.Errorf("agents call query %q", q)
 	}
-	latest, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier"}})
+	latest, _ := newProvider(t, srv, responses.Agent{Name: "classifier"})
 	if err := latest.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("ping of a missing agent: %v", err)
 	}
-	model, _ := newProvider(t, srv, responses.Config{})
+	model, _ := newProvider(t, srv, modelAgent)
 	if err := model.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -529,14 +526,21 @@ func TestNewProviderValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, cfg := range map[string]responses.Config{
+	for name, tc := range map[string]struct {
+		agent responses.Agent
+		opt   responses.ProviderOption
+	}{
 		"no agent":                {},
-		"agent and model":         {Agent: responses.Agent{Name: "a", Model: "m"}},
-		"agent with instructions": {Agent: responses.Agent{Name: "a", Instructions: "x"}},
-		"unknown chaining":        {Agent: modelAgent, Chaining: "threads"},
-		"unknown summary":         {Agent: modelAgent, ReasoningSummary: "verbose"},
+		"agent and model":         {agent: responses.Agent{Name: "a", Model: "m"}},
+		"agent with instructions": {agent: responses.Agent{Name: "a", Instructions: "x"}},
+		"unknown chaining":        {agent: modelAgent, opt: responses.WithChaining("threads")},
+		"unknown summary":         {agent: modelAgent, opt: responses.WithReasoningSummary("verbose")},
 	} {
-		if _, err := responses.NewProvider(c, cfg); err == nil {
+		var opts []responses.ProviderOption
+		if tc.opt != nil {
+			opts = append(opts, tc.opt)
+		}
+		if _, err := responses.NewProvider(c, tc.agent, opts...); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -554,7 +558,7 @@ func TestBaseURLs(t *testing.T) {
 	// A query on the base URL (Azure OpenAI's api-version) goes with every call.
 	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
 	c, _ := responses.NewClient(srv.BaseURL()+"/?api-version=preview", srv.Client())
-	p, _ := responses.NewProvider(c, responses.Config{Agent: modelAgent})
+	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +570,7 @@ func TestBaseURLs(t *testing.T) {
 func TestAPIKeyHeader(t *testing.T) {
 	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
 	c, _ := responses.NewClient(srv.BaseURL(), &http.Client{Transport: responses.NewAPIKeyTransport("k-1", "api-key", srv.Client().Transport)})
-	p, _ := responses.NewProvider(c, responses.Config{Agent: modelAgent})
+	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}

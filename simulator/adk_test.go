@@ -456,7 +456,10 @@ func TestADKWithTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := adk.NewProvider(client, simulator.DefaultADKApp)
+	p, err := adk.NewProvider(client, simulator.DefaultADKApp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,12 @@ package brainwire
 type EventKind uint8
 
 // The normalized, provider-neutral events. A provider turns its upstream wire
-// protocol into these; nothing downstream knows which agent service ran.
+// protocol into these, and the agent loop adds the results of the tools it
+// ran; nothing downstream knows which agent service ran.
 const (
 	EventTextChunk  EventKind = iota + 1 // a piece of the agent's text (chain-of-thought)
-	EventToolCall                        // the agent asked for a tool; the provider runs it
-	EventToolResult                      // a tool the provider ran has returned
+	EventToolCall                        // the agent asked for a tool; the agent loop runs it
+	EventToolResult                      // a tool the agent loop ran has returned
 	EventUsage                           // token usage of one upstream response; a run's usage is their sum
 	EventRunStatus                       // the upstream run changed state
 	EventError                           // the upstream reported an error in-stream

@@ -23,9 +23,9 @@ type Client struct {
 // NewClient returns a client for the API server at baseURL
 // (http://127.0.0.1:8000, or a proxy's URL with a path prefix). Requests
 // go through hc, whose transport adds any credentials a proxy in front
-// needs (NewHeaderTransport); nil means http.DefaultClient. Runs stream for
-// as long as the agent works, so hc should have no overall Timeout: bound
-// calls with their context instead.
+// needs (agenthttp.NewHeaderTransport); nil means http.DefaultClient.
+// Runs stream for as long as the agent works, so hc should have no
+// overall Timeout: bound calls with their context instead.
 func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil {

@@ -30,6 +30,16 @@ func TestNewClient(t *testing.T) {
 	}
 }
 
+func TestNewProviderNeedsAnApp(t *testing.T) {
+	c, err := adk.NewClient("http://127.0.0.1:8001", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adk.NewProvider(c, ""); err == nil {
+		t.Fatal("a provider without an app")
+	}
+}
+
 // A base URL with a path prefix (a proxy's) prefixes every route, and
 // path segments are escaped.
 func TestClientPathPrefix(t *testing.T) {

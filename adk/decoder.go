@@ -53,7 +53,7 @@ type Decoder struct {
 	final    bool
 	failed   bool
 	frameErr bool
-	pending  []brainwire.ToolCall
+	pending  int // function calls handed over, waiting for their responses
 	// lastUsage is the usage of the last aggregated model event, while
 	// nothing else has come since: servers before 1.22 report one model
 	// call's usage on two events in a row (its text, then its call).
@@ -89,10 +89,6 @@ func (d *Decoder) ExpectClientTools(names ...string) {
 
 // InvocationID returns the agent run's id, once known.
 func (d *Decoder) InvocationID() string { return d.invoID }
-
-// Pending returns the function calls the agent handed over and waits for,
-// in the order it made them.
-func (d *Decoder) Pending() []brainwire.ToolCall { return d.pending }
 
 // Next returns the next event. It returns io.EOF at the end of a body
 // that ended the agent's turn: a final response, function calls to answer,
@@ -177,7 +173,7 @@ func (d *Decoder) end(err error) (brainwire.Event, error) {
 	switch {
 	case d.failed || d.frameErr:
 		// The consumer was told why the turn ended.
-	case len(d.pending) > 0:
+	case d.pending > 0:
 		ev := d.event(brainwire.EventRunStatus)
 		ev.Status = brainwire.RunRequiresAction
 		return ev, nil
@@ -275,12 +271,12 @@ func (d *Decoder) aggregated(ev *Event) error {
 			args = []byte("{}")
 		}
 		call := brainwire.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args, ThreadID: d.sessionID, RunID: d.invoID}
-		d.pending = append(d.pending, call)
+		d.pending++
 		out := d.event(brainwire.EventToolCall)
 		out.Tool = call
 		d.queue = append(d.queue, out)
 	}
-	if ev.ErrorCode != "" && len(d.pending) == 0 {
+	if ev.ErrorCode != "" && d.pending == 0 {
 		d.failed = true
 		out := d.event(brainwire.EventRunStatus)
 		out.Status = brainwire.RunFailed

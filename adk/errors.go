@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
-	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
@@ -20,49 +18,19 @@ const maxErrorBody = 64 << 10
 // expected JSON.
 const maxErrorText = agenterr.MaxText
 
-// APIError is a non-2xx answer of the API server. FastAPI answers
-// {"detail": "<message>"}, or for a body that fails validation (422)
-// {"detail": [{"loc": [...], "msg": "...", ...}]}. It carries the
+// APIError is a non-2xx answer of the API server, as every provider
+// reports one: Message holds the server's detail. It carries the
 // brainwire code EUpstream: errors.As(err, new(*brainwire.Error))
 // succeeds on it.
-type APIError struct {
-	StatusCode int
-	// Detail is the server's message (validation errors joined), or the
-	// start of a body that was not FastAPI's JSON (a proxy's page).
-	Detail string
-}
+type APIError = agenterr.APIError
 
-func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString("adk: ")
-	b.WriteString(strconv.Itoa(e.StatusCode))
-	if t := http.StatusText(e.StatusCode); t != "" {
-		b.WriteString(" " + t)
-	}
-	if e.Detail != "" {
-		b.WriteString(": " + e.Detail)
-	}
-	return b.String()
-}
-
-// As lets the error be read as a *brainwire.Error with code EUpstream.
-func (e *APIError) As(target any) bool {
-	t, ok := target.(**brainwire.Error)
-	if !ok {
-		return false
-	}
-	msg := e.Detail
-	if msg == "" {
-		msg = fmt.Sprintf("the agent server answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	}
-	*t = &brainwire.Error{Code: brainwire.EUpstream, Message: msg}
-	return true
-}
-
-// readAPIError builds the APIError of a non-2xx response.
+// readAPIError builds the APIError of a non-2xx response. FastAPI answers
+// {"detail": "<message>"}, or for a body that fails validation (422)
+// {"detail": [{"loc": [...], "msg": "...", ...}]}; anything else (a
+// proxy's page) is kept as the start of its text.
 func readAPIError(resp *http.Response) *APIError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &APIError{StatusCode: resp.StatusCode, Detail: detailText(raw)}
+	return &APIError{Service: "adk", StatusCode: resp.StatusCode, Message: detailText(raw)}
 }
 
 func detailText(raw []byte) string {
@@ -90,11 +58,8 @@ func detailText(raw []byte) string {
 			return textcut.Ellipsis(strings.Join(msgs, "; "), maxErrorText)
 		}
 	}
-	return bodyText(raw)
+	return agenterr.BodyText(raw)
 }
-
-// bodyText is the start of a body that is not the expected JSON.
-var bodyText = agenterr.BodyText
 
 // upstreamError marks a failure of the agent server with the brainwire
 // code EUpstream and a message fit for people, keeping the cause.

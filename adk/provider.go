@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"iter"
 	"slices"
 	"strings"
 
@@ -28,43 +26,26 @@ const DefaultUserID = "brainwire"
 // message.
 const InstructionsKey = "brainwire_instructions"
 
-const defaultMaxToolRounds = 16
-
 // Provider runs an agent served by an ADK API server. brainwire runs the
 // agent's tools: the agent declares them as long-running tools that
 // return nothing, so that a call pauses its run and is handed over in the
-// stream; the provider runs it and resumes the run with the function's
-// response, in a new /run_sse call on the same session. The session plays
+// stream; once it has run, the run resumes with the function's response,
+// in a new /run_sse call on the same session (Continue). The session plays
 // the part of the conversation: a follow-up continues it.
 type Provider struct {
-	client        *Client
-	app           string
-	maxToolRounds int
+	client *Client
+	app    string
 }
 
 var _ brainwire.Provider = (*Provider)(nil)
 
-// ProviderOption configures a Provider.
-type ProviderOption func(*Provider)
-
-// WithMaxToolRounds bounds how many times one run may hand tool calls over
-// before the provider gives up on it (default 16).
-func WithMaxToolRounds(n int) ProviderOption {
-	return func(p *Provider) {
-		if n > 0 {
-			p.maxToolRounds = n
-		}
-	}
-}
-
 // NewProvider returns a provider running the app (the agent's directory
 // name on the server) through client.
-func NewProvider(client *Client, app string, opts ...ProviderOption) *Provider {
-	p := &Provider{client: client, app: app, maxToolRounds: defaultMaxToolRounds}
-	for _, o := range opts {
-		o(p)
+func NewProvider(client *Client, app string) (*Provider, error) {
+	if app == "" {
+		return nil, errors.New("adk: the app name is required")
 	}
-	return p
+	return &Provider{client: client, app: app}, nil
 }
 
 // Name returns "gcp.gen_ai".
@@ -89,150 +70,105 @@ func (p *Provider) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Run runs the agent once over req: on a new session (or req.ThreadID,
-// the session of an earlier run), it sends req.Message and yields the
-// stream's events; whenever the agent hands function calls over, it runs
-// them in parallel, yields one EventToolResult per call in the order of
-// the calls, and resumes the run with their responses, until the agent's
-// turn ends.
-//
-// A failure is yielded once as a zero Event with the error, and ends the
-// sequence. When the sequence ends early (ctx done, the consumer stopped,
-// the stream broke) the open request is closed, which stops the run on
-// the server.
-func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		r := &runner{p: p, req: req, yield: yield}
-		if err := r.run(ctx); err != nil {
-			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-				err = fmt.Errorf("agent run on session %s stopped: %w", r.sessionOr(), ctx.Err())
-			}
-			yield(brainwire.Event{}, err)
-		}
+// Start starts a run over req: on a new session (or req.ThreadID, the
+// session of an earlier run), it sends req.Message and streams the
+// agent's events; Continue resumes the run with the responses of the
+// function calls the agent handed over. Closing a run closes its open
+// request, which stops the run on the server.
+func (p *Provider) Start(ctx context.Context, req brainwire.RunRequest) (brainwire.Run, error) {
+	r := &run{p: p, ctx: ctx, tools: req.Tools, user: req.UserID, sessionID: req.ThreadID}
+	if r.user == "" {
+		r.user = DefaultUserID
 	}
+	if r.sessionID == "" {
+		s, err := p.client.CreateSession(ctx, p.app, r.user)
+		if err != nil {
+			return nil, err
+		}
+		r.sessionID = s.ID
+	}
+	first := RunSSERequest{
+		AppName: p.app, UserID: r.user, SessionID: r.sessionID,
+		NewMessage: UserText(req.Message), Streaming: true,
+	}
+	if req.AdditionalInstructions != "" {
+		first.StateDelta = map[string]any{InstructionsKey: req.AdditionalInstructions}
+	}
+	if err := r.open(first); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// runner is the state of one Run.
-type runner struct {
-	p       *Provider
-	req     brainwire.RunRequest
-	yield   func(brainwire.Event, error) bool
-	stopped bool // the consumer stopped iterating
+// run is one run of the agent: its /run_sse calls on one session.
+type run struct {
+	p      *Provider
+	ctx    context.Context
+	tools  []brainwire.ToolDefinition
+	stream *Stream // the call being read; nil between calls
 
 	user       string
 	sessionID  string
 	invocation string
 }
 
-func (r *runner) emit(ev brainwire.Event) bool {
-	if !r.yield(ev, nil) {
-		r.stopped = true
-		return false
-	}
-	return true
-}
-
-func (r *runner) run(ctx context.Context) error {
-	r.user = r.req.UserID
-	if r.user == "" {
-		r.user = DefaultUserID
-	}
-	r.sessionID = r.req.ThreadID
-	if r.sessionID == "" {
-		s, err := r.p.client.CreateSession(ctx, r.p.app, r.user)
-		if err != nil {
-			return err
-		}
-		r.sessionID = s.ID
-	}
-	first := RunSSERequest{
-		AppName: r.p.app, UserID: r.user, SessionID: r.sessionID,
-		NewMessage: UserText(r.req.Message), Streaming: true,
-	}
-	if r.req.AdditionalInstructions != "" {
-		first.StateDelta = map[string]any{InstructionsKey: r.req.AdditionalInstructions}
-	}
-	stream, err := r.open(ctx, first)
+// open starts a /run_sse call.
+func (r *run) open(req RunSSERequest) error {
+	s, err := r.p.client.RunSSE(r.ctx, req, r.invocation)
 	if err != nil {
 		return err
 	}
-	for round := 0; ; round++ {
-		if err := r.consume(stream); err != nil || r.stopped {
-			return err
-		}
-		calls := stream.Pending()
-		switch {
-		case len(calls) == 0:
-			return nil // the turn ended; the stream said how
-		case round >= r.p.maxToolRounds:
-			return &upstreamError{
-				Msg: "the agent kept asking for tools",
-				Err: fmt.Errorf("session %s: the agent handed tool calls over more than %d times", r.sessionID, r.p.maxToolRounds),
-			}
-		}
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		answers := make([]MessagePart, len(calls))
-		for i, call := range calls {
-			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.sessionID, RunID: r.invocation, Tool: call, Result: results[i]}
-			if !r.emit(ev) {
-				return nil
-			}
-			answers[i] = MessagePart{FunctionResponse: &FunctionAnswer{ID: call.ID, Name: call.Name, Response: responseObject(results[i].Output)}}
-		}
-		// The responses alone: a message mixing them with text is refused.
-		stream, err = r.open(ctx, RunSSERequest{
-			AppName: r.p.app, UserID: r.user, SessionID: r.sessionID,
-			NewMessage: Message{Role: "user", Parts: answers}, Streaming: true,
-		})
-		if err != nil {
-			return err
-		}
+	for _, d := range r.tools {
+		s.ExpectClientTools(d.Name)
 	}
+	r.stream = s
+	return nil
 }
 
-// open starts a /run_sse call.
-func (r *runner) open(ctx context.Context, req RunSSERequest) (*Stream, error) {
-	s, err := r.p.client.RunSSE(ctx, req, r.invocation)
+// Next returns the next event of the call being read, and closes it at
+// its end.
+func (r *run) Next() (brainwire.Event, error) {
+	ev, err := r.stream.Next()
+	if id := r.stream.InvocationID(); id != "" {
+		r.invocation = id
+	}
 	if err != nil {
-		return nil, err
+		r.closeStream()
+		return brainwire.Event{}, err // io.EOF, or what broke, coded EUpstream
 	}
-	if r.req.Tools != nil {
-		for _, d := range r.req.Tools.Definitions() {
-			s.ExpectClientTools(d.Name)
-		}
-	}
-	return s, nil
+	return ev, nil
 }
 
-// consume yields the events of one stream until it ends or the consumer
-// stops.
-func (r *runner) consume(s *Stream) error {
-	defer s.Close()
-	for {
-		ev, err := s.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if id := s.InvocationID(); id != "" {
-			r.invocation = id
-		}
-		if err != nil {
-			return err // the decoder says what broke, coded EUpstream
-		}
-		if !r.emit(ev) {
-			return nil
-		}
+// Continue resumes the run with the function calls' responses, in a new
+// /run_sse call.
+func (r *run) Continue(results []brainwire.ToolResult) error {
+	answers := make([]MessagePart, len(results))
+	for i, res := range results {
+		answers[i] = MessagePart{FunctionResponse: &FunctionAnswer{ID: res.CallID, Name: res.Name, Response: responseObject(res.Output)}}
+	}
+	// The responses alone: a message mixing them with text is refused.
+	return r.open(RunSSERequest{
+		AppName: r.p.app, UserID: r.user, SessionID: r.sessionID,
+		NewMessage: Message{Role: "user", Parts: answers}, Streaming: true,
+	})
+}
+
+// Close closes the open call, if any.
+func (r *run) Close() { r.closeStream() }
+
+func (r *run) closeStream() {
+	if r.stream != nil {
+		r.stream.Close()
+		r.stream = nil
 	}
 }
 
-func (r *runner) sessionOr() string {
-	if r.sessionID != "" {
-		return r.sessionID
+// String names the run by its session.
+func (r *run) String() string {
+	if r.sessionID == "" {
+		return "run on session (not yet created)"
 	}
-	return "(not yet created)"
+	return "run on session " + r.sessionID
 }
 
 // responseObject is a tool's output as a function response, which must be

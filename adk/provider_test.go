@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"reflect"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/agent"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 const (
@@ -60,13 +63,22 @@ func filer() *tools {
 	}}
 }
 
-func newProvider(t *testing.T, srv *adktest.Server, opts ...adk.ProviderOption) *adk.Provider {
+func newProvider(t *testing.T, srv *adktest.Server) *adk.Provider {
 	t.Helper()
 	c, err := adk.NewClient(srv.URL(), srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return adk.NewProvider(c, app, opts...)
+	p, err := adk.NewProvider(c, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runAgent runs the agent through p as the server does: in the agent loop.
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events rendered and the final
@@ -113,8 +125,9 @@ func TestRunHandsToolsOverAndResumes(t *testing.T) {
 				adktest.Expect("POST /run_sse", shape(adktest.Stream(confirm.Frames()...))),
 			)
 			ts := filer()
-			got, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{
-				UserID: user, Message: "Call mom about her birthday", Tools: ts}))
+			got, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{
+				UserID: user, Message: "Call mom about her birthday",
+			}, ts))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,8 +181,9 @@ func TestRunFollowUpContinuesTheSession(t *testing.T) {
 	srv := adktest.NewServer(t,
 		adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
 	)
-	got, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{
-		UserID: user, ThreadID: session, Message: "I meant my sister", AdditionalInstructions: "Round 1 of 3."}))
+	got, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{
+		UserID: user, ThreadID: session, Message: "I meant my sister", AdditionalInstructions: "Round 1 of 3.",
+	}, nil))
 	if err != nil || got[len(got)-1] != "run_status [e-1] completed" {
 		t.Fatalf("%q, %v", got, err)
 	}
@@ -184,7 +198,7 @@ func TestRunWithoutUserUsesTheDefault(t *testing.T) {
 		adktest.Expect("POST /apps/"+app+"/users/"+adk.DefaultUserID+"/sessions", adktest.JSON(http.StatusOK, adktest.Session(session, app, adk.DefaultUserID))),
 		adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
 	)
-	if _, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x"})); err != nil {
+	if _, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, nil)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -203,7 +217,7 @@ func TestRunParallelCallsAnsweredInOneMessage(t *testing.T) {
 		}
 		return brainwire.ToolResult{Output: `{"ok":true}`}
 	}}
-	if _, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x", Tools: ts})); err != nil {
+	if _, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, ts)); err != nil {
 		t.Fatal(err)
 	}
 	parts := srv.Requests()[2].Body["newMessage"].(map[string]any)["parts"].([]any)
@@ -222,7 +236,6 @@ func TestRunFaults(t *testing.T) {
 	tests := []struct {
 		name       string
 		script     []adktest.Call
-		opts       []adk.ProviderOption
 		wantLast   string // the last event before the end
 		wantErr    string // "" when the run ends without an error
 		wantDetail string // the message for people
@@ -278,20 +291,11 @@ func TestRunFaults(t *testing.T) {
 				adktest.Expect("POST /run_sse", adktest.Stream(adktest.ErrorFrame("ValueError", "Function call not found for function response ids: {'adk-1'}")))},
 			wantLast: "error [e-1] ValueError: Function call not found for function response ids: {'adk-1'}",
 		},
-		{
-			name: "the agent keeps asking for tools",
-			script: []adktest.Call{sessionCreated(), adktest.Expect("POST /run_sse", adktest.Stream(loop.Frames()...)),
-				adktest.Expect("POST /run_sse", adktest.Stream(loop.Frames()...)), adktest.Expect("POST /run_sse", adktest.Stream(loop.Frames()...))},
-			opts:       []adk.ProviderOption{adk.WithMaxToolRounds(2)},
-			wantLast:   "run_status [e-1] requires_action",
-			wantErr:    "more than 2 times",
-			wantDetail: "the agent kept asking for tools",
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := adktest.NewServer(t, tt.script...)
-			got, err := collect(t, newProvider(t, srv, tt.opts...).Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x", Tools: filer()}))
+			got, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, filer()))
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -318,7 +322,7 @@ func TestRunClosesTheRequest(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		var final error
-		for ev, err := range newProvider(t, srv).Run(ctx, brainwire.RunRequest{UserID: user, Message: "x"}) {
+		for ev, err := range runAgent(ctx, newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, nil) {
 			if ev.Kind == brainwire.EventTextChunk {
 				cancel()
 			}
@@ -331,7 +335,7 @@ func TestRunClosesTheRequest(t *testing.T) {
 	})
 	t.Run("the consumer stops", func(t *testing.T) {
 		srv := adktest.NewServer(t, sessionCreated(), adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
-		for ev := range newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x"}) {
+		for ev := range runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, nil) {
 			if ev.Kind == brainwire.EventTextChunk {
 				break
 			}
@@ -342,7 +346,7 @@ func TestRunClosesTheRequest(t *testing.T) {
 		srv := adktest.NewServer(t, sessionCreated(), adktest.Expect("POST /run_sse", adktest.Stream(adktest.Hang())))
 		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel()
-		_, err := collect(t, newProvider(t, srv).Run(ctx, brainwire.RunRequest{UserID: user, Message: "x"}))
+		_, err := collect(t, runAgent(ctx, newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, nil))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want the deadline", err)
 		}
@@ -394,45 +398,23 @@ func TestHeaderTransportAuthorizesEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := adk.NewClient(srv.URL()+"/", &http.Client{Transport: adk.NewHeaderTransport(name, value, srv.Client().Transport)})
+	c, err := adk.NewClient(srv.URL()+"/", &http.Client{Transport: agenthttp.NewHeaderTransport(name, value, srv.Client().Transport)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := adk.NewProvider(c, app)
+	p, err := adk.NewProvider(c, app)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x"})); err != nil {
+	if _, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{UserID: user, Message: "x"}, nil)); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range srv.Requests() {
 		if got := r.Header.Get("X-Serverless-Authorization"); got != "Bearer id-token-0123" {
 			t.Errorf("%s: header %q", r, got)
 		}
-	}
-}
-
-// The tool's result is yielded before the run is resumed, so the phone
-// hears the outcome while the agent is still writing its answer.
-func TestRunYieldsToolResultsBeforeResuming(t *testing.T) {
-	srv := adktest.NewServer(t,
-		sessionCreated(),
-		adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
-		adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
-	)
-	sawResult := false
-	for ev, err := range newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{UserID: user, Message: "x", Tools: filer()}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == brainwire.EventToolResult {
-			sawResult = true
-			if n := len(srv.Find("POST /run_sse")); n != 1 {
-				t.Fatalf("the run was resumed (%d requests) before the result was yielded", n)
-			}
-		}
-	}
-	if !sawResult {
-		t.Fatal("no tool result")
 	}
 }

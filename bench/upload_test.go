@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"iter"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -22,10 +21,8 @@ import (
 type failingAgent struct{}
 
 func (failingAgent) Name() string { return "bench" }
-func (failingAgent) Run(context.Context, brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		yield(brainwire.Event{}, brainwire.Errorf(brainwire.EUpstream, "not run in the benchmark"))
-	}
+func (failingAgent) Start(context.Context, brainwire.RunRequest) (brainwire.Run, error) {
+	return nil, brainwire.Errorf(brainwire.EUpstream, "not run in the benchmark")
 }
 
 type silentTranscriber struct{}

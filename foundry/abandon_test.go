@@ -82,7 +82,7 @@ func (x *exchanges) checkReleased(t *testing.T) {
 	for {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
-		if !bytes.Contains(buf, []byte("foundry.newPendingRun")) {
+		if !bytes.Contains(buf, []byte("internal/linger")) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -99,7 +99,7 @@ func trackedProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Prov
 	if err != nil {
 		t.Fatal(err)
 	}
-	return foundry.NewProvider(c, "asst_classifier", opts...), x
+	return mustProvider(t, c, "asst_classifier", opts...), x
 }
 
 type runResult struct {
@@ -109,11 +109,11 @@ type runResult struct {
 
 // runAsync runs p in the background; the channel gets what it yielded
 // once Run returns.
-func runAsync(ctx context.Context, p *foundry.Provider, req brainwire.RunRequest) <-chan runResult {
+func runAsync(ctx context.Context, p *foundry.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) <-chan runResult {
 	done := make(chan runResult, 1)
 	go func() {
 		var res runResult
-		for ev, err := range p.Run(ctx, req) {
+		for ev, err := range runAgent(ctx, p, req, tools) {
 			if err != nil {
 				res.err = err
 				continue
@@ -128,10 +128,10 @@ func runAsync(ctx context.Context, p *foundry.Provider, req brainwire.RunRequest
 // abandonAtCreate runs req through p in the background and lets its
 // capture go as soon as the service has the request g holds; it returns
 // when the capture went, and what Run yields once it returns.
-func abandonAtCreate(t *testing.T, p *foundry.Provider, g *foundrytest.Gate, req brainwire.RunRequest) (time.Time, <-chan runResult) {
+func abandonAtCreate(t *testing.T, p *foundry.Provider, g *foundrytest.Gate, req brainwire.RunRequest, tools brainwire.ToolSet) (time.Time, <-chan runResult) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	done := runAsync(ctx, p, req)
+	done := runAsync(ctx, p, req, tools)
 	await(t, g.Reached(), "the request creating the run")
 	cancel()
 	return time.Now(), done
@@ -153,6 +153,7 @@ func await[T any](t *testing.T, ch <-chan T, what string) T {
 type abandonedRun struct {
 	name   string
 	req    brainwire.RunRequest
+	tools  brainwire.ToolSet
 	script func(g *foundrytest.Gate) []foundrytest.Call
 }
 
@@ -160,16 +161,18 @@ func abandonedRuns(r foundrytest.Run, rest ...foundrytest.Event) []abandonedRun 
 	named := []foundrytest.Event{r.ThreadCreated(), r.Created(), r.InProgress()}
 	return []abandonedRun{
 		{
-			name: "before the first event",
-			req:  brainwire.RunRequest{Message: "x", Tools: echoTools()},
+			name:  "before the first event",
+			req:   brainwire.RunRequest{Message: "x"},
+			tools: echoTools(),
 			script: func(g *foundrytest.Gate) []foundrytest.Call {
 				return []foundrytest.Call{foundrytest.Expect("POST /threads/runs",
 					foundrytest.Stream(append(append([]foundrytest.Event{g.Hold()}, named...), rest...)...))}
 			},
 		},
 		{
-			name: "before the answer",
-			req:  brainwire.RunRequest{Message: "x", Tools: echoTools()},
+			name:  "before the answer",
+			req:   brainwire.RunRequest{Message: "x"},
+			tools: echoTools(),
 			script: func(g *foundrytest.Gate) []foundrytest.Call {
 				return []foundrytest.Call{foundrytest.Expect("POST /threads/runs",
 					foundrytest.Stream(append(named, rest...)...).HeldBy(g))}
@@ -209,7 +212,7 @@ func TestRunAbandonedBeforeTheRunIsNamed(t *testing.T) {
 			g := foundrytest.NewGate()
 			srv := foundrytest.NewServer(t, tc.script(g)...)
 			p, x := trackedProvider(t, srv, foundry.WithCancelTimeout(cancelTimeout))
-			gone, done := abandonAtCreate(t, p, g, tc.req)
+			gone, done := abandonAtCreate(t, p, g, tc.req, tc.tools)
 			// The request must outlive the capture: give a client that
 			// hangs up with it the time to show.
 			select {
@@ -248,7 +251,7 @@ func TestRunAbandonedRunNeverNamed(t *testing.T) {
 			g := foundrytest.NewGate() // never opened
 			srv := foundrytest.NewServer(t, tc.script(g)...)
 			p, x := trackedProvider(t, srv, foundry.WithCancelTimeout(cancelTimeout))
-			gone, done := abandonAtCreate(t, p, g, tc.req)
+			gone, done := abandonAtCreate(t, p, g, tc.req, tc.tools)
 			res := await(t, done, "Run to return")
 			if took := time.Since(gone); took < cancelTimeout {
 				t.Errorf("gave up on the run after %v, before the cancel timeout", took)
@@ -278,7 +281,7 @@ func TestRunAbandonedRunEndsBeforeItIsNamed(t *testing.T) {
 			srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs",
 				foundrytest.Stream(g.Hold(), r.ThreadCreated(), end, foundrytest.Done())))
 			p, x := trackedProvider(t, srv)
-			_, done := abandonAtCreate(t, p, g, brainwire.RunRequest{Message: "x"})
+			_, done := abandonAtCreate(t, p, g, brainwire.RunRequest{Message: "x"}, nil)
 			g.Open()
 			res := await(t, done, "Run to return")
 			if len(res.evs) != 0 || !errors.Is(res.err, context.Canceled) {
@@ -306,7 +309,7 @@ func TestRunAbandonedAfterTheRunIsNamed(t *testing.T) {
 	var evs []brainwire.Event
 	var final error
 	var gone time.Time
-	for ev, err := range p.Run(ctx, brainwire.RunRequest{Message: "x"}) {
+	for ev, err := range runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, nil) {
 		if err != nil {
 			final = err
 			continue
@@ -340,7 +343,7 @@ func TestRunCompletedReleasesWithTheCapture(t *testing.T) {
 		r.ThreadCreated(), r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "ok"), r.Completed(foundrytest.Usage{Total: 3}), foundrytest.Done())))
 	p, x := trackedProvider(t, srv)
 	ctx, cancel := context.WithCancel(t.Context())
-	evs, err := collect(t, p.Run(ctx, brainwire.RunRequest{Message: "x"}))
+	evs, err := collect(t, runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, nil))
 	if err != nil || kinds(evs[len(evs)-1:]) != "run_status:completed" {
 		t.Fatalf("events %s, error %v", kinds(evs), err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 // Scope is the Entra ID scope of Foundry Agent Service tokens.
@@ -22,46 +24,23 @@ const (
 	stillUsable = 30 * time.Second
 )
 
-// TokenTransport is an http.RoundTripper that adds
-// "Authorization: Bearer <token>" to every request and passes it on.
-// It is safe for concurrent use.
-type TokenTransport struct {
-	next  http.RoundTripper
-	token func(ctx context.Context) (string, error)
-}
-
-// NewStaticTokenTransport returns a transport sending a fixed token, such as
-// one the caller read from AZURE_AI_PROJECT_TOKEN. next nil means
+// NewStaticTokenTransport returns a transport sending
+// "Authorization: Bearer <token>" with a fixed token, such as one the
+// caller read from AZURE_AI_PROJECT_TOKEN. next nil means
 // http.DefaultTransport.
-func NewStaticTokenTransport(token string, next http.RoundTripper) *TokenTransport {
-	return &TokenTransport{next: next, token: func(context.Context) (string, error) { return token, nil }}
+func NewStaticTokenTransport(token string, next http.RoundTripper) http.RoundTripper {
+	return agenthttp.NewHeaderTransport("Authorization", "Bearer "+token, next)
 }
 
-// NewTokenTransport returns a transport sending tokens for Scope from cred
-// (for example azidentity.NewDefaultAzureCredential). A token is cached
-// until shortly before it expires; concurrent requests share one refresh.
-// next nil means http.DefaultTransport.
-func NewTokenTransport(cred azcore.TokenCredential, next http.RoundTripper) *TokenTransport {
+// NewTokenTransport returns a transport sending
+// "Authorization: Bearer <token>" with tokens for Scope from cred (for
+// example azidentity.NewDefaultAzureCredential). A token is cached until
+// shortly before it expires; concurrent requests share one refresh. A
+// request whose token cannot be had fails with that error. next nil means
+// http.DefaultTransport.
+func NewTokenTransport(cred azcore.TokenCredential, next http.RoundTripper) http.RoundTripper {
 	c := &tokenCache{cred: cred, now: time.Now}
-	return &TokenTransport{next: next, token: c.get}
-}
-
-// RoundTrip implements http.RoundTripper.
-func (t *TokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.token(req.Context())
-	if err != nil {
-		if req.Body != nil {
-			req.Body.Close() // RoundTrip must close the body, even on errors
-		}
-		return nil, err
-	}
-	r := req.Clone(req.Context()) // a RoundTripper must not modify the request
-	r.Header.Set("Authorization", "Bearer "+tok)
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	return next.RoundTrip(r)
+	return agenthttp.NewHeaderFuncTransport("Authorization", c.bearer, next)
 }
 
 type tokenCache struct {
@@ -71,6 +50,15 @@ type tokenCache struct {
 	mu         sync.Mutex
 	tok        azcore.AccessToken
 	refreshing chan struct{} // closed when the refresh in flight ends
+}
+
+// bearer is the Authorization header's value: "Bearer <token>".
+func (c *tokenCache) bearer(ctx context.Context) (string, error) {
+	tok, err := c.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return "Bearer " + tok, nil
 }
 
 func (c *tokenCache) get(ctx context.Context) (string, error) {

@@ -136,10 +136,10 @@ func TestProviderPingGetsTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := foundry.NewProvider(c, "asst_ok").Ping(context.Background()); err != nil {
+	if err := mustProvider(t, c, "asst_ok").Ping(context.Background()); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
-	err = foundry.NewProvider(c, "asst_gone").Ping(context.Background())
+	err = mustProvider(t, c, "asst_gone").Ping(context.Background())
 	var apiErr *foundry.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "not_found" {
 		t.Fatalf("ping of a missing agent: %v", err)
@@ -165,7 +165,7 @@ func TestProviderDescribesTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	describe := func(id string) (brainwire.AgentInfo, error) {
-		return foundry.NewProvider(c, id).DescribeAgent(t.Context())
+		return mustProvider(t, c, id).DescribeAgent(t.Context())
 	}
 
 	v, err := describe("asst_v")
@@ -200,5 +200,15 @@ func TestProviderDescribesTheAgent(t *testing.T) {
 	}
 	if got := up.Requests()[0]; got.Method != "GET" || got.Query.Get("api-version") == "" {
 		t.Errorf("request %v %v", got, got.Query)
+	}
+}
+
+func TestNewProviderNeedsAnAgent(t *testing.T) {
+	c, err := foundry.NewClient("https://r.services.ai.azure.com/api/projects/p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := foundry.NewProvider(c, ""); err == nil {
+		t.Fatal("a provider without an agent id")
 	}
 }

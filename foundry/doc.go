@@ -4,7 +4,8 @@
 // Client speaks the REST and streaming protocol; authorization is an
 // http.RoundTripper layered under its http.Client (NewTokenTransport,
 // NewStaticTokenTransport). Decoder turns a streamed response into
-// normalized brainwire events. Provider owns the tool loop: start a run,
-// execute the tools the agent asks for, submit their outputs, and continue
-// until the run ends.
+// normalized brainwire events. Provider starts runs: a run streams until
+// it ends or requires action, and continues by submitting the outputs of
+// the tools it asked for, which the agent loop (package agent) runs. A
+// run abandoned while it is still going is cancelled.
 package foundry

@@ -2,29 +2,26 @@ package foundry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"iter"
-	"sync"
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/linger"
 )
 
 // ProviderName is what Provider.Name returns.
 const ProviderName = "azure.ai.agents"
 
-const (
-	defaultMaxToolRounds = 16
-	defaultCancelTimeout = 5 * time.Second
-)
+const defaultCancelTimeout = 5 * time.Second
 
-// Provider runs a Foundry agent: it starts a streamed run, executes the
-// tools the agent asks for and submits their outputs until the run ends.
+// Provider runs a Foundry agent: a run streams until it ends or requires
+// action, and continues with the outputs of the tools it asked for
+// (Continue).
 type Provider struct {
 	client        *Client
 	agentID       string
-	maxToolRounds int
 	cancelTimeout time.Duration
 }
 
@@ -35,16 +32,6 @@ var (
 
 // ProviderOption configures a Provider.
 type ProviderOption func(*Provider)
-
-// WithMaxToolRounds bounds how many times one run may ask for tools before
-// the provider gives up on it (default 16).
-func WithMaxToolRounds(n int) ProviderOption {
-	return func(p *Provider) {
-		if n > 0 {
-			p.maxToolRounds = n
-		}
-	}
-}
 
 // WithCancelTimeout bounds the best-effort cancel call sent when a run is
 // abandoned, and how long an abandoned run's stream is read on for the
@@ -59,12 +46,15 @@ func WithCancelTimeout(d time.Duration) ProviderOption {
 
 // NewProvider returns a provider running the agent agentID (its assistant
 // id on the wire) through client.
-func NewProvider(client *Client, agentID string, opts ...ProviderOption) *Provider {
-	p := &Provider{client: client, agentID: agentID, maxToolRounds: defaultMaxToolRounds, cancelTimeout: defaultCancelTimeout}
+func NewProvider(client *Client, agentID string, opts ...ProviderOption) (*Provider, error) {
+	if agentID == "" {
+		return nil, errors.New("foundry: the agent id is required")
+	}
+	p := &Provider{client: client, agentID: agentID, cancelTimeout: defaultCancelTimeout}
 	for _, o := range opts {
 		o(p)
 	}
-	return p
+	return p, nil
 }
 
 // Name returns "azure.ai.agents".
@@ -101,196 +91,95 @@ func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, erro
 	return info.Described(a.Metadata[MetadataVersion]), nil
 }
 
-// Run runs the agent once over req. It starts a run on a new thread (or on
-// req.ThreadID), yields the run's events, and whenever the run requires
-// action executes the requested tools in parallel, yields one
-// EventToolResult per call in the order of the calls, and submits the
-// outputs, until the run reaches a terminal state.
+// Start starts a run over req: on a new thread (or on req.ThreadID), the
+// run streams until it ends or requires action; Continue submits the
+// outputs of the tools it asked for and streams the rest.
 //
-// A failure is yielded once as a zero Event with the error, and ends the
-// sequence. When the sequence ends early (ctx done, the consumer stopped,
-// the stream broke) while the upstream run is still going, the run is
-// cancelled, best effort, before Run returns. A run is cancelled by its
-// id, which its stream tells: when ctx ends before that (the request that
-// creates the run sent, its answer not yet read), the stream is read on,
-// without yielding, until it names the run, for at most the cancel
-// timeout; a run still unnamed then expires upstream.
-func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		r := &runner{p: p, req: req, yield: yield}
-		if err := r.run(ctx); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("agent run %s stopped: %w", r.runIDOr(nil), ctx.Err())
-			}
-			r.cancel(ctx)
-			yield(brainwire.Event{}, err)
-			return
-		}
-		if r.stopped {
-			r.cancel(ctx)
-		}
+// Closing a run that is still going cancels it, best effort. A run is
+// cancelled by its id, which its stream tells: when ctx ends before that
+// (the request that creates the run sent, its answer not yet read), the
+// stream is read on, without returning events, until it names the run,
+// for at most the cancel timeout; a run still unnamed then expires
+// upstream.
+func (p *Provider) Start(ctx context.Context, req brainwire.RunRequest) (brainwire.Run, error) {
+	r := &run{p: p, ctx: ctx}
+	var msgs []Message
+	if req.Message != "" {
+		msgs = []Message{UserMessage(req.Message)}
 	}
+	// Creating a thread and run in one call takes no additional
+	// instructions: with those, the thread is created first.
+	threadID := req.ThreadID
+	if threadID == "" && req.AdditionalInstructions != "" {
+		th, err := p.client.CreateThread(ctx, msgs)
+		if err != nil {
+			return nil, err
+		}
+		threadID, msgs = th.ID, nil
+	}
+	// No run is started for a consumer already gone.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The request that creates the run may have to outlive ctx: the run
+	// may already exist upstream, and only its id, which the stream
+	// tells, lets it be cancelled. Until then the request lingers for
+	// the cancel timeout after ctx ends.
+	pctx, pending := linger.New(ctx, p.cancelTimeout)
+	pending.Hold()
+	var s *Stream
+	var err error
+	if threadID == "" {
+		s, err = p.client.CreateThreadAndRun(pctx, CreateThreadAndRunRequest{
+			AssistantID: p.agentID, Messages: msgs, Instructions: req.Instructions, Tools: req.Tools,
+		})
+	} else {
+		r.threadID = threadID
+		s, err = p.client.CreateRun(pctx, threadID, CreateRunRequest{
+			AssistantID:            p.agentID,
+			Instructions:           req.Instructions,
+			AdditionalMessages:     msgs,
+			AdditionalInstructions: req.AdditionalInstructions,
+			Tools:                  req.Tools,
+		})
+	}
+	if err != nil {
+		pending.Release()
+		return nil, err
+	}
+	r.stream, r.pending, r.waiting = s, pending, true
+	return r, nil
 }
 
-// runner is the state of one Run.
-type runner struct {
-	p       *Provider
-	req     brainwire.RunRequest
-	yield   func(brainwire.Event, error) bool
-	stopped bool // the consumer stopped iterating
+// run is one run of the agent.
+type run struct {
+	p      *Provider
+	ctx    context.Context
+	stream *Stream // the stream being read; nil between streams
+	// pending holds the request of a stream that creates the run, until
+	// the stream is closed; while the stream has not named the run
+	// (waiting), the request outlives ctx.
+	pending *linger.Linger
+	waiting bool
 
 	threadID string
 	runID    string
 	status   brainwire.RunStatus
 }
 
-// emit yields ev and reports whether to go on.
-func (r *runner) emit(ev brainwire.Event) bool {
-	if !r.yield(ev, nil) {
-		r.stopped = true
-		return false
-	}
-	return true
-}
-
-func (r *runner) run(ctx context.Context) error {
-	stream, pending, err := r.start(ctx)
-	if err != nil {
-		return err
-	}
-	for round := 0; ; round++ {
-		calls, sawError, err := r.consume(ctx, stream, pending)
-		pending = nil
-		if err != nil || r.stopped {
-			return err
-		}
-		switch {
-		case r.status.Terminal():
-			return nil
-		case r.status != brainwire.RunRequiresAction:
-			if sawError {
-				// The error event told the consumer what went wrong.
-				r.cancel(ctx)
-				return nil
-			}
-			return &upstreamError{
-				Msg: "the agent service ended the stream before the run finished",
-				Err: fmt.Errorf("stream of run %s ended while the run was %q", r.runID, r.status),
-			}
-		case round >= r.p.maxToolRounds:
-			return &upstreamError{
-				Msg: "the agent kept asking for tools",
-				Err: fmt.Errorf("run %s asked for tools more than %d times", r.runID, r.p.maxToolRounds),
-			}
-		case len(calls) == 0:
-			return &upstreamError{
-				Msg: "the agent asked for an action this service cannot take",
-				Err: fmt.Errorf("run %s requires action but asked for no function calls", r.runID),
-			}
-		}
-
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		outputs := make([]ToolOutput, len(calls))
-		for i, call := range calls {
-			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.threadID, RunID: r.runID, Tool: call, Result: results[i]}
-			if !r.emit(ev) {
-				return nil
-			}
-			outputs[i] = ToolOutput{ToolCallID: call.ID, Output: results[i].Output}
-		}
-		stream, err = r.p.client.SubmitToolOutputs(ctx, r.threadID, r.runID, outputs)
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// start opens the run's first stream. Creating a thread and run in one
-// call takes no additional instructions, so with those the thread is
-// created first. The request that creates the run may outlive ctx (see
-// pendingRun); consume releases its pendingRun.
-func (r *runner) start(ctx context.Context) (*Stream, *pendingRun, error) {
-	var tools []brainwire.ToolDefinition
-	if r.req.Tools != nil {
-		tools = r.req.Tools.Definitions()
-	}
-	var msgs []Message
-	if r.req.Message != "" {
-		msgs = []Message{UserMessage(r.req.Message)}
-	}
-	threadID := r.req.ThreadID
-	if threadID == "" && r.req.AdditionalInstructions != "" {
-		th, err := r.p.client.CreateThread(ctx, msgs)
-		if err != nil {
-			return nil, nil, err
-		}
-		threadID, msgs = th.ID, nil
-	}
-	// No run is started for a consumer already gone.
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	pending := newPendingRun(ctx, r.p.cancelTimeout)
-	var s *Stream
-	var err error
-	if threadID == "" {
-		s, err = r.p.client.CreateThreadAndRun(pending.ctx, CreateThreadAndRunRequest{
-			AssistantID: r.p.agentID, Messages: msgs, Instructions: r.req.Instructions, Tools: tools,
-		})
-	} else {
-		r.threadID = threadID
-		s, err = r.p.client.CreateRun(pending.ctx, threadID, CreateRunRequest{
-			AssistantID:            r.p.agentID,
-			Instructions:           r.req.Instructions,
-			AdditionalMessages:     msgs,
-			AdditionalInstructions: r.req.AdditionalInstructions,
-			Tools:                  tools,
-		})
-	}
-	if err != nil {
-		pending.release()
-		return nil, nil, err
-	}
-	return s, pending, nil
-}
-
-// consume yields the events of one stream until it ends or the consumer
-// stops, and returns the tool calls the run asked for and whether an error
-// event came. The stream is read to its end (done) so that it is whole for
-// whatever records the traffic; once the run is terminal or waiting for
-// tool outputs, a connection that breaks before done loses nothing.
+// Next returns the next event of the stream. The stream is read to its
+// end (done), so that it is whole for whatever records the traffic, and
+// closed there; once the run is terminal or waiting for tool outputs, a
+// connection that breaks before done loses nothing.
 //
-// pending is the stream's pendingRun when the stream creates the run (nil
-// for a run already known). Once ctx has ended, such a stream is read on,
-// without yielding, only until it names the run, so that the run can be
-// cancelled; consume then returns ctx's error.
-func (r *runner) consume(ctx context.Context, s *Stream, pending *pendingRun) (calls []brainwire.ToolCall, sawError bool, err error) {
-	if pending != nil {
-		defer pending.release() // after Close: the body goes first
-	}
-	defer s.Close()
-	waiting := pending != nil // for the run's id
+// Once ctx has ended, a stream that creates the run is read on, without
+// returning events, only until it names the run, so that the run can be
+// cancelled; Next then returns ctx's error.
+func (r *run) Next() (brainwire.Event, error) {
 	for {
-		ev, err := s.Next()
+		ev, err := r.stream.Next()
 		if err != nil {
-			if waiting && ctx.Err() != nil {
-				// No id in time, or the stream ended without one: a run
-				// created all the same expires upstream.
-				return nil, sawError, ctx.Err()
-			}
-			if err == io.EOF {
-				return calls, sawError, nil
-			}
-			if r.status.Terminal() || r.status == brainwire.RunRequiresAction {
-				return calls, sawError, nil
-			}
-			return nil, sawError, &upstreamError{
-				Msg: "the agent service's event stream broke off",
-				Err: fmt.Errorf("reading events of run %s: %w", r.runIDOr(s), err),
-			}
+			return brainwire.Event{}, r.end(err)
 		}
 		if ev.ThreadID != "" {
 			r.threadID = ev.ThreadID
@@ -298,38 +187,98 @@ func (r *runner) consume(ctx context.Context, s *Stream, pending *pendingRun) (c
 		if ev.RunID != "" {
 			r.runID = ev.RunID
 		}
-		switch ev.Kind {
-		case brainwire.EventToolCall:
-			calls = append(calls, ev.Tool)
-		case brainwire.EventError:
-			sawError = true
-		case brainwire.EventRunStatus:
+		if ev.Kind == brainwire.EventRunStatus {
 			r.status = ev.Status
 		}
-		if waiting {
+		if r.waiting {
 			if r.runID != "" && r.threadID != "" {
-				waiting = false
-				pending.known()
+				// Named: from now on the request ends with ctx.
+				r.waiting = false
+				r.pending.Unhold()
 			}
-			if ctx.Err() != nil {
-				if waiting {
+			if r.ctx.Err() != nil {
+				if r.waiting {
 					continue // nobody to tell
 				}
 				// The decoder has read the whole run object: a run that
 				// is already over (its status event not yet returned)
 				// needs no cancel.
-				r.status = s.Status()
-				return nil, sawError, ctx.Err()
+				r.status = r.stream.Status()
+				r.closeStream()
+				return brainwire.Event{}, r.ctx.Err()
 			}
 		}
-		if !r.emit(ev) {
-			return nil, sawError, nil
-		}
+		return ev, nil
 	}
 }
 
+// end closes the stream that ended in err and says why.
+func (r *run) end(err error) error {
+	waiting := r.waiting
+	runID := r.runIDOr(r.stream)
+	r.closeStream()
+	switch {
+	case waiting && r.ctx.Err() != nil:
+		// No id in time, or the stream ended without one: a run created
+		// all the same expires upstream.
+		return r.ctx.Err()
+	case err == io.EOF, r.status.Terminal(), r.status == brainwire.RunRequiresAction:
+		return io.EOF
+	}
+	return &upstreamError{
+		Msg: "the agent service's event stream broke off",
+		Err: fmt.Errorf("reading events of run %s: %w", runID, err),
+	}
+}
+
+// Continue submits the tool outputs of a run that requires action and
+// streams the rest of the run.
+func (r *run) Continue(results []brainwire.ToolResult) error {
+	outputs := make([]ToolOutput, len(results))
+	for i, res := range results {
+		outputs[i] = ToolOutput{ToolCallID: res.CallID, Output: res.Output}
+	}
+	s, err := r.p.client.SubmitToolOutputs(r.ctx, r.threadID, r.runID, outputs)
+	if err != nil {
+		return err
+	}
+	r.stream = s
+	return nil
+}
+
+// Close closes the open stream, and cancels the run if it is known and
+// still going. The cancel call has its own short deadline, so that it
+// also works when ctx is already done, and its failures are ignored: the
+// run expires upstream anyway.
+func (r *run) Close() {
+	r.closeStream()
+	if r.runID == "" || r.threadID == "" || r.status.Terminal() || r.status == brainwire.RunCancelling {
+		return
+	}
+	cctx, stop := context.WithTimeout(context.WithoutCancel(r.ctx), r.p.cancelTimeout)
+	defer stop()
+	if _, err := r.p.client.CancelRun(cctx, r.threadID, r.runID); err == nil {
+		r.status = brainwire.RunCancelling
+	}
+}
+
+func (r *run) closeStream() {
+	if r.stream == nil {
+		return
+	}
+	r.stream.Close()
+	r.stream = nil
+	if r.pending != nil {
+		r.pending.Release() // after Close: the body goes first
+		r.pending, r.waiting = nil, false
+	}
+}
+
+// String names the run by its id.
+func (r *run) String() string { return "run " + r.runIDOr(nil) }
+
 // runIDOr names the run for messages: the stream's, or the last known.
-func (r *runner) runIDOr(s *Stream) string {
+func (r *run) runIDOr(s *Stream) string {
 	if s != nil && s.RunID() != "" {
 		return s.RunID()
 	}
@@ -337,75 +286,4 @@ func (r *runner) runIDOr(s *Stream) string {
 		return r.runID
 	}
 	return "(not yet created)"
-}
-
-// cancel asks the service to cancel the run if it is known and still
-// going. It uses its own short deadline so that it also works when ctx is
-// already done, and ignores failures: the run expires upstream anyway.
-func (r *runner) cancel(ctx context.Context) {
-	if r.runID == "" || r.threadID == "" || r.status.Terminal() || r.status == brainwire.RunCancelling {
-		return
-	}
-	cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), r.p.cancelTimeout)
-	defer stop()
-	if _, err := r.p.client.CancelRun(cctx, r.threadID, r.runID); err == nil {
-		r.status = brainwire.RunCancelling
-	}
-}
-
-// pendingRun is the context of a request that creates a run. It ends when
-// Run's context does, except while the run's id is not yet known: the run
-// may already exist upstream and only its id lets it be cancelled, so the
-// request lives on for a grace period, for its stream to name the run.
-type pendingRun struct {
-	parent context.Context
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	waiting bool        // for the run's id, with the stream open
-	grace   *time.Timer // armed when parent ended while waiting
-}
-
-// newPendingRun returns the pendingRun of a request made for parent, with
-// a grace period of grace.
-func newPendingRun(parent context.Context, grace time.Duration) *pendingRun {
-	p := &pendingRun{parent: parent, waiting: true}
-	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(parent))
-	// Never unregistered: once the stream is consumed the request still
-	// ends with parent, as a request made with parent would (the
-	// transport may be reading the rest of its body).
-	context.AfterFunc(parent, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.waiting {
-			p.grace = time.AfterFunc(grace, p.cancel)
-			return
-		}
-		p.cancel()
-	})
-	return p
-}
-
-// known says the stream named the run: from now on the request ends with
-// parent.
-func (p *pendingRun) known() {
-	p.mu.Lock()
-	p.waiting = false
-	p.mu.Unlock()
-}
-
-// release says the stream is closed, or was never opened. If parent has
-// ended, the request ends now, and the grace period with it.
-func (p *pendingRun) release() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.waiting = false
-	if p.grace != nil {
-		p.grace.Stop()
-		p.grace = nil
-	}
-	if p.parent.Err() != nil {
-		p.cancel()
-	}
 }

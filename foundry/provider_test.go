@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"reflect"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/foundry/foundrytest"
 )
@@ -65,7 +67,22 @@ func newProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Provider
 	if err != nil {
 		t.Fatal(err)
 	}
-	return foundry.NewProvider(c, "asst_classifier", opts...)
+	return mustProvider(t, c, "asst_classifier", opts...)
+}
+
+// mustProvider returns the provider of agentID through c.
+func mustProvider(t *testing.T, c *foundry.Client, agentID string, opts ...foundry.ProviderOption) *foundry.Provider {
+	t.Helper()
+	p, err := foundry.NewProvider(c, agentID, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runAgent runs the agent through p as the server does: in the agent loop.
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events and final error,
@@ -106,7 +123,7 @@ func TestRunSingleToolRound(t *testing.T) {
 			return brainwire.ToolResult{Output: c.Output}
 		},
 	}
-	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "Call Sarah about the offsite", Tools: ts}))
+	evs, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{Message: "Call Sarah about the offsite"}, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +222,7 @@ func TestRunParallelToolCalls(t *testing.T) {
 		}
 		return brainwire.ToolResult{Output: strings.ToUpper(c.Name)}
 	}}
-	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: ts}))
+	evs, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{Message: "go"}, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +271,7 @@ func TestRunMultipleToolRounds(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	srv := foundrytest.NewServer(t, roundsScript(r, 3)...)
 	p := newProvider(t, srv)
-	evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{Message: "go"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +302,8 @@ func TestRunMultipleToolRounds(t *testing.T) {
 func TestRunTooManyToolRounds(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	srv := foundrytest.NewServer(t, roundsScript(r, 3)[:3]...)
-	p := newProvider(t, srv, foundry.WithMaxToolRounds(2))
-	_, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "go", Tools: echoTools()}))
+	loop := agent.NewLoop(newProvider(t, srv), agent.WithMaxToolRounds(2))
+	_, err := collect(t, loop.Run(t.Context(), brainwire.RunRequest{Message: "go"}, echoTools()))
 	if err == nil || !strings.Contains(err.Error(), "more than 2 times") || brainwire.ErrorCode(err) != brainwire.EUpstream {
 		t.Fatalf("got %v", err)
 	}
@@ -321,7 +338,7 @@ func TestRunAPIErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", tt.resp))
 			p := newProvider(t, srv)
-			evs, err := collect(t, p.Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+			evs, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{Message: "x"}, echoTools()))
 			var apiErr *foundry.APIError
 			if len(evs) != 0 || !errors.As(err, &apiErr) {
 				t.Fatalf("events %s, error %v", kinds(evs), err)
@@ -345,7 +362,7 @@ func TestRunSubmitError(t *testing.T) {
 		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
 		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
 	)
-	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	var apiErr *foundry.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !strings.Contains(err.Error(), "submitting tool outputs for run run_1") {
 		t.Fatalf("got %v", err)
@@ -362,7 +379,7 @@ func TestRunConnectionReset(t *testing.T) {
 		foundrytest.MessageDelta("msg_1", "thinking"),
 		foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture")),
 	)))
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	if err == nil || errors.Is(err, io.EOF) || brainwire.ErrorCode(err) != brainwire.EUpstream {
 		t.Fatalf("got error %v", err)
 	}
@@ -379,7 +396,7 @@ func TestRunFailed(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
 		r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done())))
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +415,7 @@ func TestRunErrorEvent(t *testing.T) {
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
 		r.ThreadCreated(), r.Created(), r.InProgress(),
 		foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`))))
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +431,7 @@ func TestRunErrorEvent(t *testing.T) {
 func TestRunDoneBeforeTerminal(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.InProgress(), foundrytest.Done())))
-	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x"}))
+	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, nil))
 	if err == nil || !strings.Contains(err.Error(), `"in_progress"`) || brainwire.ErrorCode(err) != brainwire.EUpstream {
 		t.Fatalf("got %v", err)
 	}
@@ -430,7 +447,7 @@ func TestRunHangPastDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	evs, err := collect(t, newProvider(t, srv).Run(ctx, brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(ctx, newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}
@@ -451,7 +468,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
 		r.ThreadCreated(), r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "one"), foundrytest.MessageDelta("m", "two"), foundrytest.Hang())))
 	n := 0
-	for ev, err := range newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x"}) {
+	for ev, err := range runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -481,7 +498,7 @@ func TestRunContextCancelledDuringTools(t *testing.T) {
 		<-ctx.Done()
 		return brainwire.ToolResult{Output: "late", IsError: true}
 	}}
-	evs, err := collect(t, newProvider(t, srv).Run(ctx, brainwire.RunRequest{Message: "x", Tools: ts}))
+	evs, err := collect(t, runAgent(ctx, newProvider(t, srv), brainwire.RunRequest{Message: "x"}, ts))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
@@ -500,9 +517,9 @@ func TestRunExistingThread(t *testing.T) {
 	r := foundrytest.NewRun("thread_old", "run_2")
 	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/thread_old/runs", foundrytest.Stream(
 		r.Created(), r.InProgress(), foundrytest.MessageDelta("m", "ok"), r.Completed(foundrytest.Usage{Total: 3}), foundrytest.Done())))
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{
-		ThreadID: "thread_old", Message: "It was about the Q3 offsite", AdditionalInstructions: "This is follow-up round 1.", Tools: echoTools(),
-	}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{
+		ThreadID: "thread_old", Message: "It was about the Q3 offsite", AdditionalInstructions: "This is follow-up round 1.",
+	}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +539,7 @@ func TestRunNewThreadWithInstructions(t *testing.T) {
 		foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_new"}, {Key: "object", Value: "thread"}})),
 		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r.Created(), r.Completed(foundrytest.Usage{}), foundrytest.Done())),
 	)
-	_, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "hello", AdditionalInstructions: "Be brief."}))
+	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "hello", AdditionalInstructions: "Be brief."}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +559,7 @@ func TestRunToolPanics(t *testing.T) {
 		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Stream(r.Completed(foundrytest.Usage{}), foundrytest.Done())),
 	)
 	ts := tools{call: func(context.Context, brainwire.ToolCall) brainwire.ToolResult { panic("bug") }}
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: ts}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +576,7 @@ func TestRunResetAfterRequiresAction(t *testing.T) {
 		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(call), foundrytest.Cut(foundrytest.Done()))),
 		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Stream(r.Completed(foundrytest.Usage{}), foundrytest.Done())),
 	)
-	evs, err := collect(t, newProvider(t, srv).Run(t.Context(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,7 +610,7 @@ func TestRunInstructionsOverride(t *testing.T) {
 		{Message: "buy milk", Instructions: instr, AdditionalInstructions: "Round 1."},
 		{Message: "buy milk"},
 	} {
-		if _, err := collect(t, p.Run(t.Context(), req)); err != nil {
+		if _, err := collect(t, runAgent(t.Context(), p, req, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -59,8 +59,12 @@ func benchServer(b *testing.B, record bool, chunkDelay time.Duration) (hs *httpt
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
+	p, err := foundry.NewProvider(client, simulator.DefaultAgentID)
+	if err != nil {
+		b.Fatal(err)
+	}
 	srv, err := server.New(server.Config{
-		Keys: server.Keys{benchKey: "bench"}, Provider: foundry.NewProvider(client, simulator.DefaultAgentID),
+		Keys: server.Keys{benchKey: "bench"}, Provider: p,
 		Store: store, Observer: obs,
 	})
 	if err != nil {

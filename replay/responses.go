@@ -31,12 +31,13 @@ var responsesAPI = agentAPI{
 		if p.query != "" {
 			baseURL += "?" + p.query
 		}
-		return app.Responses(baseURL, project, p.cfg, nil)
+		return app.Responses(baseURL, project, p.agent, nil,
+			responses.WithName(p.name), responses.WithChaining(p.chaining), responses.WithReasoningSummary(p.summary))
 	},
 	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
 		p := responsesParams(fx)
-		a := telemetry.Agent{Name: AgentName, Provider: p.cfg.Name}
-		if ag := p.cfg.Agent; ag.Name != "" {
+		a := telemetry.Agent{Name: AgentName, Provider: p.name}
+		if ag := p.agent; ag.Name != "" {
 			a.ID, a.Version = ag.Name, ag.Version
 		} else {
 			a.Version = instructions.New(ag.Instructions, "").Version
@@ -63,15 +64,20 @@ type responsesReplay struct {
 	basePath    string // the base URL's path
 	projectPath string // the Foundry project's path, when the base is one's
 	query       string // the base URL's query
-	cfg         responses.Config
+	// agent, name, chaining and summary are the provider's
+	// (responses.NewProvider).
+	agent    responses.Agent
+	name     string
+	chaining responses.Chaining
+	summary  string
 }
 
 // responsesParams reads from the recorded requests what the provider must
 // be configured with to make them again: where the API is, how the agent
 // is named, how responses chain, whether summaries were asked for.
 func responsesParams(fx *recorder.Fixture) responsesReplay {
-	p := responsesReplay{basePath: "/openai/v1", cfg: responses.Config{Name: responses.ProviderOpenAI,
-		Agent: responses.Agent{Model: "replay-model"}, Chaining: responses.ChainPreviousResponse}}
+	p := responsesReplay{basePath: "/openai/v1", name: responses.ProviderOpenAI,
+		agent: responses.Agent{Model: "replay-model"}, chaining: responses.ChainPreviousResponse}
 	if len(fx.Exchanges) == 0 {
 		return p
 	}
@@ -79,7 +85,7 @@ func responsesParams(fx *recorder.Fixture) responsesReplay {
 	if base, ok := responsesBase(first.Path); ok {
 		p.basePath = base
 		if project, ok := strings.CutSuffix(base, "/openai/v1"); ok && strings.HasPrefix(project, "/api/projects/") {
-			p.projectPath, p.cfg.Name = project, responses.ProviderFoundry
+			p.projectPath, p.name = project, responses.ProviderFoundry
 		}
 	}
 	if len(first.Query) > 0 {
@@ -93,7 +99,7 @@ func responsesParams(fx *recorder.Fixture) responsesReplay {
 	for _, ex := range fx.Exchanges {
 		rq := ex.Request
 		if rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/conversations") {
-			p.cfg.Chaining = responses.ChainConversation
+			p.chaining = responses.ChainConversation
 		}
 		if rq.Method != http.MethodPost || !strings.HasSuffix(rq.Path, "/responses") {
 			continue
@@ -109,19 +115,19 @@ func responsesParams(fx *recorder.Fixture) responsesReplay {
 			continue
 		}
 		if len(body.Conversation) > 0 && string(body.Conversation) != "null" {
-			p.cfg.Chaining = responses.ChainConversation
+			p.chaining = responses.ChainConversation
 		}
 		if seenResponse {
 			continue
 		}
 		seenResponse = true
 		if body.Agent != nil {
-			p.cfg.Agent = responses.Agent{Name: body.Agent.Name, Version: body.Agent.Version}
+			p.agent = responses.Agent{Name: body.Agent.Name, Version: body.Agent.Version}
 		} else {
-			p.cfg.Agent = responses.Agent{Model: body.Model, Instructions: body.Instructions}
+			p.agent = responses.Agent{Model: body.Model, Instructions: body.Instructions}
 		}
 		if body.Reasoning != nil {
-			p.cfg.ReasoningSummary = body.Reasoning.Summary
+			p.summary = body.Reasoning.Summary
 		}
 	}
 	return p

@@ -9,9 +9,9 @@
 // (NewAPIKeyTransport here, or a Foundry token transport). Decoder turns a
 // streamed response into normalized brainwire events, reading the text
 // deltas that make up most of a stream with a narrow scanner. Provider
-// owns the tool loop: a response that asks for function calls is answered
-// with their outputs in the next response, until one completes without
-// asking.
+// starts runs: a run streams a response, and a response that asks for
+// function calls is continued by the next, carrying their outputs. The
+// agent loop (package agent) runs the calls between the two.
 //
 // The agent is named one of two ways: an ephemeral agent brainwire
 // defines with every request (a model deployment, instructions and its

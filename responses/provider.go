@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 
 	"github.com/brainwire/brainwire"
@@ -39,8 +38,6 @@ const (
 	ChainPreviousResponse Chaining = "previous_response_id"
 )
 
-const defaultMaxToolRounds = 16
-
 // Agent names the agent that answers, in one of two ways: an ephemeral
 // agent that brainwire defines with each request (Model, Instructions and
 // the capture's tools), or a Foundry agent by Name (and Version), which
@@ -52,37 +49,21 @@ type Agent struct {
 	Version      string
 }
 
-// Config configures a Provider.
-type Config struct {
-	Agent    Agent
-	Chaining Chaining // ChainConversation when empty
-	// ReasoningSummary asks a reasoning model to stream summaries of its
-	// reasoning ("auto", "concise", "detailed"); "" asks for none (models
-	// without reasoning refuse the request otherwise). Ephemeral agents
-	// only: a Foundry agent's definition says it.
-	ReasoningSummary string
-	// Name is Provider.Name (gen_ai.provider.name); ProviderOpenAI when
-	// empty.
-	Name string
-	// MaxToolRounds bounds how many responses of one run may ask for
-	// tools (default 16).
-	MaxToolRounds int
-	// Tools are the tool definitions an ephemeral agent is described
-	// with (DescribeAgent); each run sends its capture's own.
-	Tools []brainwire.ToolDefinition
-}
-
-// Provider runs an agent through the Responses API: it streams a response,
-// executes the function calls it asks for, and streams the next response
-// with their outputs, until a response completes without asking for any.
-// All the responses of one capture are one brainwire run.
+// Provider runs an agent through the Responses API. A run streams a
+// response; when it asks for function calls, the run continues with a
+// response carrying their outputs (Continue). All the responses of one
+// capture are one brainwire run.
 //
 // A streamed response in the foreground has no cancel operation (the API
 // cancels only background responses): a run that is abandoned closes its
 // stream, which is how the service is told to stop.
 type Provider struct {
-	client *Client
-	cfg    Config
+	client   *Client
+	agent    Agent
+	chaining Chaining
+	summary  string
+	name     string
+	tools    []brainwire.ToolDefinition
 }
 
 var (
@@ -90,10 +71,42 @@ var (
 	_ brainwire.AgentDescriber = (*Provider)(nil)
 )
 
-// NewProvider returns a provider running cfg.Agent through client.
-func NewProvider(client *Client, cfg Config) (*Provider, error) {
-	a := cfg.Agent
-	switch {
+// ProviderOption configures a Provider.
+type ProviderOption func(*Provider)
+
+// WithChaining says how a run's responses, and a follow-up's, continue
+// the conversation (ChainConversation by default).
+func WithChaining(c Chaining) ProviderOption {
+	return func(p *Provider) { p.chaining = c }
+}
+
+// WithReasoningSummary asks a reasoning model to stream summaries of its
+// reasoning ("auto", "concise", "detailed"); without it none are asked
+// for (models without reasoning refuse the request otherwise). Ephemeral
+// agents only: a Foundry agent's definition says it.
+func WithReasoningSummary(s string) ProviderOption {
+	return func(p *Provider) { p.summary = s }
+}
+
+// WithName sets Provider.Name (gen_ai.provider.name; ProviderOpenAI by
+// default).
+func WithName(name string) ProviderOption {
+	return func(p *Provider) { p.name = name }
+}
+
+// WithTools gives the tool definitions an ephemeral agent is described
+// with (DescribeAgent); each run sends its capture's own.
+func WithTools(defs []brainwire.ToolDefinition) ProviderOption {
+	return func(p *Provider) { p.tools = defs }
+}
+
+// NewProvider returns a provider running agent through client.
+func NewProvider(client *Client, agent Agent, opts ...ProviderOption) (*Provider, error) {
+	p := &Provider{client: client, agent: agent, chaining: ChainConversation, name: ProviderOpenAI}
+	for _, o := range opts {
+		o(p)
+	}
+	switch a := agent; {
 	case a.Name != "" && a.Model != "":
 		return nil, errors.New("responses: name a Foundry agent or a model, not both")
 	case a.Name == "" && a.Model == "":
@@ -101,35 +114,32 @@ func NewProvider(client *Client, cfg Config) (*Provider, error) {
 	case a.Name != "" && a.Instructions != "":
 		return nil, errors.New("responses: a Foundry agent has its own instructions")
 	}
-	switch cfg.Chaining {
+	switch p.chaining {
 	case "":
-		cfg.Chaining = ChainConversation
+		p.chaining = ChainConversation
 	case ChainConversation, ChainPreviousResponse:
 	default:
-		return nil, fmt.Errorf("responses: unknown chaining %q (want %s or %s)", cfg.Chaining, ChainConversation, ChainPreviousResponse)
+		return nil, fmt.Errorf("responses: unknown chaining %q (want %s or %s)", p.chaining, ChainConversation, ChainPreviousResponse)
 	}
-	switch cfg.ReasoningSummary {
+	switch p.summary {
 	case "", "auto", "concise", "detailed":
 	default:
-		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", cfg.ReasoningSummary)
+		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", p.summary)
 	}
-	if cfg.Name == "" {
-		cfg.Name = ProviderOpenAI
+	if p.name == "" {
+		p.name = ProviderOpenAI
 	}
-	if cfg.MaxToolRounds <= 0 {
-		cfg.MaxToolRounds = defaultMaxToolRounds
-	}
-	return &Provider{client: client, cfg: cfg}, nil
+	return p, nil
 }
 
 // Name returns the provider's name (gen_ai.provider.name).
-func (p *Provider) Name() string { return p.cfg.Name }
+func (p *Provider) Name() string { return p.name }
 
 // Ping checks that the service answers, for health checks: a Foundry
 // agent is fetched, which proves the endpoint, the credentials and the
 // agent; otherwise the models are listed.
 func (p *Provider) Ping(ctx context.Context) error {
-	if a := p.cfg.Agent; a.Name != "" {
+	if a := p.agent; a.Name != "" {
 		_, err := p.client.GetAgent(ctx, a.Name, a.Version)
 		return err
 	}
@@ -141,9 +151,9 @@ func (p *Provider) Ping(ctx context.Context) error {
 // instructions' content version; a Foundry agent is fetched, and known by
 // its agent version.
 func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
-	a := p.cfg.Agent
+	a := p.agent
 	if a.Name == "" {
-		tools, err := json.Marshal(FunctionTools(p.cfg.Tools))
+		tools, err := json.Marshal(FunctionTools(p.tools))
 		if err != nil {
 			return brainwire.AgentInfo{}, fmt.Errorf("describing the agent: %w", err)
 		}
@@ -166,92 +176,95 @@ func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, erro
 	return info.Described(version), nil
 }
 
-// Run runs the agent once over req. A new capture (req.ThreadID empty)
-// starts a conversation; a follow-up continues the one req.ThreadID names:
-// a conversation (conv_…) or, under previous-response chaining, the
-// response (resp_…) whose function call filed the capture.
+// Start starts a run over req. A new capture (req.ThreadID empty) starts
+// a conversation; a follow-up continues the one req.ThreadID names: a
+// conversation (conv_…) or, under previous-response chaining, the
+// response (resp_…) whose function call filed the capture. The run
+// streams its first response.
 //
-// A failure is yielded once as a zero Event with the error, and ends the
-// sequence. However the sequence ends, the open stream is closed.
-func (p *Provider) Run(ctx context.Context, req brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		r := &runner{p: p, req: req, yield: yield}
-		if err := r.run(ctx); err != nil {
-			if ctx.Err() != nil {
-				err = fmt.Errorf("agent response %s stopped: %w", r.responseIDOr(), ctx.Err())
-			}
-			yield(brainwire.Event{}, err)
-		}
+// A streamed response in the foreground has no cancel operation: closing
+// the run closes its stream, which is how the service is told to stop.
+func (p *Provider) Start(ctx context.Context, req brainwire.RunRequest) (brainwire.Run, error) {
+	r := &run{p: p, ctx: ctx, req: req}
+	first, err := r.start()
+	if err != nil {
+		return nil, err
 	}
+	if err := r.open(first); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// runner is the state of one Run.
-type runner struct {
-	p       *Provider
-	req     brainwire.RunRequest
-	yield   func(brainwire.Event, error) bool
-	stopped bool // the consumer stopped iterating
+// run is one run: the responses of one capture.
+type run struct {
+	p      *Provider
+	ctx    context.Context
+	req    brainwire.RunRequest
+	stream *Stream // the response being streamed; nil between responses
 
 	conversationID string // the conversation, under conversation chaining
 	responseID     string // the last response
-	status         brainwire.RunStatus
-	sawError       bool
 }
 
-// emit yields ev and reports whether to go on.
-func (r *runner) emit(ev brainwire.Event) bool {
-	if !r.yield(ev, nil) {
-		r.stopped = true
-		return false
-	}
-	return true
-}
-
-func (r *runner) run(ctx context.Context) error {
-	req, err := r.start(ctx)
+// open streams the response req creates.
+func (r *run) open(req CreateResponseRequest) error {
+	s, err := r.p.client.CreateResponse(r.ctx, req)
 	if err != nil {
 		return err
 	}
-	for round := 0; ; round++ {
-		stream, err := r.p.client.CreateResponse(ctx, req)
-		if err != nil {
-			return err
-		}
-		calls, err := r.consume(stream)
-		if err != nil || r.stopped {
-			return err
-		}
-		switch {
-		case r.sawError, r.status.Terminal():
-			// A failure was told by its events.
-			return nil
-		case r.status != brainwire.RunRequiresAction:
-			return &upstreamError{
-				Msg: "the agent service ended the stream before the response finished",
-				Err: fmt.Errorf("stream of response %s ended while it was %q", r.responseIDOr(), r.status),
-			}
-		case round >= r.p.cfg.MaxToolRounds:
-			return &upstreamError{
-				Msg: "the agent kept asking for tools",
-				Err: fmt.Errorf("response %s asked for tools %d times in one run", r.responseID, r.p.cfg.MaxToolRounds),
-			}
-		}
+	r.stream = s
+	return nil
+}
 
-		results := brainwire.CallTools(ctx, r.req.Tools, calls)
-		if err := ctx.Err(); err != nil {
-			return err
+// Next returns the next event of the response being streamed. The stream
+// is read to its end, so that it is whole for whatever records the
+// traffic, and closed there.
+func (r *run) Next() (brainwire.Event, error) {
+	ev, err := r.stream.Next()
+	if err != nil {
+		r.closeStream()
+		if err == io.EOF {
+			return brainwire.Event{}, io.EOF
 		}
-		input := make([]InputItem, len(calls))
-		for i, call := range calls {
-			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: r.conversationID, RunID: r.responseID, Tool: call, Result: results[i]}
-			if !r.emit(ev) {
-				return nil
-			}
-			input[i] = FunctionCallOutput(call.ID, results[i].Output)
+		return brainwire.Event{}, &upstreamError{
+			Msg: "the agent service's event stream broke off",
+			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
 		}
-		req = r.request(input)
+	}
+	if ev.RunID != "" {
+		r.responseID = ev.RunID
+	}
+	if ev.Kind == brainwire.EventToolCall && ev.Tool.ThreadID == "" {
+		// Without a conversation, the response that asked is where a
+		// follow-up continues from.
+		ev.Tool.ThreadID = ev.Tool.RunID
+	}
+	return ev, nil
+}
+
+// Continue streams the next response, carrying the function calls'
+// outputs.
+func (r *run) Continue(results []brainwire.ToolResult) error {
+	input := make([]InputItem, len(results))
+	for i, res := range results {
+		input[i] = FunctionCallOutput(res.CallID, res.Output)
+	}
+	return r.open(r.request(input))
+}
+
+// Close closes the open stream, if any.
+func (r *run) Close() { r.closeStream() }
+
+func (r *run) closeStream() {
+	if r.stream != nil {
+		r.stream.Close()
+		r.stream = nil
 	}
 }
+
+// String names the run by its last response.
+func (r *run) String() string { return "response " + r.responseIDOr() }
 
 // supersededOutput answers the function calls of the response a follow-up
 // continues from (previous-response chaining): brainwire answered them
@@ -261,11 +274,11 @@ const supersededOutput = `{"status":"superseded","message":"This call was answer
 
 // start returns the run's first request: for a new capture, in a new
 // conversation; for a follow-up, continuing the one it names.
-func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
+func (r *run) start() (CreateResponseRequest, error) {
 	var input []InputItem
 	msg := r.req.Message
 	if extra := r.req.AdditionalInstructions; extra != "" {
-		if r.p.cfg.Agent.Name != "" {
+		if r.p.agent.Name != "" {
 			// A Foundry agent may refuse system and developer messages:
 			// the run's instructions go before the person's words.
 			msg = strings.TrimSpace(extra + "\n\n" + msg)
@@ -278,10 +291,10 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 	}
 
 	id := r.req.ThreadID
-	chaining := r.p.cfg.Chaining
+	chaining := r.p.chaining
 	switch {
 	case id == "" && chaining == ChainConversation:
-		conv, err := r.p.client.CreateConversation(ctx)
+		conv, err := r.p.client.CreateConversation(r.ctx)
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
@@ -293,7 +306,7 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 			Err: fmt.Errorf("conversation %s is a threads/runs thread; the Responses API cannot continue it", id),
 		}
 	case strings.HasPrefix(id, "resp_") || (chaining == ChainPreviousResponse && !strings.HasPrefix(id, "conv_")):
-		prev, err := r.p.client.GetResponse(ctx, id)
+		prev, err := r.p.client.GetResponse(r.ctx, id)
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
@@ -311,12 +324,12 @@ func (r *runner) start(ctx context.Context) (CreateResponseRequest, error) {
 
 // request is the next request of the run: input, with the agent named as
 // configured, in the run's conversation or after its last response.
-func (r *runner) request(input []InputItem) CreateResponseRequest {
+func (r *run) request(input []InputItem) CreateResponseRequest {
 	req := CreateResponseRequest{Input: input, Store: true}
 	if input == nil {
 		req.Input = []InputItem{}
 	}
-	if a := r.p.cfg.Agent; a.Name != "" {
+	if a := r.p.agent; a.Name != "" {
 		req.Agent = &AgentReference{Type: "agent_reference", Name: a.Name, Version: a.Version}
 	} else {
 		req.Model, req.Instructions = a.Model, a.Instructions
@@ -324,9 +337,9 @@ func (r *runner) request(input []InputItem) CreateResponseRequest {
 			req.Instructions = r.req.Instructions
 		}
 		if r.req.Tools != nil {
-			req.Tools = FunctionTools(r.req.Tools.Definitions())
+			req.Tools = FunctionTools(r.req.Tools)
 		}
-		if s := r.p.cfg.ReasoningSummary; s != "" {
+		if s := r.p.summary; s != "" {
 			req.Reasoning = &Reasoning{Summary: s}
 		}
 	}
@@ -338,48 +351,8 @@ func (r *runner) request(input []InputItem) CreateResponseRequest {
 	return req
 }
 
-// consume yields the events of one response until its stream ends or the
-// consumer stops, and returns the function calls it asked for. The stream
-// is read to its end, so that it is whole for whatever records the
-// traffic.
-func (r *runner) consume(s *Stream) (calls []brainwire.ToolCall, err error) {
-	defer s.Close()
-	r.status = ""
-	for {
-		ev, err := s.Next()
-		if err == io.EOF {
-			return calls, nil
-		}
-		if err != nil {
-			return nil, &upstreamError{
-				Msg: "the agent service's event stream broke off",
-				Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
-			}
-		}
-		if ev.RunID != "" {
-			r.responseID = ev.RunID
-		}
-		switch ev.Kind {
-		case brainwire.EventToolCall:
-			if ev.Tool.ThreadID == "" {
-				// Without a conversation, the response that asked is
-				// where a follow-up continues from.
-				ev.Tool.ThreadID = ev.Tool.RunID
-			}
-			calls = append(calls, ev.Tool)
-		case brainwire.EventError:
-			r.sawError = true
-		case brainwire.EventRunStatus:
-			r.status = ev.Status
-		}
-		if !r.emit(ev) {
-			return nil, nil
-		}
-	}
-}
-
 // responseIDOr names the response for messages.
-func (r *runner) responseIDOr() string {
+func (r *run) responseIDOr() string {
 	if r.responseID != "" {
 		return r.responseID
 	}

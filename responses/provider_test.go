@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 )
@@ -71,21 +73,23 @@ func (o *opRecorder) names() string {
 
 var modelAgent = responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
 
-func newProvider(t *testing.T, srv *rt.Server, cfg responses.Config) (*responses.Provider, *opRecorder) {
+func newProvider(t *testing.T, srv *rt.Server, a responses.Agent, opts ...responses.ProviderOption) (*responses.Provider, *opRecorder) {
 	t.Helper()
 	ops := &opRecorder{next: responses.NewAPIKeyTransport("test-key", "", srv.Client().Transport)}
 	c, err := responses.NewClient(srv.BaseURL(), &http.Client{Transport: ops}, responses.WithProject(srv.Project()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Agent == (responses.Agent{}) {
-		cfg.Agent = modelAgent
-	}
-	p, err := responses.NewProvider(c, cfg)
+	p, err := responses.NewProvider(c, a, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, ops
+}
+
+// runAgent runs the agent through p as the server does: in the agent loop.
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events and final error,
@@ -149,11 +153,11 @@ func TestRunInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1", conv)),
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.After("resp_1"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{ReasoningSummary: "auto", Name: responses.ProviderFoundry})
+	p, ops := newProvider(t, srv, modelAgent, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry))
 	if p.Name() != "azure.ai.agents" {
 		t.Errorf("name %q", p.Name())
 	}
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "Call mom", Tools: echoTools()}))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "Call mom"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,8 +201,8 @@ func TestRunChainedByPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1")),
 		rt.Expect("POST /responses", closingTurn("resp_2", rt.After("resp_1"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "Call mom", Tools: echoTools()}))
+	p, ops := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "Call mom"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +230,10 @@ func TestRunFoundryAgent(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1", conv, rt.ForAgent("classifier"))),
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.ForAgent("classifier"))),
 	)
-	p, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier", Version: "3"}, ReasoningSummary: "auto"})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{
-		ThreadID: "conv_9", Message: "I meant my sister", AdditionalInstructions: "This answers your question.", Tools: echoTools(),
-	}))
+	p, _ := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"}, responses.WithReasoningSummary("auto"))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
+		ThreadID: "conv_9", Message: "I meant my sister", AdditionalInstructions: "This answers your question.",
+	}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,10 +260,10 @@ func TestFollowUpInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_3", conv)),
 		rt.Expect("POST /responses", closingTurn("resp_4", conv)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{
-		ThreadID: "conv_7", Message: "my sister", AdditionalInstructions: "Round 1 of 3.", Tools: echoTools(),
-	}))
+	p, _ := newProvider(t, srv, modelAgent)
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{
+		ThreadID: "conv_7", Message: "my sister", AdditionalInstructions: "Round 1 of 3.",
+	}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +283,8 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_B", rt.After("resp_A"))),
 		rt.Expect("POST /responses", closingTurn("resp_C", rt.After("resp_B"))),
 	)
-	p, ops := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{ThreadID: "resp_A", Message: "my sister", Tools: echoTools()}))
+	p, ops := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "resp_A", Message: "my sister"}, echoTools()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +304,8 @@ func TestFollowUpAfterAPreviousResponse(t *testing.T) {
 
 func TestFollowUpOfAClassicThread(t *testing.T) {
 	srv := rt.NewServer(t)
-	p, _ := newProvider(t, srv, responses.Config{})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{ThreadID: "thread_abc", Message: "x"}))
+	p, _ := newProvider(t, srv, modelAgent)
+	_, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{ThreadID: "thread_abc", Message: "x"}, nil))
 	var be *brainwire.Error
 	if !errors.As(err, &be) || be.Code != brainwire.EUpstream || !strings.Contains(be.Message, "classic Agents API") {
 		t.Fatalf("error %v", err)
@@ -309,7 +313,7 @@ func TestFollowUpOfAClassicThread(t *testing.T) {
 }
 
 // TestRunParallelCalls: calls to different tools in one response run at
-// once (calls to one tool run in the agent's order: brainwire.CallTools).
+// once (calls to one tool run in the agent's order: agent.CallTools).
 func TestRunParallelCalls(t *testing.T) {
 	turn := rt.NewTurn("resp_1").FunctionCall("fc_1", "call_1", "transcribe_audio", `{"n":1}`).
 		FunctionCall("fc_2", "call_2", "file_capture", `{"n":2}`).Complete(rt.Usage{})
@@ -317,7 +321,7 @@ func TestRunParallelCalls(t *testing.T) {
 		rt.Expect("POST /responses", rt.Stream(turn.Events()...)),
 		rt.Expect("POST /responses", closingTurn("resp_2")),
 	)
-	p, _ := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse})
+	p, _ := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
 	var running sync.WaitGroup
 	running.Add(2)
 	ts := echoTools()
@@ -326,7 +330,7 @@ func TestRunParallelCalls(t *testing.T) {
 		running.Wait() // both calls run at once
 		return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: string(c.Arguments)}
 	}
-	evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: ts}))
+	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,18 +346,6 @@ func TestRunParallelCalls(t *testing.T) {
 	in, _ := json.Marshal(srv.Find("POST /responses")[1].Body["input"])
 	if string(in) != `[{"call_id":"call_1","output":"{\"n\":1}","type":"function_call_output"},{"call_id":"call_2","output":"{\"n\":2}","type":"function_call_output"}]` {
 		t.Errorf("outputs %s", in)
-	}
-}
-
-func TestRunTooManyToolRounds(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-		rt.Expect("POST /responses", classifyTurn("resp_2")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{Chaining: responses.ChainPreviousResponse, MaxToolRounds: 1})
-	_, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
-	if err == nil || !strings.Contains(err.Error(), "asked for tools 1 times") {
-		t.Fatalf("error %v", err)
 	}
 }
 
@@ -400,7 +392,7 @@ func TestRunUpstreamFaults(t *testing.T) {
 			script: []rt.Call{rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 				rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Events(), rt.Done())...))},
 			kinds: "run_status:in_progress run_status:in_progress",
-			err:   "ended the stream before the response finished",
+			err:   "ended the stream before the run finished",
 		},
 		{
 			name: "a malformed event",
@@ -439,8 +431,8 @@ func TestRunUpstreamFaults(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := rt.NewServer(t, c.script...)
-			p, _ := newProvider(t, srv, responses.Config{})
-			evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+			p, _ := newProvider(t, srv, modelAgent)
+			evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()))
 			if got := kinds(evs); got != c.kinds {
 				t.Errorf("events %q, want %q", got, c.kinds)
 			}
@@ -468,10 +460,10 @@ func TestRunHangPastDeadline(t *testing.T) {
 		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 		rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Reasoning("rs", "thinking").Events()[:4], rt.Hang())...)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := collect(t, p.Run(ctx, brainwire.RunRequest{Message: "x", Tools: echoTools()}))
+	_, err := collect(t, runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, echoTools()))
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "resp_1 stopped") {
 		t.Fatalf("error %v", err)
 	}
@@ -489,9 +481,9 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
 		rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1").Reasoning("rs", "a", "b").Events(), rt.Hang())...)),
 	)
-	p, _ := newProvider(t, srv, responses.Config{})
+	p, _ := newProvider(t, srv, modelAgent)
 	n := 0
-	for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}) {
+	for ev, err := range runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, echoTools()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,47 +498,24 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 	}
 }
 
-// TestRunCancelledDuringTools: a run cancelled while its tools run sends
-// no continuation.
-func TestRunCancelledDuringTools(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	ts := echoTools()
-	ts.call = func(ctx context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-		cancel()
-		return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: `{}`}
-	}
-	_, err := collect(t, p.Run(ctx, brainwire.RunRequest{Message: "x", Tools: ts}))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v", err)
-	}
-	if n := len(srv.Find("POST /responses")); n != 1 {
-		t.Fatalf("%d responses requested", n)
-	}
-}
-
 func TestPing(t *testing.T) {
 	srv := rt.NewServer(t,
 		rt.Expect("GET /agents/classifier/versions/3", rt.JSON(200, `{"object":"agent.version","id":"classifier:3","name":"classifier","version":"3"}`)),
 		rt.Expect("GET /agents/classifier", rt.Error(404, "not_found", "Agent classifier not found.")),
 		rt.Expect("GET /models", rt.JSON(200, `{"object":"list","data":[{"id":"gpt-5-mini","object":"model"}]}`)),
 	)
-	agent, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier", Version: "3"}})
+	agent, _ := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"})
 	if err := agent.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if q := srv.Requests()[0].Query; q != "api-version=v1" {
 		t.Errorf("agents call query %q", q)
 	}
-	latest, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Name: "classifier"}})
+	latest, _ := newProvider(t, srv, responses.Agent{Name: "classifier"})
 	if err := latest.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("ping of a missing agent: %v", err)
 	}
-	model, _ := newProvider(t, srv, responses.Config{})
+	model, _ := newProvider(t, srv, modelAgent)
 	if err := model.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -557,14 +526,21 @@ func TestNewProviderValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, cfg := range map[string]responses.Config{
+	for name, tc := range map[string]struct {
+		agent responses.Agent
+		opt   responses.ProviderOption
+	}{
 		"no agent":                {},
-		"agent and model":         {Agent: responses.Agent{Name: "a", Model: "m"}},
-		"agent with instructions": {Agent: responses.Agent{Name: "a", Instructions: "x"}},
-		"unknown chaining":        {Agent: modelAgent, Chaining: "threads"},
-		"unknown summary":         {Agent: modelAgent, ReasoningSummary: "verbose"},
+		"agent and model":         {agent: responses.Agent{Name: "a", Model: "m"}},
+		"agent with instructions": {agent: responses.Agent{Name: "a", Instructions: "x"}},
+		"unknown chaining":        {agent: modelAgent, opt: responses.WithChaining("threads")},
+		"unknown summary":         {agent: modelAgent, opt: responses.WithReasoningSummary("verbose")},
 	} {
-		if _, err := responses.NewProvider(c, cfg); err == nil {
+		var opts []responses.ProviderOption
+		if tc.opt != nil {
+			opts = append(opts, tc.opt)
+		}
+		if _, err := responses.NewProvider(c, tc.agent, opts...); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
@@ -582,7 +558,7 @@ func TestBaseURLs(t *testing.T) {
 	// A query on the base URL (Azure OpenAI's api-version) goes with every call.
 	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
 	c, _ := responses.NewClient(srv.BaseURL()+"/?api-version=preview", srv.Client())
-	p, _ := responses.NewProvider(c, responses.Config{Agent: modelAgent})
+	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -594,36 +570,11 @@ func TestBaseURLs(t *testing.T) {
 func TestAPIKeyHeader(t *testing.T) {
 	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
 	c, _ := responses.NewClient(srv.BaseURL(), &http.Client{Transport: responses.NewAPIKeyTransport("k-1", "api-key", srv.Client().Transport)})
-	p, _ := responses.NewProvider(c, responses.Config{Agent: modelAgent})
+	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if h := srv.Requests()[0].Header; h.Get("api-key") != "k-1" || h.Get("Authorization") != "" {
 		t.Errorf("headers %v", h)
-	}
-}
-
-// TestRunToolResultBeforeContinuing: the tool results are yielded (and
-// the phone can be told the outcome) before the next response is asked
-// for.
-func TestRunToolResultBeforeContinuing(t *testing.T) {
-	srv := rt.NewServer(t,
-		rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1"}`)),
-		rt.Expect("POST /responses", classifyTurn("resp_1")),
-		rt.Expect("POST /responses", closingTurn("resp_2")),
-	)
-	p, _ := newProvider(t, srv, responses.Config{})
-	for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "x", Tools: echoTools()}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ev.Kind == brainwire.EventToolResult {
-			if n := len(srv.Find("POST /responses")); n != 1 {
-				t.Fatalf("the tool result came after %d responses were asked for", n)
-			}
-		}
-	}
-	if n := len(srv.Find("POST /responses")); n != 2 {
-		t.Fatalf("%d responses", n)
 	}
 }

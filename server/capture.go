@@ -138,8 +138,9 @@ type encoder interface {
 // runCapture streams one capture to the client: STEP_START at once, then
 // whatever the agent's run produces, through the adapter and enc, until
 // COMPLETE. Every protocol runs this same pipeline, with the same limits,
-// telemetry and recording. The run is bounded by the run timeout; a client
-// that goes away cancels it (the provider then cancels the upstream run).
+// telemetry and recording. The agent loop runs the agent, and the tools it
+// asks for. The run is bounded by the run timeout; a client that goes away
+// cancels it (the upstream run is then stopped).
 // It returns how the capture ended.
 func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture, enc encoder) brainwire.CaptureResult {
 	c.Agent, c.EvalRunID = s.Agent(), s.cfg.EvalRunID
@@ -150,9 +151,9 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	// The filing keeps where the run is traced, for later corrections.
 	c.Trace, _ = brainwire.RunTraceFrom(ctx)
 	set := tools.New(s.toolDeps(), c)
-	run.Tools = set
+	var toolSet brainwire.ToolSet = set
 	if s.cfg.WrapTools != nil {
-		run.Tools = s.cfg.WrapTools(run.Tools)
+		toolSet = s.cfg.WrapTools(toolSet)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -181,7 +182,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	runCtx, cancelRun := context.WithTimeout(ctx, s.cfg.RunTimeout)
 	defer cancelRun()
 	var runErr error
-	for ev, err := range s.cfg.Provider.Run(runCtx, run) {
+	for ev, err := range s.loop.Run(runCtx, run, toolSet) {
 		if err != nil {
 			runErr = err
 			if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {

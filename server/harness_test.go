@@ -66,7 +66,11 @@ func withSimulator(t *testing.T) option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *server.Config) { c.Provider = foundry.NewProvider(client, simulator.DefaultAgentID) }
+	p, err := foundry.NewProvider(client, simulator.DefaultAgentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *server.Config) { c.Provider = p }
 }
 
 func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harness {
@@ -85,10 +89,14 @@ func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
+	p, err := foundry.NewProvider(client, "asst_test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int64
 	cfg := server.Config{
 		Keys:     server.Keys{testKey: testUser, otherKey: "bob"},
-		Provider: foundry.NewProvider(client, "asst_test"),
+		Provider: p,
 		Store:    st,
 		Blobs:    blobs,
 		NewID:    func() string { return fmt.Sprintf("id%d", n.Add(1)) },

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,10 +27,8 @@ type idleProvider struct{}
 
 func (idleProvider) Name() string                   { return "test" }
 func (idleProvider) Ping(ctx context.Context) error { return nil }
-func (idleProvider) Run(context.Context, brainwire.RunRequest) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
-		yield(brainwire.Event{}, brainwire.Errorf(brainwire.EUpstream, "not expected to run"))
-	}
+func (idleProvider) Start(context.Context, brainwire.RunRequest) (brainwire.Run, error) {
+	return nil, brainwire.Errorf(brainwire.EUpstream, "not expected to run")
 }
 
 // gatedStore is a SQLite store whose Ping waits until the test opens the

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/tools"
 )
 
@@ -85,6 +86,7 @@ type Server struct {
 	log     *slog.Logger
 	health  healthCache
 	agent   *agentCache
+	loop    *agent.Loop   // runs each capture's agent through cfg.Provider
 	uploads chan struct{} // a slot per voice upload being received
 }
 
@@ -133,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.AgentRefresh = DefaultAgentRefresh
 	}
 	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger),
-		uploads: make(chan struct{}, cfg.MaxUploads)}
+		loop: agent.NewLoop(cfg.Provider), uploads: make(chan struct{}, cfg.MaxUploads)}
 	s.router = s.routes()
 	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -455,14 +456,16 @@ func TestADKWithTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := adk.NewProvider(client, simulator.DefaultADKApp)
+	p, err := adk.NewProvider(client, simulator.DefaultADKApp)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	run := func(req brainwire.RunRequest) (tools *filingTools, statuses []string, session string) {
 		tools = &filingTools{}
-		req.Tools = tools
-		for ev, err := range p.Run(t.Context(), req) {
+		for ev, err := range agent.NewLoop(p).Run(t.Context(), req, tools) {
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -545,7 +546,7 @@ func TestResponsesPaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := responses.NewProvider(c, responses.Config{Agent: responses.Agent{Model: simulator.DefaultModel}})
+		p, err := responses.NewProvider(c, responses.Agent{Model: simulator.DefaultModel})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -606,13 +607,13 @@ func TestResponsesThroughTheProvider(t *testing.T) {
 	t.Cleanup(sim.Close)
 	for _, chaining := range []responses.Chaining{responses.ChainConversation, responses.ChainPreviousResponse} {
 		c, _ := responses.NewClient(sim.URL+simulator.ProjectPath+"/openai/v1", &http.Client{Transport: responses.NewAPIKeyTransport("k", "", nil)})
-		p, err := responses.NewProvider(c, responses.Config{Agent: responses.Agent{Model: "m", Instructions: "x"}, Chaining: chaining, ReasoningSummary: "auto"})
+		p, err := responses.NewProvider(c, responses.Agent{Model: "m", Instructions: "x"}, responses.WithChaining(chaining), responses.WithReasoningSummary("auto"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var statuses []string
 		chunks := 0
-		for ev, err := range p.Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport", Tools: fileTools{}}) {
+		for ev, err := range agent.NewLoop(p).Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport"}, fileTools{}) {
 			if err != nil {
 				t.Fatal(err)
 			}

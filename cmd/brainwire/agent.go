@@ -56,7 +56,7 @@ type agentConfig struct {
 	APIKeyHeader string
 
 	// Responses names the agent and how responses chain (Responses API).
-	Responses    responses.Config
+	Responses    responsesConfig
 	Instructions instructions.Instructions // an ephemeral agent's
 
 	// AgentID and APIVersion are the classic agent's (threads/runs).
@@ -65,6 +65,19 @@ type agentConfig struct {
 
 	// ADK names an agent app on a Google ADK API server.
 	ADK adkConfig
+}
+
+// responsesConfig is an agent on the Responses API and how its runs go.
+type responsesConfig struct {
+	Agent            responses.Agent
+	Chaining         responses.Chaining // "": the provider's default
+	ReasoningSummary string             // "": none asked for
+	Name             string             // gen_ai.provider.name
+}
+
+// options are the provider's options (responses.NewProvider).
+func (r responsesConfig) options() []responses.ProviderOption {
+	return []responses.ProviderOption{responses.WithChaining(r.Chaining), responses.WithReasoningSummary(r.ReasoningSummary), responses.WithName(r.Name)}
 }
 
 // adkConfig is an ADK API server's agent app.
@@ -106,7 +119,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	if err != nil {
 		return a, err
 	}
-	a.Responses = responses.Config{ReasoningSummary: summary, Chaining: responses.Chaining(getenv("BRAINWIRE_RESPONSES_CHAINING"))}
+	a.Responses = responsesConfig{ReasoningSummary: summary, Chaining: responses.Chaining(getenv("BRAINWIRE_RESPONSES_CHAINING"))}
 	switch a.Responses.Chaining {
 	case "", responses.ChainConversation, responses.ChainPreviousResponse:
 	default:
@@ -279,13 +292,13 @@ func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwir
 		// Another Responses API endpoint, with its API key.
 		key, header := a.APIKey, a.APIKeyHeader
 		auth := func(next http.RoundTripper) http.RoundTripper { return responses.NewAPIKeyTransport(key, header, next) }
-		return app.Responses(a.BaseURL, "", a.Responses, auth), nil
+		return app.Responses(a.BaseURL, "", a.Responses.Agent, auth, a.Responses.options()...), nil
 	}
 	auth, err := foundryAuth(a.Token, cred)
 	if err != nil {
 		return nil, err
 	}
-	return app.Responses(a.BaseURL, a.Project, a.Responses, auth), nil
+	return app.Responses(a.BaseURL, a.Project, a.Responses.Agent, auth, a.Responses.options()...), nil
 }
 
 // telemetry describes the agent for the GenAI attributes.

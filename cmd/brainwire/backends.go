@@ -19,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire/azureblob"
 	"github.com/brainwire/brainwire/cosmos"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -103,7 +104,7 @@ func adkAuth(header string) func(http.RoundTripper) http.RoundTripper {
 	if header == "" || err != nil { // loadConfig rejected a malformed one
 		return nil
 	}
-	return func(next http.RoundTripper) http.RoundTripper { return adk.NewHeaderTransport(name, value, next) }
+	return func(next http.RoundTripper) http.RoundTripper { return agenthttp.NewHeaderTransport(name, value, next) }
 }
 
 // headerName is the name of a "Name: value" header, for logs: never the

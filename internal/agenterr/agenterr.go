@@ -37,12 +37,13 @@ func (e *Error) As(target any) bool {
 	return ok
 }
 
-// APIError is a non-2xx answer of an Azure or OpenAI service, whose bodies
-// are {"error":{"message","type","param","code"}}. It carries the
-// brainwire code EUpstream: errors.As(err, new(*brainwire.Error))
+// APIError is a non-2xx answer of an agent service: an Azure or OpenAI
+// service, whose bodies are {"error":{"message","type","param","code"}}
+// (ReadAPIError), or an ADK API server, whose detail is the Message. It
+// carries the brainwire code EUpstream: errors.As(err, new(*brainwire.Error))
 // succeeds on it.
 type APIError struct {
-	// Service names the client in Error ("foundry", "responses").
+	// Service names the client in Error ("foundry", "responses", "adk").
 	Service    string
 	StatusCode int
 	Code       string

@@ -161,7 +161,11 @@ func Foundry(endpoint, agentID, apiVersion string, auth func(http.RoundTripper) 
 		if err != nil {
 			return nil, fmt.Errorf("agent service: %w", err)
 		}
-		return foundry.NewProvider(client, agentID), nil
+		p, err := foundry.NewProvider(client, agentID)
+		if err != nil {
+			return nil, fmt.Errorf("agent service: %w", err)
+		}
+		return p, nil
 	}
 }
 
@@ -178,9 +182,10 @@ func ADK(baseURL, appName string, auth func(http.RoundTripper) http.RoundTripper
 		if err != nil {
 			return nil, fmt.Errorf("agent server: %w", err)
 		}
-		if appName == "" {
-			return nil, fmt.Errorf("agent server: the ADK app name is required")
+		p, err := adk.NewProvider(client, appName)
+		if err != nil {
+			return nil, fmt.Errorf("agent server: %w", err)
 		}
-		return adk.NewProvider(client, appName), nil
+		return p, nil
 	}
 }

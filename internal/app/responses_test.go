@@ -164,13 +164,12 @@ func TestResponsesEndToEnd(t *testing.T) {
 	var n atomic.Int64
 	seen := &chunks{}
 	reads := &splitReads{next: up.Client().Transport}
-	cfg := responses.Config{Agent: responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."},
-		ReasoningSummary: "auto", Name: responses.ProviderFoundry}
+	agent := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
 	srv, err := app.New(app.Config{
 		Keys: server.Keys{phoneKey: "alice"},
-		Agent: app.Responses(up.BaseURL(), up.Project(), cfg, func(next http.RoundTripper) http.RoundTripper {
+		Agent: app.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("entra-token", next)
-		}),
+		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry)),
 		Transport:   reads,
 		Store:       st,
 		Blobs:       blobs,

@@ -13,7 +13,8 @@
 // the bottom of the transport stack, then reads what is left of the body
 // in the background and closes it, so that the layers above (telemetry's
 // spans, the recorder) see the body closed at once, as before. The read
-// may outlive the capture that made the request by a moment (Wait).
+// may outlive the capture that made the request by a moment (Wait): the
+// request's context lingers (package linger).
 package drain
 
 import (
@@ -22,6 +23,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/linger"
 )
 
 // Max is the most read after the end marker before giving up on reuse,
@@ -34,17 +37,13 @@ const (
 // Mark records that a stream's end marker was read.
 type Mark struct {
 	ended  atomic.Bool
-	cancel context.CancelFunc
-	stop   func() bool
+	linger *linger.Linger
 }
 
 // End says the end marker was read: what is left of the body is its end.
-func (m *Mark) End() { m.ended.Store(true) }
-
-// release frees the request's context.
-func (m *Mark) release() {
-	m.stop()
-	m.cancel()
+func (m *Mark) End() {
+	m.ended.Store(true)
+	m.linger.Hold()
 }
 
 type markKey struct{}
@@ -54,15 +53,8 @@ type markKey struct{}
 // that once the end marker was read it gives the rest of the body Wait
 // to arrive: the capture that read the stream may well be over by then.
 func WithMark(parent context.Context) (context.Context, *Mark) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	m := &Mark{cancel: cancel}
-	m.stop = context.AfterFunc(parent, func() {
-		if m.ended.Load() {
-			time.AfterFunc(Wait, cancel)
-			return
-		}
-		cancel()
-	})
+	ctx, l := linger.New(parent, Wait)
+	m := &Mark{linger: l}
 	return context.WithValue(ctx, markKey{}, m), m
 }
 
@@ -80,7 +72,7 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
-		m.release()
+		m.linger.Release()
 		return resp, err
 	}
 	resp.Body = &body{ReadCloser: resp.Body, mark: m}
@@ -95,13 +87,13 @@ type body struct {
 func (b *body) Close() error {
 	if !b.mark.ended.Load() {
 		err := b.ReadCloser.Close()
-		b.mark.release()
+		b.mark.linger.Release()
 		return err
 	}
 	go func() {
 		_, _ = io.CopyN(io.Discard, b.ReadCloser, Max)
 		_ = b.ReadCloser.Close()
-		b.mark.release()
+		b.mark.linger.Release()
 	}()
 	return nil
 }

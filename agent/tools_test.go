@@ -1,4 +1,4 @@
-package brainwire_test
+package agent_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/agent"
 )
 
 // journalTools notes when each call starts and ends. A call whose
@@ -63,7 +64,7 @@ func calls(specs ...string) []brainwire.ToolCall {
 func TestCallToolsRunsCallsOfOneToolInTheAgentsOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := &journalTools{}
-		res := brainwire.CallTools(t.Context(), j, calls(`file_capture {"slow":true}`, "file_capture", "file_capture"))
+		res := agent.CallTools(t.Context(), j, calls(`file_capture {"slow":true}`, "file_capture", "file_capture"))
 		want := []string{"start call_1", "end call_1", "start call_2", "end call_2", "start call_3", "end call_3"}
 		if !slices.Equal(j.journal, want) {
 			t.Fatalf("journal %q, want %q", j.journal, want)
@@ -81,7 +82,7 @@ func TestCallToolsRunsCallsOfOneToolInTheAgentsOrder(t *testing.T) {
 func TestCallToolsRunsDifferentToolsConcurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := &journalTools{signal: make(chan struct{})}
-		res := brainwire.CallTools(t.Context(), j, calls("wait", "signal"))
+		res := agent.CallTools(t.Context(), j, calls("wait", "signal"))
 		if len(res) != 2 || res[0].CallID != "call_1" || res[1].CallID != "call_2" {
 			t.Fatalf("results %+v", res)
 		}
@@ -97,7 +98,7 @@ func (panickingTools) Call(context.Context, brainwire.ToolCall) brainwire.ToolRe
 
 func TestCallToolsTurnsPanicsAndNoToolsIntoErrorResults(t *testing.T) {
 	for name, set := range map[string]brainwire.ToolSet{"panic": panickingTools{}, "nil set": nil} {
-		res := brainwire.CallTools(context.Background(), set, calls("file_capture", "file_capture", "transcribe_audio"))
+		res := agent.CallTools(context.Background(), set, calls("file_capture", "file_capture", "transcribe_audio"))
 		for i, r := range res {
 			if !r.IsError || r.CallID != fmt.Sprintf("call_%d", i+1) || r.Name == "" {
 				t.Errorf("%s: result %d = %+v", name, i, r)
@@ -116,7 +117,7 @@ func TestCallToolsStartsNoCallAfterCancellation(t *testing.T) {
 			time.Sleep(500 * time.Millisecond) // during the first, slow call
 			cancel()
 		}()
-		res := brainwire.CallTools(ctx, j, calls(`file_capture {"slow":true}`, "file_capture"))
+		res := agent.CallTools(ctx, j, calls(`file_capture {"slow":true}`, "file_capture"))
 		if want := []string{"start call_1", "end call_1"}; !slices.Equal(j.journal, want) {
 			t.Errorf("journal %q, want %q", j.journal, want)
 		}

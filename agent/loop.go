@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
+)
+
+// DefaultMaxToolRounds is how many responses of one run may ask for tools
+// unless WithMaxToolRounds says otherwise.
+const DefaultMaxToolRounds = 16
+
+// Loop runs an agent through a provider. The provider speaks its service's
+// wire; the loop does the rest, the same for every service: it reads each
+// response of the run, runs the tools a response asks for, yields their
+// results, and continues the run with them. It is safe for concurrent
+// use: each Run is a run of its own.
+type Loop struct {
+	provider      brainwire.Provider
+	maxToolRounds int
+}
+
+// Option configures a Loop.
+type Option func(*Loop)
+
+// WithMaxToolRounds bounds how many responses of one run may ask for
+// tools before the loop gives up on the run (DefaultMaxToolRounds).
+func WithMaxToolRounds(n int) Option {
+	return func(l *Loop) {
+		if n > 0 {
+			l.maxToolRounds = n
+		}
+	}
+}
+
+// NewLoop returns a loop running the agent p starts.
+func NewLoop(p brainwire.Provider, opts ...Option) *Loop {
+	l := &Loop{provider: p, maxToolRounds: DefaultMaxToolRounds}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Run runs the agent once over req, offering it tools (req.Tools is set
+// to their definitions). It yields the events of each response of the
+// run; when a response asks for tools, it runs them (CallTools), yields
+// one EventToolResult per call in the order of the calls, and continues
+// the run with their results, until a response ends the run.
+//
+// A failure is yielded once as a zero Event with the error, and ends the
+// sequence; once ctx has ended, the error says so (errors.Is(err,
+// ctx.Err())). However the sequence ends, the run is closed before Run
+// returns: a consumer that stops iterating stops the run upstream.
+func (l *Loop) Run(ctx context.Context, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+	return func(yield func(brainwire.Event, error) bool) {
+		if tools != nil {
+			req.Tools = tools.Definitions()
+		}
+		var run brainwire.Run
+		err := l.open(func() (err error) {
+			run, err = l.provider.Start(ctx, req)
+			return err
+		})
+		if err == nil {
+			err = l.drive(ctx, run, tools, yield)
+			run.Close()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("agent %s stopped: %w", name(run), ctx.Err())
+			}
+			yield(brainwire.Event{}, err)
+		}
+	}
+}
+
+// drive reads run's responses and runs the tools they ask for until the
+// run ends, the consumer stops (nil) or something fails.
+func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.ToolSet, yield func(brainwire.Event, error) bool) error {
+	var threadID, runID string // the upstream ids, as the events gave them
+	for round := 0; ; round++ {
+		var calls []brainwire.ToolCall
+		var status brainwire.RunStatus
+		failed := false
+		for {
+			ev, err := run.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if ev.ThreadID != "" {
+				threadID = ev.ThreadID
+			}
+			if ev.RunID != "" {
+				runID = ev.RunID
+			}
+			switch ev.Kind {
+			case brainwire.EventToolCall:
+				calls = append(calls, ev.Tool)
+			case brainwire.EventRunStatus:
+				status = ev.Status
+			case brainwire.EventError:
+				failed = true
+			}
+			if !yield(ev, nil) {
+				return nil
+			}
+		}
+
+		switch {
+		case failed, status.Terminal():
+			// The events told how the run ended.
+			return nil
+		case status != brainwire.RunRequiresAction:
+			return &agenterr.Error{
+				Msg: "the agent service ended the stream before the run finished",
+				Err: fmt.Errorf("the stream of %s ended while it was %q", run, status),
+			}
+		case len(calls) == 0:
+			return &agenterr.Error{
+				Msg: "the agent asked for an action this service cannot take",
+				Err: fmt.Errorf("%s requires action but asked for no function calls", run),
+			}
+		case round >= l.maxToolRounds:
+			return &agenterr.Error{
+				Msg: "the agent kept asking for tools",
+				Err: fmt.Errorf("%s asked for tools more than %d times", run, l.maxToolRounds),
+			}
+		}
+
+		results := CallTools(ctx, tools, calls)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The results go out before the run continues: the outcome can be
+		// told as soon as the capture is filed.
+		for i, call := range calls {
+			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: threadID, RunID: runID, Tool: call, Result: results[i]}
+			if !yield(ev, nil) {
+				return nil
+			}
+		}
+		if err := l.open(func() error { return run.Continue(results) }); err != nil {
+			return err
+		}
+	}
+}
+
+// open makes a call that opens a response: the run's start, or its
+// continuation after a round of tools. These are the calls an agent
+// service refuses before it answers (429, 5xx, a connection reset before
+// any byte), and open is the one place where such refusals are to be
+// retried.
+func (l *Loop) open(call func() error) error { return call() }
+
+// name names a run in messages; run is nil when it never started.
+func name(run brainwire.Run) string {
+	if run == nil {
+		return "run"
+	}
+	return run.String()
+}

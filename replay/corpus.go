@@ -6,7 +6,10 @@ package replay
 // (-api threads), then the Responses API's (responses-*). Simulator ids are seeded by fixture name, so a new
 // recording differs from the old one only in its timings and date. Faults
 // the simulator does not produce are injected while recording (-cut,
-// -http-error) or at replay (-split-utf8).
+// -http-error) or at replay (-split-utf8). The responses-real-* fixtures
+// are not the simulator's: their streams are published recordings of
+// Azure OpenAI and OpenAI, recorded through the capture path by
+// published_test.go (the last line).
 
 //go:generate go run ../cmd/brainwire record -sim -api threads -force -dir ../fixtures -sim-chunk-delay 5ms -name classified-people -description "classified: People, high confidence" -text "Call mom about her birthday on Sunday"
 //go:generate go run ../cmd/brainwire record -sim -api threads -force -dir ../fixtures -sim-chunk-delay 5ms -name classified-projects -description "classified: Projects, high confidence" -text "Finish the launch deck before the Friday deadline"
@@ -57,3 +60,4 @@ package replay
 //go:generate go run ../cmd/brainwire record -sim -api adk -force -dir ../fixtures -sim-chunk-delay 5ms -name adk-stream-cut-mid-event -description "ADK: the connection resets in the middle of the 20th event of the first stream: ERROR, the request closed" -cut 1:20 -text "Finish the launch deck before the Friday deadline"
 //go:generate go run ../cmd/brainwire record -sim -api adk -force -dir ../fixtures -sim-chunk-delay 5ms -name adk-stream-cut-after-outcome -description "ADK: the connection resets mid-event in the resumed run's stream: the outcome was already sent, so just COMPLETE" -cut 2:2 -text "Finish the launch deck before the Friday deadline"
 //go:generate go run ../cmd/brainwire record -sim -api adk -force -dir ../fixtures -sim-chunk-delay 5ms -name adk-non-ascii-split -description "ADK: emoji and CJK in the stream, replayed with writes split inside the first 8 multibyte characters" -split-utf8 8 -text "Lunch with 李明 🍜 on Sunday 🎉 at the 東京 café"
+//go:generate go test . -count=1 -run TestPublishedFixtures -record-published

@@ -61,9 +61,9 @@ func payloadKeys(data []byte) []string {
 }
 
 // TestResponsesCorpusHasTheSpecShape holds the corpus's Responses API
-// streams, recorded against the simulator, to the published examples and
-// the API's streaming rules: the examples' event types carry the same
-// fields; event names equal data.type; sequence numbers run from 0;
+// streams to the published examples and the API's streaming rules: the
+// examples' event types carry the same fields in the streams recorded
+// against the simulator; in every stream, event names equal data.type; sequence numbers run from 0;
 // response.created and response.in_progress open every stream; a stream
 // that was not cut ends with its one terminal event.
 func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
@@ -90,7 +90,11 @@ func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 				if err := json.Unmarshal(ev.Payload(), &d); err != nil || d.Type != ev.Name || d.Seq == nil || *d.Seq != j {
 					t.Fatalf("%s: exchange %d, event %d: %s %s", fx.Name, i+1, j, ev.Name, ev.Payload())
 				}
-				if want, ok := spec[ev.Name]; ok && ev.Name != "response.created" && ev.Name != "response.in_progress" && ev.Name != "response.completed" {
+				// The examples are what the simulator is held to. The
+				// streams the services sent (responses-real-*, held to their
+				// recordings by TestPublishedFixtures) differ from them:
+				// their response.function_call_arguments.done has no name.
+				if want, ok := spec[ev.Name]; ok && fx.Upstream == "simulator" && ev.Name != "response.created" && ev.Name != "response.in_progress" && ev.Name != "response.completed" {
 					compared[ev.Name] = true
 					if got := payloadKeys(ev.Payload()); !slices.Equal(got, want) {
 						t.Errorf("%s: exchange %d: %s has fields %v; the examples have %v", fx.Name, i+1, ev.Name, got, want)

@@ -1,7 +1,9 @@
-// Package recordings locates the recorded Foundry Agent Service streams that
-// tests use as parser test vectors. They live in shared/foundry-recordings
-// beside the repository; tests skip without them locally and fail under CI,
-// where they must be present.
+// Package recordings locates recordings of real agent service streams that
+// tests use as parser test vectors: the Foundry Agent Service streams in
+// shared/foundry-recordings beside the repository, and the Responses API
+// streams from OpenAI and Azure OpenAI published in a Go module's test data
+// (published.go). Tests skip without them locally and fail under CI, where
+// they must be present.
 package recordings
 
 import (

@@ -310,18 +310,18 @@ func recordPublishedFixture(t *testing.T, pf publishedFixture, round [][]streamE
 		}
 		model = req.Model
 	}
-	cfg := responses.Config{
-		Name:             pf.provider,
-		Agent:            responses.Agent{Model: model, Instructions: instructions.Default().Text},
-		Chaining:         responses.ChainPreviousResponse,
-		ReasoningSummary: "auto", // as the recording's client asked
+	agent := responses.Agent{Model: model, Instructions: instructions.Default().Text}
+	opts := []responses.ProviderOption{
+		responses.WithName(pf.provider),
+		responses.WithChaining(responses.ChainPreviousResponse),
+		responses.WithReasoningSummary("auto"), // as the recording's client asked
 	}
 	auth := func(next http.RoundTripper) http.RoundTripper {
 		return responses.NewAPIKeyTransport("published-recording", "api-key", next)
 	}
 	ctx := context.Background()
 	got, err := replay.Record(ctx, replay.RecordConfig{
-		Agent:    app.Responses(srv.URL+"/openai/v1", "", cfg, auth),
+		Agent:    app.Responses(srv.URL+"/openai/v1", "", agent, auth, opts...),
 		Upstream: "published recording (" + recordings.PublishedModule + "@" + recordings.PublishedVersion + ", " + pf.cassette + ")",
 		Secrets:  []string{"published-recording"},
 	}, nil, replay.Request{Kind: brainwire.KindText, Text: publishedQuestion})

@@ -434,8 +434,8 @@ func TestPublishedToolRounds(t *testing.T) {
 			ts := tools{defs: defs, call: func(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
 				return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: fmt.Sprintf(`{"called":%q,"with":%s}`, c.Name, c.Arguments)}
 			}}
-			p, _ := newProvider(t, srv, responses.Config{Agent: responses.Agent{Model: recorded.Model}, Chaining: responses.ChainPreviousResponse})
-			evs, err := collect(t, p.Run(context.Background(), brainwire.RunRequest{Message: "the recorded question", Tools: ts}))
+			p, _ := newProvider(t, srv, responses.Agent{Model: recorded.Model}, responses.WithChaining(responses.ChainPreviousResponse))
+			evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "the recorded question"}, ts))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,13 @@
 package adktest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/brainwire/brainwire/internal/scripttest"
 )
 
 // Model is the model version the builders report.
@@ -222,7 +223,7 @@ func ErrorFrame(errorType, message string) Frame {
 // put the message in unescaped: quotes or newlines in it make it invalid
 // JSON (and a newline ends the data line early).
 func LegacyErrorFrame(message string) Frame {
-	return Frame{Data: `{"error": "` + message + `"}`}
+	return scripttest.OneLine(`{"error": "` + message + `"}`)
 }
 
 // PyString encodes s as Python's json.dumps does by default: ASCII only.
@@ -272,42 +273,19 @@ type Field struct {
 	Value any
 }
 
-// MarshalJSON implements json.Marshaler.
+// MarshalJSON implements json.Marshaler, without HTML escaping.
 func (o Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		if err := encodeTo(&b, f.Key); err != nil {
-			return nil, err
-		}
-		b.WriteByte(':')
-		if err := encodeTo(&b, f.Value); err != nil {
-			return nil, err
-		}
+		b = append(append(b, scripttest.Encode(f.Key)...), ':')
+		b = append(b, scripttest.Encode(f.Value)...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // Encode returns v as one line of compact JSON, non-ASCII kept as UTF-8,
 // as pydantic writes events.
-func Encode(v any) string {
-	var b bytes.Buffer
-	if err := encodeTo(&b, v); err != nil {
-		panic(fmt.Sprintf("adktest: encoding %T: %v", v, err))
-	}
-	return b.String()
-}
-
-func encodeTo(b *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1) // Encode's newline
-	return nil
-}
+func Encode(v any) string { return scripttest.Encode(v) }

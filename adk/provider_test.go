@@ -114,8 +114,8 @@ func sessionCreated() adktest.Call {
 func TestRunHandsToolsOverAndResumes(t *testing.T) {
 	shapes := map[string]func(adktest.Response) adktest.Response{
 		"as written":      func(r adktest.Response) adktest.Response { return r },
-		"crlf, in pieces": func(r adktest.Response) adktest.Response { return r.CRLF().InPieces(7) },
-		"one byte a time": func(r adktest.Response) adktest.Response { return r.InPieces(1) },
+		"crlf, in pieces": func(r adktest.Response) adktest.Response { return r.CRLF().Chunked(7) },
+		"one byte a time": func(r adktest.Response) adktest.Response { return r.Chunked(1) },
 	}
 	for name, shape := range shapes {
 		t.Run(name, func(t *testing.T) {

@@ -33,7 +33,7 @@ func responsesRun(n int, sentences bool) (first, second []byte, events int) {
 	wire := func(evs []rt.Event) []byte {
 		var buf bytes.Buffer
 		for _, e := range evs {
-			buf.WriteString(e.Wire(false))
+			buf.WriteString(e.Wire())
 		}
 		return buf.Bytes()
 	}

@@ -120,7 +120,7 @@ run_status completed [ resp_B]
 func wire(evs []rt.Event) string {
 	var b strings.Builder
 	for _, e := range evs {
-		b.WriteString(e.Wire(false))
+		b.WriteString(e.Wire())
 	}
 	return b.String()
 }

@@ -508,7 +508,7 @@ func TestPing(t *testing.T) {
 	if err := agent.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if q := srv.Requests()[0].Query; q != "api-version=v1" {
+	if q := srv.Requests()[0].Query.Encode(); q != "api-version=v1" {
 		t.Errorf("agents call query %q", q)
 	}
 	latest, _ := newProvider(t, srv, responses.Agent{Name: "classifier"})
@@ -562,8 +562,8 @@ func TestBaseURLs(t *testing.T) {
 	if err := p.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := srv.Requests()[0]; r.Query != "api-version=preview" || r.Header.Get("Authorization") != "" {
-		t.Errorf("query %q, auth %q", r.Query, r.Header.Get("Authorization"))
+	if r := srv.Requests()[0]; r.Query.Encode() != "api-version=preview" || r.Header.Get("Authorization") != "" {
+		t.Errorf("query %q, auth %q", r.Query.Encode(), r.Header.Get("Authorization"))
 	}
 }
 

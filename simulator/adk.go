@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/brainwire/brainwire/adk/adkwire"
 )
 
 // DefaultADKApp is the app the ADK face serves.
@@ -46,7 +48,7 @@ func adkInvalid(loc []any, msg string) *adkError {
 // adkSession is one conversation of the ADK face. Guarded by Simulator.mu.
 type adkSession struct {
 	key      string
-	obj      adkSessionObject
+	obj      adkwire.Session
 	messages []*message // the user's messages
 
 	invocation string      // the run in progress or paused
@@ -153,8 +155,8 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 	if _, ok := s.adk.byKey[key]; ok {
 		return adkDetail(http.StatusConflict, "Session already exists: %s", id)
 	}
-	ss := &adkSession{key: key, obj: adkSessionObject{ID: id, AppName: app, UserID: user,
-		State: orDefault(body.State, `{}`), Events: []struct{}{}, LastUpdateTime: adkTime(s.cfg.Now())}}
+	ss := &adkSession{key: key, obj: adkwire.Session{ID: id, AppName: app, UserID: user,
+		State: orDefault(body.State, `{}`), Events: []struct{}{}, LastUpdateTime: adkwire.Time(s.cfg.Now())}}
 	if s.adk.byKey == nil {
 		s.adk.byKey, s.adk.lru = map[string]*adkSession{}, list.New()
 	}
@@ -336,7 +338,7 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 // it is written, or an error frame.
 type adkFrame struct {
 	pace     bool // pause ChunkDelay before it
-	ev       *adkEvent
+	ev       *adkwire.Event
 	errType  string
 	errMsg   string
 	isStream bool // a partial event, left out without streaming
@@ -364,17 +366,15 @@ func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames
 		}
 		var data []byte
 		if f.ev != nil {
-			f.ev.Timestamp = adkTime(s.cfg.Now())
+			f.ev.Timestamp = adkwire.Time(s.cfg.Now())
 			var err error
-			if data, err = marshalLine(f.ev); err != nil {
-				data = adkErrorFrame("TypeError", err.Error(), s.cfg.Now())
+			if data, err = adkwire.Marshal(f.ev); err != nil {
+				data = adkwire.ErrorFrame("TypeError", err.Error(), s.cfg.Now())
 			}
 		} else {
-			data = adkErrorFrame(f.errType, f.errMsg, s.cfg.Now())
+			data = adkwire.ErrorFrame(f.errType, f.errMsg, s.cfg.Now())
 		}
-		buf := make([]byte, 0, len(data)+8)
-		buf = append(append(append(buf, "data: "...), data...), "\n\n"...)
-		if _, err := w.Write(buf); err != nil || flush(rc) != nil {
+		if _, err := w.Write(adkwire.AppendFrame(make([]byte, 0, len(data)+8), data)); err != nil || flush(rc) != nil {
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adkwire"
 )
 
 // The ADK face's agent: the same keyword classifier and magic phrases as
@@ -139,7 +140,7 @@ func (p *adkPlan) classifyAndFile() {
 	case ss.magic.errorEvent:
 		// The model stream dies a few chunks in.
 		chunks := p.reason(why)
-		p.partials(chunks[:min(3, len(chunks))], nil, nil, "", &adkUsage{PromptTokenCount: ss.context, TotalTokenCount: ss.context}, false)
+		p.partials(chunks[:min(3, len(chunks))], nil, nil, "", &adkwire.Usage{PromptTokenCount: ss.context, TotalTokenCount: ss.context}, false)
 		p.fail("ServerError", "503 UNAVAILABLE. {'error': {'code': 503, 'message': 'The model is overloaded. "+
 			"(simulated by "+MagicErrorEvent+")', 'status': 'UNAVAILABLE'}}")
 		return
@@ -218,16 +219,16 @@ func (p *adkPlan) modelCall(thoughts, texts []string, calls []*toolCall, errCode
 		written += tokens(c.name + c.arguments)
 	}
 	ss.context += thinking + written
-	usage := &adkUsage{CandidatesTokenCount: written, PromptTokenCount: prompt, ThoughtsTokenCount: thinking, TotalTokenCount: prompt + thinking + written}
+	usage := &adkwire.Usage{CandidatesTokenCount: written, PromptTokenCount: prompt, ThoughtsTokenCount: thinking, TotalTokenCount: prompt + thinking + written}
 	id := p.s.uuid()
 	p.partials(thoughts, texts, calls, id, usage, true)
 
-	var parts []adkPart
+	var parts []adkwire.Part
 	if thoughtText != "" {
-		parts = append(parts, adkPart{Text: thoughtText, Thought: true})
+		parts = append(parts, adkwire.Part{Text: thoughtText, Thought: true})
 	}
 	if text != "" {
-		parts = append(parts, adkPart{Text: text})
+		parts = append(parts, adkwire.Part{Text: text})
 	}
 	parts = append(parts, callParts(calls)...)
 	ev := p.event(id, false, parts)
@@ -241,16 +242,16 @@ func (p *adkPlan) modelCall(thoughts, texts []string, calls []*toolCall, errCode
 // partials adds the partial events of a model call with event id id (a
 // new one when empty): the first carries the prompt's usage and, when the
 // call is closing, the last the finish reason and the whole usage.
-func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id string, usage *adkUsage, closing bool) {
+func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id string, usage *adkwire.Usage, closing bool) {
 	if id == "" {
 		id = p.s.uuid()
 	}
 	start := len(p.frames)
 	for _, th := range thoughts {
-		p.frames = append(p.frames, adkFrame{pace: true, isStream: true, ev: p.event(id, true, []adkPart{{Text: th, Thought: true}})})
+		p.frames = append(p.frames, adkFrame{pace: true, isStream: true, ev: p.event(id, true, []adkwire.Part{{Text: th, Thought: true}})})
 	}
 	for _, tx := range texts {
-		p.frames = append(p.frames, adkFrame{pace: true, isStream: true, ev: p.event(id, true, []adkPart{{Text: tx}})})
+		p.frames = append(p.frames, adkFrame{pace: true, isStream: true, ev: p.event(id, true, []adkwire.Part{{Text: tx}})})
 	}
 	if len(calls) > 0 {
 		p.frames = append(p.frames, adkFrame{pace: true, isStream: true, ev: p.event(id, true, callParts(calls))})
@@ -260,7 +261,7 @@ func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id strin
 		return
 	}
 	if n > 1 {
-		p.frames[start].ev.UsageMetadata = &adkUsage{PromptTokenCount: usage.PromptTokenCount, TotalTokenCount: usage.PromptTokenCount}
+		p.frames[start].ev.UsageMetadata = &adkwire.Usage{PromptTokenCount: usage.PromptTokenCount, TotalTokenCount: usage.PromptTokenCount}
 	}
 	if closing {
 		last := p.frames[len(p.frames)-1].ev
@@ -268,22 +269,22 @@ func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id strin
 	}
 }
 
-func (p *adkPlan) event(id string, partial bool, parts []adkPart) *adkEvent {
-	return &adkEvent{
+func (p *adkPlan) event(id string, partial bool, parts []adkwire.Part) *adkwire.Event {
+	return &adkwire.Event{
 		ModelVersion: p.s.cfg.Model,
-		Content:      &adkContent{Parts: parts, Role: "model"},
+		Content:      &adkwire.Content{Parts: parts, Role: "model"},
 		Partial:      &partial,
 		InvocationID: p.ss.invocation,
 		Author:       adkAuthor,
-		NodeInfo:     adkNode{Path: adkAuthor + "@1"},
+		NodeInfo:     adkwire.Node{Path: adkAuthor + "@1"},
 		ID:           id,
 	}
 }
 
-func callParts(calls []*toolCall) []adkPart {
-	parts := make([]adkPart, len(calls))
+func callParts(calls []*toolCall) []adkwire.Part {
+	parts := make([]adkwire.Part, len(calls))
 	for i, c := range calls {
-		parts[i] = adkPart{FunctionCall: &adkFunctionCall{ID: c.id, Args: json.RawMessage(c.arguments), Name: c.name},
+		parts[i] = adkwire.Part{FunctionCall: &adkwire.FunctionCall{ID: c.id, Args: json.RawMessage(c.arguments), Name: c.name},
 			ThoughtSignature: adkSignature(c.id)}
 	}
 	return parts
@@ -292,6 +293,9 @@ func callParts(calls []*toolCall) []adkPart {
 // callIDs lists the calls handed over: all of the agent's calls are of
 // long-running tools.
 func callIDs(calls []*toolCall) []string {
+	if len(calls) == 0 {
+		return nil // an event without calls has none
+	}
 	ids := make([]string, len(calls))
 	for i, c := range calls {
 		ids[i] = c.id

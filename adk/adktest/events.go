@@ -1,12 +1,14 @@
 package adktest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
-	"unicode/utf16"
+	"time"
+
+	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/internal/scripttest"
 )
 
 // Model is the model version the builders report.
@@ -65,30 +67,25 @@ func (t Turn) Frames() []Frame { return append(t.Partials(), t.Aggregated()) }
 // prompt's usage and the last the finish reason and the whole usage, as
 // Gemini's chunks do.
 func (t Turn) Partials() []Frame {
-	type chunk struct {
-		parts   []any
-		usage   *Usage
-		closing bool
-	}
-	var chunks []chunk
+	var chunks [][]adkwire.Part
 	for _, th := range t.Thoughts {
-		chunks = append(chunks, chunk{parts: []any{Object{{"text", th}, {"thought", true}}}})
+		chunks = append(chunks, []adkwire.Part{{Text: th, Thought: true}})
 	}
 	for _, tx := range t.Texts {
-		chunks = append(chunks, chunk{parts: []any{Object{{"text", tx}}}})
+		chunks = append(chunks, []adkwire.Part{{Text: tx}})
 	}
 	if len(t.Calls) > 0 {
-		chunks = append(chunks, chunk{parts: t.callParts()})
-	}
-	if n := len(chunks); n > 0 {
-		chunks[n-1].usage, chunks[n-1].closing = t.Usage, true
-		if n > 1 && t.Usage != nil {
-			chunks[0].usage = &Usage{Prompt: t.Usage.Prompt, Total: t.Usage.Prompt}
-		}
+		chunks = append(chunks, t.callParts())
 	}
 	out := make([]Frame, len(chunks))
-	for i, c := range chunks {
-		out[i] = Frame{Data: Encode(t.frameFields(i, true, c.parts, c.usage, c.closing))}
+	for i, parts := range chunks {
+		ev := t.event(i, true, parts)
+		if i == len(chunks)-1 {
+			t.close(ev, true)
+		} else if i == 0 && t.Usage != nil {
+			ev.UsageMetadata = &adkwire.Usage{PromptTokenCount: t.Usage.Prompt, TotalTokenCount: t.Usage.Prompt}
+		}
+		out[i] = frame(ev)
 	}
 	return out
 }
@@ -96,218 +93,134 @@ func (t Turn) Partials() []Frame {
 // Aggregated returns the event closing the model call: thoughts joined in
 // one part, texts in another, the function calls, the usage.
 func (t Turn) Aggregated() Frame {
-	var parts []any
+	var parts []adkwire.Part
 	if len(t.Thoughts) > 0 {
-		parts = append(parts, Object{{"text", strings.Join(t.Thoughts, "")}, {"thought", true}})
+		parts = append(parts, adkwire.Part{Text: strings.Join(t.Thoughts, ""), Thought: true})
 	}
 	if len(t.Texts) > 0 {
-		parts = append(parts, Object{{"text", strings.Join(t.Texts, "")}})
+		parts = append(parts, adkwire.Part{Text: strings.Join(t.Texts, "")})
 	}
 	parts = append(parts, t.callParts()...)
 	n := len(t.Thoughts) + len(t.Texts)
 	if len(t.Calls) > 0 {
 		n++
 	}
-	return Frame{Data: Encode(t.frameFields(n, false, parts, t.Usage, true))}
+	ev := t.event(n, false, parts)
+	t.close(ev, false)
+	if t.ErrorCode != "" {
+		ev.ErrorCode, ev.ErrorMessage = t.ErrorCode, t.ErrorMessage
+	}
+	return frame(ev)
 }
 
-func (t Turn) callParts() []any {
-	var parts []any
+func (t Turn) callParts() []adkwire.Part {
+	var parts []adkwire.Part
 	for _, c := range t.Calls {
-		parts = append(parts, Object{
-			{"functionCall", Object{{"id", c.ID}, {"args", rawArgs(c.Args)}, {"name", c.Name}}},
-			{"thoughtSignature", thoughtSignature},
-		})
+		args := json.RawMessage(`{}`)
+		switch a := c.Args.(type) {
+		case string:
+			args = json.RawMessage(a)
+		case nil:
+		default:
+			args = json.RawMessage(Encode(a))
+		}
+		parts = append(parts, adkwire.Part{FunctionCall: &adkwire.FunctionCall{ID: c.ID, Args: args, Name: c.Name}, ThoughtSignature: thoughtSignature})
 	}
 	return parts
 }
 
-func rawArgs(a any) any {
-	if s, ok := a.(string); ok {
-		return json.RawMessage(s)
-	}
-	if a == nil {
-		return Object{}
-	}
-	return a
-}
-
-// frameFields builds the i-th event of the turn in the server's member
-// order: the model response's fields, then the event's.
-func (t Turn) frameFields(i int, partial bool, parts []any, u *Usage, closing bool) Object {
+// event is the i-th event of the turn, before its closing members.
+func (t Turn) event(i int, partial bool, parts []adkwire.Part) *adkwire.Event {
 	author := t.Author
 	if author == "" {
 		author = Author
-	}
-	o := Object{
-		{"modelVersion", Model},
-		{"content", Object{{"parts", parts}, {"role", "model"}}},
-		{"partial", partial},
-	}
-	if closing {
-		reason := "STOP"
-		if t.ErrorCode != "" {
-			reason = t.ErrorCode
-		}
-		o = append(o, Field{"finishReason", reason})
-		if t.ErrorCode != "" && !partial {
-			o = append(o, Field{"errorCode", t.ErrorCode}, Field{"errorMessage", t.ErrorMessage})
-		}
-	}
-	if u != nil {
-		o = append(o, Field{"usageMetadata", u.object()})
-	}
-	o = append(o,
-		Field{"invocationId", t.InvocationID},
-		Field{"author", author},
-		Field{"actions", EmptyActions()},
-		Field{"nodeInfo", Object{{"path", author + "@1"}}},
-	)
-	if len(t.Calls) > 0 && closing {
-		ids := []string{}
-		if !t.AgentRuns {
-			for _, c := range t.Calls {
-				ids = append(ids, c.ID)
-			}
-		}
-		o = append(o, Field{"longRunningToolIds", ids})
 	}
 	ts := t.Timestamp
 	if ts == 0 {
 		ts = 1784000001.1
 	}
-	return append(o, Field{"id", t.EventID}, Field{"timestamp", json.Number(strconv.FormatFloat(ts+0.01*float64(i), 'f', -1, 64))})
+	return &adkwire.Event{
+		ModelVersion: Model,
+		Content:      &adkwire.Content{Parts: parts, Role: "model"},
+		Partial:      &partial,
+		InvocationID: t.InvocationID,
+		Author:       author,
+		NodeInfo:     adkwire.Node{Path: author + "@1"},
+		ID:           t.EventID,
+		Timestamp:    seconds(ts + 0.01*float64(i)),
+	}
 }
 
-func (u *Usage) object() Object {
-	o := Object{}
-	if u.Candidates > 0 {
-		o = append(o, Field{"candidatesTokenCount", u.Candidates})
+// close gives ev, the event that closes the model call (the last partial
+// or the aggregated one), its finish reason, usage and long-running ids.
+func (t Turn) close(ev *adkwire.Event, partial bool) {
+	ev.FinishReason = "STOP"
+	if t.ErrorCode != "" {
+		ev.FinishReason = t.ErrorCode
 	}
-	o = append(o, Field{"promptTokenCount", u.Prompt})
-	if u.Thoughts > 0 {
-		o = append(o, Field{"thoughtsTokenCount", u.Thoughts})
+	if t.Usage != nil {
+		ev.UsageMetadata = &adkwire.Usage{CandidatesTokenCount: t.Usage.Candidates, PromptTokenCount: t.Usage.Prompt,
+			ThoughtsTokenCount: t.Usage.Thoughts, TotalTokenCount: t.Usage.Total}
 	}
-	return append(o, Field{"totalTokenCount", u.Total})
+	if len(t.Calls) > 0 {
+		ev.LongRunningToolIDs = []string{}
+		if !t.AgentRuns {
+			for _, c := range t.Calls {
+				ev.LongRunningToolIDs = append(ev.LongRunningToolIDs, c.ID)
+			}
+		}
+	}
 }
 
-// EmptyActions is the actions member every event carries.
-func EmptyActions() Object {
-	return Object{{"stateDelta", Object{}}, {"artifactDelta", Object{}}, {"requestedAuthConfigs", Object{}}, {"requestedToolConfirmations", Object{}}}
+// seconds is a time given in seconds since the epoch.
+func seconds(s float64) adkwire.Time {
+	return adkwire.Time(time.UnixMicro(int64(math.Round(s * 1e6))))
+}
+
+func frame(v any) Frame {
+	data, err := adkwire.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("adktest: %v", err))
+	}
+	return Frame{Data: string(data)}
 }
 
 // FunctionResponseEvent is the event the agent emits after running a tool
 // itself: the response, authored by the agent with the role user.
 func FunctionResponseEvent(invocationID, eventID, id, name string, response any) Frame {
-	return Frame{Data: Encode(Object{
-		{"content", Object{{"parts", []any{Object{{"functionResponse", Object{{"id", id}, {"name", name}, {"response", response}}}}}}, {"role", "user"}}},
-		{"invocationId", invocationID},
-		{"author", Author},
-		{"actions", EmptyActions()},
-		{"nodeInfo", Object{{"path", Author + "@1"}}},
-		{"id", eventID},
-		{"timestamp", json.Number("1784000001.5")},
-	})}
+	return frame(adkwire.Event{
+		Content:      &adkwire.Content{Parts: []adkwire.Part{{FunctionResponse: &adkwire.FunctionResponse{ID: id, Name: name, Response: response}}}, Role: "user"},
+		InvocationID: invocationID,
+		Author:       Author,
+		NodeInfo:     adkwire.Node{Path: Author + "@1"},
+		ID:           eventID,
+		Timestamp:    seconds(1784000001.5),
+	})
 }
 
 // ErrorFrame is the frame the API server (2.4 and later) writes when an
 // exception ends the run after the stream started: written by Python's
 // json.dumps, so with spaces after separators and non-ASCII escaped.
 func ErrorFrame(errorType, message string) Frame {
-	return Frame{Data: fmt.Sprintf(`{"error": %s, "error_details": {"error_type": %s, "error_message": %s, "timestamp": 1784000002.4}}`,
-		PyString(errorType+": "+message), PyString(errorType), PyString(message))}
+	return Frame{Data: string(adkwire.ErrorFrame(errorType, message, time.Time(seconds(1784000002.4))))}
 }
 
 // LegacyErrorFrame is the error frame of API servers before 1.23, which
 // put the message in unescaped: quotes or newlines in it make it invalid
 // JSON (and a newline ends the data line early).
 func LegacyErrorFrame(message string) Frame {
-	return Frame{Data: `{"error": "` + message + `"}`}
+	return scripttest.OneLine(`{"error": "` + message + `"}`)
 }
 
 // PyString encodes s as Python's json.dumps does by default: ASCII only.
-func PyString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r > 0x7e:
-			if r > 0xffff {
-				hi, lo := utf16.EncodeRune(r)
-				fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func PyString(s string) string { return adkwire.PyString(s) }
 
 // Session is the API server's answer to a session creation.
-func Session(id, app, user string) Object {
-	return Object{{"id", id}, {"appName", app}, {"userId", user}, {"state", Object{}}, {"events", []any{}},
-		{"lastUpdateTime", json.Number("1784000000.25")}}
-}
-
-// Object is a JSON object that keeps its members in order, so payloads
-// read like the server's.
-type Object []Field
-
-// Field is one member of an Object.
-type Field struct {
-	Key   string
-	Value any
-}
-
-// MarshalJSON implements json.Marshaler.
-func (o Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if err := encodeTo(&b, f.Key); err != nil {
-			return nil, err
-		}
-		b.WriteByte(':')
-		if err := encodeTo(&b, f.Value); err != nil {
-			return nil, err
-		}
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+func Session(id, app, user string) adkwire.Session {
+	return adkwire.Session{ID: id, AppName: app, UserID: user, State: json.RawMessage(`{}`), Events: []struct{}{},
+		LastUpdateTime: seconds(1784000000.25)}
 }
 
 // Encode returns v as one line of compact JSON, non-ASCII kept as UTF-8,
 // as pydantic writes events.
-func Encode(v any) string {
-	var b bytes.Buffer
-	if err := encodeTo(&b, v); err != nil {
-		panic(fmt.Sprintf("adktest: encoding %T: %v", v, err))
-	}
-	return b.String()
-}
-
-func encodeTo(b *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1) // Encode's newline
-	return nil
-}
+func Encode(v any) string { return scripttest.Encode(v) }

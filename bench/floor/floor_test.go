@@ -23,7 +23,7 @@ const key = "floor-test-key-0123456789"
 
 // startSim serves a simulator on a real listener, as the load tool runs
 // it, and returns its base URL.
-func startSim(t *testing.T, cfg simulator.Config) (*simulator.Simulator, string) {
+func startSim(t testing.TB, cfg simulator.Config) (*simulator.Simulator, string) {
 	t.Helper()
 	sim := simulator.New(cfg)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,7 +44,7 @@ func startSim(t *testing.T, cfg simulator.Config) (*simulator.Simulator, string)
 
 // startFloor serves the floor on a real listener, calling upstream over
 // the transport serve uses, and returns its base URL.
-func startFloor(t *testing.T, face, upstream string, h2c bool) string {
+func startFloor(t testing.TB, face, upstream string, h2c bool) string {
 	t.Helper()
 	tr := app.Upstream{H2C: h2c}.Transport()
 	t.Cleanup(tr.CloseIdleConnections)
@@ -58,7 +58,7 @@ func startFloor(t *testing.T, face, upstream string, h2c bool) string {
 }
 
 // post sends a capture as the phone does.
-func post(ctx context.Context, t *testing.T, url, auth, body string) *http.Response {
+func post(ctx context.Context, t testing.TB, url, auth, body string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+load.DefaultPath, strings.NewReader(body))
 	if err != nil {

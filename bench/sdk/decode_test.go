@@ -34,7 +34,7 @@ func stream(n int) (body []byte, events int) {
 		Complete(rt.Usage{Input: 1000, Output: 9000, Reasoning: 8000}).Events()
 	var b bytes.Buffer
 	for _, e := range evs {
-		b.WriteString(e.Wire(false))
+		b.WriteString(e.Wire())
 	}
 	return b.Bytes(), len(evs)
 }

@@ -1,57 +1,11 @@
 package responsestest
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/brainwire/brainwire/internal/scripttest"
 )
-
-// Event is one event of a streamed answer, or a fault (Cut, Hang).
-type Event struct {
-	Name string
-	Data string
-
-	fault   fault
-	partial *Event
-}
-
-type fault uint8
-
-const (
-	faultNone fault = iota
-	faultCut
-	faultHang
-)
-
-// Wire returns the event as the service writes it: an event: line, one
-// data: line per line of data, and a blank line; with crlf, lines end in
-// "\r\n".
-func (e Event) Wire(crlf bool) string {
-	eol := "\n"
-	if crlf {
-		eol = "\r\n"
-	}
-	var b strings.Builder
-	if e.Name != "" {
-		b.WriteString("event: " + e.Name + eol)
-	}
-	for line := range strings.SplitSeq(e.Data, "\n") {
-		b.WriteString("data: " + line + eol)
-	}
-	b.WriteString(eol)
-	return b.String()
-}
-
-// Cut resets the connection halfway through writing ev.
-func Cut(ev Event) Event { return Event{fault: faultCut, partial: &ev} }
-
-// Hang stops sending and holds the stream open until the client goes away.
-func Hang() Event { return Event{fault: faultHang} }
-
-// Done is the "data: [DONE]" line some servers end a stream with.
-func Done() Event { return Event{Data: "[DONE]"} }
 
 // Usage is a response's token count, as response.completed reports it.
 type Usage struct {
@@ -283,41 +237,18 @@ func (o *Object) set(key string, v any) {
 	*o = append(*o, Field{key, v})
 }
 
-// MarshalJSON implements json.Marshaler.
+// MarshalJSON implements json.Marshaler, without HTML escaping.
 func (o Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		if err := encodeTo(&b, f.Key); err != nil {
-			return nil, err
-		}
-		b.WriteByte(':')
-		if err := encodeTo(&b, f.Value); err != nil {
-			return nil, err
-		}
+		b = append(append(b, scripttest.Encode(f.Key)...), ':')
+		b = append(b, scripttest.Encode(f.Value)...)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // Encode returns v as one line of JSON, without HTML escaping.
-func Encode(v any) string {
-	var b bytes.Buffer
-	if err := encodeTo(&b, v); err != nil {
-		panic(fmt.Sprintf("responsestest: encoding %T: %v", v, err))
-	}
-	return b.String()
-}
-
-func encodeTo(b *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	b.Truncate(b.Len() - 1) // Encode's newline
-	return nil
-}
+func Encode(v any) string { return scripttest.Encode(v) }

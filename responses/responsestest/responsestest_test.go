@@ -28,7 +28,7 @@ func TestTurnNumbersEvents(t *testing.T) {
 			t.Fatalf("event %d: %s %s", i, ev.Name, ev.Data)
 		}
 	}
-	if w := evs[0].Wire(true); !strings.HasPrefix(w, "event: response.created\r\ndata: {") || !strings.HasSuffix(w, "}\r\n\r\n") {
+	if w := evs[0].WireCRLF(); !strings.HasPrefix(w, "event: response.created\r\ndata: {") || !strings.HasSuffix(w, "}\r\n\r\n") {
 		t.Fatalf("CRLF wire %q", w)
 	}
 }
@@ -45,7 +45,7 @@ func TestChunkedStream(t *testing.T) {
 	got, _ := io.ReadAll(resp.Body)
 	var want strings.Builder
 	for _, ev := range evs {
-		want.WriteString(ev.Wire(true))
+		want.WriteString(ev.WireCRLF())
 	}
 	if string(got) != want.String() || resp.StatusCode != http.StatusOK {
 		t.Fatalf("got %d %q", resp.StatusCode, got)

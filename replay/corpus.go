@@ -9,7 +9,9 @@ package replay
 // -http-error) or at replay (-split-utf8). The responses-real-* fixtures
 // are not the simulator's: their streams are published recordings of
 // Azure OpenAI and OpenAI, recorded through the capture path by
-// published_test.go (the last line).
+// published_test.go (the last line). Nor are the adk-server-* fixtures:
+// they come from Google ADK's own API server, and
+// testenv/adk-agents/record.sh records them again.
 
 //go:generate go run ../cmd/brainwire record -sim -api threads -force -dir ../fixtures -sim-chunk-delay 5ms -name classified-people -description "classified: People, high confidence" -text "Call mom about her birthday on Sunday"
 //go:generate go run ../cmd/brainwire record -sim -api threads -force -dir ../fixtures -sim-chunk-delay 5ms -name classified-projects -description "classified: Projects, high confidence" -text "Finish the launch deck before the Friday deadline"

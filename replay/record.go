@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 )
@@ -32,7 +33,7 @@ type RecordConfig struct {
 	// Auth adds credentials to requests; it sits above the recorder, so
 	// the Authorization header is recorded (redacted) as sent.
 	Auth func(http.RoundTripper) http.RoundTripper
-	// Transport carries the requests under the recorder; app.NewTransport
+	// Transport carries the requests under the recorder; agenthttp.NewTransport
 	// when nil.
 	Transport http.RoundTripper
 	// Faults are injected into the service's answers, under the recorder.
@@ -120,7 +121,7 @@ func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemoryS
 func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
 	base := cfg.Transport
 	if base == nil {
-		base = app.NewTransport()
+		base = agenthttp.NewTransport()
 	}
 	agent := cfg.Agent
 	if agent == nil {

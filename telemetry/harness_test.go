@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
@@ -76,7 +77,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	s := &stack{t: t, tel: tel}
 	t.Cleanup(s.close)
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: chunkDelay}))
-	base := app.NewTransport()
+	base := agenthttp.NewTransport()
 	s.closers = append(s.closers, sim.Close, base.CloseIdleConnections)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
@@ -73,7 +74,7 @@ func TestRunMeasuresARealServer(t *testing.T) {
 		Keys: server.Keys{key: "load"},
 		Agent: app.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Upstream:  app.Upstream{H2C: true},
+		Upstream:  agenthttp.Upstream{H2C: true},
 		Store:     st,
 		Blobs:     blobs,
 		Telemetry: tel,
@@ -168,7 +169,7 @@ func TestRunMeasuresTheFloor(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			tr := app.Upstream{H2C: true}.Transport()
+			tr := agenthttp.Upstream{H2C: true}.Transport()
 			defer tr.CloseIdleConnections()
 			h, err := floor.New(floor.Config{Upstream: "http://" + simL.Addr().String(), Face: face, Key: key, Token: "load",
 				Client: &http.Client{Transport: tr}})

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -33,7 +33,7 @@ type config struct {
 	// Agent is the agent captures run on (agent.go).
 	Agent agentConfig
 	// Upstream shapes the connections to it (upstream.go).
-	Upstream app.Upstream
+	Upstream agenthttp.Upstream
 	// Sim is the built-in simulator's configuration, when Agent is the
 	// simulator: the flags of serve, record and eval set it.
 	Sim simulator.Config

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -108,12 +108,12 @@ func TestLoadConfigUpstream(t *testing.T) {
 		maxConns  int
 	}{
 		// The built-in simulator speaks h2c; other services negotiate.
-		{nil, true, app.DefaultIdleConns, 0},
+		{nil, true, agenthttp.DefaultIdleConns, 0},
 		{map[string]string{"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64"}, false, 64, 0},
-		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, app.DefaultIdleConns, 0},
-		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, app.DefaultIdleConns, 0},
-		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "32"}, true, app.DefaultIdleConns, 32},
-		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, true, app.DefaultIdleConns, -1},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, agenthttp.DefaultIdleConns, 0},
+		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, agenthttp.DefaultIdleConns, 0},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "32"}, true, agenthttp.DefaultIdleConns, 32},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, true, agenthttp.DefaultIdleConns, -1},
 	} {
 		c, err := loadConfig(env(tc.env))
 		if err != nil || c.Upstream.H2C != tc.h2c || c.Upstream.IdleConns != tc.idleConns || c.Upstream.MaxConns != tc.maxConns {

@@ -14,6 +14,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
@@ -34,7 +35,7 @@ type Config struct {
 	// else; Upstream.Transport() when nil.
 	Transport http.RoundTripper
 	// Upstream shapes the transport New makes when Transport is nil.
-	Upstream    Upstream
+	Upstream    agenthttp.Upstream
 	Store       brainwire.Store
 	Blobs       brainwire.BlobStore
 	Transcriber brainwire.Transcriber

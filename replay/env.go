@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // The phone's credentials in an Env.
@@ -42,12 +42,12 @@ func ID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 type EnvConfig struct {
 	// Dir holds the Env's SQLite store.
 	Dir string
-	// Agent opens the provider (app.Config.Agent), over Transport.
+	// Agent opens the provider (wiring.Config.Agent), over Transport.
 	Agent     func(http.RoundTripper) (brainwire.Provider, error)
 	Transport http.RoundTripper
 	// Observer also watches every capture.
 	Observer brainwire.Observer
-	// WrapTools wraps each capture's tools (app.Config.WrapTools).
+	// WrapTools wraps each capture's tools (wiring.Config.WrapTools).
 	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	// Blobs keeps voice uploads; an in-memory store when nil.
 	Blobs       brainwire.BlobStore
@@ -64,7 +64,7 @@ type EnvConfig struct {
 }
 
 // Env is the capture server as the golden suite runs it: wired by
-// app.New as serve is, behind a loopback HTTP listener, with deterministic
+// wiring.New as serve is, behind a loopback HTTP listener, with deterministic
 // ids and a fixed clock and its own SQLite store. Keep-alive comments are
 // off, so the bytes of a capture depend only on what the upstream
 // answered.
@@ -93,7 +93,7 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 		cfg.UserID = UserID
 	}
 	ids := &idSource{}
-	srv, err := app.New(app.Config{
+	srv, err := wiring.New(wiring.Config{
 		Keys:        server.Keys{APIKey: cfg.UserID},
 		Agent:       cfg.Agent,
 		Transport:   cfg.Transport,

@@ -11,8 +11,8 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // SetupIDBase offsets the ids of a setup capture (the capture a follow-up
@@ -21,7 +21,7 @@ const SetupIDBase = 1000
 
 // RecordConfig configures Record.
 type RecordConfig struct {
-	// Agent opens the provider (app.Config.Agent), with its credentials
+	// Agent opens the provider (wiring.Config.Agent), with its credentials
 	// above the transport it is given, so that the Authorization header
 	// is recorded (redacted) as sent. When nil, the threads/runs agent
 	// AgentID at Endpoint is, with Auth.
@@ -125,7 +125,7 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 	}
 	agent := cfg.Agent
 	if agent == nil {
-		agent = app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
+		agent = wiring.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
 	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir:         dir,

@@ -17,12 +17,12 @@ import (
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/agenthttp"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const key = "load-test-key-0123456789"
@@ -70,9 +70,9 @@ func TestRunMeasuresARealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids atomic.Int64
-	srv, err := app.New(app.Config{
+	srv, err := wiring.New(wiring.Config{
 		Keys: server.Keys{key: "load"},
-		Agent: app.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+		Agent: wiring.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
 		Upstream:  agenthttp.Upstream{H2C: true},
 		Store:     st,

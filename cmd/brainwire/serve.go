@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/internal/logbuf"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const serveAbout = `
@@ -110,7 +110,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		return err
 	}
 	defer b.close()
-	srv, err := app.New(app.Config{
+	srv, err := wiring.New(wiring.Config{
 		Keys:          cfg.Keys,
 		Agent:         b.agent,
 		Upstream:      cfg.Upstream,

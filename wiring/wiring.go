@@ -1,9 +1,15 @@
-// Package app assembles brainwire from its parts. New is the one place
+// Package wiring is brainwire's composition root: New is the one place
 // where the capture server, the agent provider's HTTP stack, telemetry,
-// recording and the tools are wired together: `brainwire serve`,
-// `brainwire record` and the replay harness all call it, so what the
-// golden suite replays is the wiring production runs.
-package app
+// recording and the tools are put together. `brainwire serve`,
+// `brainwire record` and `brainwire eval` call it, and so does the replay
+// harness (package replay), so what the golden suite replays is the
+// wiring production runs.
+//
+// It is a package of its own, not part of cmd/brainwire's main, because
+// replay needs the same wiring and cannot import a main package; and it
+// is not under internal/, which holds leaf helpers that import nothing
+// above them. Nothing but cmd/, replay and tests imports it.
+package wiring
 
 import (
 	"fmt"
@@ -78,7 +84,7 @@ type Config struct {
 // New wires a capture server from cfg.
 func New(cfg Config) (*server.Server, error) {
 	if cfg.Agent == nil || cfg.Store == nil {
-		return nil, fmt.Errorf("app: Agent and Store are required")
+		return nil, fmt.Errorf("wiring: Agent and Store are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -1,4 +1,4 @@
-package app_test
+package wiring_test
 
 import (
 	"bytes"
@@ -17,14 +17,14 @@ import (
 
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/agenthttp"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
 )
 
-// upstreamRounds runs rounds of n concurrent captures through app.New's
+// upstreamRounds runs rounds of n concurrent captures through wiring.New's
 // wiring with upstream's transport against the simulator served on a
 // real listener (HTTP/1.1 and h2c), and returns the simulator's traffic
 // counts after each round.
@@ -55,9 +55,9 @@ func upstreamRounds(t *testing.T, upstream agenthttp.Upstream, rounds, n int) []
 		t.Fatal(err)
 	}
 	var ids atomic.Int64
-	srv, err := app.New(app.Config{
+	srv, err := wiring.New(wiring.Config{
 		Keys: server.Keys{phoneKey: "alice"},
-		Agent: app.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+		Agent: wiring.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
 		Upstream:  upstream,
 		Store:     st,

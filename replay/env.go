@@ -94,22 +94,24 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	}
 	ids := &idSource{}
 	srv, err := wiring.New(wiring.Config{
-		Keys:        server.Keys{APIKey: cfg.UserID},
-		Agent:       cfg.Agent,
-		Transport:   cfg.Transport,
-		Store:       store,
-		Blobs:       cfg.Blobs,
-		Transcriber: cfg.Transcriber,
-		Telemetry:   cfg.Telemetry,
-		Recorder:    cfg.Recorder,
-		Observer:    cfg.Observer,
-		WrapTools:   cfg.WrapTools,
-		Logger:      cfg.Logger,
-		AgentName:   AgentName,
-		RunTimeout:  cfg.RunTimeout,
-		KeepAlive:   -1,
-		NewID:       ids.next,
-		Now:         Clock,
+		Server: server.Config{
+			Keys:        server.Keys{APIKey: cfg.UserID},
+			Store:       store,
+			Blobs:       cfg.Blobs,
+			Transcriber: cfg.Transcriber,
+			Observer:    cfg.Observer,
+			WrapTools:   cfg.WrapTools,
+			Logger:      cfg.Logger,
+			AgentName:   AgentName,
+			RunTimeout:  cfg.RunTimeout,
+			KeepAlive:   -1,
+			NewID:       ids.next,
+			Now:         Clock,
+		},
+		Agent:     cfg.Agent,
+		Transport: cfg.Transport,
+		Telemetry: cfg.Telemetry,
+		Recorder:  cfg.Recorder,
 	})
 	if err != nil {
 		store.Close()

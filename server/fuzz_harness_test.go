@@ -89,16 +89,18 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	}
 	var n atomic.Int64
 	srv, err := wiring.New(wiring.Config{
-		Keys: server.Keys{testKey: testUser, otherKey: "bob"},
+		Server: server.Config{
+			Keys:          server.Keys{testKey: testUser, otherKey: "bob"},
+			Store:         st,
+			Blobs:         blobs,
+			Transcriber:   fixedTranscriber{},
+			MaxAudioBytes: fuzzMaxAudio,
+			RunTimeout:    20 * time.Second,
+			NewID:         func() string { return fmt.Sprintf("id%d", n.Add(1)) },
+			Now:           func() time.Time { return fixedNow },
+		},
 		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Store:         st,
-		Blobs:         blobs,
-		Transcriber:   fixedTranscriber{},
-		MaxAudioBytes: fuzzMaxAudio,
-		RunTimeout:    20 * time.Second,
-		NewID:         func() string { return fmt.Sprintf("id%d", n.Add(1)) },
-		Now:           func() time.Time { return fixedNow },
 	})
 	if err != nil {
 		f.Fatal(err)

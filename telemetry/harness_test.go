@@ -86,16 +86,18 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	s.closers = append(s.closers, func() { st.Close() })
 	rec := &chunkRecorder{runs: map[string][]brainwire.ReasoningChunk{}}
 	srv, err := wiring.New(wiring.Config{
-		Keys: server.Keys{apiKey: "alice"},
+		Server: server.Config{
+			Keys:      server.Keys{apiKey: "alice"},
+			Store:     st,
+			Observer:  rec,
+			AgentName: "Classifier",
+			KeepAlive: -1,
+		},
 		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("simulator", next)
 		}),
 		Transport: base,
-		Store:     st,
 		Telemetry: tel,
-		Observer:  rec,
-		AgentName: "Classifier",
-		KeepAlive: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

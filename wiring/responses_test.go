@@ -166,18 +166,20 @@ func TestResponsesEndToEnd(t *testing.T) {
 	reads := &splitReads{next: up.Client().Transport}
 	agent := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
 	srv, err := wiring.New(wiring.Config{
-		Keys: server.Keys{phoneKey: "alice"},
+		Server: server.Config{
+			Keys:        server.Keys{phoneKey: "alice"},
+			Store:       st,
+			Blobs:       blobs,
+			Transcriber: transcriber("Call my sister about the concert tickets"),
+			Observer:    seen,
+			KeepAlive:   -1,
+			NewID:       func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
+			Now:         func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
+		},
 		Agent: wiring.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("entra-token", next)
 		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry)),
-		Transport:   reads,
-		Store:       st,
-		Blobs:       blobs,
-		Transcriber: transcriber("Call my sister about the concert tickets"),
-		Observer:    seen,
-		KeepAlive:   -1,
-		NewID:       func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-		Now:         func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
+		Transport: reads,
 	})
 	if err != nil {
 		t.Fatal(err)

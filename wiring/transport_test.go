@@ -56,14 +56,16 @@ func upstreamRounds(t *testing.T, upstream agenthttp.Upstream, rounds, n int) []
 	}
 	var ids atomic.Int64
 	srv, err := wiring.New(wiring.Config{
-		Keys: server.Keys{phoneKey: "alice"},
+		Server: server.Config{
+			Keys:      server.Keys{phoneKey: "alice"},
+			Store:     st,
+			Blobs:     blobs,
+			KeepAlive: -1,
+			NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		},
 		Agent: wiring.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Upstream:  upstream,
-		Store:     st,
-		Blobs:     blobs,
-		KeepAlive: -1,
-		NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		Upstream: upstream,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -71,15 +71,17 @@ func TestRunMeasuresARealServer(t *testing.T) {
 	}
 	var ids atomic.Int64
 	srv, err := wiring.New(wiring.Config{
-		Keys: server.Keys{key: "load"},
+		Server: server.Config{
+			Keys:      server.Keys{key: "load"},
+			Store:     st,
+			Blobs:     blobs,
+			KeepAlive: -1,
+			NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		},
 		Agent: wiring.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
 		Upstream:  agenthttp.Upstream{H2C: true},
-		Store:     st,
-		Blobs:     blobs,
 		Telemetry: tel,
-		KeepAlive: -1,
-		NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
 	})
 	if err != nil {
 		t.Fatal(err)

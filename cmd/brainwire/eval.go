@@ -235,17 +235,19 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 		}
 		key := "eval-" + runID + "-key"
 		srv, err := wiring.New(wiring.Config{
-			Keys:         server.Keys{key: "eval"},
-			Agent:        agent,
-			Store:        store,
-			Telemetry:    tel.tel,
-			Observer:     obs,
-			Logger:       log,
-			AgentName:    agentName,
-			RunTimeout:   cfg.RunTimeout,
-			KeepAlive:    -1,
-			Instructions: instructions,
-			EvalRunID:    runID,
+			Server: server.Config{
+				Keys:         server.Keys{key: "eval"},
+				Store:        store,
+				Observer:     obs,
+				Logger:       log,
+				AgentName:    agentName,
+				RunTimeout:   cfg.RunTimeout,
+				KeepAlive:    -1,
+				Instructions: instructions,
+				EvalRunID:    runID,
+			},
+			Agent:     agent,
+			Telemetry: tel.tel,
 		})
 		if err != nil {
 			store.Close()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/internal/logbuf"
+	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
@@ -111,22 +112,24 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 	}
 	defer b.close()
 	srv, err := wiring.New(wiring.Config{
-		Keys:          cfg.Keys,
-		Agent:         b.agent,
-		Upstream:      cfg.Upstream,
-		Store:         b.store,
-		Blobs:         b.blobs,
-		Transcriber:   b.transcriber,
-		Telemetry:     tel.tel,
-		Recorder:      rec.recorder,
-		LogReasoning:  tel.logReasoning,
-		Logger:        log,
-		AgentName:     agentName,
-		AgentRefresh:  cfg.AgentRefresh,
-		RunTimeout:    cfg.RunTimeout,
-		MaxUploads:    cfg.MaxUploads,
-		UploadTimeout: cfg.UploadTimeout,
-		H2C:           cfg.H2C,
+		Server: server.Config{
+			Keys:          cfg.Keys,
+			Store:         b.store,
+			Blobs:         b.blobs,
+			Transcriber:   b.transcriber,
+			Logger:        log,
+			AgentName:     agentName,
+			AgentRefresh:  cfg.AgentRefresh,
+			RunTimeout:    cfg.RunTimeout,
+			MaxUploads:    cfg.MaxUploads,
+			UploadTimeout: cfg.UploadTimeout,
+			H2C:           cfg.H2C,
+		},
+		Agent:        b.agent,
+		Upstream:     cfg.Upstream,
+		Telemetry:    tel.tel,
+		Recorder:     rec.recorder,
+		LogReasoning: tel.logReasoning,
 	})
 	if err != nil {
 		return err

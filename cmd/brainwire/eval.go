@@ -241,7 +241,7 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 				Observer:     obs,
 				Logger:       log,
 				AgentName:    agentName,
-				RunTimeout:   cfg.RunTimeout,
+				RunTimeout:   cfg.Server.RunTimeout,
 				KeepAlive:    -1,
 				Instructions: instructions,
 				EvalRunID:    runID,

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/internal/logbuf"
-	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
@@ -111,20 +110,12 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		return err
 	}
 	defer b.close()
+	// The server's settings come from the environment, its parts from the
+	// backends.
+	cfg.Server.Store, cfg.Server.Blobs, cfg.Server.Transcriber = b.store, b.blobs, b.transcriber
+	cfg.Server.Logger, cfg.Server.AgentName = log, agentName
 	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:          cfg.Keys,
-			Store:         b.store,
-			Blobs:         b.blobs,
-			Transcriber:   b.transcriber,
-			Logger:        log,
-			AgentName:     agentName,
-			AgentRefresh:  cfg.AgentRefresh,
-			RunTimeout:    cfg.RunTimeout,
-			MaxUploads:    cfg.MaxUploads,
-			UploadTimeout: cfg.UploadTimeout,
-			H2C:           cfg.H2C,
-		},
+		Server:       cfg.Server,
 		Agent:        b.agent,
 		Upstream:     cfg.Upstream,
 		Telemetry:    tel.tel,

@@ -12,6 +12,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -128,12 +129,13 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 		agent = wiring.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir:         dir,
-		Agent:       agent,
-		Transport:   cfg.Faults.transport(base),
-		Recorder:    rec,
-		Transcriber: cfg.Transcriber,
-		RunTimeout:  cfg.RunTimeout,
+		Dir: dir,
+		Wiring: wiring.Config{
+			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
+			Agent:     agent,
+			Transport: cfg.Faults.transport(base),
+			Recorder:  rec,
+		},
 	})
 	if err != nil {
 		return nil, err

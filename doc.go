@@ -7,5 +7,5 @@
 //
 // Implementations live in packages named after what they wrap (foundry,
 // sqlite, cosmos, simulator, telemetry, ...) and are wired together in one
-// place, internal/app, which cmd/brainwire and the replay harness call.
+// place, package wiring, which cmd/brainwire and the replay harness call.
 package brainwire

@@ -1,17 +1,12 @@
 package bench
 
 import (
-	"bytes"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/adapter"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/adk/adktest"
-	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
 // adkRun is a classification as an ADK API server streams it: the first
@@ -44,41 +39,15 @@ func adkRun(n int, sentences bool) (first, second []byte, events int) {
 	return wire(c), wire(a), len(c) + len(a)
 }
 
-// adkPipeline runs both bodies through the ADK decoder, the adapter and
-// the capture-v2 encoder, feeding in the tool result the provider would.
-func adkPipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
-	a := adapter.New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
-	var enc capturev2.Encoder
-	frames := 0
-	evs = a.Start(evs[:0])
-	for _, body := range [][]byte{first, second} {
-		dec := adk.NewDecoder(bytes.NewReader(body))
+// adkPath is an ADK API server's: its decoder reads each body of the
+// session the run is in.
+var adkPath = adapterPath{
+	run: adkRun,
+	decoder: func(r io.Reader) decoder {
+		dec := adk.NewDecoder(r)
 		dec.SetSession("5b0d7a56-3c1e-4a3b-9f57-2f1f0c9c7e11", "")
-		for {
-			ev, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				tb.Fatal(err)
-			}
-			evs = a.Handle(ev, evs[:0])
-			if ev.Kind == brainwire.EventToolCall {
-				evs = a.Handle(brainwire.Event{Kind: brainwire.EventToolResult, Tool: ev.Tool,
-					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name, Filed: &filed,
-						Output: `{"bucket":"People","confidence":0.9,"item_id":"item_1","status":"classified"}`}}, evs)
-			}
-			out = out[:0]
-			for _, ce := range evs {
-				out = enc.Encode(out, ce)
-			}
-			frames += len(evs)
-		}
-	}
-	if !a.Done() || a.Result().Outcome != brainwire.OutcomeClassified {
-		tb.Fatalf("run did not complete with an outcome (outcome %q)", a.Result().Outcome)
-	}
-	return frames, out
+		return dec
+	},
 }
 
 // BenchmarkAdapterPathADK: the ADK stream's bytes -> normalized events ->
@@ -90,34 +59,14 @@ func BenchmarkAdapterPathADK(b *testing.B) {
 		if sentences {
 			name = "sentence-thoughts"
 		}
-		b.Run(name, func(b *testing.B) {
-			first, second, events := adkRun(10000, sentences)
-			out := make([]byte, 0, 4096)
-			evs := make([]brainwire.CaptureEvent, 0, 16)
-			b.SetBytes(int64(len(first) + len(second)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				_, out = adkPipeline(b, first, second, out, evs)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
-			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
-			b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = adkPipeline(b, first, second, out, evs) }))/float64(events), "allocs/event")
-		})
+		b.Run(name, func(b *testing.B) { adkPath.bench(b, sentences, captureV2) })
 	}
 }
 
 // TestAdapterPathADKAllocations bounds allocations per upstream event as
 // for Foundry: the reasoning chunk's text, and a little for the rest.
 func TestAdapterPathADKAllocations(t *testing.T) {
-	first, second, events := adkRun(2000, false)
-	out := make([]byte, 0, 4096)
-	evs := make([]brainwire.CaptureEvent, 0, 16)
-	allocs := testing.AllocsPerRun(5, func() {
-		_, out = adkPipeline(t, first, second, out, evs)
-	})
-	if perEvent := allocs / float64(events); perEvent > 1.5 {
+	if perEvent := adkPath.allocsPerEvent(t, captureV2); perEvent > 1.5 {
 		t.Fatalf("%.2f allocations per upstream event", perEvent)
 	}
 }

@@ -53,13 +53,16 @@ type encoder interface {
 	Encode(dst []byte, ev brainwire.CaptureEvent) []byte
 }
 
+// captureV2 makes the phone's protocol's encoder.
+func captureV2(brainwire.Capture) encoder { return capturev2.Encoder{} }
+
 // encoders are the protocols a capture can be streamed in, as the server
 // makes them for each capture.
 var encoders = []struct {
 	name string
 	new  func(brainwire.Capture) encoder
 }{
-	{"capture-v2", func(brainwire.Capture) encoder { return capturev2.Encoder{} }},
+	{"capture-v2", captureV2},
 	// What HttpAgent asks for by default: state, no reasoning.
 	{"agui", func(c brainwire.Capture) encoder { return agui.NewEncoder(c, agui.Options{State: true}) }},
 	{"agui-reasoning", func(c brainwire.Capture) encoder {
@@ -68,17 +71,44 @@ var encoders = []struct {
 	{"v1", func(c brainwire.Capture) encoder { return v1.NewEncoder(c) }},
 }
 
+// decoder reads the normalized events of one upstream response body.
+type decoder interface {
+	Next() (brainwire.Event, error)
+}
+
+// adapterPath is what sets one upstream's adapter-path benchmark apart:
+// the run it streams and the decoder of its wire. The rest of the path
+// (adapter, encoder) and what is measured are the same for every one.
+type adapterPath struct {
+	// run returns the two response bodies of a classification with n
+	// reasoning chunks (token-sized, or ~50-byte sentences) and their
+	// event count.
+	run func(n int, sentences bool) (first, second []byte, events int)
+	// decoder reads one of those bodies.
+	decoder func(io.Reader) decoder
+	// cpuRate adds the events/cpu-s metric (BenchmarkAdapterPathADK has
+	// never reported it, and keeps its metric set).
+	cpuRate bool
+}
+
+// threadsPath is the classic Agents API's (threads/runs).
+var threadsPath = adapterPath{
+	run:     longRun,
+	decoder: func(r io.Reader) decoder { return foundry.NewDecoder(r) },
+	cpuRate: true,
+}
+
 // pipeline runs both bodies through decoder -> adapter -> encoder, the
 // path every upstream event takes on its way to the client. The tool
-// result the provider would produce is fed in at requires_action.
-func pipeline(tb testing.TB, newEncoder func(brainwire.Capture) encoder, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
+// result the provider would produce is fed in at the tool call.
+func (p adapterPath) pipeline(tb testing.TB, newEncoder func(brainwire.Capture) encoder, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
 	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
 	a := adapter.New(c)
 	enc := newEncoder(c)
 	frames := 0
 	evs = a.Start(evs[:0])
 	for _, body := range [][]byte{first, second} {
-		dec := foundry.NewDecoder(bytes.NewReader(body))
+		dec := p.decoder(bytes.NewReader(body))
 		for {
 			ev, err := dec.Next()
 			if errors.Is(err, io.EOF) {
@@ -106,6 +136,42 @@ func pipeline(tb testing.TB, newEncoder func(brainwire.Capture) encoder, first, 
 	return frames, out
 }
 
+// bench measures a run of 10,000 reasoning chunks through the path into
+// newEncoder's protocol: besides ns/op, MB/s, B/op and allocs/op, it
+// reports events/s, events/cpu-s (with cpuRate), ns/event and
+// allocs/event, per upstream event.
+func (p adapterPath) bench(b *testing.B, sentences bool, newEncoder func(brainwire.Capture) encoder) {
+	first, second, events := p.run(10000, sentences)
+	out := make([]byte, 0, 4096)
+	evs := make([]brainwire.CaptureEvent, 0, 16)
+	b.SetBytes(int64(len(first) + len(second)))
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		_, out = p.pipeline(b, newEncoder, first, second, out, evs)
+	}
+	cpu = cpuTime() - cpu
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
+	if p.cpuRate && cpu > 0 {
+		b.ReportMetric(float64(b.N*events)/cpu.Seconds(), "events/cpu-s")
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
+	b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = p.pipeline(b, newEncoder, first, second, out, evs) }))/float64(events), "allocs/event")
+}
+
+// allocsPerEvent is the allocations per upstream event of a run of 2,000
+// token-sized reasoning chunks into newEncoder's protocol.
+func (p adapterPath) allocsPerEvent(t *testing.T, newEncoder func(brainwire.Capture) encoder) float64 {
+	first, second, events := p.run(2000, false)
+	out := make([]byte, 0, 4096)
+	evs := make([]brainwire.CaptureEvent, 0, 16)
+	allocs := testing.AllocsPerRun(5, func() {
+		_, out = p.pipeline(t, newEncoder, first, second, out, evs)
+	})
+	return allocs / float64(events)
+}
+
 // BenchmarkAdapterPath: upstream SSE bytes -> normalized events -> capture
 // events -> the bytes of each protocol, over 10,000 message deltas plus the
 // run, step and tool-call events around them. Run with -cpu 1 for the
@@ -117,26 +183,7 @@ func BenchmarkAdapterPath(b *testing.B) {
 			if sentences {
 				name = e.name + "/sentence-deltas"
 			}
-			b.Run(name, func(b *testing.B) {
-				first, second, events := longRun(10000, sentences)
-				out := make([]byte, 0, 4096)
-				evs := make([]brainwire.CaptureEvent, 0, 16)
-				b.SetBytes(int64(len(first) + len(second)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				cpu := cpuTime()
-				for b.Loop() {
-					_, out = pipeline(b, e.new, first, second, out, evs)
-				}
-				cpu = cpuTime() - cpu
-				b.StopTimer()
-				b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
-				if cpu > 0 {
-					b.ReportMetric(float64(b.N*events)/cpu.Seconds(), "events/cpu-s")
-				}
-				b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
-				b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = pipeline(b, e.new, first, second, out, evs) }))/float64(events), "allocs/event")
-			})
+			b.Run(name, func(b *testing.B) { threadsPath.bench(b, sentences, e.new) })
 		}
 	}
 }
@@ -145,14 +192,8 @@ func BenchmarkAdapterPath(b *testing.B) {
 // every protocol: one for each reasoning chunk's text and a little for the
 // rare run objects; streaming reasoning to AG-UI adds none.
 func TestAdapterPathAllocations(t *testing.T) {
-	first, second, events := longRun(2000, false)
 	for _, e := range encoders {
-		out := make([]byte, 0, 4096)
-		evs := make([]brainwire.CaptureEvent, 0, 16)
-		allocs := testing.AllocsPerRun(5, func() {
-			_, out = pipeline(t, e.new, first, second, out, evs)
-		})
-		if perEvent := allocs / float64(events); perEvent > 1.5 {
+		if perEvent := threadsPath.allocsPerEvent(t, e.new); perEvent > 1.5 {
 			t.Errorf("%s: %.2f allocations per upstream event", e.name, perEvent)
 		}
 	}

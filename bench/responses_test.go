@@ -2,13 +2,9 @@ package bench
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"testing"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/adapter"
-	"github.com/brainwire/brainwire/protocol/capturev2"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 )
@@ -40,40 +36,11 @@ func responsesRun(n int, sentences bool) (first, second []byte, events int) {
 	return wire(a), wire(b), len(a) + len(b)
 }
 
-// responsesPipeline runs both bodies through decoder -> adapter ->
-// encoder, feeding the tool result the provider would produce.
-func responsesPipeline(tb testing.TB, first, second []byte, out []byte, evs []brainwire.CaptureEvent) (int, []byte) {
-	a := adapter.New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
-	var enc capturev2.Encoder
-	frames := 0
-	evs = a.Start(evs[:0])
-	for _, body := range [][]byte{first, second} {
-		dec := responses.NewDecoder(bytes.NewReader(body))
-		for {
-			ev, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				tb.Fatal(err)
-			}
-			evs = a.Handle(ev, evs[:0])
-			if ev.Kind == brainwire.EventToolCall {
-				evs = a.Handle(brainwire.Event{Kind: brainwire.EventToolResult, Tool: ev.Tool,
-					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name, Filed: &filed,
-						Output: `{"bucket":"People","confidence":0.9,"item_id":"item_1","status":"classified"}`}}, evs)
-			}
-			out = out[:0]
-			for _, ce := range evs {
-				out = enc.Encode(out, ce)
-			}
-			frames += len(evs)
-		}
-	}
-	if !a.Done() || a.Result().Outcome != brainwire.OutcomeClassified {
-		tb.Fatalf("run did not complete with an outcome (outcome %q)", a.Result().Outcome)
-	}
-	return frames, out
+// responsesPath is the Responses API's.
+var responsesPath = adapterPath{
+	run:     responsesRun,
+	decoder: func(r io.Reader) decoder { return responses.NewDecoder(r) },
+	cpuRate: true,
 }
 
 // BenchmarkResponsesAdapterPath: upstream Responses API SSE bytes ->
@@ -86,23 +53,7 @@ func BenchmarkResponsesAdapterPath(b *testing.B) {
 		if sentences {
 			name = "sentence-deltas"
 		}
-		b.Run(name, func(b *testing.B) {
-			first, second, events := responsesRun(10000, sentences)
-			out := make([]byte, 0, 4096)
-			evs := make([]brainwire.CaptureEvent, 0, 16)
-			b.SetBytes(int64(len(first) + len(second)))
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				_, out = responsesPipeline(b, first, second, out, evs)
-			}
-			cpu := cpuTime() - cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*events)/b.Elapsed().Seconds(), "events/s")
-			b.ReportMetric(float64(b.N*events)/cpu.Seconds(), "events/cpu-s")
-			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N*events), "ns/event")
-			b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = responsesPipeline(b, first, second, out, evs) }))/float64(events), "allocs/event")
-		})
+		b.Run(name, func(b *testing.B) { responsesPath.bench(b, sentences, captureV2) })
 	}
 }
 
@@ -110,13 +61,7 @@ func BenchmarkResponsesAdapterPath(b *testing.B) {
 // for each reasoning chunk's text and a little for the rare lifecycle
 // events.
 func TestResponsesPathAllocations(t *testing.T) {
-	first, second, events := responsesRun(2000, false)
-	out := make([]byte, 0, 4096)
-	evs := make([]brainwire.CaptureEvent, 0, 16)
-	allocs := testing.AllocsPerRun(5, func() {
-		_, out = responsesPipeline(t, first, second, out, evs)
-	})
-	if perEvent := allocs / float64(events); perEvent > 1.5 {
+	if perEvent := responsesPath.allocsPerEvent(t, captureV2); perEvent > 1.5 {
 		t.Fatalf("%.2f allocations per upstream event", perEvent)
 	}
 }

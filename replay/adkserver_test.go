@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/internal/npmtest"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // adkServerApp is the app testenv/adk-agents serves: its directory's name.
@@ -49,7 +49,7 @@ func TestADKServer(t *testing.T) {
 			}
 			setup, req, transcriber := liveCapture(fx)
 			got, err := replay.Record(t.Context(), replay.RecordConfig{
-				Agent:       app.ADK(base, adkServerApp, nil),
+				Agent:       wiring.ADK(base, adkServerApp, nil),
 				Upstream:    "adk",
 				Transcriber: transcriber,
 				Dir:         t.TempDir(),

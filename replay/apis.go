@@ -9,9 +9,9 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // agentAPI is one agent service API replay can serve: it recognizes a
@@ -22,7 +22,7 @@ type agentAPI struct {
 	// recorded reports whether the first request of a recording is one
 	// of this API's.
 	recorded func(first recorder.Request) bool
-	// agent is app.Config.Agent for the replay of fx.
+	// agent is wiring.Config.Agent for the replay of fx.
 	agent func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error)
 	// telemetryAgent is how telemetry names the agent of fx.
 	telemetryAgent func(fx *recorder.Fixture) telemetry.Agent
@@ -59,7 +59,7 @@ var threadsRunsAPI = agentAPI{
 	},
 	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
 		prefix, apiVersion, agentID := threadsRunsParams(fx)
-		return app.Foundry(base+prefix, agentID, apiVersion, nil)
+		return wiring.Foundry(base+prefix, agentID, apiVersion, nil)
 	},
 	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
 		_, _, agentID := threadsRunsParams(fx)
@@ -98,7 +98,7 @@ var adkAPI = agentAPI{
 	},
 	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
 		prefix, appName := adkParams(fx)
-		return app.ADK(base+prefix, appName, nil)
+		return wiring.ADK(base+prefix, appName, nil)
 	},
 	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
 		_, appName := adkParams(fx)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -18,11 +17,10 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/sqlite"
-	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // The phone's credentials in an Env.
@@ -38,33 +36,25 @@ func Clock() time.Time { return time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC) }
 // makes in production, so outputs have the same shape.
 func ID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
-// EnvConfig configures an Env. Dir and Agent are required.
+// EnvConfig configures an Env. Dir and Wiring.Agent are required.
 type EnvConfig struct {
 	// Dir holds the Env's SQLite store.
 	Dir string
-	// Agent opens the provider (app.Config.Agent), over Transport.
-	Agent     func(http.RoundTripper) (brainwire.Provider, error)
-	Transport http.RoundTripper
-	// Observer also watches every capture.
-	Observer brainwire.Observer
-	// WrapTools wraps each capture's tools (app.Config.WrapTools).
-	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	// Blobs keeps voice uploads; an in-memory store when nil.
-	Blobs       brainwire.BlobStore
-	Transcriber brainwire.Transcriber
-	// Telemetry and Recorder, when set, instrument and record the Env as
-	// they do serve.
-	Telemetry  *telemetry.Telemetry
-	Recorder   *recorder.Recorder
-	Logger     *slog.Logger
-	RunTimeout time.Duration
+	// Wiring is what the Env's server is made of, as serve's is: the
+	// agent's opener and transport, telemetry and a recorder to
+	// instrument and record it as they do serve, and in Server the
+	// observer, tool wrapper, blob store (in memory when nil),
+	// transcriber, logger and run timeout. The Env sets the rest of
+	// Server itself, whatever Wiring says: Keys (APIKey, for UserID),
+	// Store, AgentName, KeepAlive (off), NewID and Now (deterministic).
+	Wiring wiring.Config
 	// UserID is the user APIKey maps to; UserID (the constant) when
 	// empty. A replay takes the recorded one when the agent service saw it.
 	UserID string
 }
 
 // Env is the capture server as the golden suite runs it: wired by
-// app.New as serve is, behind a loopback HTTP listener, with deterministic
+// wiring.New as serve is, behind a loopback HTTP listener, with deterministic
 // ids and a fixed clock and its own SQLite store. Keep-alive comments are
 // off, so the bytes of a capture depend only on what the upstream
 // answered.
@@ -79,11 +69,12 @@ type Env struct {
 
 // NewEnv starts an Env; Close it when done.
 func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
-	if cfg.Dir == "" || cfg.Agent == nil {
-		return nil, errors.New("replay: EnvConfig needs Dir and Agent")
+	if cfg.Dir == "" || cfg.Wiring.Agent == nil {
+		return nil, errors.New("replay: EnvConfig needs Dir and Wiring.Agent")
 	}
-	if cfg.Blobs == nil {
-		cfg.Blobs = newMemoryBlobStore(nil)
+	w := cfg.Wiring
+	if w.Server.Blobs == nil {
+		w.Server.Blobs = newMemoryBlobStore(nil)
 	}
 	store, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "replay.db"))
 	if err != nil {
@@ -93,24 +84,12 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 		cfg.UserID = UserID
 	}
 	ids := &idSource{}
-	srv, err := app.New(app.Config{
-		Keys:        server.Keys{APIKey: cfg.UserID},
-		Agent:       cfg.Agent,
-		Transport:   cfg.Transport,
-		Store:       store,
-		Blobs:       cfg.Blobs,
-		Transcriber: cfg.Transcriber,
-		Telemetry:   cfg.Telemetry,
-		Recorder:    cfg.Recorder,
-		Observer:    cfg.Observer,
-		WrapTools:   cfg.WrapTools,
-		Logger:      cfg.Logger,
-		AgentName:   AgentName,
-		RunTimeout:  cfg.RunTimeout,
-		KeepAlive:   -1,
-		NewID:       ids.next,
-		Now:         Clock,
-	})
+	w.Server.Keys = server.Keys{APIKey: cfg.UserID}
+	w.Server.Store = store
+	w.Server.AgentName = AgentName
+	w.Server.KeepAlive = -1
+	w.Server.NewID, w.Server.Now = ids.next, Clock
+	srv, err := wiring.New(w)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("capture server: %w", err)

@@ -18,11 +18,11 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/instructions"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/internal/recordings"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/responses"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // The fixtures responses-real-* replay streams that Azure OpenAI and
@@ -321,7 +321,7 @@ func recordPublishedFixture(t *testing.T, pf publishedFixture, round [][]streamE
 	}
 	ctx := context.Background()
 	got, err := replay.Record(ctx, replay.RecordConfig{
-		Agent:    app.Responses(srv.URL+"/openai/v1", "", agent, auth, opts...),
+		Agent:    wiring.Responses(srv.URL+"/openai/v1", "", agent, auth, opts...),
 		Upstream: "published recording (" + recordings.PublishedModule + "@" + recordings.PublishedVersion + ", " + pf.cassette + ")",
 		Secrets:  []string{"published-recording"},
 	}, nil, replay.Request{Kind: brainwire.KindText, Text: publishedQuestion})

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // SetupIDBase offsets the ids of a setup capture (the capture a follow-up
@@ -20,7 +22,7 @@ const SetupIDBase = 1000
 
 // RecordConfig configures Record.
 type RecordConfig struct {
-	// Agent opens the provider (app.Config.Agent), with its credentials
+	// Agent opens the provider (wiring.Config.Agent), with its credentials
 	// above the transport it is given, so that the Authorization header
 	// is recorded (redacted) as sent. When nil, the threads/runs agent
 	// AgentID at Endpoint is, with Auth.
@@ -32,7 +34,7 @@ type RecordConfig struct {
 	// Auth adds credentials to requests; it sits above the recorder, so
 	// the Authorization header is recorded (redacted) as sent.
 	Auth func(http.RoundTripper) http.RoundTripper
-	// Transport carries the requests under the recorder; app.NewTransport
+	// Transport carries the requests under the recorder; agenthttp.NewTransport
 	// when nil.
 	Transport http.RoundTripper
 	// Faults are injected into the service's answers, under the recorder.
@@ -120,19 +122,20 @@ func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemoryS
 func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
 	base := cfg.Transport
 	if base == nil {
-		base = app.NewTransport()
+		base = agenthttp.NewTransport()
 	}
 	agent := cfg.Agent
 	if agent == nil {
-		agent = app.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
+		agent = wiring.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir:         dir,
-		Agent:       agent,
-		Transport:   cfg.Faults.transport(base),
-		Recorder:    rec,
-		Transcriber: cfg.Transcriber,
-		RunTimeout:  cfg.RunTimeout,
+		Dir: dir,
+		Wiring: wiring.Config{
+			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
+			Agent:     agent,
+			Transport: cfg.Faults.transport(base),
+			Recorder:  rec,
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // DefaultSeedID is the inbox item a follow-up files onto when its
@@ -89,16 +91,20 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		urlFor = func(string) string { return blobURL }
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir:         dir,
-		Agent:       api.agent(hs.URL, fx),
-		Transport:   hs.Client().Transport,
-		Observer:    obs,
-		Blobs:       newMemoryBlobStore(urlFor),
-		Transcriber: recordedTranscriber(fx),
-		Telemetry:   tr.tel,
-		Logger:      opts.Logger,
-		RunTimeout:  opts.RunTimeout,
-		UserID:      recordedUser(api, fx),
+		Dir: dir,
+		Wiring: wiring.Config{
+			Server: server.Config{
+				Observer:    obs,
+				Blobs:       newMemoryBlobStore(urlFor),
+				Transcriber: recordedTranscriber(fx),
+				Logger:      opts.Logger,
+				RunTimeout:  opts.RunTimeout,
+			},
+			Agent:     api.agent(hs.URL, fx),
+			Transport: hs.Client().Transport,
+			Telemetry: tr.tel,
+		},
+		UserID: recordedUser(api, fx),
 	})
 	if err != nil {
 		return nil, err

@@ -8,10 +8,10 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/instructions"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // responsesAPI is the Responses API: a Foundry project's, Azure OpenAI's,
@@ -31,7 +31,7 @@ var responsesAPI = agentAPI{
 		if p.query != "" {
 			baseURL += "?" + p.query
 		}
-		return app.Responses(baseURL, project, p.agent, nil,
+		return wiring.Responses(baseURL, project, p.agent, nil,
 			responses.WithName(p.name), responses.WithChaining(p.chaining), responses.WithReasoningSummary(p.summary))
 	},
 	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {

@@ -21,16 +21,16 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/internal/fuzztest"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/protocol/agui/aguitest"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
 )
 
-// fuzzServer is the capture server as serve wires it (app.New) over a real
+// fuzzServer is the capture server as serve wires it (wiring.New) over a real
 // SQLite store and local audio storage, with the offline simulator
 // upstream answering at once, driven in-process through its handler so
 // that a panic fails the fuzz input that caused it.
@@ -88,17 +88,19 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		f.Fatal(err)
 	}
 	var n atomic.Int64
-	srv, err := app.New(app.Config{
-		Keys: server.Keys{testKey: testUser, otherKey: "bob"},
-		Agent: app.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:          server.Keys{testKey: testUser, otherKey: "bob"},
+			Store:         st,
+			Blobs:         blobs,
+			Transcriber:   fixedTranscriber{},
+			MaxAudioBytes: fuzzMaxAudio,
+			RunTimeout:    20 * time.Second,
+			NewID:         func() string { return fmt.Sprintf("id%d", n.Add(1)) },
+			Now:           func() time.Time { return fixedNow },
+		},
+		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Store:         st,
-		Blobs:         blobs,
-		Transcriber:   fixedTranscriber{},
-		MaxAudioBytes: fuzzMaxAudio,
-		RunTimeout:    20 * time.Second,
-		NewID:         func() string { return fmt.Sprintf("id%d", n.Add(1)) },
-		Now:           func() time.Time { return fixedNow },
 	})
 	if err != nil {
 		f.Fatal(err)

@@ -18,17 +18,18 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const apiKey = "telemetry-test-key-0123456789"
 
 // stack is the real capture server (Foundry provider against the offline
-// simulator, SQLite) with telemetry wired in by app.New, as serve's is:
+// simulator, SQLite) with telemetry wired in by wiring.New, as serve's is:
 // the observer, the tool wrapper, the upstream transport, the store
 // wrapper and the HTTP server span.
 type stack struct {
@@ -76,7 +77,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	s := &stack{t: t, tel: tel}
 	t.Cleanup(s.close)
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: chunkDelay}))
-	base := app.NewTransport()
+	base := agenthttp.NewTransport()
 	s.closers = append(s.closers, sim.Close, base.CloseIdleConnections)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
 	if err != nil {
@@ -84,17 +85,19 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	}
 	s.closers = append(s.closers, func() { st.Close() })
 	rec := &chunkRecorder{runs: map[string][]brainwire.ReasoningChunk{}}
-	srv, err := app.New(app.Config{
-		Keys: server.Keys{apiKey: "alice"},
-		Agent: app.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", func(next http.RoundTripper) http.RoundTripper {
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:      server.Keys{apiKey: "alice"},
+			Store:     st,
+			Observer:  rec,
+			AgentName: "Classifier",
+			KeepAlive: -1,
+		},
+		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("simulator", next)
 		}),
 		Transport: base,
-		Store:     st,
 		Telemetry: tel,
-		Observer:  rec,
-		AgentName: "Classifier",
-		KeepAlive: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ type Config struct {
 	// Token is the bearer token sent upstream (any, for the simulator).
 	Token string
 	// Client makes the upstream calls: give it the transport serve uses
-	// (app.Upstream.Transport), for the same connections. Nil means
+	// (agenthttp.Upstream.Transport), for the same connections. Nil means
 	// http.DefaultClient.
 	Client *http.Client
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -46,7 +46,7 @@ func startSim(t testing.TB, cfg simulator.Config) (*simulator.Simulator, string)
 // the transport serve uses, and returns its base URL.
 func startFloor(t testing.TB, face, upstream string, h2c bool) string {
 	t.Helper()
-	tr := app.Upstream{H2C: h2c}.Transport()
+	tr := agenthttp.Upstream{H2C: h2c}.Transport()
 	t.Cleanup(tr.CloseIdleConnections)
 	h, err := floor.New(floor.Config{Upstream: upstream, Face: face, Key: key, Token: "load", Client: &http.Client{Transport: tr}})
 	if err != nil {
@@ -324,7 +324,7 @@ func TestHangUpCancelsUpstream(t *testing.T) {
 				}
 				go up.Serve(ul)
 
-				tr := app.Upstream{H2C: h2c}.Transport()
+				tr := agenthttp.Upstream{H2C: h2c}.Transport()
 				defer tr.CloseIdleConnections()
 				h, err := floor.New(floor.Config{Upstream: "http://" + ul.Addr().String(), Face: face, Key: key, Token: "load", Client: &http.Client{Transport: tr}})
 				if err != nil {

@@ -16,12 +16,13 @@ import (
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const key = "load-test-key-0123456789"
@@ -69,16 +70,18 @@ func TestRunMeasuresARealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids atomic.Int64
-	srv, err := app.New(app.Config{
-		Keys: server.Keys{key: "load"},
-		Agent: app.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:      server.Keys{key: "load"},
+			Store:     st,
+			Blobs:     blobs,
+			KeepAlive: -1,
+			NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		},
+		Agent: wiring.Foundry("http://"+simL.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Upstream:  app.Upstream{H2C: true},
-		Store:     st,
-		Blobs:     blobs,
+		Upstream:  agenthttp.Upstream{H2C: true},
 		Telemetry: tel,
-		KeepAlive: -1,
-		NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +171,7 @@ func TestRunMeasuresTheFloor(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			tr := app.Upstream{H2C: true}.Transport()
+			tr := agenthttp.Upstream{H2C: true}.Transport()
 			defer tr.CloseIdleConnections()
 			h, err := floor.New(floor.Config{Upstream: "http://" + simL.Addr().String(), Face: face, Key: key, Token: "load",
 				Client: &http.Client{Transport: tr}})

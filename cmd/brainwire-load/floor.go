@@ -11,7 +11,7 @@ import (
 
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/profiles"
 )
 
@@ -39,7 +39,7 @@ func serveFloor(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("%s: unexpected arguments: %v", load.FloorCommand, fs.Args())
 	}
 	h, err := floor.New(floor.Config{Upstream: *upstream, Face: *face, Key: *key, Token: *token,
-		Client: &http.Client{Transport: app.Upstream{H2C: *h2c}.Transport()}})
+		Client: &http.Client{Transport: agenthttp.Upstream{H2C: *h2c}.Transport()}})
 	if err != nil {
 		return err
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/instructions"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // The agent APIs brainwire speaks.
@@ -276,29 +276,29 @@ func endpointProvider(baseURL string) string {
 	return responses.ProviderOpenAI
 }
 
-// opener returns the agent provider's opener (app.Config.Agent).
+// opener returns the agent provider's opener (wiring.Config.Agent).
 func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	if a.API == apiADK {
-		return app.ADK(a.ADK.BaseURL, a.ADK.App, adkAuth(a.ADK.AuthHeader)), nil
+		return wiring.ADK(a.ADK.BaseURL, a.ADK.App, adkAuth(a.ADK.AuthHeader)), nil
 	}
 	if a.API == apiThreads {
 		auth, err := foundryAuth(a.Token, cred)
 		if err != nil {
 			return nil, err
 		}
-		return app.Foundry(a.Project, a.AgentID, a.APIVersion, auth), nil
+		return wiring.Foundry(a.Project, a.AgentID, a.APIVersion, auth), nil
 	}
 	if a.Project == "" {
 		// Another Responses API endpoint, with its API key.
 		key, header := a.APIKey, a.APIKeyHeader
 		auth := func(next http.RoundTripper) http.RoundTripper { return responses.NewAPIKeyTransport(key, header, next) }
-		return app.Responses(a.BaseURL, "", a.Responses.Agent, auth, a.Responses.options()...), nil
+		return wiring.Responses(a.BaseURL, "", a.Responses.Agent, auth, a.Responses.options()...), nil
 	}
 	auth, err := foundryAuth(a.Token, cred)
 	if err != nil {
 		return nil, err
 	}
-	return app.Responses(a.BaseURL, a.Project, a.Responses.Agent, auth, a.Responses.options()...), nil
+	return wiring.Responses(a.BaseURL, a.Project, a.Responses.Agent, auth, a.Responses.options()...), nil
 }
 
 // telemetry describes the agent for the GenAI attributes.
@@ -381,7 +381,7 @@ func orDefault(s, def string) string {
 	return def
 }
 
-// openAgent returns the agent provider's opener (app.Config.Agent): the
+// openAgent returns the agent provider's opener (wiring.Config.Agent): the
 // configured service, or the offline simulator on loopback.
 func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	a := cfg.Agent

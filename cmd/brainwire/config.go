@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -17,23 +17,19 @@ import (
 // config is everything `serve` reads from the environment, and the
 // built-in simulator its flags set.
 type config struct {
-	Addr         string
-	Keys         server.Keys
+	Addr string
+	// Server is the capture server's settings: Keys (BRAINWIRE_API_KEYS),
+	// RunTimeout, AgentRefresh (how often serve asks the agent service
+	// which agent version it runs), MaxUploads, UploadTimeout and H2C
+	// (HTTP/2 without TLS beside HTTP/1.1). serve adds the backends.
+	Server       server.Config
 	GeneratedKey string // set when no keys were configured
 	DataDir      string
-	RunTimeout   time.Duration
-	// AgentRefresh is how often serve asks the agent service which agent
-	// version it runs.
-	AgentRefresh  time.Duration
-	MaxUploads    int
-	UploadTimeout time.Duration
-	// H2C accepts HTTP/2 without TLS beside HTTP/1.1 (BRAINWIRE_H2C).
-	H2C bool
 
 	// Agent is the agent captures run on (agent.go).
 	Agent agentConfig
 	// Upstream shapes the connections to it (upstream.go).
-	Upstream app.Upstream
+	Upstream agenthttp.Upstream
 	// Sim is the built-in simulator's configuration, when Agent is the
 	// simulator: the flags of serve, record and eval set it.
 	Sim simulator.Config
@@ -48,23 +44,23 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, badSetting("BRAINWIRE_ADDR", c.Addr, listenAddress)
 	}
 	var err error
-	if c.RunTimeout, err = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout); err != nil {
+	if c.Server.RunTimeout, err = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout); err != nil {
 		return c, err
 	}
-	if c.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
+	if c.Server.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
 		return c, err
 	}
-	if c.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
+	if c.Server.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
 		return c, err
 	}
-	if c.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads, 1); err != nil {
+	if c.Server.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads, 1); err != nil {
 		return c, err
 	}
-	if c.H2C, err = envBool(getenv, "BRAINWIRE_H2C", false); err != nil {
+	if c.Server.H2C, err = envBool(getenv, "BRAINWIRE_H2C", false); err != nil {
 		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
-		if c.Keys, err = server.ParseKeys(keys); err != nil {
+		if c.Server.Keys, err = server.ParseKeys(keys); err != nil {
 			return c, fmt.Errorf("BRAINWIRE_API_KEYS: %w", err)
 		}
 	} else {
@@ -73,7 +69,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("generating an api key: %w", err)
 		}
 		c.GeneratedKey = "bw_" + base64.RawURLEncoding.EncodeToString(b)
-		c.Keys = server.Keys{c.GeneratedKey: "default"}
+		c.Server.Keys = server.Keys{c.GeneratedKey: "default"}
 	}
 	if c.Agent, err = loadAgentConfig(getenv); err != nil {
 		return c, err

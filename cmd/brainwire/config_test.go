@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -19,13 +19,13 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.RunTimeout != 60*time.Second ||
-		c.Agent.APIVersion != "v1" || c.Agent.Sim != simResponses || c.MaxUploads != 8 || c.UploadTimeout != 2*time.Minute || c.H2C {
+	if c.Addr != "127.0.0.1:8000" || c.DataDir != "./data" || c.Server.RunTimeout != 60*time.Second ||
+		c.Agent.APIVersion != "v1" || c.Agent.Sim != simResponses || c.Server.MaxUploads != 8 || c.Server.UploadTimeout != 2*time.Minute || c.Server.H2C {
 		t.Fatalf("defaults %+v", c)
 	}
 	// No keys configured: one is generated and maps to the default user.
-	if !strings.HasPrefix(c.GeneratedKey, "bw_") || len(c.GeneratedKey) < 30 || c.Keys[c.GeneratedKey] != "default" || len(c.Keys) != 1 {
-		t.Fatalf("generated key %q, keys %v", c.GeneratedKey, c.Keys)
+	if !strings.HasPrefix(c.GeneratedKey, "bw_") || len(c.GeneratedKey) < 30 || c.Server.Keys[c.GeneratedKey] != "default" || len(c.Server.Keys) != 1 {
+		t.Fatalf("generated key %q, keys %v", c.GeneratedKey, c.Server.Keys)
 	}
 	other, _ := loadConfig(env(nil))
 	if other.GeneratedKey == c.GeneratedKey {
@@ -47,13 +47,13 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.GeneratedKey != "" || c.Keys["k-0123456789abcdef"] != "alice" || c.RunTimeout != 90*time.Second ||
+	if c.GeneratedKey != "" || c.Server.Keys["k-0123456789abcdef"] != "alice" || c.Server.RunTimeout != 90*time.Second ||
 		c.Agent.AgentID != "asst_1" || c.Agent.APIVersion != "2025-05-15-preview" ||
-		c.MaxUploads != 3 || c.UploadTimeout != 5*time.Minute || !c.H2C {
+		c.Server.MaxUploads != 3 || c.Server.UploadTimeout != 5*time.Minute || !c.Server.H2C {
 		t.Fatalf("config %+v", c)
 	}
 	c, err = loadConfig(env(map[string]string{"BRAINWIRE_AGENT_REFRESH": "30s"}))
-	if err != nil || c.AgentRefresh != 30*time.Second {
+	if err != nil || c.Server.AgentRefresh != 30*time.Second {
 		t.Fatalf("config %+v, %v", c, err)
 	}
 	if d, _ := envDuration(env(map[string]string{"X": "1m30s"}), "X", 0); d != 90*time.Second {
@@ -108,12 +108,12 @@ func TestLoadConfigUpstream(t *testing.T) {
 		maxConns  int
 	}{
 		// The built-in simulator speaks h2c; other services negotiate.
-		{nil, true, app.DefaultIdleConns, 0},
+		{nil, true, agenthttp.DefaultIdleConns, 0},
 		{map[string]string{"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64"}, false, 64, 0},
-		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, app.DefaultIdleConns, 0},
-		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, app.DefaultIdleConns, 0},
-		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "32"}, true, app.DefaultIdleConns, 32},
-		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, true, app.DefaultIdleConns, -1},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"}, false, agenthttp.DefaultIdleConns, 0},
+		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "BRAINWIRE_UPSTREAM_H2C": "1"}, true, agenthttp.DefaultIdleConns, 0},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "32"}, true, agenthttp.DefaultIdleConns, 32},
+		{map[string]string{"BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, true, agenthttp.DefaultIdleConns, -1},
 	} {
 		c, err := loadConfig(env(tc.env))
 		if err != nil || c.Upstream.H2C != tc.h2c || c.Upstream.IdleConns != tc.idleConns || c.Upstream.MaxConns != tc.maxConns {

@@ -16,10 +16,10 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const evalAbout = `
@@ -206,7 +206,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// evalTarget opens each pass's capture server with app.New, as serve does,
+// evalTarget opens each pass's capture server with wiring.New, as serve does,
 // but with a scratch SQLite store of its own: an evaluation never files
 // into the configured store. Offline, each pass also gets a simulator of
 // its own, its variation seeded apart from the other's: the passes run
@@ -234,18 +234,20 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 			return eval.Target{}, err
 		}
 		key := "eval-" + runID + "-key"
-		srv, err := app.New(app.Config{
-			Keys:         server.Keys{key: "eval"},
-			Agent:        agent,
-			Store:        store,
-			Telemetry:    tel.tel,
-			Observer:     obs,
-			Logger:       log,
-			AgentName:    agentName,
-			RunTimeout:   cfg.RunTimeout,
-			KeepAlive:    -1,
-			Instructions: instructions,
-			EvalRunID:    runID,
+		srv, err := wiring.New(wiring.Config{
+			Server: server.Config{
+				Keys:         server.Keys{key: "eval"},
+				Store:        store,
+				Observer:     obs,
+				Logger:       log,
+				AgentName:    agentName,
+				RunTimeout:   cfg.Server.RunTimeout,
+				KeepAlive:    -1,
+				Instructions: instructions,
+				EvalRunID:    runID,
+			},
+			Agent:     agent,
+			Telemetry: tel.tel,
 		})
 		if err != nil {
 			store.Close()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
@@ -68,7 +68,7 @@ func TestEvalComparesInstructions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provider, err := open(app.NewTransport())
+	provider, err := open(agenthttp.NewTransport())
 	if err != nil {
 		t.Fatal(err)
 	}

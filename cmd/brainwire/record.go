@@ -197,7 +197,7 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 		Secrets:    secretsFromEnv(getenv),
 		Upstream:   a.upstream(),
 		Logger:     log,
-		RunTimeout: cfg.RunTimeout,
+		RunTimeout: cfg.Server.RunTimeout,
 	}
 	if rc.Faults, err = f.faults(); err != nil {
 		return rc, nil, err

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/internal/logbuf"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const serveAbout = `
@@ -110,23 +110,17 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		return err
 	}
 	defer b.close()
-	srv, err := app.New(app.Config{
-		Keys:          cfg.Keys,
-		Agent:         b.agent,
-		Upstream:      cfg.Upstream,
-		Store:         b.store,
-		Blobs:         b.blobs,
-		Transcriber:   b.transcriber,
-		Telemetry:     tel.tel,
-		Recorder:      rec.recorder,
-		LogReasoning:  tel.logReasoning,
-		Logger:        log,
-		AgentName:     agentName,
-		AgentRefresh:  cfg.AgentRefresh,
-		RunTimeout:    cfg.RunTimeout,
-		MaxUploads:    cfg.MaxUploads,
-		UploadTimeout: cfg.UploadTimeout,
-		H2C:           cfg.H2C,
+	// The server's settings come from the environment, its parts from the
+	// backends.
+	cfg.Server.Store, cfg.Server.Blobs, cfg.Server.Transcriber = b.store, b.blobs, b.transcriber
+	cfg.Server.Logger, cfg.Server.AgentName = log, agentName
+	srv, err := wiring.New(wiring.Config{
+		Server:       cfg.Server,
+		Agent:        b.agent,
+		Upstream:     cfg.Upstream,
+		Telemetry:    tel.tel,
+		Recorder:     rec.recorder,
+		LogReasoning: tel.logReasoning,
 	})
 	if err != nil {
 		return err

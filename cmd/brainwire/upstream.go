@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 // loadUpstream reads how serve talks to the agent service:
@@ -13,13 +13,13 @@ import (
 //	BRAINWIRE_UPSTREAM_MAX_CONNS   connections dialled or pooled at once
 //	                               (default: 64 with h2c, else 1024;
 //	                               0: no bound)
-func loadUpstream(getenv func(string) string, agent agentConfig) (app.Upstream, error) {
-	u := app.Upstream{H2C: agent.Sim != ""}
+func loadUpstream(getenv func(string) string, agent agentConfig) (agenthttp.Upstream, error) {
+	u := agenthttp.Upstream{H2C: agent.Sim != ""}
 	var err error
 	if u.H2C, err = envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", u.H2C); err != nil {
 		return u, err
 	}
-	if u.IdleConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", app.DefaultIdleConns, 1); err != nil {
+	if u.IdleConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", agenthttp.DefaultIdleConns, 1); err != nil {
 		return u, err
 	}
 	if u.MaxConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_MAX_CONNS", 0, 0); err != nil {

@@ -1,6 +1,8 @@
 // Package agenthttp is the JSON over HTTP the agent provider clients
 // (foundry, responses, adk) speak: requests with JSON bodies, JSON
-// answers, event streams, and the service's errors.
+// answers, event streams, and the service's errors; and the transport
+// their calls go over (Upstream), which the program's wiring builds and
+// hands each client in its http.Client.
 package agenthttp
 
 import (

@@ -1,4 +1,4 @@
-package app
+package agenthttp
 
 import (
 	"net/http"

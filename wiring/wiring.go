@@ -1,19 +1,26 @@
-// Package app assembles brainwire from its parts. New is the one place
+// Package wiring is brainwire's composition root: New is the one place
 // where the capture server, the agent provider's HTTP stack, telemetry,
-// recording and the tools are wired together: `brainwire serve`,
-// `brainwire record` and the replay harness all call it, so what the
-// golden suite replays is the wiring production runs.
-package app
+// recording and the tools are put together. `brainwire serve`,
+// `brainwire record` and `brainwire eval` call it, and so does the replay
+// harness (package replay), so what the golden suite replays is the
+// wiring production runs.
+//
+// It is a package of its own, not part of cmd/brainwire's main, because
+// replay needs the same wiring and cannot import a main package; and it
+// is not under internal/, which holds leaf helpers that import nothing
+// above them. Nothing but cmd/, replay and tests imports it.
+package wiring
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
@@ -21,10 +28,19 @@ import (
 	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
-// Config is what a brainwire server is made of. Keys, Agent and Store are
-// required.
+// Config is what a brainwire server is made of: the capture server's own
+// configuration, and what New builds under and around it. Server.Keys,
+// Server.Store and Agent are required.
 type Config struct {
-	Keys server.Keys
+	// Server configures the capture server; zero values take its
+	// defaults. New fills in what it wires: Provider is Agent's (leave it
+	// nil), Store is wrapped in telemetry, and what is set of Observer,
+	// WrapTools and Middleware is joined to what New adds. Observer also
+	// watches every capture, after telemetry and the recorder; WrapTools
+	// wraps each capture's tools outside telemetry's spans; Middleware
+	// wraps the HTTP API outside telemetry's server span (so the handler
+	// it wraps has no Route method when telemetry is on).
+	Server server.Config
 	// Agent opens the agent provider over rt, the transport New built for
 	// the agent service: telemetry and recording sit in it. The provider
 	// adds its own authorization above rt, so that a recording holds what
@@ -34,53 +50,29 @@ type Config struct {
 	// else; Upstream.Transport() when nil.
 	Transport http.RoundTripper
 	// Upstream shapes the transport New makes when Transport is nil.
-	Upstream    Upstream
-	Store       brainwire.Store
-	Blobs       brainwire.BlobStore
-	Transcriber brainwire.Transcriber
+	Upstream agenthttp.Upstream
 
 	// Telemetry instruments the server, the agent calls, the tools and
 	// the store; nil (or one that records nothing) leaves them bare.
 	Telemetry *telemetry.Telemetry
 	// Recorder records captures into fixtures; nil records none.
 	Recorder *recorder.Recorder
-	// LogReasoning writes every reasoning chunk to Logger; off when
+	// LogReasoning writes every reasoning chunk to Server.Logger; off when
 	// content capture is off.
 	LogReasoning bool
-	// Observer also watches every capture.
-	Observer brainwire.Observer
-	// WrapTools wraps each capture's tools outside telemetry's spans.
-	WrapTools func(brainwire.ToolSet) brainwire.ToolSet
-	Logger    *slog.Logger
-
-	// Instructions, when set, replace the agent's instructions on every
-	// run, and EvalRunID marks every capture as part of that evaluation
-	// (`brainwire eval`).
-	Instructions string
-	EvalRunID    string
-
-	// AgentName, AgentRefresh, RunTimeout, KeepAlive, MaxAudioBytes,
-	// MaxUploads, UploadTimeout, H2C, NewID and Now are the server's
-	// (server.Config); zero values take its defaults.
-	AgentName     string
-	AgentRefresh  time.Duration
-	RunTimeout    time.Duration
-	KeepAlive     time.Duration
-	MaxAudioBytes int64
-	MaxUploads    int
-	UploadTimeout time.Duration
-	H2C           bool
-	NewID         func() string
-	Now           func() time.Time
 }
 
 // New wires a capture server from cfg.
 func New(cfg Config) (*server.Server, error) {
-	if cfg.Agent == nil || cfg.Store == nil {
-		return nil, fmt.Errorf("app: Agent and Store are required")
+	sc := cfg.Server
+	if cfg.Agent == nil || sc.Store == nil {
+		return nil, errors.New("wiring: Agent and Server.Store are required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if sc.Provider != nil {
+		return nil, errors.New("wiring: Server.Provider is opened by Agent; leave it nil")
+	}
+	if sc.Logger == nil {
+		sc.Logger = slog.New(slog.DiscardHandler)
 	}
 	rt := cfg.Transport
 	if rt == nil {
@@ -88,17 +80,16 @@ func New(cfg Config) (*server.Server, error) {
 	}
 	// Streams read to their end give their connection back (drain).
 	rt = drain.Transport(rt)
-	store := cfg.Store
 	var observers brainwire.Observers
 	var wrapTools func(brainwire.ToolSet) brainwire.ToolSet
 	var middleware func(http.Handler) http.Handler
 	if cfg.LogReasoning {
-		observers = append(observers, telemetry.LogObserver{Logger: cfg.Logger})
+		observers = append(observers, telemetry.LogObserver{Logger: sc.Logger})
 	}
 	if tel := cfg.Telemetry; tel != nil && tel.Enabled() {
 		// Under the recorder, so recorded requests carry no traceparent.
 		rt = tel.WrapTransport(rt)
-		store = tel.WrapStore(store)
+		sc.Store = tel.WrapStore(sc.Store)
 		observers = append(observers, tel)
 		wrapTools = tel.WrapTools
 		middleware = httpspan.Middleware(httpspan.Config{TracerProvider: tel.TracerProvider(), Propagator: tel.Propagator()})
@@ -107,45 +98,29 @@ func New(cfg Config) (*server.Server, error) {
 		rt = cfg.Recorder.Transport(rt)
 		observers = append(observers, cfg.Recorder)
 	}
-	if cfg.Observer != nil {
-		observers = append(observers, cfg.Observer)
+	if sc.Observer != nil {
+		observers = append(observers, sc.Observer)
 	}
-	if outer := cfg.WrapTools; outer != nil {
-		inner := wrapTools
-		wrapTools = func(set brainwire.ToolSet) brainwire.ToolSet {
-			if inner != nil {
-				set = inner(set)
-			}
-			return outer(set)
-		}
-	}
+	sc.Observer = observers
+	sc.WrapTools = around(wrapTools, sc.WrapTools)
+	sc.Middleware = around(middleware, sc.Middleware)
 	provider, err := cfg.Agent(rt)
 	if err != nil {
 		return nil, err
 	}
-	return server.New(server.Config{
-		Keys:          cfg.Keys,
-		Provider:      provider,
-		Store:         store,
-		Blobs:         cfg.Blobs,
-		Transcriber:   cfg.Transcriber,
-		Observer:      observers,
-		WrapTools:     wrapTools,
-		Middleware:    middleware,
-		Logger:        cfg.Logger,
-		AgentName:     cfg.AgentName,
-		Instructions:  cfg.Instructions,
-		EvalRunID:     cfg.EvalRunID,
-		AgentRefresh:  cfg.AgentRefresh,
-		RunTimeout:    cfg.RunTimeout,
-		KeepAlive:     cfg.KeepAlive,
-		MaxAudioBytes: cfg.MaxAudioBytes,
-		MaxUploads:    cfg.MaxUploads,
-		UploadTimeout: cfg.UploadTimeout,
-		H2C:           cfg.H2C,
-		NewID:         cfg.NewID,
-		Now:           cfg.Now,
-	})
+	sc.Provider = provider
+	return server.New(sc)
+}
+
+// around returns what applies inner, then outer; either may be nil.
+func around[T any](inner, outer func(T) T) func(T) T {
+	switch {
+	case outer == nil:
+		return inner
+	case inner == nil:
+		return outer
+	}
+	return func(v T) T { return outer(inner(v)) }
 }
 
 // Foundry returns the Agent of an Azure AI Foundry Agent Service project

@@ -1,4 +1,4 @@
-package app_test
+package wiring_test
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 const phoneKey = "phone-key-0123456789abcdef"
@@ -110,7 +110,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func network(evs []rt.Event) rt.Response { return rt.Stream(evs...).CRLF().Chunked(11) }
 
 // TestResponsesEndToEnd runs a typed capture the agent misunderstands, its
-// follow-up, and a voice capture through app.New's wiring against a
+// follow-up, and a voice capture through wiring.New's wiring against a
 // Responses API upstream speaking the published wire format, and checks
 // what the phone gets (capture-v2, as with the classic API), what is
 // filed, what the upstream was asked, and that every reasoning summary
@@ -165,19 +165,21 @@ func TestResponsesEndToEnd(t *testing.T) {
 	seen := &chunks{}
 	reads := &splitReads{next: up.Client().Transport}
 	agent := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
-	srv, err := app.New(app.Config{
-		Keys: server.Keys{phoneKey: "alice"},
-		Agent: app.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:        server.Keys{phoneKey: "alice"},
+			Store:       st,
+			Blobs:       blobs,
+			Transcriber: transcriber("Call my sister about the concert tickets"),
+			Observer:    seen,
+			KeepAlive:   -1,
+			NewID:       func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
+			Now:         func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
+		},
+		Agent: wiring.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("entra-token", next)
 		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry)),
-		Transport:   reads,
-		Store:       st,
-		Blobs:       blobs,
-		Transcriber: transcriber("Call my sister about the concert tickets"),
-		Observer:    seen,
-		KeepAlive:   -1,
-		NewID:       func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-		Now:         func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
+		Transport: reads,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,8 @@
-package app_test
+package wiring_test
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -18,18 +16,19 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/foundry"
-	"github.com/brainwire/brainwire/internal/app"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
 )
 
-// upstreamRounds runs rounds of n concurrent captures through app.New's
+// upstreamRounds runs rounds of n concurrent captures through wiring.New's
 // wiring with upstream's transport against the simulator served on a
 // real listener (HTTP/1.1 and h2c), and returns the simulator's traffic
 // counts after each round.
-func upstreamRounds(t *testing.T, upstream app.Upstream, rounds, n int) []simulator.Stats {
+func upstreamRounds(t *testing.T, upstream agenthttp.Upstream, rounds, n int) []simulator.Stats {
 	t.Helper()
 	sim := simulator.New(simulator.Config{ChunkDelay: 2 * time.Millisecond})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -56,15 +55,17 @@ func upstreamRounds(t *testing.T, upstream app.Upstream, rounds, n int) []simula
 		t.Fatal(err)
 	}
 	var ids atomic.Int64
-	srv, err := app.New(app.Config{
-		Keys: server.Keys{phoneKey: "alice"},
-		Agent: app.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:      server.Keys{phoneKey: "alice"},
+			Store:     st,
+			Blobs:     blobs,
+			KeepAlive: -1,
+			NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		},
+		Agent: wiring.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
-		Upstream:  upstream,
-		Store:     st,
-		Blobs:     blobs,
-		KeepAlive: -1,
-		NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
+		Upstream: upstream,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func upstreamRounds(t *testing.T, upstream app.Upstream, rounds, n int) []simula
 // up; that is the transport's, once.)
 func TestUpstreamH2CSharesConnections(t *testing.T) {
 	const n = 40
-	s := upstreamRounds(t, app.Upstream{H2C: true}, 3, n)
+	s := upstreamRounds(t, agenthttp.Upstream{H2C: true}, 3, n)
 	if s[2].HTTP2Requests != s[2].Requests || s[2].Requests < 3*2*n {
 		t.Fatalf("three rounds of %d captures over h2c: %+v; want every request over HTTP/2", n, s[2])
 	}
@@ -130,136 +131,16 @@ func TestUpstreamH2CSharesConnections(t *testing.T) {
 func TestUpstreamPoolKeepsAConnectionPerCaptureInFlight(t *testing.T) {
 	const n = 40
 	warm := func(s []simulator.Stats) int64 { return s[1].Connections - s[0].Connections }
-	pooled := upstreamRounds(t, app.Upstream{}, 2, n)
+	pooled := upstreamRounds(t, agenthttp.Upstream{}, 2, n)
 	if pooled[1].HTTP2Requests != 0 {
 		t.Fatalf("HTTP/2 to an http:// upstream without H2C: %+v", pooled[1])
 	}
 	if got := warm(pooled); got > n/10 {
 		t.Errorf("a warm round of %d captures opened %d connections (%+v)", n, got, pooled)
 	}
-	small := upstreamRounds(t, app.Upstream{IdleConns: 2}, 2, n)
+	small := upstreamRounds(t, agenthttp.Upstream{IdleConns: 2}, 2, n)
 	if got := warm(small); got < n/2 {
 		t.Errorf("with 2 idle connections a warm round of %d captures opened only %d: the test does not tell pooling apart", n, got)
 	}
 	t.Logf("connections opened by a warm round of %d captures: %d pooled, %d with 2 idle", n, warm(pooled), warm(small))
-}
-
-// A cold burst over HTTP/2 (h2c, or TLS as to Azure) dials a few
-// connections at a time, not one per call that comes while the first is
-// being set up: the calls wait, and share what is dialled. Unbounded,
-// every one of them dials.
-func TestUpstreamHTTP2ColdBurstDialsFew(t *testing.T) {
-	const n = 200 // fewer than the server's streams per connection
-	for _, tc := range []struct {
-		name  string
-		up    app.Upstream
-		tls   bool
-		bound int // 0: none
-	}{
-		{"h2c default", app.Upstream{H2C: true}, false, app.DefaultH2CConns},
-		{"h2c unbounded", app.Upstream{H2C: true, MaxConns: -1}, false, 0},
-		{"tls bounded", app.Upstream{MaxConns: 16}, true, 16},
-		{"tls unbounded", app.Upstream{MaxConns: -1}, true, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			most, dials := coldBurst(t, tc.up, tc.tls, n)
-			if tc.bound > 0 && (most > tc.bound || dials > 2*tc.bound) {
-				t.Errorf("a cold burst of %d calls dialled %d connections, %d at once; want at most %d at once", n, dials, most, tc.bound)
-			}
-			if tc.bound == 0 && most <= app.DefaultH2CConns {
-				t.Errorf("unbounded, a cold burst of %d calls dialled %d at once at most: the test does not tell the bound apart", n, most)
-			}
-			t.Logf("%d calls: %d dials, %d at once at most", n, dials, most)
-		})
-	}
-}
-
-// coldBurst sends n calls at once through up's transport to an HTTP/2
-// server (h2c, or over TLS) that answers each with its headers and holds
-// it open until all have them, each dial taking 50 ms; it returns the
-// most dials in flight at once and the dials in all.
-func coldBurst(t *testing.T, up app.Upstream, overTLS bool, n int) (most, dials int) {
-	t.Helper()
-	var answered sync.WaitGroup
-	answered.Add(n)
-	release := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		http.NewResponseController(w).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	tr := up.Transport()
-	defer tr.CloseIdleConnections()
-	if overTLS {
-		srv.EnableHTTP2 = true
-		srv.StartTLS()
-		certs := x509.NewCertPool()
-		certs.AddCert(srv.Certificate())
-		tr.TLSClientConfig = &tls.Config{RootCAs: certs}
-	} else {
-		srv.Config.Protocols = new(http.Protocols)
-		srv.Config.Protocols.SetHTTP1(true)
-		srv.Config.Protocols.SetUnencryptedHTTP2(true)
-		srv.Start()
-	}
-	defer srv.Close()
-
-	var mu sync.Mutex
-	inFlight := 0
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		inFlight++
-		dials++
-		most = max(most, inFlight)
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			inFlight--
-			mu.Unlock()
-		}()
-		select {
-		case <-time.After(50 * time.Millisecond): // a TLS handshake's time, say
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return dial(ctx, network, addr)
-	}
-
-	var calls sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		calls.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
-			if err != nil {
-				answered.Done()
-				errs <- err
-				return
-			}
-			resp, err := tr.RoundTrip(req)
-			answered.Done()
-			if err != nil {
-				errs <- err
-				return
-			}
-			<-release
-			resp.Body.Close()
-			if resp.ProtoMajor != 2 {
-				errs <- fmt.Errorf("answered over %s", resp.Proto)
-			}
-		})
-	}
-	answered.Wait()
-	close(release)
-	calls.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return most, dials
 }

@@ -1,10 +1,6 @@
 package foundry
 
-import (
-	"bytes"
-
-	"github.com/brainwire/brainwire/internal/jsonscan"
-)
+import "github.com/brainwire/brainwire/internal/jsonscan"
 
 // The thread.message.delta payload is the one upstream event that arrives
 // thousands of times per run, so it is read with internal/jsonscan
@@ -49,53 +45,65 @@ const (
 // compared as bytes and the variable parts (the id, the index, the text)
 // are validated, so an accepted payload is valid JSON with exactly one
 // text value. It reports false, having extracted nothing, for any other
-// layout, valid or not.
+// layout, valid or not. The scanner is called only for the two strings:
+// this runs once per delta, thousands of times a run, and each call into
+// the general walk costs more than the literal it would match.
 func (s *deltaScanner) fast() bool {
 	b, sc := s.b, &s.sc
+	if !hasAt(b, 0, fastHead) || !hasAt(b, len(fastHead), `"`) {
+		return false
+	}
 	sc.Reset(b)
-	i, ok := after(b, 0, fastHead)
-	if !ok {
+	sc.Seek(len(fastHead))
+	if _, _, err := sc.String(); err != nil { // the id
 		return false
 	}
-	sc.Seek(i)
-	if _, _, err := sc.String(); err != nil {
+	i := sc.Pos()
+	if !hasAt(b, i, fastObject) {
 		return false
 	}
-	if i, ok = after(b, sc.Pos(), fastObject); !ok {
+	if i = index(b, i+len(fastObject)); i < 0 || !hasAt(b, i, fastType) || !hasAt(b, i+len(fastType), `"`) {
 		return false
 	}
-	sc.Seek(i)
-	if c := sc.Peek(); c != '-' && (c < '0' || c > '9') || sc.Skip() != nil {
-		return false
-	}
-	if i, ok = after(b, sc.Pos(), fastType); !ok {
-		return false
-	}
-	sc.Seek(i)
+	sc.Seek(i + len(fastType))
 	raw, plain, err := sc.String()
 	if err != nil {
 		return false
 	}
-	i, ok = after(b, sc.Pos(), fastEnd)
-	if !ok {
-		if i, ok = after(b, sc.Pos(), fastAnnEnd); !ok {
+	switch i = sc.Pos(); {
+	case hasAt(b, i, fastEnd):
+		i += len(fastEnd)
+	case hasAt(b, i, fastAnnEnd):
+		i += len(fastAnnEnd)
+	default:
+		return false
+	}
+	for ; i < len(b); i++ { // trailing whitespace only
+		if c := b[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return false
 		}
-	}
-	sc.Seek(i)
-	if sc.End() != nil {
-		return false
 	}
 	s.out = append(s.out, s.text(raw, plain))
 	return true
 }
 
-// after reports whether b continues with lit at i, and the offset past it.
-func after(b []byte, i int, lit string) (int, bool) {
-	if !bytes.HasPrefix(b[i:], []byte(lit)) {
-		return i, false
+// hasAt reports whether b continues with lit at i.
+func hasAt(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// index returns the offset past the content part's index at i, a JSON
+// number without sign, fraction or exponent ("0" or no leading zero), or
+// -1 for anything else (which the general walk then reads).
+func index(b []byte, i int) int {
+	j := i
+	for j < len(b) && '0' <= b[j] && b[j] <= '9' {
+		j++
 	}
-	return i + len(lit), true
+	if j == i || b[i] == '0' && j-i > 1 {
+		return -1
+	}
+	return j
 }
 
 // text is a string's value as a new Go string.

@@ -4,32 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
-type lastError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
+// listObject is a page of a list operation.
 type listObject struct {
 	Object  string `json:"object"`
 	Data    any    `json:"data"`
 	FirstID string `json:"first_id"`
 	LastID  string `json:"last_id"`
 	HasMore bool   `json:"has_more"`
-}
-
-// jsonFloat encodes whole numbers with a decimal point (1.0), as the
-// service does for temperature and top_p.
-type jsonFloat float64
-
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	s := strconv.FormatFloat(float64(f), 'f', -1, 64)
-	if !bytes.ContainsAny([]byte(s), ".eE") {
-		s += ".0"
-	}
-	return []byte(s), nil
 }
 
 // marshalLine encodes v as one line of JSON without HTML escaping, so text

@@ -11,6 +11,15 @@ import (
 
 // The Responses face's other objects, field order as the API writes them.
 
+// listObject is a page of a list operation.
+type listObject struct {
+	Object  string `json:"object"`
+	Data    any    `json:"data"`
+	FirstID string `json:"first_id"`
+	LastID  string `json:"last_id"`
+	HasMore bool   `json:"has_more"`
+}
+
 type conversationObject struct {
 	ID        string          `json:"id"`
 	Object    string          `json:"object"`

@@ -191,7 +191,7 @@ func abandonedRuns(r foundrytest.Run, rest ...foundrytest.Event) []abandonedRun 
 			req:  brainwire.RunRequest{Message: "x", AdditionalInstructions: "Round 1."},
 			script: func(g *foundrytest.Gate) []foundrytest.Call {
 				return []foundrytest.Call{
-					foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_1"}, {Key: "object", Value: "thread"}})),
+					foundrytest.Expect("POST /threads", foundrytest.JSON(200, `{"id":"thread_1","object":"thread"}`)),
 					foundrytest.Expect("POST /threads/thread_1/runs",
 						foundrytest.Stream(append([]foundrytest.Event{r.Created(), r.InProgress()}, rest...)...).HeldBy(g)),
 				}

@@ -536,7 +536,7 @@ func TestRunExistingThread(t *testing.T) {
 func TestRunNewThreadWithInstructions(t *testing.T) {
 	r := foundrytest.NewRun("thread_new", "run_1")
 	srv := foundrytest.NewServer(t,
-		foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_new"}, {Key: "object", Value: "thread"}})),
+		foundrytest.Expect("POST /threads", foundrytest.JSON(200, `{"id":"thread_new","object":"thread"}`)),
 		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r.Created(), r.Completed(foundrytest.Usage{}), foundrytest.Done())),
 	)
 	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "hello", AdditionalInstructions: "Be brief."}, nil))
@@ -598,7 +598,7 @@ func TestRunInstructionsOverride(t *testing.T) {
 	srv := foundrytest.NewServer(t,
 		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r1.Created(), r1.Completed(foundrytest.Usage{}), foundrytest.Done())),
 		foundrytest.Expect("POST /threads/thread_old/runs", foundrytest.Stream(r2.Created(), r2.Completed(foundrytest.Usage{}), foundrytest.Done())),
-		foundrytest.Expect("POST /threads", foundrytest.JSON(200, foundrytest.Object{{Key: "id", Value: "thread_new"}, {Key: "object", Value: "thread"}})),
+		foundrytest.Expect("POST /threads", foundrytest.JSON(200, `{"id":"thread_new","object":"thread"}`)),
 		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r3.Created(), r3.Completed(foundrytest.Usage{}), foundrytest.Done())),
 		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r1.Created(), r1.Completed(foundrytest.Usage{}), foundrytest.Done())),
 	)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // The ADK face's agent: the same keyword classifier and magic phrases as
@@ -46,7 +47,7 @@ func (s *Simulator) planADK(ss *adkSession, m adkMessage) []adkFrame {
 // from an abandoned run are dropped, as ADK prunes orphaned calls.
 func (p *adkPlan) start(text string) {
 	ss := p.ss
-	m := &message{text: text, obj: messageObject{Role: "user"}}
+	m := &message{text: text, obj: foundrywire.Message{Role: "user"}}
 	m.audioURL, _ = splitAudio(text)
 	if ss.context == 0 {
 		ss.context = 32 + tokens(p.s.cfg.Instructions) + tokens(string(defaultTools()))

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // Magic phrases: put one in the user message to drive a behaviour (see the
@@ -256,7 +257,7 @@ func (b *builder) add(event string, pace bool, apply func(now int64) any) {
 	b.t.frames = append(b.t.frames, frame{event: event, pace: pace, apply: apply})
 }
 
-func (b *builder) runEvent(event string, change func(o *runObject, now int64)) {
+func (b *builder) runEvent(event string, change func(o *foundrywire.Run, now int64)) {
 	b.add(event, false, func(now int64) any {
 		if change != nil {
 			change(&b.r.obj, now)
@@ -273,7 +274,7 @@ func (s *Simulator) planStart(th *thread, r *run, withThread bool) *turn {
 	}
 	b.runEvent("thread.run.created", nil)
 	b.runEvent("thread.run.queued", nil)
-	b.runEvent("thread.run.in_progress", func(o *runObject, now int64) {
+	b.runEvent("thread.run.in_progress", func(o *foundrywire.Run, now int64) {
 		o.Status = "in_progress"
 		o.StartedAt = ptr(now)
 	})
@@ -300,7 +301,7 @@ func (s *Simulator) planContinue(th *thread, r *run, outputs map[string]string) 
 	b.completeToolStep(r.toolStep, calls, r.stepUsage)
 	r.pending, r.toolStep = nil, nil
 	b.runEvent("thread.run.queued", nil)
-	b.runEvent("thread.run.in_progress", func(o *runObject, now int64) {
+	b.runEvent("thread.run.in_progress", func(o *foundrywire.Run, now int64) {
 		o.Status = "in_progress"
 		o.StartedAt = ptr(now)
 	})
@@ -424,7 +425,7 @@ func (b *builder) messageStep(chunks []string) {
 	prompt, completion := r.context, tokens(text)
 	r.context += completion
 	st := b.newStep("message_creation")
-	msg := &message{obj: messageObject{
+	msg := &message{obj: foundrywire.Message{
 		ID:          s.cfg.NewID("msg"),
 		Object:      "thread.message",
 		AssistantID: ptr(r.obj.AssistantID),
@@ -432,11 +433,11 @@ func (b *builder) messageStep(chunks []string) {
 		RunID:       ptr(r.obj.ID),
 		Status:      "in_progress",
 		Role:        "assistant",
-		Content:     []contentPart{},
+		Content:     []foundrywire.ContentPart{},
 		Attachments: []json.RawMessage{},
 		Metadata:    json.RawMessage(`{}`),
 	}}
-	st.StepDetails = stepDetails{Type: "message_creation", MessageCreation: &messageCreation{MessageID: msg.obj.ID}}
+	st.StepDetails = foundrywire.StepDetails{Type: "message_creation", MessageCreation: &foundrywire.MessageCreation{MessageID: msg.obj.ID}}
 
 	b.add("thread.run.step.created", false, func(now int64) any {
 		st.CreatedAt = now
@@ -450,33 +451,28 @@ func (b *builder) messageStep(chunks []string) {
 	})
 	b.add("thread.message.in_progress", false, func(int64) any { return msg.obj })
 	for i, c := range chunks {
-		d := messageDelta{ID: msg.obj.ID, Object: "thread.message.delta", Delta: messageDeltaDetail{
-			Content: []deltaContent{{Index: 0, Type: "text", Text: deltaText{Value: c}}},
-		}}
-		if i == 0 {
-			d.Delta.Content[0].Text.Annotations = &[]json.RawMessage{}
-		}
+		d := foundrywire.TextDelta(msg.obj.ID, c, i == 0)
 		b.add("thread.message.delta", true, func(int64) any { return d })
 	}
 	b.add("thread.message.completed", false, func(now int64) any {
 		msg.obj.Status = "completed"
 		msg.obj.CompletedAt = ptr(now)
-		msg.obj.Content = []contentPart{{Type: "text", Text: contentText{Value: text, Annotations: []json.RawMessage{}}}}
+		msg.obj.Content = foundrywire.TextContent(text)
 		s.setMessageText(th, msg, text)
 		return msg.obj
 	})
-	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	u := foundrywire.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	b.add("thread.run.step.completed", false, func(now int64) any {
 		st.Status = "completed"
 		st.CompletedAt = ptr(now)
 		st.Usage = ptr(u)
-		r.usage = r.usage.add(u)
+		r.usage = r.usage.Add(u)
 		return *st
 	})
 }
 
-func (b *builder) newStep(kind string) *stepObject {
-	st := &stepObject{
+func (b *builder) newStep(kind string) *foundrywire.Step {
+	st := &foundrywire.Step{
 		ID:          b.s.cfg.NewID("step"),
 		Object:      "thread.run.step",
 		RunID:       b.r.obj.ID,
@@ -496,12 +492,12 @@ func (b *builder) newStep(kind string) *stepObject {
 func (b *builder) toolStep(calls []*toolCall, st stage) {
 	r := b.r
 	step := b.newStep("tool_calls")
-	step.StepDetails = stepDetails{Type: "tool_calls", ToolCalls: &[]stepToolCall{}}
+	step.StepDetails = foundrywire.StepDetails{Type: "tool_calls", ToolCalls: &[]foundrywire.StepToolCall{}}
 	var completion int64
 	for _, c := range calls {
 		completion += tokens(c.name + c.arguments)
 	}
-	r.stepUsage = usage{PromptTokens: r.context, CompletionTokens: completion, TotalTokens: r.context + completion}
+	r.stepUsage = foundrywire.Usage{PromptTokens: r.context, CompletionTokens: completion, TotalTokens: r.context + completion}
 	r.context += completion
 	r.pending, r.toolStep, r.stage = calls, step, st
 
@@ -512,54 +508,47 @@ func (b *builder) toolStep(calls []*toolCall, st stage) {
 	b.add("thread.run.step.in_progress", false, func(int64) any { return *step })
 	for i, c := range calls {
 		b.add("thread.run.step.delta", false, func(int64) any {
-			return toolDelta(step.ID, deltaToolCall{Index: i, ID: c.id, Type: "function",
-				Function: deltaFunction{Name: c.name, Arguments: "", Output: json.RawMessage("null")}})
+			return foundrywire.ToolDelta(step.ID, foundrywire.CallStart(i, c.id, c.name))
 		})
 		for _, frag := range splitArgs(c.arguments) {
 			b.add("thread.run.step.delta", false, func(int64) any {
-				return toolDelta(step.ID, deltaToolCall{Index: i, Type: "function", Function: deltaFunction{Arguments: frag}})
+				return foundrywire.ToolDelta(step.ID, foundrywire.CallArguments(i, frag))
 			})
 		}
 	}
 }
 
-func toolDelta(stepID string, c deltaToolCall) stepDelta {
-	return stepDelta{ID: stepID, Object: "thread.run.step.delta", Delta: stepDeltaDetail{
-		StepDetails: deltaStepDetails{Type: "tool_calls", ToolCalls: []deltaToolCall{c}},
-	}}
-}
-
-func (b *builder) completeToolStep(step *stepObject, calls []*toolCall, u usage) {
+func (b *builder) completeToolStep(step *foundrywire.Step, calls []*toolCall, u foundrywire.Usage) {
 	r := b.r
 	b.add("thread.run.step.completed", false, func(now int64) any {
-		done := make([]stepToolCall, len(calls))
+		done := make([]foundrywire.StepToolCall, len(calls))
 		for i, c := range calls {
-			done[i] = stepToolCall{ID: c.id, Type: "function",
-				Function: stepFunction{Name: c.name, Arguments: c.arguments, Output: ptr(c.output)}}
+			done[i] = foundrywire.StepToolCall{ID: c.id, Type: "function",
+				Function: foundrywire.StepFunction{Name: c.name, Arguments: c.arguments, Output: ptr(c.output)}}
 		}
 		step.StepDetails.ToolCalls = &done
 		step.Status = "completed"
 		step.CompletedAt = ptr(now)
 		step.Usage = ptr(u)
-		r.usage = r.usage.add(u)
+		r.usage = r.usage.Add(u)
 		return *step
 	})
 }
 
 func (b *builder) requiresAction() {
-	calls := make([]requiredCall, len(b.r.pending))
+	calls := make([]foundrywire.RequiredCall, len(b.r.pending))
 	for i, c := range b.r.pending {
-		calls[i] = requiredCall{ID: c.id, Type: "function", Function: functionCall{Name: c.name, Arguments: c.arguments}}
+		calls[i] = foundrywire.RequiredCall{ID: c.id, Type: "function", Function: foundrywire.FunctionCall{Name: c.name, Arguments: c.arguments}}
 	}
-	b.runEvent("thread.run.requires_action", func(o *runObject, _ int64) {
+	b.runEvent("thread.run.requires_action", func(o *foundrywire.Run, _ int64) {
 		o.Status = "requires_action"
-		o.RequiredAction = &requiredAction{Type: "submit_tool_outputs", SubmitToolOutputs: submitToolOutputs{ToolCalls: calls}}
+		o.RequiredAction = &foundrywire.RequiredAction{Type: "submit_tool_outputs", SubmitToolOutputs: foundrywire.SubmitToolOutputs{ToolCalls: calls}}
 	})
 	b.t.done = true
 }
 
 func (b *builder) complete() {
-	b.runEvent("thread.run.completed", func(o *runObject, now int64) {
+	b.runEvent("thread.run.completed", func(o *foundrywire.Run, now int64) {
 		o.Status = "completed"
 		o.CompletedAt = ptr(now)
 		o.ExpiresAt = nil
@@ -570,14 +559,14 @@ func (b *builder) complete() {
 }
 
 func (b *builder) fail(code, msg string) {
-	b.runEvent("thread.run.failed", func(o *runObject, now int64) { failRun(o, now, code, msg) })
+	b.runEvent("thread.run.failed", func(o *foundrywire.Run, now int64) { failRun(o, now, code, msg) })
 	b.t.done = true
 }
 
 // errorEvent sends an in-stream error and ends the stream without done; the
 // run is left failed so the thread can take new runs.
 func (b *builder) errorEvent(msg string) {
-	b.add("error", false, func(int64) any { return errorEvent{Code: "server_error", Message: msg} })
+	b.add("error", false, func(int64) any { return foundrywire.ErrorEvent{Code: "server_error", Message: msg} })
 	b.add("", false, func(now int64) any {
 		failRun(&b.r.obj, now, "server_error", msg)
 		return nil
@@ -585,16 +574,16 @@ func (b *builder) errorEvent(msg string) {
 	b.t.done = false
 }
 
-func failRun(o *runObject, now int64, code, msg string) {
+func failRun(o *foundrywire.Run, now int64, code, msg string) {
 	o.Status = "failed"
 	o.FailedAt = ptr(now)
 	o.ExpiresAt = nil
 	o.RequiredAction = nil
-	o.LastError = &lastError{Code: code, Message: msg}
+	o.LastError = &foundrywire.LastError{Code: code, Message: msg}
 }
 
 // cancelRun moves a run to cancelled.
-func cancelRun(o *runObject, now int64) {
+func cancelRun(o *foundrywire.Run, now int64) {
 	o.Status = "cancelled"
 	o.CancelledAt = ptr(now)
 	o.ExpiresAt = nil

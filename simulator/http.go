@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // httpError is a non-2xx answer in the service's error shape.
@@ -123,7 +124,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if !errors.As(err, &he) {
 		he = &httpError{status: http.StatusInternalServerError, code: "server_error", message: "internal simulator error"}
 	}
-	body := errorBody{Error: apiError{Code: he.code, Message: he.message, Type: "invalid_request_error"}}
+	body := foundrywire.ErrorBody{Error: foundrywire.APIError{Code: he.code, Message: he.message, Type: "invalid_request_error"}}
 	if he.status >= 500 {
 		body.Error.Type = "server_error"
 	}
@@ -216,11 +217,11 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		out = append(out, &message{
 			text:     text,
 			audioURL: url,
-			obj: messageObject{
+			obj: foundrywire.Message{
 				Object:      "thread.message",
 				Status:      "completed",
 				Role:        m.Role,
-				Content:     []contentPart{{Type: "text", Text: contentText{Value: text, Annotations: []json.RawMessage{}}}},
+				Content:     []foundrywire.ContentPart{{Type: "text", Text: foundrywire.ContentText{Value: text, Annotations: []json.RawMessage{}}}},
 				Attachments: []json.RawMessage{},
 				Metadata:    orDefault(m.Metadata, `{}`),
 			},
@@ -364,7 +365,7 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 		parallel = *req.ParallelToolCalls
 	}
 	r := &run{
-		obj: runObject{
+		obj: foundrywire.Run{
 			ID:                  s.cfg.NewID("run"),
 			Object:              "thread.run",
 			CreatedAt:           now,
@@ -377,8 +378,8 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 			Tools:               spec.tools,
 			ToolResources:       orDefault(req.ToolResources, `{}`),
 			Metadata:            orDefault(req.Metadata, `{}`),
-			Temperature:         jsonFloat(temperature),
-			TopP:                jsonFloat(topP),
+			Temperature:         foundrywire.Float(temperature),
+			TopP:                foundrywire.Float(topP),
 			MaxCompletionTokens: req.MaxCompletionTokens,
 			MaxPromptTokens:     req.MaxPromptTokens,
 			TruncationStrategy:  orDefault(req.TruncationStrategy, `{"type":"auto","last_messages":null}`),
@@ -428,7 +429,7 @@ func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request) error
 func (s *Simulator) getThread(w http.ResponseWriter, id string) error {
 	s.mu.Lock()
 	th, ok := s.thread(id)
-	var obj threadObject
+	var obj foundrywire.Thread
 	if ok {
 		obj = th.obj
 	}
@@ -499,7 +500,7 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, threadID
 // launch readies a planned turn; the caller holds s.mu. A streamed turn
 // becomes the run's active one, for cancel to find; any other runs to its
 // end at once. It returns the run as it stood at launch.
-func (s *Simulator) launch(t *turn, stream bool) runObject {
+func (s *Simulator) launch(t *turn, stream bool) foundrywire.Run {
 	snapshot := t.run.obj
 	if stream {
 		t.run.active = t
@@ -510,7 +511,7 @@ func (s *Simulator) launch(t *turn, stream bool) runObject {
 }
 
 // answer streams a launched turn, or answers the run as it was at launch.
-func (s *Simulator) answer(w http.ResponseWriter, req *http.Request, t *turn, stream bool, snapshot runObject) error {
+func (s *Simulator) answer(w http.ResponseWriter, req *http.Request, t *turn, stream bool, snapshot foundrywire.Run) error {
 	if !stream {
 		return writeJSON(w, http.StatusOK, snapshot)
 	}
@@ -568,7 +569,7 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threa
 		s.mu.Unlock()
 		return notFound("thread", threadID)
 	}
-	all := make([]messageObject, 0, len(th.messages))
+	all := make([]foundrywire.Message, 0, len(th.messages))
 	for _, m := range th.messages {
 		if runID == "" || (m.obj.RunID != nil && *m.obj.RunID == runID) {
 			all = append(all, m.obj)
@@ -590,7 +591,7 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threa
 		}
 	}
 	page := all[:min(limit, len(all))]
-	list := listObject{Object: "list", Data: page, HasMore: len(all) > len(page)}
+	list := foundrywire.List{Object: "list", Data: page, HasMore: len(all) > len(page)}
 	if len(page) > 0 {
 		list.FirstID, list.LastID = page[0].ID, page[len(page)-1].ID
 	}
@@ -604,14 +605,14 @@ func (s *Simulator) listRuns(w http.ResponseWriter, threadID string) error {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
 	}
-	runs := make([]runObject, 0, len(th.runOrder))
+	runs := make([]foundrywire.Run, 0, len(th.runOrder))
 	for i := len(th.runOrder) - 1; i >= 0; i-- {
 		if r := th.runs[th.runOrder[i]]; r != nil {
 			runs = append(runs, r.obj)
 		}
 	}
 	s.mu.Unlock()
-	list := listObject{Object: "list", Data: runs}
+	list := foundrywire.List{Object: "list", Data: runs}
 	if len(runs) > 0 {
 		list.FirstID, list.LastID = runs[0].ID, runs[len(runs)-1].ID
 	}
@@ -634,7 +635,7 @@ func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
 func (s *Simulator) getRun(w http.ResponseWriter, threadID, runID string) error {
 	s.mu.Lock()
 	_, r, err := s.lookupRun(threadID, runID)
-	var obj runObject
+	var obj foundrywire.Run
 	if err == nil {
 		obj = r.obj
 	}
@@ -738,7 +739,7 @@ func (s *Simulator) cancel(w http.ResponseWriter, threadID, runID string) error 
 		s.mu.Unlock()
 		return badRequest("", "Cannot cancel run with status '%s'.", r.obj.Status)
 	}
-	var snapshot runObject
+	var snapshot foundrywire.Run
 	switch t := r.active; {
 	case r.obj.Status == "cancelling":
 		snapshot = r.obj
@@ -763,7 +764,7 @@ func (s *Simulator) getAssistant(w http.ResponseWriter, id string) error {
 	}
 	var tools []json.RawMessage
 	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
-	return writeJSON(w, http.StatusOK, assistantObject{
+	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
 		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
 		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
 		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // The Responses API face: the current Foundry Agent Service API (and Azure
@@ -96,7 +97,7 @@ type conversation struct {
 
 // storedResponse is a response and what the agent knew when it ended.
 type storedResponse struct {
-	obj     responseObject
+	obj     responseswire.Response
 	session *session  // the session after it, for responses chained to it
 	run     runMemory // the agent's memory of the run, for continuations
 	pending []*toolCall
@@ -295,7 +296,7 @@ func (s *Simulator) agentVersion() agentVersionObject {
 		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
 		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
 		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
-			Reasoning: &reasoningObject{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
+			Reasoning: &responseswire.Reasoning{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
 	}
 }
 
@@ -375,7 +376,7 @@ func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
 	st := s.responses
 	st.mu.Lock()
 	r, ok := st.response(id)
-	var obj responseObject
+	var obj responseswire.Response
 	if ok {
 		obj = r.obj
 	}
@@ -399,13 +400,13 @@ func (s *Simulator) cancelResponse(id string) error {
 
 // responseRequest is the body of POST /responses.
 type responseRequest struct {
-	Model             string          `json:"model"`
-	AgentReference    *agentRef       `json:"agent_reference"`
-	Instructions      *string         `json:"instructions"`
-	Input             json.RawMessage `json:"input"`
-	Tools             json.RawMessage `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	Model             string                        `json:"model"`
+	AgentReference    *responseswire.AgentReference `json:"agent_reference"`
+	Instructions      *string                       `json:"instructions"`
+	Input             json.RawMessage               `json:"input"`
+	Tools             json.RawMessage               `json:"tools"`
+	ToolChoice        json.RawMessage               `json:"tool_choice"`
+	ParallelToolCalls *bool                         `json:"parallel_tool_calls"`
 	Reasoning         *struct {
 		Effort  *string `json:"effort"`
 		Summary *string `json:"summary"`
@@ -419,12 +420,6 @@ type responseRequest struct {
 	Temperature        *float64        `json:"temperature"`
 	TopP               *float64        `json:"top_p"`
 	MaxOutputTokens    *int64          `json:"max_output_tokens"`
-}
-
-type agentRef struct {
-	Type    string `json:"type"`
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
 }
 
 // inputKind is what an input item is.
@@ -737,12 +732,12 @@ func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error
 
 	store := body.Store == nil || *body.Store
 	parallel := body.ParallelToolCalls == nil || *body.ParallelToolCalls
-	r := &storedResponse{obj: responseObject{
+	r := &storedResponse{obj: responseswire.Response{
 		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
 		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
-		PreviousResponseID: orNull(prevID), Reasoning: reasoningObject{Effort: "medium", Summary: orNullPtr(summary)},
-		Store: store, Temperature: jsonFloat(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
-		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: jsonFloat(1), Truncation: "disabled",
+		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNullPtr(summary)},
+		Store: store, Temperature: responseswire.Float(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
+		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: responseswire.Float(1), Truncation: "disabled",
 		Metadata: orDefault(body.Metadata, `{}`),
 	}}
 	if body.Reasoning != nil && body.Reasoning.Effort != nil {
@@ -750,10 +745,10 @@ func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error
 	}
 	if agent != nil {
 		r.obj.Reasoning.Effort = "low"
-		r.obj.AgentReference = &agentRef{Type: "agent_reference", Name: agent.Name, Version: DefaultAgentVersion}
+		r.obj.AgentReference = &responseswire.AgentReference{Type: "agent_reference", Name: agent.Name, Version: DefaultAgentVersion}
 	}
 	if conv != nil {
-		r.obj.Conversation = &conversationRef{ID: conv.obj.ID}
+		r.obj.Conversation = &responseswire.ConversationRef{ID: conv.obj.ID}
 		conv.active = true
 	}
 	t := &responseTurn{resp: r, conv: conv, prev: prev, store: store}

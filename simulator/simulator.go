@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // Defaults used when the matching Config field is zero.
@@ -160,7 +162,7 @@ func (s *Simulator) Serve(ctx context.Context, ln net.Listener) error {
 
 // thread is one conversation. Guarded by Simulator.mu.
 type thread struct {
-	obj      threadObject
+	obj      foundrywire.Thread
 	messages []*message
 	runs     map[string]*run
 	runOrder []string // oldest first
@@ -170,7 +172,7 @@ type thread struct {
 
 // message is a thread message plus what the agent learned about it.
 type message struct {
-	obj        messageObject
+	obj        foundrywire.Message
 	text       string
 	audioURL   string // from an "audio: <url>" line
 	transcript *string
@@ -178,22 +180,22 @@ type message struct {
 
 // run is one run plus the agent's memory of it. Guarded by Simulator.mu.
 type run struct {
-	obj       runObject
+	obj       foundrywire.Run
 	toolNames map[string]bool
 	magic     magic
 	noTools   bool        // tool_choice "none"
 	classify  *classifier // the run's instructions' rules applied
 
-	stage     stage       // what the pending calls are for
-	pending   []*toolCall // calls awaiting outputs
-	toolStep  *stepObject // the step the pending calls belong to
-	audio     *message    // message whose audio is being transcribed
+	stage     stage             // what the pending calls are for
+	pending   []*toolCall       // calls awaiting outputs
+	toolStep  *foundrywire.Step // the step the pending calls belong to
+	audio     *message          // message whose audio is being transcribed
 	retried   bool
-	longDone  bool  // #long:N has shaped the first message
-	stepUsage usage // the pending tool step's usage, reported when it completes
-	context   int64 // tokens the agent has read or written so far
-	usage     usage // sum over completed steps
-	active    *turn // the turn a stream is delivering, if any
+	longDone  bool              // #long:N has shaped the first message
+	stepUsage foundrywire.Usage // the pending tool step's usage, reported when it completes
+	context   int64             // tokens the agent has read or written so far
+	usage     foundrywire.Usage // sum over completed steps
+	active    *turn             // the turn a stream is delivering, if any
 }
 
 func (r *run) activeStatus() bool {
@@ -209,7 +211,7 @@ func (r *run) offers(tool string) bool { return !r.noTools && r.toolNames[tool] 
 // newThread registers a thread; the caller holds s.mu.
 func (s *Simulator) newThread(metadata json.RawMessage) *thread {
 	th := &thread{
-		obj: threadObject{
+		obj: foundrywire.Thread{
 			ID:            s.cfg.NewID("thread"),
 			Object:        "thread",
 			CreatedAt:     s.now(),

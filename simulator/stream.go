@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // sseEvent is one frame ready to write.
@@ -49,7 +51,7 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 		var data []byte
 		var err error
 		if f.event != "" {
-			data, err = marshalLine(payload)
+			data, err = foundrywire.Marshal(payload)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -109,12 +111,12 @@ func (s *Simulator) finishCancel(t *turn) []sseEvent {
 	r := t.run
 	var out []sseEvent
 	r.obj.Status = "cancelling"
-	if b, err := marshalLine(r.obj); err == nil {
+	if b, err := foundrywire.Marshal(r.obj); err == nil {
 		out = append(out, sseEvent{"thread.run.cancelling", b})
 	}
 	cancelRun(&r.obj, s.now())
 	r.pending, r.toolStep = nil, nil
-	if b, err := marshalLine(r.obj); err == nil {
+	if b, err := foundrywire.Marshal(r.obj); err == nil {
 		out = append(out, sseEvent{"thread.run.cancelled", b})
 	}
 	s.release(t)
@@ -128,10 +130,10 @@ func (s *Simulator) release(t *turn) {
 	}
 }
 
-func doneFrame() sseEvent { return sseEvent{"done", []byte("[DONE]")} }
+func doneFrame() sseEvent { return sseEvent{foundrywire.DoneEvent, []byte(foundrywire.DoneData)} }
 
 func errorFrame(err error) sseEvent {
-	b, _ := marshalLine(errorEvent{Code: "server_error", Message: err.Error()}) // two strings always encode
+	b, _ := foundrywire.Marshal(foundrywire.ErrorEvent{Code: "server_error", Message: err.Error()}) // two strings always encode
 	return sseEvent{"error", b}
 }
 
@@ -144,12 +146,7 @@ func writeAll(w io.Writer, rc *http.ResponseController, events []sseEvent) {
 }
 
 func writeEvent(w io.Writer, rc *http.ResponseController, e sseEvent) error {
-	buf := make([]byte, 0, len(e.name)+len(e.data)+16)
-	buf = append(buf, "event: "...)
-	buf = append(buf, e.name...)
-	buf = append(buf, "\ndata: "...)
-	buf = append(buf, e.data...)
-	buf = append(buf, "\n\n"...)
+	buf := foundrywire.AppendFrame(make([]byte, 0, len(e.name)+len(e.data)+16), e.name, e.data)
 	if _, err := w.Write(buf); err != nil {
 		return fmt.Errorf("write event %s: %w", e.name, err)
 	}

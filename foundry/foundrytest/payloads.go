@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 // CreatedAt is the creation time stamped on built objects (that of the
@@ -41,13 +43,13 @@ type ToolCall struct {
 
 // FileCaptureCall returns a file_capture call with realistic arguments.
 func FileCaptureCall(id, text, bucket string, confidence float64, status string) ToolCall {
-	args := Object{
-		{"text", text},
-		{"bucket", bucket},
-		{"confidence", confidence},
-		{"status", status},
-		{"title", title(text)},
-	}
+	args := struct {
+		Text       string  `json:"text"`
+		Bucket     string  `json:"bucket"`
+		Confidence float64 `json:"confidence"`
+		Status     string  `json:"status"`
+		Title      string  `json:"title"`
+	}{text, bucket, confidence, status, title(text)}
 	return ToolCall{ID: id, Name: "file_capture", Arguments: Encode(args)}
 }
 
@@ -59,10 +61,6 @@ func title(text string) string {
 // Usage is a token count.
 type Usage struct {
 	Prompt, Completion, Total int64
-}
-
-func (u Usage) object() Object {
-	return Object{{"prompt_tokens", u.Prompt}, {"completion_tokens", u.Completion}, {"total_tokens", u.Total}}
 }
 
 // Run builds the objects and events of one run.
@@ -93,82 +91,81 @@ func NewRun(threadID, runID string) Run {
 type runState struct {
 	status    string
 	calls     []ToolCall
-	lastError *Object
+	lastError *foundrywire.LastError
 	usage     *Usage
 }
 
 // Object returns the run object in status.
-func (r Run) Object(status string) Object {
+func (r Run) Object(status string) foundrywire.Run {
 	return r.object(runState{status: status})
 }
 
-func (r Run) object(st runState) Object {
-	var started, cancelled, failed, completed any
+func (r Run) at(offset int64) *int64 {
+	t := r.CreatedAt + offset
+	return &t
+}
+
+// toolDef is a function tool as the run object echoes it.
+type toolDef struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+		Strict      bool            `json:"strict"`
+	} `json:"function"`
+}
+
+func (r Run) object(st runState) foundrywire.Run {
+	o := foundrywire.Run{
+		ID:                 r.ID,
+		Object:             "thread.run",
+		CreatedAt:          r.CreatedAt,
+		AssistantID:        r.AssistantID,
+		ThreadID:           r.ThreadID,
+		Status:             st.status,
+		ExpiresAt:          r.at(600),
+		LastError:          st.lastError,
+		Model:              r.Model,
+		Instructions:       r.Instructions,
+		Tools:              make([]json.RawMessage, len(r.Tools)),
+		ToolResources:      json.RawMessage(`{}`),
+		Metadata:           json.RawMessage(`{}`),
+		Temperature:        1,
+		TopP:               1,
+		TruncationStrategy: json.RawMessage(`{"type":"auto","last_messages":null}`),
+		ResponseFormat:     json.RawMessage(`"auto"`),
+		ToolChoice:         json.RawMessage(`"auto"`),
+		ParallelToolCalls:  true,
+	}
 	if st.status != "queued" {
-		started = r.CreatedAt + 1
+		o.StartedAt = r.at(1)
 	}
 	switch st.status {
 	case "cancelled":
-		cancelled = r.CreatedAt + 20
+		o.CancelledAt = r.at(20)
 	case "failed":
-		failed = r.CreatedAt + 20
+		o.FailedAt = r.at(20)
 	case "completed":
-		completed = r.CreatedAt + 20
+		o.CompletedAt = r.at(20)
 	}
-	var requiredAction any
 	if st.status == "requires_action" {
-		calls := make([]Object, len(st.calls))
+		calls := make([]foundrywire.RequiredCall, len(st.calls))
 		for i, c := range st.calls {
-			calls[i] = Object{{"id", c.ID}, {"type", "function"}, {"function", Object{{"name", c.Name}, {"arguments", c.Arguments}}}}
+			calls[i] = foundrywire.RequiredCall{ID: c.ID, Type: "function", Function: foundrywire.FunctionCall{Name: c.Name, Arguments: c.Arguments}}
 		}
-		requiredAction = Object{{"type", "submit_tool_outputs"}, {"submit_tool_outputs", Object{{"tool_calls", calls}}}}
-	}
-	var lastError, usage any
-	if st.lastError != nil {
-		lastError = *st.lastError
+		o.RequiredAction = &foundrywire.RequiredAction{Type: "submit_tool_outputs", SubmitToolOutputs: foundrywire.SubmitToolOutputs{ToolCalls: calls}}
 	}
 	if st.usage != nil {
-		usage = st.usage.object()
+		o.Usage = &foundrywire.Usage{PromptTokens: st.usage.Prompt, CompletionTokens: st.usage.Completion, TotalTokens: st.usage.Total}
 	}
-	tools := make([]Object, len(r.Tools))
 	for i, t := range r.Tools {
-		fn := Object{{"name", t.Name}, {"description", t.Description}}
-		if len(t.Parameters) > 0 {
-			fn = append(fn, Field{"parameters", t.Parameters})
-		}
-		fn = append(fn, Field{"strict", false})
-		tools[i] = Object{{"type", "function"}, {"function", fn}}
+		var d toolDef
+		d.Type = "function"
+		d.Function.Name, d.Function.Description, d.Function.Parameters = t.Name, t.Description, t.Parameters
+		o.Tools[i] = json.RawMessage(Encode(d))
 	}
-	return Object{
-		{"id", r.ID},
-		{"object", "thread.run"},
-		{"created_at", r.CreatedAt},
-		{"assistant_id", r.AssistantID},
-		{"thread_id", r.ThreadID},
-		{"status", st.status},
-		{"started_at", started},
-		{"expires_at", r.CreatedAt + 600},
-		{"cancelled_at", cancelled},
-		{"failed_at", failed},
-		{"completed_at", completed},
-		{"required_action", requiredAction},
-		{"last_error", lastError},
-		{"model", r.Model},
-		{"instructions", r.Instructions},
-		{"tools", tools},
-		{"tool_resources", Object{}},
-		{"metadata", Object{}},
-		{"temperature", 1.0},
-		{"top_p", 1.0},
-		{"max_completion_tokens", nil},
-		{"max_prompt_tokens", nil},
-		{"truncation_strategy", Object{{"type", "auto"}, {"last_messages", nil}}},
-		{"incomplete_details", nil},
-		{"usage", usage},
-		{"response_format", "auto"},
-		{"tool_choice", "auto"},
-		{"parallel_tool_calls", true},
-	}
+	return o
 }
 
 func (r Run) event(name string, st runState) Event {
@@ -177,9 +174,9 @@ func (r Run) event(name string, st runState) Event {
 
 // ThreadCreated is the thread.created event of the run's thread.
 func (r Run) ThreadCreated() Event {
-	return Event{Name: "thread.created", Data: Encode(Object{
-		{"id", r.ThreadID}, {"object", "thread"}, {"created_at", r.CreatedAt},
-		{"metadata", Object{}}, {"tool_resources", Object{}},
+	return Event{Name: "thread.created", Data: Encode(foundrywire.Thread{
+		ID: r.ThreadID, Object: "thread", CreatedAt: r.CreatedAt,
+		Metadata: json.RawMessage(`{}`), ToolResources: json.RawMessage(`{}`),
 	})}
 }
 
@@ -218,25 +215,23 @@ func (r Run) Completed(u Usage) Event {
 
 // Failed is thread.run.failed with last_error.
 func (r Run) Failed(code, message string) Event {
-	le := Object{{"code", code}, {"message", message}}
-	return r.event("thread.run.failed", runState{status: "failed", lastError: &le})
+	return r.event("thread.run.failed", runState{status: "failed", lastError: &foundrywire.LastError{Code: code, Message: message}})
 }
 
-func (r Run) message(msgID, status, text string) Object {
-	content := []Object{}
+func (r Run) message(msgID, status, text string) foundrywire.Message {
+	m := foundrywire.Message{
+		ID: msgID, Object: "thread.message", CreatedAt: r.CreatedAt + 5,
+		AssistantID: &r.AssistantID, ThreadID: r.ThreadID, RunID: &r.ID,
+		Status: status, Role: "assistant", Content: []foundrywire.ContentPart{},
+		Attachments: []json.RawMessage{}, Metadata: json.RawMessage(`{}`),
+	}
 	if text != "" {
-		content = append(content, Object{{"type", "text"}, {"text", Object{{"value", text}, {"annotations", []any{}}}}})
+		m.Content = foundrywire.TextContent(text)
 	}
-	var completed any
 	if status == "completed" {
-		completed = r.CreatedAt + 10
+		m.CompletedAt = r.at(10)
 	}
-	return Object{
-		{"id", msgID}, {"object", "thread.message"}, {"created_at", r.CreatedAt + 5},
-		{"assistant_id", r.AssistantID}, {"thread_id", r.ThreadID}, {"run_id", r.ID},
-		{"status", status}, {"incomplete_details", nil}, {"incomplete_at", nil}, {"completed_at", completed},
-		{"role", "assistant"}, {"content", content}, {"attachments", []any{}}, {"metadata", Object{}},
-	}
+	return m
 }
 
 // Message is an assistant message streamed in chunks:
@@ -247,11 +242,7 @@ func (r Run) Message(msgID string, chunks ...string) []Event {
 		{Name: "thread.message.in_progress", Data: Encode(r.message(msgID, "in_progress", ""))},
 	}
 	for i, c := range chunks {
-		d := MessageDelta(msgID, c)
-		if i == 0 { // the service lists annotations on the first delta only
-			d.Data = Encode(messageDelta(msgID, c, true))
-		}
-		evs = append(evs, d)
+		evs = append(evs, Event{Name: "thread.message.delta", Data: Encode(foundrywire.TextDelta(msgID, c, i == 0))})
 	}
 	evs = append(evs, Event{Name: "thread.message.completed", Data: Encode(r.message(msgID, "completed", strings.Join(chunks, "")))})
 	return evs
@@ -259,68 +250,52 @@ func (r Run) Message(msgID string, chunks ...string) []Event {
 
 // MessageDelta is one thread.message.delta carrying text.
 func MessageDelta(msgID, text string) Event {
-	return Event{Name: "thread.message.delta", Data: Encode(messageDelta(msgID, text, false))}
+	return Event{Name: "thread.message.delta", Data: Encode(foundrywire.TextDelta(msgID, text, false))}
 }
 
-func messageDelta(msgID, text string, annotations bool) Object {
-	t := Object{{"value", text}}
-	if annotations {
-		t = append(t, Field{"annotations", []any{}})
+func (r Run) step(stepID, kind, status string, details foundrywire.StepDetails, u *Usage) foundrywire.Step {
+	st := foundrywire.Step{
+		ID: stepID, Object: "thread.run.step", CreatedAt: r.CreatedAt + 2,
+		RunID: r.ID, AssistantID: r.AssistantID, ThreadID: r.ThreadID,
+		Type: kind, Status: status, ExpiresAt: r.at(600), StepDetails: details,
 	}
-	return Object{
-		{"id", msgID}, {"object", "thread.message.delta"},
-		{"delta", Object{{"content", []Object{{{"index", 0}, {"type", "text"}, {"text", t}}}}}},
-	}
-}
-
-func (r Run) step(stepID, kind, status string, details Object, u *Usage) Object {
-	var completed, usage any
 	if status == "completed" {
-		completed = r.CreatedAt + 10
+		st.CompletedAt = r.at(10)
 	}
 	if u != nil {
-		usage = u.object()
+		st.Usage = &foundrywire.Usage{PromptTokens: u.Prompt, CompletionTokens: u.Completion, TotalTokens: u.Total}
 	}
-	return Object{
-		{"id", stepID}, {"object", "thread.run.step"}, {"created_at", r.CreatedAt + 2},
-		{"run_id", r.ID}, {"assistant_id", r.AssistantID}, {"thread_id", r.ThreadID},
-		{"type", kind}, {"status", status}, {"cancelled_at", nil}, {"completed_at", completed},
-		{"expires_at", r.CreatedAt + 600}, {"failed_at", nil}, {"last_error", nil},
-		{"step_details", details}, {"usage", usage},
-	}
+	return st
+}
+
+func messageCreation(msgID string) foundrywire.StepDetails {
+	return foundrywire.StepDetails{Type: "message_creation", MessageCreation: &foundrywire.MessageCreation{MessageID: msgID}}
 }
 
 // MessageStepCreated is the thread.run.step.created of a step creating msgID.
 func (r Run) MessageStepCreated(stepID, msgID string) Event {
-	details := Object{{"type", "message_creation"}, {"message_creation", Object{{"message_id", msgID}}}}
-	return Event{Name: "thread.run.step.created", Data: Encode(r.step(stepID, "message_creation", "in_progress", details, nil))}
+	return Event{Name: "thread.run.step.created", Data: Encode(r.step(stepID, "message_creation", "in_progress", messageCreation(msgID), nil))}
 }
 
 // MessageStepCompleted is the thread.run.step.completed of that step, with
 // the step's own usage.
 func (r Run) MessageStepCompleted(stepID, msgID string, u Usage) Event {
-	details := Object{{"type", "message_creation"}, {"message_creation", Object{{"message_id", msgID}}}}
-	return Event{Name: "thread.run.step.completed", Data: Encode(r.step(stepID, "message_creation", "completed", details, &u))}
+	return Event{Name: "thread.run.step.completed", Data: Encode(r.step(stepID, "message_creation", "completed", messageCreation(msgID), &u))}
 }
 
 // ToolCallStep is a tool-calls step as it streams before requires_action:
 // thread.run.step.created, in_progress, then per call a delta with its id
 // and name and deltas with fragments of its arguments.
 func (r Run) ToolCallStep(stepID string, calls ...ToolCall) []Event {
-	empty := Object{{"type", "tool_calls"}, {"tool_calls", []any{}}}
+	empty := foundrywire.StepDetails{Type: "tool_calls", ToolCalls: &[]foundrywire.StepToolCall{}}
 	evs := []Event{
 		{Name: "thread.run.step.created", Data: Encode(r.step(stepID, "tool_calls", "in_progress", empty, nil))},
 		{Name: "thread.run.step.in_progress", Data: Encode(r.step(stepID, "tool_calls", "in_progress", empty, nil))},
 	}
 	for i, c := range calls {
-		evs = append(evs, stepDelta(stepID, Object{
-			{"index", i}, {"id", c.ID}, {"type", "function"},
-			{"function", Object{{"name", c.Name}, {"arguments", ""}, {"output", nil}}},
-		}))
+		evs = append(evs, stepDelta(stepID, foundrywire.CallStart(i, c.ID, c.Name)))
 		for _, frag := range fragments(c.Arguments, 6) {
-			evs = append(evs, stepDelta(stepID, Object{
-				{"index", i}, {"type", "function"}, {"function", Object{{"arguments", frag}}},
-			}))
+			evs = append(evs, stepDelta(stepID, foundrywire.CallArguments(i, frag)))
 		}
 	}
 	return evs
@@ -329,23 +304,19 @@ func (r Run) ToolCallStep(stepID string, calls ...ToolCall) []Event {
 // ToolStepCompleted is the thread.run.step.completed of a tool-calls step
 // once outputs were submitted; it opens the submit_tool_outputs stream.
 func (r Run) ToolStepCompleted(stepID string, calls []ToolCall, outputs []string, u Usage) Event {
-	tcs := make([]Object, len(calls))
+	tcs := make([]foundrywire.StepToolCall, len(calls))
 	for i, c := range calls {
-		var out any
+		tcs[i] = foundrywire.StepToolCall{ID: c.ID, Type: "function", Function: foundrywire.StepFunction{Name: c.Name, Arguments: c.Arguments}}
 		if i < len(outputs) {
-			out = outputs[i]
+			tcs[i].Function.Output = &outputs[i]
 		}
-		tcs[i] = Object{{"id", c.ID}, {"type", "function"}, {"function", Object{{"name", c.Name}, {"arguments", c.Arguments}, {"output", out}}}}
 	}
-	details := Object{{"type", "tool_calls"}, {"tool_calls", tcs}}
+	details := foundrywire.StepDetails{Type: "tool_calls", ToolCalls: &tcs}
 	return Event{Name: "thread.run.step.completed", Data: Encode(r.step(stepID, "tool_calls", "completed", details, &u))}
 }
 
-func stepDelta(stepID string, call Object) Event {
-	return Event{Name: "thread.run.step.delta", Data: Encode(Object{
-		{"id", stepID}, {"object", "thread.run.step.delta"},
-		{"delta", Object{{"step_details", Object{{"type", "tool_calls"}, {"tool_calls", []Object{call}}}}}},
-	})}
+func stepDelta(stepID string, call foundrywire.DeltaToolCall) Event {
+	return Event{Name: "thread.run.step.delta", Data: Encode(foundrywire.ToolDelta(stepID, call))}
 }
 
 // fragments splits s into pieces of about n bytes on rune boundaries.
@@ -366,7 +337,7 @@ func fragments(s string, n int) []string {
 func ErrorEvent(data string) Event { return Event{Name: "error", Data: data} }
 
 // Done is the done event that ends every stream.
-func Done() Event { return Event{Name: "done", Data: "[DONE]"} }
+func Done() Event { return Event{Name: foundrywire.DoneEvent, Data: foundrywire.DoneData} }
 
 // Classify scripts a typical classification: the agent reasons in a
 // message, asks for file_capture, and after the output finishes with a

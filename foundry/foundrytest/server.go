@@ -3,8 +3,8 @@
 // answers an ordered script of expected calls, records every request, and
 // can break streams the way real networks do (a connection reset in the
 // middle of an event, a stream that hangs, a stream that ends without
-// done). The builders in this package produce payloads with the same
-// fields as recordings of the real service.
+// done). The builders in this package write their payloads through
+// foundrywire, as the simulator does.
 package foundrytest
 
 import (
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/scripttest"
 )
 
@@ -109,7 +110,7 @@ func JSON(status int, v any) Response { return scripttest.JSON(status, v) }
 // Error answers status with the service's error body
 // {"error":{"message","type","param","code"}}.
 func Error(status int, code, message string) Response {
-	return JSON(status, Object{{"error", Object{{"message", message}, {"type", "invalid_request_error"}, {"param", nil}, {"code", code}}}})
+	return JSON(status, foundrywire.ErrorBody{Error: foundrywire.APIError{Code: code, Message: message, Type: "invalid_request_error"}})
 }
 
 // Raw answers status with a body of any content type.
@@ -132,29 +133,6 @@ func Cut(ev Event) Event { return scripttest.Cut(ev) }
 
 // Hang stops sending and holds the stream open until the client goes away.
 func Hang() Event { return scripttest.Hang() }
-
-// Object is a JSON object that keeps its fields in order, so payloads read
-// like the service's.
-type Object []Field
-
-// Field is one member of an Object.
-type Field struct {
-	Key   string
-	Value any
-}
-
-// MarshalJSON implements json.Marshaler, without HTML escaping.
-func (o Object) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i, f := range o {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(append(b, scripttest.Encode(f.Key)...), ':')
-		b = append(b, scripttest.Encode(f.Value)...)
-	}
-	return append(b, '}'), nil
-}
 
 // Encode returns v as one line of JSON, without HTML escaping.
 func Encode(v any) string { return scripttest.Encode(v) }

@@ -1,10 +1,10 @@
 package responsestest
 
 import (
-	"strings"
-	"unicode/utf8"
+	"encoding/json"
 
 	"github.com/brainwire/brainwire/internal/scripttest"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // Usage is a response's token count, as response.completed reports it.
@@ -12,10 +12,10 @@ type Usage struct {
 	Input, Output, Reasoning int64
 }
 
-// Turn builds the stream of one response the way the API streams it: the
-// event types, their fields and order, and consecutive sequence numbers
-// from 0, as in the specification's examples. Output items are numbered in
-// the order they are added; the final response object lists them all.
+// Turn builds the stream of one response the way the API streams it,
+// through responseswire: the event types, their fields and order, and
+// consecutive sequence numbers from 0. Output items are numbered in the
+// order they are added; the final response object lists them all.
 type Turn struct {
 	id                 string
 	conversation       string
@@ -24,9 +24,8 @@ type Turn struct {
 	instructions       string
 	agent              string
 
-	seq     int
-	output  []Object // completed output items
-	events  []Event
+	stream  responseswire.Stream
+	output  []json.RawMessage // completed output items
 	created int64
 }
 
@@ -37,8 +36,8 @@ func NewTurn(id string, opts ...TurnOption) *Turn {
 	for _, o := range opts {
 		o(t)
 	}
-	t.emit("response.created", Object{{"response", t.response("in_progress", nil)}})
-	t.emit("response.in_progress", Object{{"response", t.response("in_progress", nil)}})
+	t.stream.Lifecycle("created", t.response("in_progress", nil))
+	t.stream.Lifecycle("in_progress", t.response("in_progress", nil))
 	return t
 }
 
@@ -55,199 +54,106 @@ func After(previous string) TurnOption { return func(t *Turn) { t.previousRespon
 func ForAgent(name string) TurnOption { return func(t *Turn) { t.agent = name } }
 
 // Events returns the stream's events.
-func (t *Turn) Events() []Event { return append([]Event(nil), t.events...) }
+func (t *Turn) Events() []Event {
+	frames := t.stream.Frames()
+	evs := make([]Event, len(frames))
+	for i, f := range frames {
+		evs[i] = Event{Name: f.Type, Data: string(f.Data)}
+	}
+	return evs
+}
 
-func (t *Turn) emit(typ string, fields Object) {
-	data := append(Object{{"type", typ}, {"sequence_number", t.seq}}, fields...)
-	t.seq++
-	t.events = append(t.events, Event{Name: typ, Data: Encode(data)})
+func (t *Turn) addItem(item any) {
+	b, err := responseswire.Marshal(item)
+	if err != nil {
+		panic(err) // output items hold strings only
+	}
+	t.output = append(t.output, b)
 }
 
 // Reasoning streams a reasoning item whose summary arrives in deltas.
 func (t *Turn) Reasoning(itemID string, deltas ...string) *Turn {
-	idx := len(t.output)
-	text := strings.Join(deltas, "")
-	t.emit("response.output_item.added", Object{{"output_index", idx}, {"item", Object{{"id", itemID}, {"type", "reasoning"}, {"summary", []any{}}}}})
-	t.emit("response.reasoning_summary_part.added", Object{{"item_id", itemID}, {"output_index", idx}, {"summary_index", 0},
-		{"part", Object{{"type", "summary_text"}, {"text", ""}}}})
-	for _, d := range deltas {
-		t.emit("response.reasoning_summary_text.delta", Object{{"item_id", itemID}, {"output_index", idx}, {"summary_index", 0},
-			{"delta", d}, {"obfuscation", obfuscation(d)}})
-	}
-	t.emit("response.reasoning_summary_text.done", Object{{"item_id", itemID}, {"output_index", idx}, {"summary_index", 0}, {"text", text}})
-	part := Object{{"type", "summary_text"}, {"text", text}}
-	t.emit("response.reasoning_summary_part.done", Object{{"item_id", itemID}, {"output_index", idx}, {"summary_index", 0}, {"part", part}})
-	item := Object{{"id", itemID}, {"type", "reasoning"}, {"summary", []any{part}}, {"encrypted_content", nil}}
-	t.emit("response.output_item.done", Object{{"output_index", idx}, {"item", item}})
-	t.output = append(t.output, item)
+	t.stream.Reasoning(len(t.output), itemID, deltas)
+	t.addItem(responseswire.NewReasoningItem(itemID, deltas))
 	return t
 }
 
 // Message streams an assistant message whose text arrives in deltas.
 func (t *Turn) Message(itemID string, deltas ...string) *Turn {
-	idx := len(t.output)
-	text := strings.Join(deltas, "")
-	t.emit("response.output_item.added", Object{{"output_index", idx}, {"item", Object{{"id", itemID}, {"type", "message"},
-		{"status", "in_progress"}, {"content", []any{}}, {"role", "assistant"}}}})
-	t.emit("response.content_part.added", Object{{"item_id", itemID}, {"output_index", idx}, {"content_index", 0},
-		{"part", Object{{"type", "output_text"}, {"annotations", []any{}}, {"logprobs", []any{}}, {"text", ""}}}})
-	for _, d := range deltas {
-		t.emit("response.output_text.delta", Object{{"item_id", itemID}, {"output_index", idx}, {"content_index", 0},
-			{"delta", d}, {"logprobs", []any{}}, {"obfuscation", obfuscation(d)}})
-	}
-	t.emit("response.output_text.done", Object{{"item_id", itemID}, {"output_index", idx}, {"content_index", 0}, {"text", text}, {"logprobs", []any{}}})
-	part := Object{{"type", "output_text"}, {"annotations", []any{}}, {"logprobs", []any{}}, {"text", text}}
-	t.emit("response.content_part.done", Object{{"item_id", itemID}, {"output_index", idx}, {"content_index", 0}, {"part", part}})
-	item := Object{{"id", itemID}, {"type", "message"}, {"status", "completed"}, {"content", []any{part}}, {"role", "assistant"}}
-	t.emit("response.output_item.done", Object{{"output_index", idx}, {"item", item}})
-	t.output = append(t.output, item)
+	t.stream.Message(len(t.output), itemID, deltas)
+	t.addItem(responseswire.NewMessageItem(itemID, deltas))
 	return t
 }
 
 // FunctionCall streams a function call whose arguments arrive in
 // fragments of a few characters.
 func (t *Turn) FunctionCall(itemID, callID, name, arguments string) *Turn {
-	idx := len(t.output)
-	t.emit("response.output_item.added", Object{{"output_index", idx}, {"item", Object{{"id", itemID}, {"type", "function_call"},
-		{"status", "in_progress"}, {"arguments", ""}, {"call_id", callID}, {"name", name}}}})
-	for _, frag := range fragments(arguments, 9) {
-		t.emit("response.function_call_arguments.delta", Object{{"item_id", itemID}, {"output_index", idx}, {"delta", frag}, {"obfuscation", obfuscation(frag)}})
-	}
-	t.emit("response.function_call_arguments.done", Object{{"item_id", itemID}, {"name", name}, {"output_index", idx}, {"arguments", arguments}})
-	item := Object{{"id", itemID}, {"type", "function_call"}, {"status", "completed"}, {"arguments", arguments}, {"call_id", callID}, {"name", name}}
-	t.emit("response.output_item.done", Object{{"output_index", idx}, {"item", item}})
-	t.output = append(t.output, item)
+	t.stream.FunctionCall(len(t.output), itemID, callID, name, arguments)
+	t.addItem(responseswire.NewFunctionCallItem(itemID, callID, name, arguments))
 	return t
 }
 
 // Complete ends the response with response.completed and its usage.
 func (t *Turn) Complete(u Usage) *Turn {
-	r := t.response("completed", usage(u))
-	t.emit("response.completed", Object{{"response", r}})
+	r := t.response("completed", &u)
+	completed := t.created + 2
+	r.CompletedAt = &completed
+	t.stream.Lifecycle("completed", r)
 	return t
 }
 
 // Fail ends the response with response.failed and its error.
 func (t *Turn) Fail(code, message string) *Turn {
 	r := t.response("failed", nil)
-	r.set("error", Object{{"code", code}, {"message", message}})
-	t.emit("response.failed", Object{{"response", r}})
+	r.Error = &responseswire.Error{Code: code, Message: message}
+	t.stream.Lifecycle("failed", r)
 	return t
 }
 
 // Incomplete ends the response with response.incomplete and its reason.
 func (t *Turn) Incomplete(reason string, u Usage) *Turn {
-	r := t.response("incomplete", usage(u))
-	r.set("incomplete_details", Object{{"reason", reason}})
-	t.emit("response.incomplete", Object{{"response", r}})
+	r := t.response("incomplete", &u)
+	r.IncompleteDetails = &responseswire.Incomplete{Reason: reason}
+	t.stream.Lifecycle("incomplete", r)
 	return t
 }
 
 // Error ends the stream with an error event.
 func (t *Turn) Error(code, message string) *Turn {
-	t.emit("error", Object{{"code", code}, {"message", message}, {"param", nil}})
+	t.stream.Error(code, message)
 	return t
 }
 
 // response is the response object as the lifecycle events carry it.
-func (t *Turn) response(status string, u any) Object {
-	var conv, prev, agent any
-	if t.conversation != "" {
-		conv = Object{{"id", t.conversation}}
+func (t *Turn) response(status string, u *Usage) *responseswire.Response {
+	auto := "auto"
+	r := &responseswire.Response{
+		ID: t.id, Object: "response", CreatedAt: t.created, Status: status,
+		Model: t.model, Output: []json.RawMessage{}, ParallelToolCalls: true,
+		Reasoning: responseswire.Reasoning{Effort: "low", Summary: &auto}, Store: true,
+		Temperature: 1, Text: json.RawMessage(`{"format":{"type":"text"}}`),
+		ToolChoice: json.RawMessage(`"auto"`), Tools: []json.RawMessage{}, TopP: 1, Truncation: "disabled",
+		Metadata: json.RawMessage(`{}`),
+	}
+	if t.instructions != "" {
+		r.Instructions = &t.instructions
 	}
 	if t.previousResponseID != "" {
-		prev = t.previousResponseID
+		r.PreviousResponseID = &t.previousResponseID
+	}
+	if t.conversation != "" {
+		r.Conversation = &responseswire.ConversationRef{ID: t.conversation}
 	}
 	if t.agent != "" {
-		agent = Object{{"type", "agent_reference"}, {"name", t.agent}, {"version", "1"}}
+		r.AgentReference = &responseswire.AgentReference{Type: "agent_reference", Name: t.agent, Version: "1"}
 	}
-	output := make([]any, len(t.output))
-	for i, o := range t.output {
-		output[i] = o
+	if status != "in_progress" {
+		r.Output = append(r.Output, t.output...)
 	}
-	if status == "in_progress" {
-		output = []any{}
+	if u != nil {
+		r.Usage = responseswire.NewUsage(u.Input, u.Output, u.Reasoning)
 	}
-	return Object{
-		{"id", t.id}, {"object", "response"}, {"created_at", t.created}, {"status", status},
-		{"background", false}, {"error", nil}, {"incomplete_details", nil},
-		{"instructions", orNil(t.instructions)}, {"max_output_tokens", nil}, {"model", t.model},
-		{"output", output}, {"parallel_tool_calls", true}, {"previous_response_id", prev},
-		{"reasoning", Object{{"effort", "low"}, {"summary", "auto"}}}, {"store", true},
-		{"temperature", 1.0}, {"text", Object{{"format", Object{{"type", "text"}}}}},
-		{"tool_choice", "auto"}, {"tools", []any{}}, {"top_p", 1.0}, {"truncation", "disabled"},
-		{"usage", u}, {"user", nil}, {"metadata", Object{}}, {"conversation", conv}, {"agent_reference", agent},
-	}
-}
-
-func usage(u Usage) any {
-	return Object{
-		{"input_tokens", u.Input}, {"input_tokens_details", Object{{"cached_tokens", 0}}},
-		{"output_tokens", u.Output}, {"output_tokens_details", Object{{"reasoning_tokens", u.Reasoning}}},
-		{"total_tokens", u.Input + u.Output},
-	}
-}
-
-func orNil(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// obfuscation pads a delta as the service does by default (random
-// characters that hide the length of short deltas); here deterministic.
-func obfuscation(delta string) string {
-	const pad = "q3ZtA1xK9bLm"
-	return pad[:max(1, 12-min(11, len(delta)))]
-}
-
-// fragments cuts s into pieces of about n bytes, never inside a UTF-8
-// sequence.
-func fragments(s string, n int) []string {
-	var out []string
-	for len(s) > 0 {
-		k := min(n, len(s))
-		for k < len(s) && !utf8.RuneStart(s[k]) {
-			k++
-		}
-		out = append(out, s[:k])
-		s = s[k:]
-	}
-	return out
-}
-
-// Object is a JSON object that keeps its fields in order, so payloads read
-// like the service's.
-type Object []Field
-
-// Field is one member of an Object.
-type Field struct {
-	Key   string
-	Value any
-}
-
-func (o *Object) set(key string, v any) {
-	for i := range *o {
-		if (*o)[i].Key == key {
-			(*o)[i].Value = v
-			return
-		}
-	}
-	*o = append(*o, Field{key, v})
-}
-
-// MarshalJSON implements json.Marshaler, without HTML escaping.
-func (o Object) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
-	for i, f := range o {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(append(b, scripttest.Encode(f.Key)...), ':')
-		b = append(b, scripttest.Encode(f.Value)...)
-	}
-	return append(b, '}'), nil
+	return r
 }
 
 // Encode returns v as one line of JSON, without HTML escaping.

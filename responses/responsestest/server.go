@@ -72,7 +72,16 @@ func JSON(status int, v any) Response { return scripttest.JSON(status, v) }
 // Error answers status with the API's error body
 // {"error":{"message","type","param","code"}}.
 func Error(status int, code, message string) Response {
-	return JSON(status, Object{{"error", Object{{"message", message}, {"type", "invalid_request_error"}, {"param", nil}, {"code", code}}}})
+	var body struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    string  `json:"code"`
+		} `json:"error"`
+	}
+	body.Error.Message, body.Error.Type, body.Error.Code = message, "invalid_request_error", code
+	return JSON(status, body)
 }
 
 // Raw answers status with a body of any content type.

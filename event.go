@@ -1,33 +1,33 @@
 package brainwire
 
-// EventKind says what a normalized provider event carries.
-type EventKind uint8
+// AgentEventKind says what a normalized provider event carries.
+type AgentEventKind uint8
 
 // The normalized, provider-neutral events. A provider turns its upstream wire
 // protocol into these, and the agent loop adds the results of the tools it
 // ran; nothing downstream knows which agent service ran.
 const (
-	EventTextChunk  EventKind = iota + 1 // a piece of the agent's text (chain-of-thought)
-	EventToolCall                        // the agent asked for a tool; the agent loop runs it
-	EventToolResult                      // a tool the agent loop ran has returned
-	EventUsage                           // token usage of one upstream response; a run's usage is their sum
-	EventRunStatus                       // the upstream run changed state
-	EventError                           // the upstream reported an error in-stream
+	AgentTextChunk  AgentEventKind = iota + 1 // a piece of the agent's text (chain-of-thought)
+	AgentToolCall                             // the agent asked for a tool; the agent loop runs it
+	AgentToolResult                           // a tool the agent loop ran has returned
+	AgentUsage                                // token usage of one upstream response; a run's usage is their sum
+	AgentRunStatus                            // the upstream run changed state
+	AgentError                                // the upstream reported an error in-stream
 )
 
-func (k EventKind) String() string {
+func (k AgentEventKind) String() string {
 	switch k {
-	case EventTextChunk:
+	case AgentTextChunk:
 		return "text_chunk"
-	case EventToolCall:
+	case AgentToolCall:
 		return "tool_call"
-	case EventToolResult:
+	case AgentToolResult:
 		return "tool_result"
-	case EventUsage:
+	case AgentUsage:
 		return "usage"
-	case EventRunStatus:
+	case AgentRunStatus:
 		return "run_status"
-	case EventError:
+	case AgentError:
 		return "error"
 	}
 	return "unknown"
@@ -58,21 +58,21 @@ func (s RunStatus) Terminal() bool {
 	return false
 }
 
-// Event is one normalized provider event. Kind says which fields are set.
+// AgentEvent is one normalized provider event. Kind says which fields are set.
 // ThreadID and RunID are the upstream ids, set on every event once known.
-type Event struct {
-	Kind     EventKind
+type AgentEvent struct {
+	Kind     AgentEventKind
 	ThreadID string
 	RunID    string
 
-	Text   string     // EventTextChunk
-	Tool   ToolCall   // EventToolCall, and the call an EventToolResult answers
-	Result ToolResult // EventToolResult
-	Usage  Usage      // EventUsage
-	Status RunStatus  // EventRunStatus
+	Text   string     // AgentTextChunk
+	Tool   ToolCall   // AgentToolCall, and the call an AgentToolResult answers
+	Result ToolResult // AgentToolResult
+	Usage  Usage      // AgentUsage
+	Status RunStatus  // AgentRunStatus
 
-	// ErrorCode and ErrorMessage describe a failed run (EventRunStatus with
-	// RunFailed) or an in-stream error (EventError).
+	// ErrorCode and ErrorMessage describe a failed run (AgentRunStatus with
+	// RunFailed) or an in-stream error (AgentError).
 	ErrorCode    string
 	ErrorMessage string
 }

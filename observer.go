@@ -16,7 +16,7 @@ type Observer interface {
 // CaptureObserver watches one capture.
 type CaptureObserver interface {
 	// ProviderEvent sees every normalized event from the provider.
-	ProviderEvent(ev Event)
+	ProviderEvent(ev AgentEvent)
 	// CaptureEvent sees every capture event, including each reasoning
 	// chunk as it arrives and the outcome.
 	CaptureEvent(ev CaptureEvent)
@@ -40,7 +40,7 @@ func (os Observers) StartCapture(ctx context.Context, c Capture) (context.Contex
 
 type captureObservers []CaptureObserver
 
-func (cs captureObservers) ProviderEvent(ev Event) {
+func (cs captureObservers) ProviderEvent(ev AgentEvent) {
 	for _, c := range cs {
 		c.ProviderEvent(ev)
 	}

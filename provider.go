@@ -37,13 +37,13 @@ type Provider interface {
 
 // Run is one agent run on an upstream service, read one response (or
 // stream) at a time. A response that waits for tool results ends with an
-// EventRunStatus of RunRequiresAction, after the EventToolCall of each
+// AgentRunStatus of RunRequiresAction, after the AgentToolCall of each
 // call; any other response ends the run. Not safe for concurrent use.
 type Run interface {
 	// Next returns the next event of the response being streamed, and
 	// io.EOF at its end. Any other error is final (transport failure,
 	// non-2xx answer, malformed stream).
-	Next() (Event, error)
+	Next() (AgentEvent, error)
 	// Continue answers the calls the last response asked for with their
 	// results, in the order of the calls, and streams the next response.
 	Continue(results []ToolResult) error

@@ -61,7 +61,7 @@ func (a *Adapter) Done() bool { return a.done }
 func (a *Adapter) Result() *brainwire.CaptureResult { return &a.res }
 
 // Handle appends the capture events that ev causes.
-func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+func (a *Adapter) Handle(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	if a.done {
 		return out
 	}
@@ -73,7 +73,7 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 		a.res.UpstreamRunID = ev.RunID
 	}
 	switch ev.Kind {
-	case brainwire.EventTextChunk:
+	case brainwire.AgentTextChunk:
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{
 			RunID:            a.c.RunID,
 			Index:            a.res.ReasoningChunks,
@@ -83,10 +83,10 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 			AfterOutcome:     a.res.Outcome != "",
 		}})
 		a.res.ReasoningChunks++
-	case brainwire.EventToolCall:
+	case brainwire.AgentToolCall:
 		call := ev.Tool
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureToolCall, Tool: &call})
-	case brainwire.EventToolResult:
+	case brainwire.AgentToolResult:
 		// Copies, so the events stay true whatever the provider does with
 		// its own; tool rounds are few.
 		call, res := ev.Tool, ev.Result
@@ -94,17 +94,17 @@ func (a *Adapter) Handle(ev brainwire.Event, out []brainwire.CaptureEvent) []bra
 		if ev.Tool.Name == brainwire.ToolFileCapture {
 			out = a.fileResult(ev, out)
 		}
-	case brainwire.EventUsage:
+	case brainwire.AgentUsage:
 		u := &a.res.Usage
 		u.PromptTokens += ev.Usage.PromptTokens
 		u.CompletionTokens += ev.Usage.CompletionTokens
 		u.TotalTokens += ev.Usage.TotalTokens
 		u.ReasoningTokens += ev.Usage.ReasoningTokens
 		a.res.HasUsage = true
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		a.res.RunStatus = ev.Status
 		out = a.runStatus(ev, out)
-	case brainwire.EventError:
+	case brainwire.AgentError:
 		a.res.ErrorType = orDefault(ev.ErrorCode, "stream_error")
 		out = a.fail(upstreamMessage("The agent service reported an error", ev.ErrorMessage), out)
 	}
@@ -132,7 +132,7 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 	return a.complete(out)
 }
 
-func (a *Adapter) fileResult(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+func (a *Adapter) fileResult(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	f := ev.Result.Filed
 	if ev.Result.IsError || f == nil || a.res.Outcome != "" {
 		// The agent sees the error and may retry; only the first filing
@@ -159,7 +159,7 @@ func (a *Adapter) fileResult(ev brainwire.Event, out []brainwire.CaptureEvent) [
 	return a.sendOutcome(brainwire.OutcomeUnresolved, out)
 }
 
-func (a *Adapter) runStatus(ev brainwire.Event, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	switch ev.Status {
 	case brainwire.RunCompleted:
 		if a.res.Outcome == "" {

@@ -16,23 +16,23 @@ const (
 	upRun    = "run_up"
 )
 
-func text(s string) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventTextChunk, Text: s, ThreadID: upThread, RunID: upRun}
+func text(s string) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, Text: s, ThreadID: upThread, RunID: upRun}
 }
 
-func status(s brainwire.RunStatus) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventRunStatus, Status: s, ThreadID: upThread, RunID: upRun}
+func status(s brainwire.RunStatus) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: s, ThreadID: upThread, RunID: upRun}
 }
 
-func callEvent(id, args string) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventToolCall, ThreadID: upThread, RunID: upRun,
+func callEvent(id, args string) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentToolCall, ThreadID: upThread, RunID: upRun,
 		Tool: brainwire.ToolCall{ID: id, Name: brainwire.ToolFileCapture, Arguments: json.RawMessage(args), ThreadID: upThread, RunID: upRun}}
 }
 
 // resultEvent is file_capture's result as the tools hand it over: the
 // output the agent gets, and the same typed. A "question" in output stands
 // for the one the agent asked.
-func resultEvent(id, output string, isErr bool) brainwire.Event {
+func resultEvent(id, output string, isErr bool) brainwire.AgentEvent {
 	res := brainwire.ToolResult{CallID: id, Name: brainwire.ToolFileCapture, Output: output, IsError: isErr}
 	var v struct {
 		brainwire.FileCaptureResult
@@ -49,7 +49,7 @@ func resultEvent(id, output string, isErr bool) brainwire.Event {
 		f.Question = v.Question
 		res.Filed = &f
 	}
-	return brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: upThread, RunID: upRun,
+	return brainwire.AgentEvent{Kind: brainwire.AgentToolResult, ThreadID: upThread, RunID: upRun,
 		Tool:   brainwire.ToolCall{ID: id, Name: brainwire.ToolFileCapture, ThreadID: upThread, RunID: upRun},
 		Result: res}
 }
@@ -80,7 +80,7 @@ func describe(evs []brainwire.CaptureEvent) string {
 	return strings.Join(parts, " ")
 }
 
-func run(kind brainwire.CaptureKind, evs []brainwire.Event, final error) string {
+func run(kind brainwire.CaptureKind, evs []brainwire.AgentEvent, final error) string {
 	a := New(brainwire.Capture{Kind: kind, ThreadID: "thread-1", RunID: "run-1"})
 	out := a.Start(nil)
 	for _, ev := range evs {
@@ -94,73 +94,73 @@ func TestAdapterSequences(t *testing.T) {
 	cases := []struct {
 		name  string
 		kind  brainwire.CaptureKind
-		evs   []brainwire.Event
+		evs   []brainwire.AgentEvent
 		final error
 		want  string
 	}{
-		{"classified, outcome before run completes", brainwire.KindText, []brainwire.Event{
+		{"classified, outcome before run completes", brainwire.KindText, []brainwire.AgentEvent{
 			status(brainwire.RunQueued), text("Mentions "), text("mom."),
 			callEvent("c1", classifiedArgs), status(brainwire.RunRequiresAction),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			status(brainwire.RunInProgress), text("Filed."), status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) R0:Mentions  R1:mom. STEP_END(Classifying) classified(i1,People,0.9) R2:Filed. COMPLETE(thread-1,run-1)"},
-		{"pending", brainwire.KindText, []brainwire.Event{
+		{"pending", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", `{"bucket":"Ideas","confidence":0.4,"status":"pending"}`),
 			resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false),
 			status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) low_confidence(i2,Ideas,0.4) COMPLETE(thread-1,run-1)"},
-		{"misunderstood carries question and upstream thread", brainwire.KindText, []brainwire.Event{
+		{"misunderstood carries question and upstream thread", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", `{"bucket":"","confidence":0.1,"status":"misunderstood","question":"Who is Sam?"}`),
 			resultEvent("c1", `{"bucket":"","confidence":0.1,"item_id":"i3","status":"misunderstood","question":"Who is Sam?"}`, false),
 			status(brainwire.RunCompleted),
 		}, nil, `STEP_START(Classifying) STEP_END(Classifying) misunderstood(thread-1,i3,"Who is Sam?",thread_up) COMPLETE(thread-1,run-1)`},
-		{"misunderstood without a question gets the default", brainwire.KindText, []brainwire.Event{
+		{"misunderstood without a question gets the default", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", `{"status":"misunderstood"}`),
 			resultEvent("c1", `{"item_id":"i3","status":"misunderstood"}`, false),
 			status(brainwire.RunCompleted),
 		}, nil, `STEP_START(Classifying) STEP_END(Classifying) misunderstood(thread-1,i3,"` + DefaultQuestion + `",thread_up) COMPLETE(thread-1,run-1)`},
-		{"no tool call", brainwire.KindText, []brainwire.Event{text("hmm"), status(brainwire.RunCompleted)}, nil,
+		{"no tool call", brainwire.KindText, []brainwire.AgentEvent{text("hmm"), status(brainwire.RunCompleted)}, nil,
 			"STEP_START(Classifying) R0:hmm STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)"},
-		{"unknown status", brainwire.KindText, []brainwire.Event{
+		{"unknown status", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", `{"status":"weird"}`),
 			resultEvent("c1", `{"bucket":"Admin","confidence":0.7,"item_id":"i4","status":"weird"}`, false),
 			status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) unresolved(i4,Admin,0.7) COMPLETE(thread-1,run-1)"},
-		{"invalid bucket then retry", brainwire.KindText, []brainwire.Event{
+		{"invalid bucket then retry", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", `{"bucket":"Misc","confidence":0.8,"status":"classified"}`),
 			resultEvent("c1", `{"error":"invalid_bucket"}`, true),
 			callEvent("c2", `{"bucket":"Admin","confidence":0.8,"status":"classified"}`),
 			resultEvent("c2", `{"bucket":"Admin","confidence":0.8,"item_id":"i5","status":"classified"}`, false),
 			status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i5,Admin,0.8) COMPLETE(thread-1,run-1)"},
-		{"two filings: only the first is the outcome", brainwire.KindText, []brainwire.Event{
+		{"two filings: only the first is the outcome", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", classifiedArgs), callEvent("c2", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			resultEvent("c2", `{"error":"already_filed"}`, true),
 			status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
-		{"run failed", brainwire.KindText, []brainwire.Event{text("a"), {Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
+		{"run failed", brainwire.KindText, []brainwire.AgentEvent{text("a"), {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
 			"STEP_START(Classifying) R0:a ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)"},
-		{"error event", brainwire.KindText, []brainwire.Event{{Kind: brainwire.EventError, ErrorMessage: "rate limited"}, text("ignored")}, nil,
+		{"error event", brainwire.KindText, []brainwire.AgentEvent{{Kind: brainwire.AgentError, ErrorMessage: "rate limited"}, text("ignored")}, nil,
 			"STEP_START(Classifying) ERROR(The agent service reported an error: rate limited) COMPLETE(thread-1,run-1)"},
-		{"failure after the outcome just completes", brainwire.KindText, []brainwire.Event{
+		{"failure after the outcome just completes", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
-			{Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorMessage: "late"},
+			{Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorMessage: "late"},
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
-		{"transport error", brainwire.KindText, []brainwire.Event{text("a")}, errors.New("connection reset by peer"),
+		{"transport error", brainwire.KindText, []brainwire.AgentEvent{text("a")}, errors.New("connection reset by peer"),
 			"STEP_START(Classifying) R0:a ERROR(The agent service could not be reached) COMPLETE(thread-1,run-1)"},
 		{"timeout", brainwire.KindText, nil, fmt.Errorf("reading stream: %w", context.DeadlineExceeded),
 			"STEP_START(Classifying) ERROR(The agent took too long to respond) COMPLETE(thread-1,run-1)"},
 		{"upstream api error", brainwire.KindText, nil, fmt.Errorf("creating run: %w", brainwire.Errorf(brainwire.EUpstream, "quota exceeded")),
 			"STEP_START(Classifying) ERROR(The agent service failed: quota exceeded) COMPLETE(thread-1,run-1)"},
-		{"stream ended without terminal state", brainwire.KindText, []brainwire.Event{status(brainwire.RunInProgress)}, nil,
+		{"stream ended without terminal state", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunInProgress)}, nil,
 			"STEP_START(Classifying) ERROR(The agent run ended unexpectedly) COMPLETE(thread-1,run-1)"},
-		{"cancelled run", brainwire.KindText, []brainwire.Event{status(brainwire.RunCancelled)}, nil,
+		{"cancelled run", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunCancelled)}, nil,
 			"STEP_START(Classifying) ERROR(The agent run was cancelled) COMPLETE(thread-1,run-1)"},
-		{"voice uses Processing", brainwire.KindVoice, []brainwire.Event{
-			{Kind: brainwire.EventToolCall, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}},
-			{Kind: brainwire.EventToolResult, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}, Result: brainwire.ToolResult{Output: `{"text":"hi"}`}},
+		{"voice uses Processing", brainwire.KindVoice, []brainwire.AgentEvent{
+			{Kind: brainwire.AgentToolCall, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}},
+			{Kind: brainwire.AgentToolResult, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}, Result: brainwire.ToolResult{Output: `{"text":"hi"}`}},
 			callEvent("c1", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			status(brainwire.RunCompleted),
@@ -217,7 +217,7 @@ func TestLongUpstreamMessageIsCutOnARuneBoundary(t *testing.T) {
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\x00") == s }
 
 // result runs evs through a fresh adapter and returns its result.
-func result(evs []brainwire.Event, final error) brainwire.CaptureResult {
+func result(evs []brainwire.AgentEvent, final error) brainwire.CaptureResult {
 	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
 	var out []brainwire.CaptureEvent
 	for _, ev := range evs {
@@ -228,37 +228,37 @@ func result(evs []brainwire.Event, final error) brainwire.CaptureResult {
 }
 
 func TestResult(t *testing.T) {
-	usage := func(p, c int64) brainwire.Event {
-		return brainwire.Event{Kind: brainwire.EventUsage, Usage: brainwire.Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}}
+	usage := func(p, c int64) brainwire.AgentEvent {
+		return brainwire.AgentEvent{Kind: brainwire.AgentUsage, Usage: brainwire.Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}}
 	}
 	filed := resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false)
 	late := errors.New("connection reset by peer")
 	cases := []struct {
 		name  string
-		evs   []brainwire.Event
+		evs   []brainwire.AgentEvent
 		final error
 		want  brainwire.CaptureResult
 	}{
-		{"filed; usage of each response adds up", []brainwire.Event{
+		{"filed; usage of each response adds up", []brainwire.AgentEvent{
 			text("a"), usage(10, 2), filed, text("b"), usage(5, 1), status(brainwire.RunCompleted),
 		}, nil, brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
 			ReasoningChunks: 2, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunCompleted,
 			Usage: brainwire.Usage{PromptTokens: 15, CompletionTokens: 3, TotalTokens: 18}, HasUsage: true}},
-		{"failed run", []brainwire.Event{{Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
+		{"failed run", []brainwire.AgentEvent{{Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, RunStatus: brainwire.RunFailed, ErrorType: "server_error", ErrorMessage: "The agent run failed: boom"}},
-		{"error event without a code", []brainwire.Event{{Kind: brainwire.EventError, ErrorMessage: "x"}}, nil,
+		{"error event without a code", []brainwire.AgentEvent{{Kind: brainwire.AgentError, ErrorMessage: "x"}}, nil,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "stream_error", ErrorMessage: "The agent service reported an error: x"}},
-		{"a failed run after the filing is not a failed capture", []brainwire.Event{
-			filed, {Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error"},
+		{"a failed run after the filing is not a failed capture", []brainwire.AgentEvent{
+			filed, {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error"},
 		}, nil, brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
 			UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunFailed}},
-		{"a broken stream after the filing keeps its cause", []brainwire.Event{filed}, late,
+		{"a broken stream after the filing keeps its cause", []brainwire.AgentEvent{filed}, late,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeLowConfidence, InboxItemID: "i2", Bucket: "Ideas", Confidence: 0.4,
 				UpstreamThreadID: upThread, UpstreamRunID: upRun, ErrorType: brainwire.EInternal, Err: late}},
 		{"timeout", nil, fmt.Errorf("run timed out: %w", context.DeadlineExceeded),
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "timeout", ErrorMessage: "The agent took too long to respond",
 				Err: fmt.Errorf("run timed out: %w", context.DeadlineExceeded)}},
-		{"stream ended early", []brainwire.Event{status(brainwire.RunInProgress)}, nil,
+		{"stream ended early", []brainwire.AgentEvent{status(brainwire.RunInProgress)}, nil,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunInProgress,
 				ErrorType: "capture_error", ErrorMessage: "The agent run ended unexpectedly"}},
 	}

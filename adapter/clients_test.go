@@ -35,17 +35,17 @@ func TestToolEventsAndClosingText(t *testing.T) {
 	args := `{"bucket":"Misc","confidence":0.8,"status":"classified"}`
 	cases := []struct {
 		name string
-		evs  []brainwire.Event
+		evs  []brainwire.AgentEvent
 		want string
 	}{
-		{"a call, its result, then the outcome; text after it is closing text", []brainwire.Event{
+		{"a call, its result, then the outcome; text after it is closing text", []brainwire.AgentEvent{
 			text("Thinking."), callEvent("c1", `{"bucket":"People"}`), status(brainwire.RunRequiresAction),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			text("Filed"), text(" to People."), status(brainwire.RunCompleted),
 		}, `STEP_START(Classifying) R0:Thinking. CALL(c1,file_capture,{"bucket":"People"}) ` +
 			`RESULT(c1,file_capture,{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"},err=false) ` +
 			`STEP_END(Classifying) classified(i1,People,0.9) T1:Filed T2: to People. COMPLETE(thread-1,run-1)`},
-		{"a failed tool is a result like any other; text before the retry is reasoning", []brainwire.Event{
+		{"a failed tool is a result like any other; text before the retry is reasoning", []brainwire.AgentEvent{
 			callEvent("c1", args), resultEvent("c1", `{"error":"invalid_bucket"}`, true),
 			text("Retrying."), callEvent("c2", args),
 			resultEvent("c2", `{"bucket":"Admin","confidence":0.8,"item_id":"i5","status":"classified"}`, false),
@@ -54,13 +54,13 @@ func TestToolEventsAndClosingText(t *testing.T) {
 			`R0:Retrying. CALL(c2,file_capture,` + args + `) ` +
 			`RESULT(c2,file_capture,{"bucket":"Admin","confidence":0.8,"item_id":"i5","status":"classified"},err=false) ` +
 			`STEP_END(Classifying) classified(i5,Admin,0.8) COMPLETE(thread-1,run-1)`},
-		{"other tools show too", []brainwire.Event{
-			{Kind: brainwire.EventToolCall, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio, Arguments: []byte(`{"blob_url":"u"}`)}},
-			{Kind: brainwire.EventToolResult, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}, Result: brainwire.ToolResult{Name: brainwire.ToolTranscribeAudio, Output: `{"text":"hi"}`}},
+		{"other tools show too", []brainwire.AgentEvent{
+			{Kind: brainwire.AgentToolCall, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio, Arguments: []byte(`{"blob_url":"u"}`)}},
+			{Kind: brainwire.AgentToolResult, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}, Result: brainwire.ToolResult{Name: brainwire.ToolTranscribeAudio, Output: `{"text":"hi"}`}},
 			status(brainwire.RunCompleted),
 		}, `STEP_START(Classifying) CALL(t1,transcribe_audio,{"blob_url":"u"}) RESULT(t1,transcribe_audio,{"text":"hi"},err=false) ` +
 			`STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)`},
-		{"text of a run that never filed stays reasoning", []brainwire.Event{text("People."), status(brainwire.RunCompleted)},
+		{"text of a run that never filed stays reasoning", []brainwire.AgentEvent{text("People."), status(brainwire.RunCompleted)},
 			"STEP_START(Classifying) R0:People. STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)"},
 	}
 	for _, c := range cases {
@@ -99,7 +99,7 @@ func TestToolEventsAreCopies(t *testing.T) {
 // capture failed.
 func TestErrorCarriesItsType(t *testing.T) {
 	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
-	out := a.Handle(brainwire.Event{Kind: brainwire.EventRunStatus, Status: brainwire.RunFailed, ErrorCode: "rate_limit_exceeded", ErrorMessage: "slow down"}, nil)
+	out := a.Handle(brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "rate_limit_exceeded", ErrorMessage: "slow down"}, nil)
 	for _, e := range out {
 		if e.Type == brainwire.CaptureError {
 			if e.Result == nil || e.Result.ErrorType != "rate_limit_exceeded" || e.Result.ErrorMessage != e.Message {

@@ -14,24 +14,24 @@ import (
 // events. It is not safe for concurrent use.
 //
 // Mapping:
-//   - the stream opening is EventRunStatus in_progress;
+//   - the stream opening is AgentRunStatus in_progress;
 //   - every streamed (partial) text part, thought or answer, is an
-//     EventTextChunk as it arrives: the agent's words are all reasoning to
+//     AgentTextChunk as it arrives: the agent's words are all reasoning to
 //     the phone;
 //   - a model call's aggregated (non-partial) event repeats what its
 //     partial events streamed: only text they did not stream becomes
 //     chunks (all of it when the server streamed nothing, as without
 //     streaming);
-//   - usageMetadata of an aggregated event is an EventUsage: one per model
+//   - usageMetadata of an aggregated event is an AgentUsage: one per model
 //     call, so a run's usage is their sum (the same usage on the next
 //     event, with nothing between, is the same call's);
 //   - a function call the agent hands to its client (its id among the
-//     event's longRunningToolIds) is an EventToolCall, taken from the
+//     event's longRunningToolIds) is an AgentToolCall, taken from the
 //     aggregated event only; calls the agent runs itself are not
 //     brainwire's;
-//   - an event with errorCode is EventRunStatus failed with its code and
-//     message; an error frame is EventError;
-//   - at the end of the body: EventRunStatus requires_action when calls
+//   - an event with errorCode is AgentRunStatus failed with its code and
+//     message; an error frame is AgentError;
+//   - at the end of the body: AgentRunStatus requires_action when calls
 //     are waiting for their responses, completed when the agent gave its
 //     final response.
 //
@@ -43,7 +43,7 @@ type Decoder struct {
 	started   bool
 	err       error // sticky: io.EOF at the end, or the failure
 
-	queue []brainwire.Event
+	queue []brainwire.AgentEvent
 	qi    int
 
 	// streamed counts the bytes of thought [0] and answer [1] text the
@@ -96,20 +96,20 @@ func (d *Decoder) InvocationID() string { return d.invoID }
 // before that was cut: the error wraps io.ErrUnexpectedEOF or the read
 // error. A body that breaks after it loses nothing. A payload that is not
 // an event is an error. Errors are sticky.
-func (d *Decoder) Next() (brainwire.Event, error) {
+func (d *Decoder) Next() (brainwire.AgentEvent, error) {
 	if d.qi < len(d.queue) {
 		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.Event{}
+		d.queue[d.qi] = brainwire.AgentEvent{}
 		d.qi++
 		return ev, nil
 	}
 	d.queue, d.qi = d.queue[:0], 0
 	if d.err != nil {
-		return brainwire.Event{}, d.err
+		return brainwire.AgentEvent{}, d.err
 	}
 	if !d.started {
 		d.started = true
-		ev := d.event(brainwire.EventRunStatus)
+		ev := d.event(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunInProgress
 		return ev, nil
 	}
@@ -132,7 +132,7 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 		}
 		if ev.Err != nil {
 			d.frameErr, d.final = true, false
-			out := d.event(brainwire.EventError)
+			out := d.event(brainwire.AgentError)
 			out.ErrorCode, out.ErrorMessage = ev.Err.Type, ev.Err.Message
 			return out, nil
 		}
@@ -161,7 +161,7 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 func (d *Decoder) settled() bool { return d.final || d.failed || d.frameErr }
 
 // end finishes the body.
-func (d *Decoder) end(err error) (brainwire.Event, error) {
+func (d *Decoder) end(err error) (brainwire.AgentEvent, error) {
 	if !d.settled() {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -174,46 +174,46 @@ func (d *Decoder) end(err error) (brainwire.Event, error) {
 	case d.failed || d.frameErr:
 		// The consumer was told why the turn ended.
 	case d.pending > 0:
-		ev := d.event(brainwire.EventRunStatus)
+		ev := d.event(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunRequiresAction
 		return ev, nil
 	case d.final:
-		ev := d.event(brainwire.EventRunStatus)
+		ev := d.event(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunCompleted
 		return ev, nil
 	}
-	return brainwire.Event{}, io.EOF
+	return brainwire.AgentEvent{}, io.EOF
 }
 
-func (d *Decoder) fail(err error) (brainwire.Event, error) {
+func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
 	d.err = err
-	return brainwire.Event{}, err
+	return brainwire.AgentEvent{}, err
 }
 
-func (d *Decoder) event(kind brainwire.EventKind) brainwire.Event {
-	return brainwire.Event{Kind: kind, ThreadID: d.sessionID, RunID: d.invoID}
+func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: kind, ThreadID: d.sessionID, RunID: d.invoID}
 }
 
 // partial maps a streamed chunk. The common case, one text part, is
 // returned without queueing.
-func (d *Decoder) partial(ev *Event) (brainwire.Event, bool) {
+func (d *Decoder) partial(ev *Event) (brainwire.AgentEvent, bool) {
 	if len(ev.Parts) == 1 {
 		p := ev.Parts[0]
 		if p.Text == "" {
-			return brainwire.Event{}, false
+			return brainwire.AgentEvent{}, false
 		}
 		d.streamed[textKind(p.Thought)] += len(p.Text)
-		return brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: d.sessionID, RunID: d.invoID, Text: p.Text}, true
+		return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.sessionID, RunID: d.invoID, Text: p.Text}, true
 	}
 	for _, p := range ev.Parts {
 		if p.Text != "" {
 			d.streamed[textKind(p.Thought)] += len(p.Text)
-			out := d.event(brainwire.EventTextChunk)
+			out := d.event(brainwire.AgentTextChunk)
 			out.Text = p.Text
 			d.queue = append(d.queue, out)
 		}
 	}
-	return brainwire.Event{}, false
+	return brainwire.AgentEvent{}, false
 }
 
 // aggregated maps a model call's closing event.
@@ -234,7 +234,7 @@ func (d *Decoder) aggregated(ev *Event) error {
 			from++
 		}
 		if from < len(p.Text) {
-			out := d.event(brainwire.EventTextChunk)
+			out := d.event(brainwire.AgentTextChunk)
 			out.Text = p.Text[from:]
 			d.queue = append(d.queue, out)
 		}
@@ -243,7 +243,7 @@ func (d *Decoder) aggregated(ev *Event) error {
 
 	if ev.HasUsage && !(d.hasLastUsage && ev.Usage == d.lastUsage) {
 		d.lastUsage, d.hasLastUsage = ev.Usage, true
-		out := d.event(brainwire.EventUsage)
+		out := d.event(brainwire.AgentUsage)
 		out.Usage = brainwire.Usage{
 			PromptTokens: ev.Usage.PromptTokens,
 			// Thinking is output the model wrote, billed as such.
@@ -272,13 +272,13 @@ func (d *Decoder) aggregated(ev *Event) error {
 		}
 		call := brainwire.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args, ThreadID: d.sessionID, RunID: d.invoID}
 		d.pending++
-		out := d.event(brainwire.EventToolCall)
+		out := d.event(brainwire.AgentToolCall)
 		out.Tool = call
 		d.queue = append(d.queue, out)
 	}
 	if ev.ErrorCode != "" && d.pending == 0 {
 		d.failed = true
-		out := d.event(brainwire.EventRunStatus)
+		out := d.event(brainwire.AgentRunStatus)
 		out.Status = brainwire.RunFailed
 		out.ErrorCode, out.ErrorMessage = ev.ErrorCode, ev.ErrorMessage
 		if out.ErrorMessage == "" {

@@ -48,24 +48,24 @@ func decodeAll(t *testing.T, r io.Reader) ([]string, error) {
 	}
 }
 
-func render(ev brainwire.Event) string {
+func render(ev brainwire.AgentEvent) string {
 	s := ev.Kind.String()
 	if ev.RunID != "" {
 		s += " [" + ev.RunID + "]"
 	}
 	switch ev.Kind {
-	case brainwire.EventTextChunk:
+	case brainwire.AgentTextChunk:
 		s += fmt.Sprintf(" %q", ev.Text)
-	case brainwire.EventToolCall:
+	case brainwire.AgentToolCall:
 		s += fmt.Sprintf(" %s %s %s", ev.Tool.ID, ev.Tool.Name, ev.Tool.Arguments)
-	case brainwire.EventUsage:
+	case brainwire.AgentUsage:
 		s += fmt.Sprintf(" %d/%d/%d", ev.Usage.PromptTokens, ev.Usage.CompletionTokens, ev.Usage.TotalTokens)
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		s += " " + string(ev.Status)
 		if ev.ErrorCode != "" {
 			s += " " + ev.ErrorCode + ": " + ev.ErrorMessage
 		}
-	case brainwire.EventError:
+	case brainwire.AgentError:
 		s += " " + ev.ErrorCode + ": " + ev.ErrorMessage
 	}
 	return s

@@ -127,14 +127,14 @@ func (r *run) open(req RunSSERequest) error {
 
 // Next returns the next event of the call being read, and closes it at
 // its end.
-func (r *run) Next() (brainwire.Event, error) {
+func (r *run) Next() (brainwire.AgentEvent, error) {
 	ev, err := r.stream.Next()
 	if id := r.stream.InvocationID(); id != "" {
 		r.invocation = id
 	}
 	if err != nil {
 		r.closeStream()
-		return brainwire.Event{}, err // io.EOF, or what broke, coded EUpstream
+		return brainwire.AgentEvent{}, err // io.EOF, or what broke, coded EUpstream
 	}
 	return ev, nil
 }

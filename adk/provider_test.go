@@ -77,13 +77,13 @@ func newProvider(t *testing.T, srv *adktest.Server) *adk.Provider {
 }
 
 // runAgent runs the agent through p as the server does: in the agent loop.
-func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.AgentEvent, error] {
 	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events rendered and the final
 // error, checking that an error comes once, last, with a zero event.
-func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([]string, error) {
+func collect(t *testing.T, seq func(yield func(brainwire.AgentEvent, error) bool)) ([]string, error) {
 	t.Helper()
 	var evs []string
 	var final error
@@ -92,13 +92,13 @@ func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([
 			t.Fatalf("yielded after the error %v: %+v, %v", final, ev, err)
 		}
 		if err != nil {
-			if !reflect.DeepEqual(ev, brainwire.Event{}) {
+			if !reflect.DeepEqual(ev, brainwire.AgentEvent{}) {
 				t.Fatalf("error %v came with an event %+v", err, ev)
 			}
 			final = err
 			continue
 		}
-		if ev.Kind == brainwire.EventToolResult {
+		if ev.Kind == brainwire.AgentToolResult {
 			evs = append(evs, fmt.Sprintf("tool_result [%s] %s %s", ev.RunID, ev.Tool.ID, ev.Result.Output))
 			continue
 		}
@@ -323,7 +323,7 @@ func TestRunClosesTheRequest(t *testing.T) {
 		defer cancel()
 		var final error
 		for ev, err := range runAgent(ctx, newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, nil) {
-			if ev.Kind == brainwire.EventTextChunk {
+			if ev.Kind == brainwire.AgentTextChunk {
 				cancel()
 			}
 			final = err
@@ -336,7 +336,7 @@ func TestRunClosesTheRequest(t *testing.T) {
 	t.Run("the consumer stops", func(t *testing.T) {
 		srv := adktest.NewServer(t, sessionCreated(), adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
 		for ev := range runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{UserID: user, Message: "x"}, nil) {
-			if ev.Kind == brainwire.EventTextChunk {
+			if ev.Kind == brainwire.AgentTextChunk {
 				break
 			}
 		}

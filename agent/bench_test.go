@@ -11,12 +11,12 @@ import (
 // a provider to the server: a run of 10,000 text chunks, a tool round and
 // a closing response, already decoded, read through Loop.Run.
 func BenchmarkLoop(b *testing.B) {
-	first := []brainwire.Event{status(brainwire.RunInProgress)}
+	first := []brainwire.AgentEvent{status(brainwire.RunInProgress)}
 	for range 10000 {
 		first = append(first, text(" token"))
 	}
 	first = append(first, call("c1"), status(brainwire.RunRequiresAction))
-	responses := [][]brainwire.Event{first, completing}
+	responses := [][]brainwire.AgentEvent{first, completing}
 	events := len(first) + len(completing) + 1 // and the tool's result
 	p := &scripted{}
 	loop := agent.NewLoop(p)

@@ -49,15 +49,15 @@ func NewLoop(p brainwire.Provider, opts ...Option) *Loop {
 // Run runs the agent once over req, offering it tools (req.Tools is set
 // to their definitions). It yields the events of each response of the
 // run; when a response asks for tools, it runs them (CallTools), yields
-// one EventToolResult per call in the order of the calls, and continues
+// one AgentToolResult per call in the order of the calls, and continues
 // the run with their results, until a response ends the run.
 //
 // A failure is yielded once as a zero Event with the error, and ends the
 // sequence; once ctx has ended, the error says so (errors.Is(err,
 // ctx.Err())). However the sequence ends, the run is closed before Run
 // returns: a consumer that stops iterating stops the run upstream.
-func (l *Loop) Run(ctx context.Context, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
-	return func(yield func(brainwire.Event, error) bool) {
+func (l *Loop) Run(ctx context.Context, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.AgentEvent, error] {
+	return func(yield func(brainwire.AgentEvent, error) bool) {
 		if tools != nil {
 			req.Tools = tools.Definitions()
 		}
@@ -74,14 +74,14 @@ func (l *Loop) Run(ctx context.Context, req brainwire.RunRequest, tools brainwir
 			if ctx.Err() != nil {
 				err = fmt.Errorf("agent %s stopped: %w", name(run), ctx.Err())
 			}
-			yield(brainwire.Event{}, err)
+			yield(brainwire.AgentEvent{}, err)
 		}
 	}
 }
 
 // drive reads run's responses and runs the tools they ask for until the
 // run ends, the consumer stops (nil) or something fails.
-func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.ToolSet, yield func(brainwire.Event, error) bool) error {
+func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.ToolSet, yield func(brainwire.AgentEvent, error) bool) error {
 	var threadID, runID string // the upstream ids, as the events gave them
 	for round := 0; ; round++ {
 		var calls []brainwire.ToolCall
@@ -102,11 +102,11 @@ func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.Too
 				runID = ev.RunID
 			}
 			switch ev.Kind {
-			case brainwire.EventToolCall:
+			case brainwire.AgentToolCall:
 				calls = append(calls, ev.Tool)
-			case brainwire.EventRunStatus:
+			case brainwire.AgentRunStatus:
 				status = ev.Status
-			case brainwire.EventError:
+			case brainwire.AgentError:
 				failed = true
 			}
 			if !yield(ev, nil) {
@@ -142,7 +142,7 @@ func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.Too
 		// The results go out before the run continues: the outcome can be
 		// told as soon as the capture is filed.
 		for i, call := range calls {
-			ev := brainwire.Event{Kind: brainwire.EventToolResult, ThreadID: threadID, RunID: runID, Tool: call, Result: results[i]}
+			ev := brainwire.AgentEvent{Kind: brainwire.AgentToolResult, ThreadID: threadID, RunID: runID, Tool: call, Result: results[i]}
 			if !yield(ev, nil) {
 				return nil
 			}

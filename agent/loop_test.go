@@ -16,7 +16,7 @@ import (
 // scripted is a provider whose run streams the responses it is given, one
 // per Start or Continue, and notes what the loop asked of it.
 type scripted struct {
-	responses [][]brainwire.Event
+	responses [][]brainwire.AgentEvent
 	startErr  error
 	// fail, when set, is returned by Next after the events of the
 	// response numbered failAt.
@@ -45,10 +45,10 @@ type scriptedRun struct {
 	next     int // its next event
 }
 
-func (r *scriptedRun) Next() (brainwire.Event, error) {
+func (r *scriptedRun) Next() (brainwire.AgentEvent, error) {
 	r.p.nexts++
 	if r.response >= len(r.p.responses) {
-		return brainwire.Event{}, fmt.Errorf("no response %d in the script", r.response)
+		return brainwire.AgentEvent{}, fmt.Errorf("no response %d in the script", r.response)
 	}
 	evs := r.p.responses[r.response]
 	if r.next < len(evs) {
@@ -56,9 +56,9 @@ func (r *scriptedRun) Next() (brainwire.Event, error) {
 		return evs[r.next-1], nil
 	}
 	if r.p.fail != nil && r.response == r.p.failAt {
-		return brainwire.Event{}, r.p.fail
+		return brainwire.AgentEvent{}, r.p.fail
 	}
-	return brainwire.Event{}, io.EOF
+	return brainwire.AgentEvent{}, io.EOF
 }
 
 func (r *scriptedRun) Continue(results []brainwire.ToolResult) error {
@@ -78,29 +78,29 @@ func (e echo) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult
 	return brainwire.ToolResult{Output: fmt.Sprintf(`{"ok":%q}`, c.ID)}
 }
 
-func status(s brainwire.RunStatus) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventRunStatus, ThreadID: "t1", RunID: "r1", Status: s}
+func status(s brainwire.RunStatus) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, ThreadID: "t1", RunID: "r1", Status: s}
 }
 
-func call(id string) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventToolCall, ThreadID: "t1", RunID: "r1",
+func call(id string) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentToolCall, ThreadID: "t1", RunID: "r1",
 		Tool: brainwire.ToolCall{ID: id, Name: brainwire.ToolFileCapture, ThreadID: "t1", RunID: "r1"}}
 }
 
-func text(s string) brainwire.Event {
-	return brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: "t1", RunID: "r1", Text: s}
+func text(s string) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: "t1", RunID: "r1", Text: s}
 }
 
 // asking is a response that asks for the calls ids.
-func asking(ids ...string) []brainwire.Event {
-	evs := []brainwire.Event{status(brainwire.RunInProgress), text("thinking")}
+func asking(ids ...string) []brainwire.AgentEvent {
+	evs := []brainwire.AgentEvent{status(brainwire.RunInProgress), text("thinking")}
 	for _, id := range ids {
 		evs = append(evs, call(id))
 	}
 	return append(evs, status(brainwire.RunRequiresAction))
 }
 
-var completing = []brainwire.Event{status(brainwire.RunInProgress), text("done"), status(brainwire.RunCompleted)}
+var completing = []brainwire.AgentEvent{status(brainwire.RunInProgress), text("done"), status(brainwire.RunCompleted)}
 
 // run runs the loop and returns what it yielded, an event per line, and
 // its error, checking that an error comes once, last, with a zero event.
@@ -113,7 +113,7 @@ func run(t *testing.T, ctx context.Context, l *agent.Loop, tools brainwire.ToolS
 			t.Fatalf("yielded after the error %v", final)
 		}
 		if err != nil {
-			if !reflect.DeepEqual(ev, brainwire.Event{}) {
+			if !reflect.DeepEqual(ev, brainwire.AgentEvent{}) {
 				t.Fatalf("error %v came with the event %+v", err, ev)
 			}
 			final = err
@@ -124,21 +124,21 @@ func run(t *testing.T, ctx context.Context, l *agent.Loop, tools brainwire.ToolS
 	return strings.Join(lines, "\n"), final
 }
 
-func line(ev brainwire.Event) string {
+func line(ev brainwire.AgentEvent) string {
 	s := ev.Kind.String()
 	switch ev.Kind {
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		s += " " + string(ev.Status)
-	case brainwire.EventToolCall:
+	case brainwire.AgentToolCall:
 		s += " " + ev.Tool.ID
-	case brainwire.EventToolResult:
+	case brainwire.AgentToolResult:
 		s += fmt.Sprintf(" %s [%s %s] %s", ev.Tool.ID, ev.ThreadID, ev.RunID, ev.Result.Output)
 	}
 	return s
 }
 
 func TestRunToolsAndContinue(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1", "c2"), completing}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1", "c2"), completing}}
 	defs := []brainwire.ToolDefinition{{Name: brainwire.ToolFileCapture}}
 	got, err := run(t, t.Context(), agent.NewLoop(p), echo{defs: defs})
 	if err != nil {
@@ -171,12 +171,12 @@ run_status completed`
 // The results are yielded before the run continues: the phone can be
 // told the outcome while the agent writes its closing words.
 func TestRunYieldsResultsBeforeContinuing(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1"), completing}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), completing}}
 	for ev, err := range agent.NewLoop(p).Run(t.Context(), brainwire.RunRequest{}, echo{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind == brainwire.EventToolResult && len(p.continued) != 0 {
+		if ev.Kind == brainwire.AgentToolResult && len(p.continued) != 0 {
 			t.Fatal("the run continued before the result was yielded")
 		}
 	}
@@ -190,23 +190,23 @@ func TestRunEnds(t *testing.T) {
 		err       string // in the error; "" for none
 		continued int
 	}{
-		{name: "completed", p: &scripted{responses: [][]brainwire.Event{completing}}},
-		{name: "failed", p: &scripted{responses: [][]brainwire.Event{{status(brainwire.RunInProgress), status(brainwire.RunFailed)}}}},
-		{name: "an error event", p: &scripted{responses: [][]brainwire.Event{{status(brainwire.RunInProgress), {Kind: brainwire.EventError}}}}},
-		{name: "an error event after the calls", p: &scripted{responses: [][]brainwire.Event{append(asking("c1"), brainwire.Event{Kind: brainwire.EventError})}}},
+		{name: "completed", p: &scripted{responses: [][]brainwire.AgentEvent{completing}}},
+		{name: "failed", p: &scripted{responses: [][]brainwire.AgentEvent{{status(brainwire.RunInProgress), status(brainwire.RunFailed)}}}},
+		{name: "an error event", p: &scripted{responses: [][]brainwire.AgentEvent{{status(brainwire.RunInProgress), {Kind: brainwire.AgentError}}}}},
+		{name: "an error event after the calls", p: &scripted{responses: [][]brainwire.AgentEvent{append(asking("c1"), brainwire.AgentEvent{Kind: brainwire.AgentError})}}},
 		{
 			name: "the stream ends while the run goes on",
-			p:    &scripted{responses: [][]brainwire.Event{{status(brainwire.RunInProgress), text("a")}}},
+			p:    &scripted{responses: [][]brainwire.AgentEvent{{status(brainwire.RunInProgress), text("a")}}},
 			err:  `the stream of run r1 ended while it was "in_progress"`,
 		},
 		{
 			name: "requires action without calls",
-			p:    &scripted{responses: [][]brainwire.Event{{status(brainwire.RunRequiresAction)}}},
+			p:    &scripted{responses: [][]brainwire.AgentEvent{{status(brainwire.RunRequiresAction)}}},
 			err:  "run r1 requires action but asked for no function calls",
 		},
 		{
 			name:      "the stream breaks",
-			p:         &scripted{responses: [][]brainwire.Event{asking("c1"), {text("a")}}, fail: errBroke, failAt: 1},
+			p:         &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), {text("a")}}, fail: errBroke, failAt: 1},
 			err:       "the stream broke off",
 			continued: 1,
 		},
@@ -233,7 +233,7 @@ func TestRunEnds(t *testing.T) {
 }
 
 func TestRunTooManyToolRounds(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1"), asking("c2"), asking("c3")}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), asking("c2"), asking("c3")}}
 	_, err := run(t, t.Context(), agent.NewLoop(p, agent.WithMaxToolRounds(2)), echo{})
 	var be *brainwire.Error
 	if !errors.As(err, &be) || be.Message != "the agent kept asking for tools" || !strings.Contains(err.Error(), "run r1 asked for tools more than 2 times") {
@@ -247,9 +247,9 @@ func TestRunTooManyToolRounds(t *testing.T) {
 // A consumer that stops iterating stops the run: nothing more is read,
 // and the run is closed.
 func TestRunConsumerStops(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1"), completing}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), completing}}
 	for ev := range agent.NewLoop(p).Run(t.Context(), brainwire.RunRequest{}, echo{}) {
-		if ev.Kind == brainwire.EventTextChunk {
+		if ev.Kind == brainwire.AgentTextChunk {
 			break
 		}
 	}
@@ -270,7 +270,7 @@ func (c cancelling) Call(context.Context, brainwire.ToolCall) brainwire.ToolResu
 // A run whose context ends while its tools run does not continue, and
 // its error says why.
 func TestRunCancelledDuringTools(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1"), completing}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), completing}}
 	ctx, cancel := context.WithCancel(t.Context())
 	got, err := run(t, ctx, agent.NewLoop(p), cancelling{cancel})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "agent run r1 stopped") {
@@ -294,7 +294,7 @@ func TestRunThatNeverStartedStopped(t *testing.T) {
 // Without tools, the agent is offered none, and a call it makes anyway
 // gets an error result.
 func TestRunWithoutTools(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.Event{asking("c1"), completing}}
+	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), completing}}
 	got, err := run(t, t.Context(), agent.NewLoop(p), nil)
 	if err != nil {
 		t.Fatal(err)

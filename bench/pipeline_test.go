@@ -15,7 +15,7 @@ import (
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/protocol/agui"
 	"github.com/brainwire/brainwire/protocol/capturev2"
-	v1 "github.com/brainwire/brainwire/protocol/v1"
+	"github.com/brainwire/brainwire/protocol/v1"
 )
 
 // tokens are delta texts the size a model streams them (as in the
@@ -73,7 +73,7 @@ var encoders = []struct {
 
 // decoder reads the normalized events of one upstream response body.
 type decoder interface {
-	Next() (brainwire.Event, error)
+	Next() (brainwire.AgentEvent, error)
 }
 
 // adapterPath is what sets one upstream's adapter-path benchmark apart:
@@ -118,8 +118,8 @@ func (p adapterPath) pipeline(tb testing.TB, newEncoder func(brainwire.Capture) 
 				tb.Fatal(err)
 			}
 			evs = a.Handle(ev, evs[:0])
-			if ev.Kind == brainwire.EventToolCall {
-				evs = a.Handle(brainwire.Event{Kind: brainwire.EventToolResult, Tool: ev.Tool,
+			if ev.Kind == brainwire.AgentToolCall {
+				evs = a.Handle(brainwire.AgentEvent{Kind: brainwire.AgentToolResult, Tool: ev.Tool,
 					Result: brainwire.ToolResult{CallID: ev.Tool.ID, Name: ev.Tool.Name, Filed: &filed,
 						Output: `{"bucket":"People","confidence":0.9,"item_id":"item_1","status":"classified"}`}}, evs)
 			}

@@ -297,7 +297,7 @@ type runObserver struct {
 	r *runRecord
 }
 
-func (ro *runObserver) ProviderEvent(brainwire.Event) {}
+func (ro *runObserver) ProviderEvent(brainwire.AgentEvent) {}
 
 func (ro *runObserver) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type == brainwire.CaptureReasoning {

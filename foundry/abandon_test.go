@@ -103,7 +103,7 @@ func trackedProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Prov
 }
 
 type runResult struct {
-	evs []brainwire.Event
+	evs []brainwire.AgentEvent
 	err error
 }
 
@@ -306,7 +306,7 @@ func TestRunAbandonedAfterTheRunIsNamed(t *testing.T) {
 	p, x := trackedProvider(t, srv, foundry.WithCancelTimeout(cancelTimeout))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var evs []brainwire.Event
+	var evs []brainwire.AgentEvent
 	var final error
 	var gone time.Time
 	for ev, err := range runAgent(ctx, p, brainwire.RunRequest{Message: "x"}, nil) {
@@ -315,7 +315,7 @@ func TestRunAbandonedAfterTheRunIsNamed(t *testing.T) {
 			continue
 		}
 		evs = append(evs, ev)
-		if ev.Kind == brainwire.EventTextChunk {
+		if ev.Kind == brainwire.AgentTextChunk {
 			cancel()
 			gone = time.Now()
 		}

@@ -15,14 +15,14 @@ import (
 // Decoder turns one streamed response body of the threads/runs API into
 // normalized brainwire events. It is not safe for concurrent use.
 //
-// Mapping: thread.run.<status> events become EventRunStatus (a failed run
+// Mapping: thread.run.<status> events become AgentRunStatus (a failed run
 // carries last_error; thread.run.created reports the new run's status,
 // queued); thread.run.requires_action is preceded by one
-// EventToolCall per requested function call; a terminal run with usage is
-// preceded by EventUsage (usage is taken from the run only, never from
+// AgentToolCall per requested function call; a terminal run with usage is
+// preceded by AgentUsage (usage is taken from the run only, never from
 // steps, so it is never counted twice); every non-empty text value of a
-// thread.message.delta becomes an EventTextChunk; the error event becomes
-// EventError. Step events and unknown events are skipped.
+// thread.message.delta becomes an AgentTextChunk; the error event becomes
+// AgentError. Step events and unknown events are skipped.
 type Decoder struct {
 	sr       *sse.Reader
 	threadID string
@@ -31,7 +31,7 @@ type Decoder struct {
 	sawError bool
 	err      error // sticky: io.EOF after done, or the failure
 
-	queue   []brainwire.Event // decoded but not yet returned
+	queue   []brainwire.AgentEvent // decoded but not yet returned
 	qi      int
 	texts   []string
 	scratch []byte
@@ -63,16 +63,16 @@ func (d *Decoder) Status() brainwire.RunStatus { return d.status }
 // that reported an error event. A body that ends otherwise was cut: the
 // error wraps io.ErrUnexpectedEOF. A malformed payload of an event the
 // decoder needs is an error naming the event. Errors are sticky.
-func (d *Decoder) Next() (brainwire.Event, error) {
+func (d *Decoder) Next() (brainwire.AgentEvent, error) {
 	if d.qi < len(d.queue) {
 		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.Event{}
+		d.queue[d.qi] = brainwire.AgentEvent{}
 		d.qi++
 		return ev, nil
 	}
 	d.queue, d.qi = d.queue[:0], 0
 	if d.err != nil {
-		return brainwire.Event{}, d.err
+		return brainwire.AgentEvent{}, d.err
 	}
 	for {
 		sev, err := d.sr.Next()
@@ -88,13 +88,13 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 			if len(texts) == 1 {
 				if t := texts[0]; t != "" {
 					texts[0] = ""
-					return brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: d.threadID, RunID: d.runID, Text: t}, nil
+					return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.threadID, RunID: d.runID, Text: t}, nil
 				}
 				continue
 			}
 			for i, t := range texts {
 				if t != "" {
-					ev := d.event(brainwire.EventTextChunk)
+					ev := d.event(brainwire.AgentTextChunk)
 					ev.Text = t
 					d.queue = append(d.queue, ev)
 				}
@@ -122,19 +122,19 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 			}
 		case "error":
 			d.sawError = true
-			ev := d.event(brainwire.EventError)
+			ev := d.event(brainwire.AgentError)
 			ev.ErrorCode, ev.ErrorMessage = errorPayload(sev.Data)
 			return ev, nil
 		case "done":
 			d.err = io.EOF
-			return brainwire.Event{}, io.EOF
+			return brainwire.AgentEvent{}, io.EOF
 		}
 	}
 }
 
-func (d *Decoder) fail(err error) (brainwire.Event, error) {
+func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
 	d.err = err
-	return brainwire.Event{}, err
+	return brainwire.AgentEvent{}, err
 }
 
 func (d *Decoder) endError(err error) error {
@@ -151,8 +151,8 @@ func (d *Decoder) endError(err error) error {
 	return fmt.Errorf("event stream ended without done while the run was %s: %w", status, io.ErrUnexpectedEOF)
 }
 
-func (d *Decoder) event(kind brainwire.EventKind) brainwire.Event {
-	return brainwire.Event{Kind: kind, ThreadID: d.threadID, RunID: d.runID}
+func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: kind, ThreadID: d.threadID, RunID: d.runID}
 }
 
 // deltaTexts returns the text values of a thread.message.delta payload,
@@ -166,7 +166,7 @@ func (d *Decoder) deltaTexts(data []byte) ([]string, error) {
 	return texts, nil
 }
 
-func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
+func (d *Decoder) run(name, data []byte) (brainwire.AgentEvent, error) {
 	var run Run
 	if err := decodeRun(&d.sc, data, &run); err != nil {
 		return d.fail(fmt.Errorf("decoding %s event: %w", name, err))
@@ -188,7 +188,7 @@ func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
 
 	if status == brainwire.RunRequiresAction && run.RequiredAction != nil && run.RequiredAction.SubmitToolOutputs != nil {
 		for _, tc := range run.RequiredAction.SubmitToolOutputs.ToolCalls {
-			ev := d.event(brainwire.EventToolCall)
+			ev := d.event(brainwire.AgentToolCall)
 			ev.Tool = brainwire.ToolCall{
 				ID:        tc.ID,
 				Name:      tc.Function.Name,
@@ -200,7 +200,7 @@ func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
 		}
 	}
 	if status.Terminal() && run.Usage != nil {
-		ev := d.event(brainwire.EventUsage)
+		ev := d.event(brainwire.AgentUsage)
 		ev.Usage = brainwire.Usage{
 			PromptTokens:     run.Usage.PromptTokens,
 			CompletionTokens: run.Usage.CompletionTokens,
@@ -208,7 +208,7 @@ func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
 		}
 		d.queue = append(d.queue, ev)
 	}
-	ev := d.event(brainwire.EventRunStatus)
+	ev := d.event(brainwire.AgentRunStatus)
 	ev.Status = status
 	if run.LastError != nil {
 		ev.ErrorCode, ev.ErrorMessage = run.LastError.Code, run.LastError.Message
@@ -216,7 +216,7 @@ func (d *Decoder) run(name, data []byte) (brainwire.Event, error) {
 	d.queue = append(d.queue, ev)
 
 	first := d.queue[0]
-	d.queue[0] = brainwire.Event{}
+	d.queue[0] = brainwire.AgentEvent{}
 	d.qi = 1
 	return first, nil
 }

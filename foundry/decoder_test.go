@@ -21,8 +21,8 @@ func recording(t testing.TB, name string) string {
 }
 
 // decodeAll reads every event of d until it returns an error.
-func decodeAll(d *foundry.Decoder) ([]brainwire.Event, error) {
-	var out []brainwire.Event
+func decodeAll(d *foundry.Decoder) ([]brainwire.AgentEvent, error) {
+	var out []brainwire.AgentEvent
 	for {
 		ev, err := d.Next()
 		if err != nil {
@@ -43,21 +43,21 @@ func readers(text string) map[string]func() io.Reader {
 	}
 }
 
-func kinds(evs []brainwire.Event) string {
+func kinds(evs []brainwire.AgentEvent) string {
 	var b strings.Builder
 	for i, ev := range evs {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(ev.Kind.String())
-		if ev.Kind == brainwire.EventRunStatus {
+		if ev.Kind == brainwire.AgentRunStatus {
 			b.WriteString(":" + string(ev.Status))
 		}
 	}
 	return b.String()
 }
 
-func checkIDs(t *testing.T, evs []brainwire.Event, thread, run string) {
+func checkIDs(t *testing.T, evs []brainwire.AgentEvent, thread, run string) {
 	t.Helper()
 	for i, ev := range evs {
 		if ev.ThreadID != thread || ev.RunID != run {
@@ -181,7 +181,7 @@ func TestDecodeSendEmailStream(t *testing.T) {
 			checkIDs(t, evs, "thread_01", "run_01")
 			var chunks []string
 			for _, ev := range evs {
-				if ev.Kind == brainwire.EventTextChunk {
+				if ev.Kind == brainwire.AgentTextChunk {
 					chunks = append(chunks, ev.Text)
 				}
 			}
@@ -200,7 +200,7 @@ func TestDecodeSendEmailStream(t *testing.T) {
 				t.Fatalf("unexpected reference text %q", refCompleted)
 			}
 			n := len(evs)
-			if n < 2 || evs[n-2].Kind != brainwire.EventUsage || evs[n-1].Kind != brainwire.EventRunStatus || evs[n-1].Status != brainwire.RunCompleted {
+			if n < 2 || evs[n-2].Kind != brainwire.AgentUsage || evs[n-1].Kind != brainwire.AgentRunStatus || evs[n-1].Status != brainwire.RunCompleted {
 				t.Fatalf("last events: %s", kinds(evs[max(n-3, 0):]))
 			}
 			if u := evs[n-2].Usage; u != (brainwire.Usage{PromptTokens: 2217, CompletionTokens: 220, TotalTokens: 2437}) {
@@ -208,7 +208,7 @@ func TestDecodeSendEmailStream(t *testing.T) {
 			}
 			usages := 0
 			for _, ev := range evs {
-				if ev.Kind == brainwire.EventUsage {
+				if ev.Kind == brainwire.AgentUsage {
 					usages++
 				}
 			}
@@ -242,13 +242,13 @@ func TestDecoder(t *testing.T) {
 		kinds  string
 		err    error  // errors.Is target; nil means io.EOF
 		errHas string // text the error must contain
-		check  func(t *testing.T, evs []brainwire.Event)
+		check  func(t *testing.T, evs []brainwire.AgentEvent)
 	}{
 		{
 			name:  "thread.created sets the thread before the run",
 			input: stream(r.ThreadCreated(), foundrytest.MessageDelta("msg_1", "hi"), r.Created(), r.Completed(foundrytest.Usage{Prompt: 1, Completion: 2, Total: 3}), foundrytest.Done()),
 			kinds: "text_chunk run_status:queued usage run_status:completed",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[0].ThreadID != "thread_1" || evs[0].RunID != "" || evs[1].RunID != "run_1" {
 					t.Errorf("ids: %+v / %+v", evs[0], evs[1])
 				}
@@ -258,7 +258,7 @@ func TestDecoder(t *testing.T) {
 			name:  "failed run carries last_error",
 			input: stream(r.InProgress(), r.Failed("server_error", "Sorry, something went wrong."), foundrytest.Done()),
 			kinds: "run_status:in_progress run_status:failed",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[1].ErrorCode != "server_error" || evs[1].ErrorMessage != "Sorry, something went wrong." {
 					t.Errorf("failed event %+v", evs[1])
 				}
@@ -268,7 +268,7 @@ func TestDecoder(t *testing.T) {
 			name:  "several text parts, empty ones skipped",
 			input: stream(foundrytest.Event{Name: "thread.message.delta", Data: multi}, foundrytest.MessageDelta("m", ""), r.Cancelled()),
 			kinds: "text_chunk text_chunk run_status:cancelled",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[0].Text != "a" || evs[1].Text != "b" {
 					t.Errorf("texts %q %q", evs[0].Text, evs[1].Text)
 				}
@@ -287,7 +287,7 @@ func TestDecoder(t *testing.T) {
 			name:  "error event with error.message",
 			input: stream(r.InProgress(), foundrytest.ErrorEvent(`{"error":{"code":"rate_limit_exceeded","message":"Rate limit is exceeded."}}`)),
 			kinds: "run_status:in_progress error",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[1].ErrorCode != "rate_limit_exceeded" || evs[1].ErrorMessage != "Rate limit is exceeded." {
 					t.Errorf("error event %+v", evs[1])
 				}
@@ -297,7 +297,7 @@ func TestDecoder(t *testing.T) {
 			name:  "error event with top-level message",
 			input: stream(foundrytest.ErrorEvent(`{"message":"boom","code":500}`), foundrytest.Done()),
 			kinds: "error",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[0].ErrorMessage != "boom" || evs[0].ErrorCode != "500" {
 					t.Errorf("error event %+v", evs[0])
 				}
@@ -307,7 +307,7 @@ func TestDecoder(t *testing.T) {
 			name:  "error event with text",
 			input: stream(foundrytest.ErrorEvent(`Internal server error`), foundrytest.Done()),
 			kinds: "error",
-			check: func(t *testing.T, evs []brainwire.Event) {
+			check: func(t *testing.T, evs []brainwire.AgentEvent) {
 				if evs[0].ErrorMessage != "Internal server error" {
 					t.Errorf("error event %+v", evs[0])
 				}

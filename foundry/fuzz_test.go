@@ -21,7 +21,7 @@ import (
 // reads that frame alone, seeded with the ids and state the frames before
 // it left. It returns the events and the error the whole stream must end
 // with: io.EOF, or a non-nil error whose text contains errHas.
-func referenceDecode(stream []byte) (evs []brainwire.Event, wantEOF bool, errHas string) {
+func referenceDecode(stream []byte) (evs []brainwire.AgentEvent, wantEOF bool, errHas string) {
 	var threadID, runID string
 	var status brainwire.RunStatus
 	sawError := false
@@ -45,7 +45,7 @@ func referenceDecode(stream []byte) (evs []brainwire.Event, wantEOF bool, errHas
 			}
 			for _, t := range texts {
 				if t != "" {
-					evs = append(evs, brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: threadID, RunID: runID, Text: t})
+					evs = append(evs, brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: threadID, RunID: runID, Text: t})
 				}
 			}
 			continue
@@ -107,14 +107,14 @@ func FuzzDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		defer fuzztest.Deadline(10 * time.Second)()
 		want, wantEOF, errHas := referenceDecode(stream)
-		var first []brainwire.Event
+		var first []brainwire.AgentEvent
 		var firstErr error
 		for i, r := range []io.Reader{bytes.NewReader(stream), iotest.OneByteReader(bytes.NewReader(stream))} {
 			d := NewDecoder(r)
-			var got []brainwire.Event
+			var got []brainwire.AgentEvent
 			var err error
 			for {
-				var ev brainwire.Event
+				var ev brainwire.AgentEvent
 				if ev, err = d.Next(); err != nil {
 					break
 				}

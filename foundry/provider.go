@@ -175,11 +175,11 @@ type run struct {
 // Once ctx has ended, a stream that creates the run is read on, without
 // returning events, only until it names the run, so that the run can be
 // cancelled; Next then returns ctx's error.
-func (r *run) Next() (brainwire.Event, error) {
+func (r *run) Next() (brainwire.AgentEvent, error) {
 	for {
 		ev, err := r.stream.Next()
 		if err != nil {
-			return brainwire.Event{}, r.end(err)
+			return brainwire.AgentEvent{}, r.end(err)
 		}
 		if ev.ThreadID != "" {
 			r.threadID = ev.ThreadID
@@ -187,7 +187,7 @@ func (r *run) Next() (brainwire.Event, error) {
 		if ev.RunID != "" {
 			r.runID = ev.RunID
 		}
-		if ev.Kind == brainwire.EventRunStatus {
+		if ev.Kind == brainwire.AgentRunStatus {
 			r.status = ev.Status
 		}
 		if r.waiting {
@@ -205,7 +205,7 @@ func (r *run) Next() (brainwire.Event, error) {
 				// needs no cancel.
 				r.status = r.stream.Status()
 				r.closeStream()
-				return brainwire.Event{}, r.ctx.Err()
+				return brainwire.AgentEvent{}, r.ctx.Err()
 			}
 		}
 		return ev, nil

@@ -81,22 +81,22 @@ func mustProvider(t *testing.T, c *foundry.Client, agentID string, opts ...found
 }
 
 // runAgent runs the agent through p as the server does: in the agent loop.
-func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.AgentEvent, error] {
 	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events and final error,
 // checking that an error comes once, last, with a zero event.
-func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([]brainwire.Event, error) {
+func collect(t *testing.T, seq func(yield func(brainwire.AgentEvent, error) bool)) ([]brainwire.AgentEvent, error) {
 	t.Helper()
-	var evs []brainwire.Event
+	var evs []brainwire.AgentEvent
 	var final error
 	for ev, err := range seq {
 		if final != nil {
 			t.Fatalf("yielded after the error %v: %+v, %v", final, ev, err)
 		}
 		if err != nil {
-			if !reflect.DeepEqual(ev, brainwire.Event{}) {
+			if !reflect.DeepEqual(ev, brainwire.AgentEvent{}) {
 				t.Fatalf("error %v came with a non-zero event %+v", err, ev)
 			}
 			final = err
@@ -226,9 +226,9 @@ func TestRunParallelToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []brainwire.Event
+	var results []brainwire.AgentEvent
 	for _, ev := range evs {
-		if ev.Kind == brainwire.EventToolResult {
+		if ev.Kind == brainwire.AgentToolResult {
 			results = append(results, ev)
 		}
 	}
@@ -277,7 +277,7 @@ func TestRunMultipleToolRounds(t *testing.T) {
 	}
 	var results []string
 	for _, ev := range evs {
-		if ev.Kind == brainwire.EventToolResult {
+		if ev.Kind == brainwire.AgentToolResult {
 			results = append(results, ev.Tool.ID)
 		}
 	}
@@ -401,7 +401,7 @@ func TestRunFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := evs[len(evs)-1]
-	if last.Kind != brainwire.EventRunStatus || last.Status != brainwire.RunFailed ||
+	if last.Kind != brainwire.AgentRunStatus || last.Status != brainwire.RunFailed ||
 		last.ErrorCode != "rate_limit_exceeded" || last.ErrorMessage != "Rate limit is exceeded. Try again in 7 seconds." {
 		t.Fatalf("last event %+v", last)
 	}
@@ -420,7 +420,7 @@ func TestRunErrorEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := evs[len(evs)-1]
-	if last.Kind != brainwire.EventError || last.ErrorMessage != "The service is overloaded." || last.ErrorCode != "server_overloaded" || last.RunID != "run_1" {
+	if last.Kind != brainwire.AgentError || last.ErrorMessage != "The service is overloaded." || last.ErrorCode != "server_overloaded" || last.RunID != "run_1" {
 		t.Fatalf("events %s, last %+v", kinds(evs), last)
 	}
 	if len(srv.Cancels()) != 1 {
@@ -473,7 +473,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 			t.Fatal(err)
 		}
 		n++
-		if ev.Kind == brainwire.EventTextChunk {
+		if ev.Kind == brainwire.AgentTextChunk {
 			break
 		}
 	}
@@ -503,7 +503,7 @@ func TestRunContextCancelledDuringTools(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	for _, ev := range evs {
-		if ev.Kind == brainwire.EventToolResult {
+		if ev.Kind == brainwire.AgentToolResult {
 			t.Fatal("tool result yielded after cancellation")
 		}
 	}
@@ -564,7 +564,7 @@ func TestRunToolPanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := evs[3]
-	if res.Kind != brainwire.EventToolResult || !res.Result.IsError || res.Result.CallID != "c1" || res.Result.Name != "bad" {
+	if res.Kind != brainwire.AgentToolResult || !res.Result.IsError || res.Result.CallID != "c1" || res.Result.Name != "bad" {
 		t.Fatalf("result %+v", res)
 	}
 }

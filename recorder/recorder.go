@@ -199,7 +199,7 @@ func sessionFrom(ctx context.Context) *session {
 
 type noCapture struct{}
 
-func (noCapture) ProviderEvent(brainwire.Event)       {}
+func (noCapture) ProviderEvent(brainwire.AgentEvent)  {}
 func (noCapture) CaptureEvent(brainwire.CaptureEvent) {}
 func (noCapture) End(brainwire.CaptureResult)         {}
 
@@ -331,16 +331,16 @@ func flattenQuery(q url.Values) map[string]string {
 
 // ProviderEvent implements brainwire.CaptureObserver: it keeps the tools
 // the server ran, numbered by the requires_action pause they answered.
-func (s *session) ProviderEvent(ev brainwire.Event) {
+func (s *session) ProviderEvent(ev brainwire.AgentEvent) {
 	switch ev.Kind {
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		if ev.Status != brainwire.RunRequiresAction {
 			return
 		}
 		s.mu.Lock()
 		s.round++
 		s.mu.Unlock()
-	case brainwire.EventToolResult:
+	case brainwire.AgentToolResult:
 		t := ToolRun{CallID: ev.Tool.ID, Name: ev.Tool.Name, IsError: ev.Result.IsError}
 		t.Arguments, t.ArgumentsText = jsonOrText(ev.Tool.Arguments)
 		t.Output, t.OutputText = jsonOrText([]byte(ev.Result.Output))

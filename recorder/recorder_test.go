@@ -223,12 +223,12 @@ func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
 	sink := &recorder.MemorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink, Upstream: "simulator"})
 	capture(rec, func(_ context.Context, obs brainwire.CaptureObserver) {
-		obs.ProviderEvent(brainwire.Event{Kind: brainwire.EventRunStatus, Status: brainwire.RunRequiresAction})
-		obs.ProviderEvent(brainwire.Event{Kind: brainwire.EventToolResult,
+		obs.ProviderEvent(brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: brainwire.RunRequiresAction})
+		obs.ProviderEvent(brainwire.AgentEvent{Kind: brainwire.AgentToolResult,
 			Tool:   brainwire.ToolCall{ID: "call_1", Name: "file_capture", Arguments: []byte(`{"bucket":"Misc"}`)},
 			Result: brainwire.ToolResult{Output: `{"error":"invalid_bucket"}`, IsError: true}})
-		obs.ProviderEvent(brainwire.Event{Kind: brainwire.EventRunStatus, Status: brainwire.RunRequiresAction})
-		obs.ProviderEvent(brainwire.Event{Kind: brainwire.EventToolResult,
+		obs.ProviderEvent(brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: brainwire.RunRequiresAction})
+		obs.ProviderEvent(brainwire.AgentEvent{Kind: brainwire.AgentToolResult,
 			Tool:   brainwire.ToolCall{ID: "call_2", Name: "file_capture", Arguments: []byte(`{"bucket":"People"}`)},
 			Result: brainwire.ToolResult{Output: `{"item_id":"i1"}`}})
 		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning})

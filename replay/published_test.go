@@ -62,14 +62,14 @@ var publishedFixtures = []publishedFixture{
 		name:        "responses-real-azure-openai",
 		cassette:    "TestAzureResponsesWithSummaryThinking/azure-gpt-5-mini/thinking-streaming.yaml",
 		description: "Responses API, real Azure OpenAI streams (gpt-5-mini): a reasoning summary and a function call, then three summary parts and the answer; only the call adapted to file_capture",
-		provider:    responses.ProviderAzureOpenAI,
+		provider:    responses.ProviderNameAzureOpenAI,
 		arguments:   `{"text":"What's the weather in Florence, Italy?","bucket":"Admin","confidence":0.82,"status":"classified","title":"Check the weather in Florence"}`,
 	},
 	{
 		name:        "responses-real-openai",
 		cassette:    "TestOpenAIResponsesWithSummaryThinking/openai-gpt-5/thinking-streaming.yaml",
 		description: "Responses API, real OpenAI streams (gpt-5): a reasoning summary and a function call, then the answer; only the call adapted to file_capture, filed below the threshold",
-		provider:    responses.ProviderOpenAI,
+		provider:    responses.ProviderNameOpenAI,
 		arguments:   `{"text":"What's the weather in Florence, Italy?","bucket":"Admin","confidence":0.45,"status":"pending","title":"Weather in Florence"}`,
 	},
 }

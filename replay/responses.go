@@ -76,7 +76,7 @@ type responsesReplay struct {
 // be configured with to make them again: where the API is, how the agent
 // is named, how responses chain, whether summaries were asked for.
 func responsesParams(fx *recorder.Fixture) responsesReplay {
-	p := responsesReplay{basePath: "/openai/v1", name: responses.ProviderOpenAI,
+	p := responsesReplay{basePath: "/openai/v1", name: responses.ProviderNameOpenAI,
 		agent: responses.Agent{Model: "replay-model"}, chaining: responses.ChainPreviousResponse}
 	if len(fx.Exchanges) == 0 {
 		return p
@@ -85,7 +85,7 @@ func responsesParams(fx *recorder.Fixture) responsesReplay {
 	if base, ok := responsesBase(first.Path); ok {
 		p.basePath = base
 		if project, ok := strings.CutSuffix(base, "/openai/v1"); ok && strings.HasPrefix(project, "/api/projects/") {
-			p.projectPath, p.name = project, responses.ProviderFoundry
+			p.projectPath, p.name = project, responses.ProviderNameFoundry
 		}
 	}
 	if len(first.Query) > 0 {

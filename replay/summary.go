@@ -124,11 +124,11 @@ func (o *summaryObserver) Summary() Summary {
 }
 
 // ProviderEvent implements brainwire.CaptureObserver.
-func (o *summaryObserver) ProviderEvent(ev brainwire.Event) {
+func (o *summaryObserver) ProviderEvent(ev brainwire.AgentEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch ev.Kind {
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		st := string(ev.Status)
 		if ev.Status == brainwire.RunFailed && ev.ErrorCode != "" {
 			st += " (" + ev.ErrorCode + ")"
@@ -136,9 +136,9 @@ func (o *summaryObserver) ProviderEvent(ev brainwire.Event) {
 		if n := len(o.s.Statuses); n == 0 || o.s.Statuses[n-1] != st {
 			o.s.Statuses = append(o.s.Statuses, st)
 		}
-	case brainwire.EventError:
+	case brainwire.AgentError:
 		o.s.Statuses = append(o.s.Statuses, "error event")
-	case brainwire.EventToolResult:
+	case brainwire.AgentToolResult:
 		res := "ok"
 		if ev.Result.IsError {
 			res = "error " + ev.Result.ErrorCode

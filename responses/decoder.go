@@ -16,22 +16,22 @@ import (
 // normalized brainwire events. It is not safe for concurrent use.
 //
 // Mapping:
-//   - response.created, .queued and .in_progress become EventRunStatus
+//   - response.created, .queued and .in_progress become AgentRunStatus
 //     (queued or in_progress);
 //   - the text deltas of reasoning summaries, raw reasoning, output text
-//     and refusals become EventTextChunk, one per non-empty delta;
+//     and refusals become AgentTextChunk, one per non-empty delta;
 //   - each function_call item, once done (response.output_item.done, or
 //     the output of response.completed if that event never came), becomes
-//     EventToolCall;
-//   - response.completed becomes EventUsage, then EventRunStatus:
+//     AgentToolCall;
+//   - response.completed becomes AgentUsage, then AgentRunStatus:
 //     requires_action when the response asked for function calls (the
 //     Responses API calls such a response "completed"; the run goes on
 //     once brainwire has answered them), else completed;
-//   - response.failed and response.incomplete become EventUsage (when
-//     reported) and EventRunStatus failed or incomplete with the error or
+//   - response.failed and response.incomplete become AgentUsage (when
+//     reported) and AgentRunStatus failed or incomplete with the error or
 //     the reason;
 //   - the error event (type "error", or a payload with a top-level
-//     "error") becomes EventError.
+//     "error") becomes AgentError.
 //
 // Events are dispatched on their event: name, or on data.type when the
 // frame has no name. Unknown types are skipped. Every event carries the
@@ -50,7 +50,7 @@ type Decoder struct {
 	calls          []string // call ids of this response's function calls
 	err            error    // sticky: io.EOF at the end, or the failure
 
-	queue []brainwire.Event // decoded but not yet returned
+	queue []brainwire.AgentEvent // decoded but not yet returned
 	qi    int
 	delta deltaPayload
 	resp  Response
@@ -85,16 +85,16 @@ func (d *Decoder) Errored() bool { return d.sawError }
 // before a terminal event was cut: the error wraps io.ErrUnexpectedEOF.
 // A malformed payload of an event the decoder reads is an error naming
 // the event. Errors are sticky.
-func (d *Decoder) Next() (brainwire.Event, error) {
+func (d *Decoder) Next() (brainwire.AgentEvent, error) {
 	if d.qi < len(d.queue) {
 		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.Event{}
+		d.queue[d.qi] = brainwire.AgentEvent{}
 		d.qi++
 		return ev, nil
 	}
 	d.queue, d.qi = d.queue[:0], 0
 	if d.err != nil {
-		return brainwire.Event{}, d.err
+		return brainwire.AgentEvent{}, d.err
 	}
 	for {
 		sev, err := d.sr.Next()
@@ -126,7 +126,7 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 				}
 				text := d.delta.delta
 				d.delta.delta = ""
-				return brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: d.conversationID, RunID: d.responseID, Text: text}, nil
+				return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.conversationID, RunID: d.responseID, Text: text}, nil
 			}
 		}
 		switch t {
@@ -143,7 +143,7 @@ func (d *Decoder) Next() (brainwire.Event, error) {
 			}
 		case eventError:
 			d.sawError, d.terminal = true, true
-			ev := d.event(brainwire.EventError)
+			ev := d.event(brainwire.AgentError)
 			ev.ErrorCode, ev.ErrorMessage = errorPayload(sev.Data)
 			d.queue = append(d.queue, ev)
 		}
@@ -165,9 +165,9 @@ func nameOf(name []byte) string {
 	return string(name)
 }
 
-func (d *Decoder) fail(err error) (brainwire.Event, error) {
+func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
 	d.err = err
-	return brainwire.Event{}, err
+	return brainwire.AgentEvent{}, err
 }
 
 func (d *Decoder) endError(err error) error {
@@ -184,8 +184,8 @@ func (d *Decoder) endError(err error) error {
 	return fmt.Errorf("event stream ended before the response finished (it was %s): %w", status, io.ErrUnexpectedEOF)
 }
 
-func (d *Decoder) event(kind brainwire.EventKind) brainwire.Event {
-	return brainwire.Event{Kind: kind, ThreadID: d.conversationID, RunID: d.responseID}
+func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+	return brainwire.AgentEvent{Kind: kind, ThreadID: d.conversationID, RunID: d.responseID}
 }
 
 // lifecycle reads a response.* event carrying the response object.
@@ -227,7 +227,7 @@ func (d *Decoder) lifecycle(t eventType, data []byte) error {
 		d.terminal = true
 	}
 	d.status = status
-	ev := d.event(brainwire.EventRunStatus)
+	ev := d.event(brainwire.AgentRunStatus)
 	ev.Status = status
 	switch status {
 	case brainwire.RunFailed:
@@ -252,7 +252,7 @@ func (d *Decoder) usage(resp *Response) {
 	if u == nil {
 		return
 	}
-	ev := d.event(brainwire.EventUsage)
+	ev := d.event(brainwire.AgentUsage)
 	ev.Usage = brainwire.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
 	if u.OutputTokensDetails != nil {
 		ev.Usage.ReasoningTokens = u.OutputTokensDetails.ReasoningTokens
@@ -270,7 +270,7 @@ func (d *Decoder) itemDone(data []byte) error {
 	return err
 }
 
-// call queues EventToolCall for a function call item not seen before.
+// call queues AgentToolCall for a function call item not seen before.
 func (d *Decoder) call(it OutputItem) {
 	if it.Type != "function_call" {
 		return
@@ -285,7 +285,7 @@ func (d *Decoder) call(it OutputItem) {
 		}
 	}
 	d.calls = append(d.calls, id)
-	ev := d.event(brainwire.EventToolCall)
+	ev := d.event(brainwire.AgentToolCall)
 	ev.Tool = brainwire.ToolCall{
 		ID:        id,
 		Name:      it.Name,

@@ -19,10 +19,10 @@ import (
 
 // decodeAll reads every event of body; err is the final error (nil at a
 // clean end).
-func decodeAll(t testing.TB, r io.Reader) ([]brainwire.Event, error) {
+func decodeAll(t testing.TB, r io.Reader) ([]brainwire.AgentEvent, error) {
 	t.Helper()
 	d := NewDecoder(r)
-	var evs []brainwire.Event
+	var evs []brainwire.AgentEvent
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
@@ -39,23 +39,23 @@ func decodeAll(t testing.TB, r io.Reader) ([]brainwire.Event, error) {
 }
 
 // summary writes events one per line, for comparisons that read well.
-func summary(evs []brainwire.Event) string {
+func summary(evs []brainwire.AgentEvent) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		fmt.Fprintf(&b, "%s", ev.Kind)
 		switch ev.Kind {
-		case brainwire.EventTextChunk:
+		case brainwire.AgentTextChunk:
 			fmt.Fprintf(&b, " %q", ev.Text)
-		case brainwire.EventToolCall:
+		case brainwire.AgentToolCall:
 			fmt.Fprintf(&b, " %s %s %s thread=%s run=%s", ev.Tool.ID, ev.Tool.Name, ev.Tool.Arguments, ev.Tool.ThreadID, ev.Tool.RunID)
-		case brainwire.EventUsage:
+		case brainwire.AgentUsage:
 			fmt.Fprintf(&b, " %+v", ev.Usage)
-		case brainwire.EventRunStatus:
+		case brainwire.AgentRunStatus:
 			fmt.Fprintf(&b, " %s", ev.Status)
 			if ev.ErrorCode != "" || ev.ErrorMessage != "" {
 				fmt.Fprintf(&b, " (%s: %s)", ev.ErrorCode, ev.ErrorMessage)
 			}
-		case brainwire.EventError:
+		case brainwire.AgentError:
 			fmt.Fprintf(&b, " (%s: %s)", ev.ErrorCode, ev.ErrorMessage)
 		}
 		fmt.Fprintf(&b, " [%s %s]\n", ev.ThreadID, ev.RunID)

@@ -13,13 +13,13 @@ import (
 
 // Provider names for telemetry (gen_ai.provider.name) and health checks.
 const (
-	// ProviderFoundry is a Foundry project's Responses API: Foundry Agent
+	// ProviderNameFoundry is a Foundry project's Responses API: Foundry Agent
 	// Service, as the threads/runs provider also names it.
-	ProviderFoundry = "azure.ai.agents"
-	// ProviderAzureOpenAI is an Azure OpenAI resource.
-	ProviderAzureOpenAI = "azure.ai.openai"
-	// ProviderOpenAI is OpenAI, or another server implementing its API.
-	ProviderOpenAI = "openai"
+	ProviderNameFoundry = "azure.ai.agents"
+	// ProviderNameAzureOpenAI is an Azure OpenAI resource.
+	ProviderNameAzureOpenAI = "azure.ai.openai"
+	// ProviderNameOpenAI is OpenAI, or another server implementing its API.
+	ProviderNameOpenAI = "openai"
 )
 
 // Chaining is how a run's responses, and a follow-up's, continue the
@@ -102,7 +102,7 @@ func WithTools(defs []brainwire.ToolDefinition) ProviderOption {
 
 // NewProvider returns a provider running agent through client.
 func NewProvider(client *Client, agent Agent, opts ...ProviderOption) (*Provider, error) {
-	p := &Provider{client: client, agent: agent, chaining: ChainConversation, name: ProviderOpenAI}
+	p := &Provider{client: client, agent: agent, chaining: ChainConversation, name: ProviderNameOpenAI}
 	for _, o := range opts {
 		o(p)
 	}
@@ -127,7 +127,7 @@ func NewProvider(client *Client, agent Agent, opts ...ProviderOption) (*Provider
 		return nil, fmt.Errorf("responses: unknown reasoning summary %q (want auto, concise or detailed)", p.summary)
 	}
 	if p.name == "" {
-		p.name = ProviderOpenAI
+		p.name = ProviderNameOpenAI
 	}
 	return p, nil
 }
@@ -220,14 +220,14 @@ func (r *run) open(req CreateResponseRequest) error {
 // Next returns the next event of the response being streamed. The stream
 // is read to its end, so that it is whole for whatever records the
 // traffic, and closed there.
-func (r *run) Next() (brainwire.Event, error) {
+func (r *run) Next() (brainwire.AgentEvent, error) {
 	ev, err := r.stream.Next()
 	if err != nil {
 		r.closeStream()
 		if err == io.EOF {
-			return brainwire.Event{}, io.EOF
+			return brainwire.AgentEvent{}, io.EOF
 		}
-		return brainwire.Event{}, &upstreamError{
+		return brainwire.AgentEvent{}, &upstreamError{
 			Msg: "the agent service's event stream broke off",
 			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
 		}
@@ -235,7 +235,7 @@ func (r *run) Next() (brainwire.Event, error) {
 	if ev.RunID != "" {
 		r.responseID = ev.RunID
 	}
-	if ev.Kind == brainwire.EventToolCall && ev.Tool.ThreadID == "" {
+	if ev.Kind == brainwire.AgentToolCall && ev.Tool.ThreadID == "" {
 		// Without a conversation, the response that asked is where a
 		// follow-up continues from.
 		ev.Tool.ThreadID = ev.Tool.RunID

@@ -88,22 +88,22 @@ func newProvider(t *testing.T, srv *rt.Server, a responses.Agent, opts ...respon
 }
 
 // runAgent runs the agent through p as the server does: in the agent loop.
-func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.Event, error] {
+func runAgent(ctx context.Context, p brainwire.Provider, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.AgentEvent, error] {
 	return agent.NewLoop(p).Run(ctx, req, tools)
 }
 
 // collect runs the provider and returns its events and final error,
 // checking that an error comes once, last, with a zero event.
-func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([]brainwire.Event, error) {
+func collect(t *testing.T, seq func(yield func(brainwire.AgentEvent, error) bool)) ([]brainwire.AgentEvent, error) {
 	t.Helper()
-	var evs []brainwire.Event
+	var evs []brainwire.AgentEvent
 	var final error
 	for ev, err := range seq {
 		if final != nil {
 			t.Fatalf("yielded after the error %v: %+v, %v", final, ev, err)
 		}
 		if err != nil {
-			if !reflect.DeepEqual(ev, brainwire.Event{}) {
+			if !reflect.DeepEqual(ev, brainwire.AgentEvent{}) {
 				t.Fatalf("error %v came with a non-zero event %+v", err, ev)
 			}
 			final = err
@@ -114,11 +114,11 @@ func collect(t *testing.T, seq func(yield func(brainwire.Event, error) bool)) ([
 	return evs, final
 }
 
-func kinds(evs []brainwire.Event) string {
+func kinds(evs []brainwire.AgentEvent) string {
 	var out []string
 	for _, ev := range evs {
 		s := ev.Kind.String()
-		if ev.Kind == brainwire.EventRunStatus {
+		if ev.Kind == brainwire.AgentRunStatus {
 			s += ":" + string(ev.Status)
 		}
 		out = append(out, s)
@@ -153,7 +153,7 @@ func TestRunInAConversation(t *testing.T) {
 		rt.Expect("POST /responses", classifyTurn("resp_1", conv)),
 		rt.Expect("POST /responses", closingTurn("resp_2", conv, rt.After("resp_1"))),
 	)
-	p, ops := newProvider(t, srv, modelAgent, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry))
+	p, ops := newProvider(t, srv, modelAgent, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderNameFoundry))
 	if p.Name() != "azure.ai.agents" {
 		t.Errorf("name %q", p.Name())
 	}
@@ -336,7 +336,7 @@ func TestRunParallelCalls(t *testing.T) {
 	}
 	var results []string
 	for _, ev := range evs {
-		if ev.Kind == brainwire.EventToolResult {
+		if ev.Kind == brainwire.AgentToolResult {
 			results = append(results, ev.Tool.ID)
 		}
 	}
@@ -487,7 +487,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n++; ev.Kind == brainwire.EventTextChunk {
+		if n++; ev.Kind == brainwire.AgentTextChunk {
 			break
 		}
 	}

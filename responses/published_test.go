@@ -264,7 +264,7 @@ func expect(t *testing.T, evs []recordedEvent) expected {
 
 // decodeServed creates a response against a responsestest server
 // answering with resp, and returns every event the client's stream gave.
-func decodeServed(t *testing.T, resp rt.Response) []brainwire.Event {
+func decodeServed(t *testing.T, resp rt.Response) []brainwire.AgentEvent {
 	t.Helper()
 	srv := rt.NewServer(t, rt.Expect("POST /responses", resp))
 	c, err := responses.NewClient(srv.BaseURL(), srv.Client())
@@ -276,7 +276,7 @@ func decodeServed(t *testing.T, resp rt.Response) []brainwire.Event {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var evs []brainwire.Event
+	var evs []brainwire.AgentEvent
 	for {
 		ev, err := s.Next()
 		if errors.Is(err, io.EOF) {
@@ -290,7 +290,7 @@ func decodeServed(t *testing.T, resp rt.Response) []brainwire.Event {
 }
 
 // checkDecoded holds the decoder's events to what the stream says.
-func checkDecoded(t *testing.T, evs []brainwire.Event, x expected) {
+func checkDecoded(t *testing.T, evs []brainwire.AgentEvent, x expected) {
 	t.Helper()
 	var chunks []string
 	var calls []brainwire.ToolCall
@@ -301,16 +301,16 @@ func checkDecoded(t *testing.T, evs []brainwire.Event, x expected) {
 			t.Errorf("%s event names response %q, want %q", ev.Kind, ev.RunID, x.responseID)
 		}
 		switch ev.Kind {
-		case brainwire.EventTextChunk:
+		case brainwire.AgentTextChunk:
 			chunks = append(chunks, ev.Text)
-		case brainwire.EventToolCall:
+		case brainwire.AgentToolCall:
 			calls = append(calls, brainwire.ToolCall{ID: ev.Tool.ID, Name: ev.Tool.Name, Arguments: ev.Tool.Arguments})
 			if ev.Tool.RunID != x.responseID {
 				t.Errorf("call %s names response %q", ev.Tool.ID, ev.Tool.RunID)
 			}
-		case brainwire.EventUsage:
+		case brainwire.AgentUsage:
 			usage = append(usage, ev.Usage)
-		case brainwire.EventRunStatus:
+		case brainwire.AgentRunStatus:
 			statuses = append(statuses, ev.Status)
 		default:
 			t.Errorf("unexpected %s event: %+v", ev.Kind, ev)
@@ -329,7 +329,7 @@ func checkDecoded(t *testing.T, evs []brainwire.Event, x expected) {
 	if !reflect.DeepEqual(statuses, want) {
 		t.Errorf("statuses %v, want %v", statuses, want)
 	}
-	if n := len(evs); n < 2 || evs[n-2].Kind != brainwire.EventUsage || evs[n-1].Kind != brainwire.EventRunStatus {
+	if n := len(evs); n < 2 || evs[n-2].Kind != brainwire.AgentUsage || evs[n-1].Kind != brainwire.AgentRunStatus {
 		t.Errorf("the stream does not end with usage, then the final status")
 	}
 }
@@ -441,11 +441,11 @@ func TestPublishedToolRounds(t *testing.T) {
 			}
 			var results []string
 			for _, ev := range evs {
-				if ev.Kind == brainwire.EventToolResult {
+				if ev.Kind == brainwire.AgentToolResult {
 					results = append(results, ev.Tool.ID)
 				}
 			}
-			if last := evs[len(evs)-1]; last.Kind != brainwire.EventRunStatus || last.Status != second.status || last.RunID != second.responseID {
+			if last := evs[len(evs)-1]; last.Kind != brainwire.AgentRunStatus || last.Status != second.status || last.RunID != second.responseID {
 				t.Errorf("the run ends with %s %s of %s, want %s of %s", last.Kind, last.Status, last.RunID, second.status, second.responseID)
 			}
 			reqs := srv.Find("POST /responses")

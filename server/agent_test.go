@@ -43,7 +43,7 @@ func (w *watcher) seen() ([]brainwire.Capture, []brainwire.Correction) {
 
 type nopCapture struct{}
 
-func (nopCapture) ProviderEvent(brainwire.Event)       {}
+func (nopCapture) ProviderEvent(brainwire.AgentEvent)  {}
 func (nopCapture) CaptureEvent(brainwire.CaptureEvent) {}
 func (nopCapture) End(brainwire.CaptureResult)         {}
 

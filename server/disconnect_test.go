@@ -28,7 +28,7 @@ func (endsAfterHangUp) StartCapture(ctx context.Context, _ brainwire.Capture) (c
 
 type hangUpCapture struct{ ctx context.Context }
 
-func (hangUpCapture) ProviderEvent(brainwire.Event)       {}
+func (hangUpCapture) ProviderEvent(brainwire.AgentEvent)  {}
 func (hangUpCapture) CaptureEvent(brainwire.CaptureEvent) {}
 
 func (c hangUpCapture) End(brainwire.CaptureResult) {

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
-	v1 "github.com/brainwire/brainwire/protocol/v1"
+	"github.com/brainwire/brainwire/protocol/v1"
 )
 
 // The routes earlier builds of the phone app call, answered in the v1

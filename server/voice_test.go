@@ -242,8 +242,8 @@ func (k runKnown) StartCapture(ctx context.Context, _ brainwire.Capture) (contex
 	return ctx, k
 }
 
-func (k runKnown) ProviderEvent(ev brainwire.Event) {
-	if ev.Kind == brainwire.EventRunStatus && ev.RunID == k.run && ev.Status == brainwire.RunInProgress {
+func (k runKnown) ProviderEvent(ev brainwire.AgentEvent) {
+	if ev.Kind == brainwire.AgentRunStatus && ev.RunID == k.run && ev.Status == brainwire.RunInProgress {
 		k.once.Do(func() { close(k.seen) })
 	}
 }

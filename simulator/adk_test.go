@@ -469,7 +469,7 @@ func TestADKWithTheProvider(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Kind == brainwire.EventRunStatus {
+			if ev.Kind == brainwire.AgentRunStatus {
 				statuses = append(statuses, string(ev.Status))
 			}
 			session = ev.ThreadID

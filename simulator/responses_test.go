@@ -618,9 +618,9 @@ func TestResponsesThroughTheProvider(t *testing.T) {
 				t.Fatal(err)
 			}
 			switch ev.Kind {
-			case brainwire.EventRunStatus:
+			case brainwire.AgentRunStatus:
 				statuses = append(statuses, string(ev.Status))
-			case brainwire.EventTextChunk:
+			case brainwire.AgentTextChunk:
 				chunks++
 			}
 		}

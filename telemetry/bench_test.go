@@ -86,7 +86,7 @@ func BenchmarkReasoningChunk(b *testing.B) {
 			tel, exp := benchTelemetry(b, c.tracing, c.sdkEvents, c.ai, c.content, true, 1<<20)
 			info := brainwire.Capture{Kind: brainwire.KindText, RunID: "run-8f1c2d3e", ThreadID: "thread-1", Text: "Call mom about her birthday"}
 			var obs brainwire.CaptureObserver
-			pe := brainwire.Event{Kind: brainwire.EventTextChunk, ThreadID: "thread_abc123", RunID: "run_def456", Text: " birthday"}
+			pe := brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: "thread_abc123", RunID: "run_def456", Text: " birthday"}
 			ce := brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{
 				RunID: info.RunID, Text: " birthday", UpstreamRunID: "run_def456", UpstreamThreadID: "thread_abc123"}}
 			b.ReportAllocs()

@@ -233,8 +233,8 @@ type chunkCapture struct {
 	run string
 }
 
-func (chunkCapture) ProviderEvent(brainwire.Event) {}
-func (chunkCapture) End(brainwire.CaptureResult)   {}
+func (chunkCapture) ProviderEvent(brainwire.AgentEvent) {}
+func (chunkCapture) End(brainwire.CaptureResult)        {}
 func (c chunkCapture) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type == brainwire.CaptureReasoning {
 		c.r.mu.Lock()

@@ -26,8 +26,8 @@ type logCapture struct {
 	log *slog.Logger
 }
 
-func (logCapture) ProviderEvent(brainwire.Event) {}
-func (logCapture) End(brainwire.CaptureResult)   {}
+func (logCapture) ProviderEvent(brainwire.AgentEvent) {}
+func (logCapture) End(brainwire.CaptureResult)        {}
 
 func (l logCapture) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type != brainwire.CaptureReasoning {

@@ -265,9 +265,9 @@ func (c *capture) clearStream(cs *clientSpan) {
 // are counted, and each run state goes on the span of the upstream
 // response it came on. It runs once per text chunk too, so the common case
 // returns at once.
-func (c *capture) ProviderEvent(ev brainwire.Event) {
+func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 	switch ev.Kind {
-	case brainwire.EventRunStatus:
+	case brainwire.AgentRunStatus:
 		if ev.Status == brainwire.RunFailed {
 			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run")
 		}
@@ -277,7 +277,7 @@ func (c *capture) ProviderEvent(ev brainwire.Event) {
 		if cs != nil {
 			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
-	case brainwire.EventError:
+	case brainwire.AgentError:
 		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream")
 	}
 }

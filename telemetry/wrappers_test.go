@@ -258,12 +258,12 @@ func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ev := range []brainwire.Event{
-		{Kind: brainwire.EventRunStatus, Status: brainwire.RunQueued, ThreadID: "thread_1", RunID: "run_a"},
-		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_a"},
-		{Kind: brainwire.EventRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_b"},
-		{Kind: brainwire.EventRunStatus, Status: brainwire.RunRequiresAction, ThreadID: "thread_1", RunID: "run_b"},
-		{Kind: brainwire.EventRunStatus, Status: brainwire.RunCancelling}, // no ids: they stay
+	for _, ev := range []brainwire.AgentEvent{
+		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunQueued, ThreadID: "thread_1", RunID: "run_a"},
+		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_a"},
+		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_b"},
+		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunRequiresAction, ThreadID: "thread_1", RunID: "run_b"},
+		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunCancelling}, // no ids: they stay
 	} {
 		obs.ProviderEvent(ev)
 	}

@@ -38,7 +38,7 @@ type chunks struct {
 func (c *chunks) StartCapture(ctx context.Context, _ brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
 	return ctx, c
 }
-func (c *chunks) ProviderEvent(brainwire.Event) {}
+func (c *chunks) ProviderEvent(brainwire.AgentEvent) {}
 func (c *chunks) CaptureEvent(ev brainwire.CaptureEvent) {
 	if ev.Type == brainwire.CaptureReasoning {
 		c.mu.Lock()
@@ -178,7 +178,7 @@ func TestResponsesEndToEnd(t *testing.T) {
 		},
 		Agent: wiring.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport("entra-token", next)
-		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderFoundry)),
+		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderNameFoundry)),
 		Transport: reads,
 	})
 	if err != nil {

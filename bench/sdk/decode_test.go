@@ -52,9 +52,9 @@ func decodeBrainwire(tb testing.TB, body []byte) (text int, calls int) {
 			tb.Fatal(err)
 		}
 		switch ev.Kind {
-		case brainwire.EventTextChunk:
+		case brainwire.AgentTextChunk:
 			text += len(ev.Text)
-		case brainwire.EventToolCall:
+		case brainwire.AgentToolCall:
 			calls++
 		}
 	}

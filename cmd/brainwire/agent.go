@@ -158,7 +158,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 			return a, nil
 		}
 		a.API, a.BaseURL = apiResponses, responses.ProjectBaseURL(a.Project)
-		a.Responses.Name = responses.ProviderFoundry
+		a.Responses.Name = responses.ProviderNameFoundry
 		a.Responses.Agent = responses.Agent{Name: name, Version: version, Model: model}
 	case a.BaseURL != "":
 		if name != "" || a.AgentID != "" {
@@ -198,7 +198,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 // is filled in when the simulator starts.
 func (a *agentConfig) useSimulator(face string) error {
 	a.Sim, a.Project, a.BaseURL = face, "", ""
-	a.Responses.Name = responses.ProviderFoundry
+	a.Responses.Name = responses.ProviderNameFoundry
 	switch face {
 	case simResponses:
 		a.API = apiResponses
@@ -265,15 +265,15 @@ func reasoningSummary(v string) (string, error) {
 func endpointProvider(baseURL string) string {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return responses.ProviderOpenAI
+		return responses.ProviderNameOpenAI
 	}
 	host := strings.ToLower(u.Hostname())
 	for _, suffix := range []string{".openai.azure.com", ".services.ai.azure.com", ".cognitiveservices.azure.com"} {
 		if strings.HasSuffix(host, suffix) {
-			return responses.ProviderAzureOpenAI
+			return responses.ProviderNameAzureOpenAI
 		}
 	}
-	return responses.ProviderOpenAI
+	return responses.ProviderNameOpenAI
 }
 
 // opener returns the agent provider's opener (wiring.Config.Agent).

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/internal/npmtest"
-	v1 "github.com/brainwire/brainwire/protocol/v1"
+	"github.com/brainwire/brainwire/protocol/v1"
 )
 
 // legacyReply is what an earlier app build made of one v1 stream.

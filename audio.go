@@ -26,9 +26,20 @@ type BlobInfo struct {
 	Size        int64
 }
 
-// Transcriber turns speech into text.
+// Transcriber turns speech into text. audio may be an AudioBlob, which
+// a Transcriber can send as it reads it instead of holding it whole.
 type Transcriber interface {
 	Transcribe(ctx context.Context, audio io.Reader, filename, contentType string) (string, error)
+}
+
+// AudioBlob is audio read from a blob store: its size is known before it
+// is read, and Reopen reads it again from the start, by opening the blob
+// again, for a request that must send it twice (after a redirect or a
+// lost connection). Memory then does not grow with the file's size.
+type AudioBlob interface {
+	io.Reader
+	Size() int64
+	Reopen() (io.ReadCloser, error)
 }
 
 // MaxAudioBytes is the largest audio file a capture may carry: the

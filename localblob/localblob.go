@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/brainwire/brainwire"
 )
@@ -129,6 +130,72 @@ func (s *Store) Delete(ctx context.Context, rawURL string) error {
 		}
 	}
 	return nil
+}
+
+// Sweep removes what captures that never finished left in the directory:
+// blobs, sidecars without their blob and temporary files last modified
+// before cutoff. A process killed during a voice capture (kill -9, a
+// crash, a lost machine) never ran its Delete; the next one sweeps.
+//
+// Replicas may share the directory, and a capture of another process may
+// still own a file: cutoff must be older than the longest a capture can
+// keep its audio (the upload, then the agent run). A blob's modification
+// time is when its upload finished; a temporary file's moves on with
+// every write of the upload. Sweep returns how many blobs it removed
+// (temporary files and stray sidecars are not counted) and the first
+// error it met; it goes on past errors.
+func (s *Store) Sweep(ctx context.Context, cutoff time.Time) (int, error) {
+	entries, err := os.ReadDir(s.root)
+	if err != nil {
+		return 0, fmt.Errorf("localblob: sweeping %s: %w", s.root, err)
+	}
+	var first error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+			first = fmt.Errorf("localblob: sweeping %s: %w", s.root, err)
+		}
+	}
+	old := func(e fs.DirEntry) bool {
+		info, err := e.Info()
+		if err != nil {
+			keep(err)
+			return false
+		}
+		return info.Mode().IsRegular() && info.ModTime().Before(cutoff)
+	}
+	removed := 0
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			keep(err)
+			break
+		}
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			if old(e) {
+				keep(os.Remove(s.path(name)))
+			}
+		case strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".type"):
+			// A sidecar goes with its blob; alone, it is what a crash
+			// between the two renames of a Put left.
+			blob := strings.TrimSuffix(strings.TrimPrefix(name, "."), ".type")
+			if _, err := os.Lstat(s.path(blob)); errors.Is(err, fs.ErrNotExist) && old(e) {
+				keep(os.Remove(s.path(name)))
+			}
+		case brainwire.ValidBlobName(name) == nil:
+			if !old(e) {
+				continue
+			}
+			// The blob first, as Delete does.
+			err := os.Remove(s.path(name))
+			keep(err)
+			if err == nil {
+				removed++
+				keep(os.Remove(s.path(sidecarName(name))))
+			}
+		}
+	}
+	return removed, first
 }
 
 // writeTemp copies r into a new hidden file in the store's directory (so the

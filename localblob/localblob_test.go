@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/blobtest"
@@ -183,4 +184,57 @@ func TestForeignURLs(t *testing.T) {
 	if got, _ := blobtest.Read(t, s, "file://localhost"+filepath.ToSlash(s.Dir())+"/mine.wav"); string(got) != "mine" {
 		t.Errorf("Open via localhost read %q", got)
 	}
+}
+
+// A process killed during voice captures leaves their blobs, sidecars and
+// half-written uploads behind; the next one sweeps what is older than the
+// cutoff and leaves the files of captures still running alone.
+func TestSweepRemovesWhatCrashedCapturesLeft(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	put := func(name string, mtime time.Time) {
+		t.Helper()
+		if _, err := s.Put(ctx, name, "audio/wav", strings.NewReader("RIFF....WAVE")); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{name, "." + name + ".type"} {
+			if err := os.Chtimes(filepath.Join(s.Dir(), f), mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write := func(name string, mtime time.Time) {
+		t.Helper()
+		p := filepath.Join(s.Dir(), name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, fresh := now.Add(-time.Hour), now.Add(-time.Second)
+	put("voice-crashed-1.wav", old)
+	put("voice-crashed-2.m4a", old)
+	put("voice-running.wav", fresh)    // a capture of another replica, still running
+	write(".tmp-111", old)             // an upload cut off by the crash
+	write(".tmp-222", fresh)           // an upload still arriving
+	write(".voice-gone.wav.type", old) // a sidecar whose blob never got in place
+	write(".voice-new.wav.type", fresh)
+
+	n, err := s.Sweep(ctx, now.Add(-5*time.Minute))
+	if err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v; want 2 blobs removed", n, err)
+	}
+	want := []string{".tmp-222", ".voice-new.wav.type", ".voice-running.wav.type", "voice-running.wav"}
+	if got := files(t, s.Dir()); !slices.Equal(got, want) {
+		t.Fatalf("left %q, want %q", got, want)
+	}
+	// The running capture's audio is whole and can be deleted as usual.
+	rc, info, err := s.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(s.Dir(), "voice-running.wav")))
+	if err != nil || info.ContentType != "audio/wav" {
+		t.Fatalf("Open after Sweep: %v, %+v", err, info)
+	}
+	rc.Close()
 }

@@ -25,6 +25,17 @@ var badTexts = []struct {
 	{"zero-width only", `"\u200b\u200c\u200d"`, "no visible characters"},
 	{"byte order mark and joiners", `"\ufeff\u2060\u200d"`, "no visible characters"},
 	{"combining marks only", `"\u0301\u0308"`, "no visible characters"},
+	{"Hangul filler", `"\u3164\u3164"`, "no visible characters"},
+	{"halfwidth Hangul filler", `"\uffa0"`, "no visible characters"},
+	{"Hangul choseong filler", `"\u115f"`, "no visible characters"},
+	{"Hangul jungseong filler", `"\u1160"`, "no visible characters"},
+	{"blank Braille pattern", `"\u2800 \u2800"`, "no visible characters"},
+	{"zero-width space", `"\u200b"`, "no visible characters"},
+	{"zero-width non-joiner", `"\u200c"`, "no visible characters"},
+	{"zero-width joiner", `"\u200d"`, "no visible characters"},
+	{"word joiner", `"\u2060"`, "no visible characters"},
+	{"byte order mark", `"\ufeff"`, "no visible characters"},
+	{"fillers, format characters and spaces", `" \u3164\u200b\u2800\u00a0\ufeff\u115f\u1160\uffa0\t"`, "no visible characters"},
 }
 
 func TestBadTextIsRefusedAndNothingStored(t *testing.T) {
@@ -32,6 +43,28 @@ func TestBadTextIsRefusedAndNothingStored(t *testing.T) {
 	h := newHarness(t, nil)
 	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
 	for _, c := range badTexts {
+		// Every route a capture's text comes in by: capture-v2, AG-UI 1.0
+		// (a new capture and the answer to a question) and v1.
+		for _, route := range []struct{ name, path, body string }{
+			{"agui", "/api/agui", `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":` + c.json + `}]}`},
+			{"agui-follow-up", "/api/agui", `{"threadId":"t","runId":"r","state":{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":0}},` +
+				`"messages":[{"id":"u1","role":"user","content":` + c.json + `}]}`},
+			{"v1", "/api/ag-ui", `{"messages":[{"id":"u1","role":"user","content":` + c.json + `}]}`},
+			{"v1-follow-up", "/api/ag-ui/follow-up", `{"inbox_item_id":"m1","follow_up_round":1,"follow_up_text":` + c.json + `}`},
+		} {
+			t.Run(route.name+"/"+c.name, func(t *testing.T) {
+				r := h.do("POST", route.path, testKey, "bearer", "application/json", route.body)
+				want := c.want
+				if strings.HasPrefix(route.name, "agui") && want == "not valid UTF-8" {
+					// RunAgentInput is decoded whole, which makes bad
+					// bytes U+FFFD before the text is checked.
+					want = "U+FFFD"
+				}
+				if r.status != http.StatusBadRequest || !strings.Contains(r.detail, want) {
+					t.Fatalf("got %d %s, want 400 with %q", r.status, r.body, want)
+				}
+			})
+		}
 		t.Run("capture/"+c.name, func(t *testing.T) {
 			r := h.do("POST", "/api/capture", testKey, "bearer", "application/json", `{"text":`+c.json+`}`)
 			if r.status != http.StatusBadRequest || !strings.Contains(r.detail, c.want) {

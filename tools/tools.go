@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -255,6 +256,17 @@ type transcribeArgs struct {
 	BlobURL string `json:"blob_url"`
 }
 
+// blobAudio is a blob being read, as a brainwire.AudioBlob: the
+// transcriber streams it and opens it again when it must send it again.
+type blobAudio struct {
+	io.ReadCloser
+	size   int64
+	reopen func() (io.ReadCloser, error)
+}
+
+func (b blobAudio) Size() int64                    { return b.size }
+func (b blobAudio) Reopen() (io.ReadCloser, error) { return b.reopen() }
+
 // TranscribeResult is transcribe_audio's answer to the agent.
 type TranscribeResult struct {
 	Text string `json:"text"`
@@ -277,7 +289,11 @@ func (s *Set) transcribeAudio(ctx context.Context, call brainwire.ToolCall) (any
 		return nil, &toolError{Code: "audio_unavailable", Message: "the audio could not be read: " + brainwire.ErrorMessage(err)}
 	}
 	defer rc.Close()
-	text, err := s.deps.Transcriber.Transcribe(ctx, rc, info.Name, info.ContentType)
+	audio := blobAudio{ReadCloser: rc, size: info.Size, reopen: func() (io.ReadCloser, error) {
+		rc, _, err := s.deps.Blobs.Open(ctx, a.BlobURL)
+		return rc, err
+	}}
+	text, err := s.deps.Transcriber.Transcribe(ctx, audio, info.Name, info.ContentType)
 	if err != nil {
 		code := "transcription_failed"
 		if brainwire.ErrorCode(err) == brainwire.EInvalid {

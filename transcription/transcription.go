@@ -20,6 +20,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -58,14 +59,16 @@ type Config struct {
 	Language string
 	// Prompt guides the model's spelling and style; optional.
 	Prompt string
-	// MaxConcurrent bounds the transcriptions in flight: each holds its
-	// audio (up to 25 MB) in memory. Further calls wait for a slot, as
-	// long as their context allows. DefaultMaxConcurrent when 0.
+	// MaxConcurrent bounds the transcriptions in flight: each holds a
+	// connection to the service and, unless its audio is a
+	// brainwire.AudioBlob (streamed), the audio (up to 25 MB) in memory.
+	// Further calls wait for a slot, as long as their context allows.
+	// DefaultMaxConcurrent when 0.
 	MaxConcurrent int
 }
 
 // DefaultMaxConcurrent is Config.MaxConcurrent's default: at most 100 MB
-// of audio in memory.
+// of audio in memory when none of it is streamed.
 const DefaultMaxConcurrent = 4
 
 // Client is a brainwire.Transcriber. It is safe for concurrent use.
@@ -136,27 +139,21 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 		return "", fmt.Errorf("transcription: waiting for a turn: %w: %w",
 			brainwire.Errorf(brainwire.EUpstream, "the transcription service did not answer in time"), ctx.Err())
 	}
-	// The whole file is read first: its size must be known before sending,
-	// and a known length lets the request be resent on redirects.
-	data, err := io.ReadAll(io.LimitReader(audio, brainwire.MaxAudioBytes+1))
+	body, err := c.body(ctx, audio, filename, contentType)
 	if err != nil {
-		return "", fmt.Errorf("transcription: reading the audio: %w", err)
+		return "", err
 	}
-	if len(data) == 0 {
-		return "", brainwire.Errorf(brainwire.EInvalid, "the audio is empty")
-	}
-	if len(data) > brainwire.MaxAudioBytes {
-		return "", brainwire.Errorf(brainwire.EInvalid, "the audio is over the transcription limit of %d MB", brainwire.MaxAudioBytes>>20)
-	}
-
-	body, size, formType := c.form(filename, contentType, data)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, body())
+	// The client may still read a body after Do returns; the audio is
+	// its caller's to close once Transcribe returns, so it is let go first.
+	first := body.open()
+	defer first.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, first)
 	if err != nil {
 		return "", fmt.Errorf("transcription: building the request: %w", err)
 	}
-	req.ContentLength = size
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body()), nil }
-	req.Header.Set("Content-Type", formType)
+	req.ContentLength = body.size
+	req.GetBody = body.reopen
+	req.Header.Set("Content-Type", body.formType)
 	req.Header.Set("Accept", "application/json")
 	if err := c.authorize(ctx, req); err != nil {
 		return "", err
@@ -188,9 +185,41 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 	return strings.TrimSpace(*answer.Text), nil
 }
 
-// form lays out the multipart body around data without copying it. body
-// gives a fresh reader over the whole form each call.
-func (c *Client) form(filename, contentType string, data []byte) (body func() io.Reader, size int64, formType string) {
+// form is a request's multipart body: the fields and the file part's
+// header, the audio, then the closing boundary. The audio is streamed,
+// never copied into the form.
+type form struct {
+	prefix, suffix []byte
+	size           int64 // of the whole body
+	formType       string
+	first          io.Reader                     // the audio as it came
+	again          func() (io.ReadCloser, error) // the audio from the start
+}
+
+// body makes the form for audio. An AudioBlob is sent as it is read, and
+// read again from its blob store when the request must be sent again;
+// other readers are read whole first (at most brainwire.MaxAudioBytes):
+// the size must be known before sending.
+func (c *Client) body(ctx context.Context, audio io.Reader, filename, contentType string) (*form, error) {
+	var size int64
+	var again func() (io.ReadCloser, error)
+	if blob, ok := audio.(brainwire.AudioBlob); ok && blob.Size() >= 0 {
+		size, again = blob.Size(), blob.Reopen
+		audio = io.LimitReader(blob, size)
+	} else {
+		data, err := io.ReadAll(io.LimitReader(audio, brainwire.MaxAudioBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("transcription: reading the audio: %w", err)
+		}
+		size, audio = int64(len(data)), bytes.NewReader(data)
+		again = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	}
+	if size == 0 {
+		return nil, brainwire.Errorf(brainwire.EInvalid, "the audio is empty")
+	}
+	if size > brainwire.MaxAudioBytes {
+		return nil, brainwire.Errorf(brainwire.EInvalid, "the audio is over the transcription limit of %d MB", brainwire.MaxAudioBytes>>20)
+	}
 	var head bytes.Buffer
 	w := multipart.NewWriter(&head)
 	// Writes to a bytes.Buffer cannot fail.
@@ -205,14 +234,62 @@ func (c *Client) form(filename, contentType string, data []byte) (body func() io
 	h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename="%s"`, quoteEscaper.Replace(filename)))
 	h.Set("Content-Type", contentType)
 	_, _ = w.CreatePart(h)
-	prefix := bytes.Clone(head.Bytes())
+	f := &form{prefix: bytes.Clone(head.Bytes()), first: audio, again: again, formType: w.FormDataContentType()}
 	head.Reset()
 	_ = w.Close()
-	suffix := head.Bytes()
-	body = func() io.Reader {
-		return io.MultiReader(bytes.NewReader(prefix), bytes.NewReader(data), bytes.NewReader(suffix))
+	f.suffix = head.Bytes()
+	f.size = int64(len(f.prefix)) + size + int64(len(f.suffix))
+	return f, nil
+}
+
+// open is the body of the first request, over the audio as it came.
+// Closing it stops reading the audio, which stays open: it is closed by
+// whoever opened it.
+func (f *form) open() io.ReadCloser {
+	return &guarded{r: io.MultiReader(bytes.NewReader(f.prefix), f.first, bytes.NewReader(f.suffix))}
+}
+
+// reopen is the body once more, over the audio read again from the start;
+// closing it closes what was opened.
+func (f *form) reopen() (io.ReadCloser, error) {
+	rc, err := f.again()
+	if err != nil {
+		return nil, fmt.Errorf("transcription: reading the audio again: %w", err)
 	}
-	return body, int64(len(prefix) + len(data) + len(suffix)), w.FormDataContentType()
+	size := f.size - int64(len(f.prefix)) - int64(len(f.suffix))
+	return &guarded{r: io.MultiReader(bytes.NewReader(f.prefix), io.LimitReader(rc, size), bytes.NewReader(f.suffix)), c: rc}, nil
+}
+
+// guarded is a request body the HTTP client may read and close from
+// different goroutines, even after Do returned: Close waits for a read
+// under way, and no read follows it.
+type guarded struct {
+	mu     sync.Mutex
+	r      io.Reader
+	c      io.Closer // nil: nothing to close
+	closed bool
+}
+
+func (g *guarded) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return 0, errors.New("transcription: request body read after it was closed")
+	}
+	return g.r.Read(p)
+}
+
+func (g *guarded) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	if g.c != nil {
+		return g.c.Close()
+	}
+	return nil
 }
 
 var quoteEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\r", "", "\n", "")

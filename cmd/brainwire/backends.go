@@ -76,6 +76,9 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 	if b.blobs, err = openBlobs(ctx, cfg, getenv, &cred, log); err != nil {
 		return nil, err
 	}
+	if local, ok := b.blobs.(*localblob.Store); ok {
+		b.closers = append(b.closers, sweepAudio(ctx, local, audioMaxAge(cfg), log))
+	}
 	if b.transcriber, err = openTranscriber(getenv, &cred, log); err != nil {
 		return nil, err
 	}
@@ -221,6 +224,46 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 	}
 	log.Info("audio storage: Azure Blob Storage", "container", container)
 	return st, nil
+}
+
+// audioMaxAge is the longest a voice capture keeps its audio in the blob
+// store: the upload (its file grows until the upload timeout), then the
+// agent run, then a minute's margin for deleting it and for clocks.
+func audioMaxAge(cfg config) time.Duration {
+	return cfg.Server.UploadTimeout + cfg.Server.RunTimeout + time.Minute
+}
+
+// sweepAudio deletes the audio that voice captures of a process that died
+// left in the local directory, once at start (before the server listens)
+// and then every maxAge until the returned stop is called. Only files older
+// than maxAge go: replicas sharing the directory may be running captures.
+func sweepAudio(ctx context.Context, st *localblob.Store, maxAge time.Duration, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sweep := func() {
+		n, err := st.Sweep(ctx, time.Now().Add(-maxAge))
+		if n > 0 {
+			log.Info("audio storage: deleted audio of voice captures that never finished", "dir", st.Dir(), "files", n, "older_than", maxAge.String())
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Error("audio storage: sweeping audio left by earlier captures", "error", err)
+		}
+	}
+	sweep()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(maxAge)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sweep()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {

@@ -1,9 +1,6 @@
 package server
 
 import (
-	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"unicode/utf8"
 
@@ -16,7 +13,7 @@ import (
 // sent inline as a voice capture; when the state holds a misunderstood
 // capture a previous run reported, the message answers its question.
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readJSON(w, r, s.aguiBodyLimit())
+	body, err := readJSONBody(w, r, s.aguiBodyLimit())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -78,21 +75,4 @@ func (s *Server) aguiBodyLimit() int64 {
 		limit += (s.maxAudioBytes() + 2) / 3 * 4
 	}
 	return limit
-}
-
-// readJSON reads a whole application/json body of at most limit bytes.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
-		}
-		return nil, brainwire.Errorf(brainwire.EInvalid, "reading the request body: %v", err)
-	}
-	return body, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"net/http"
 	"unicode/utf8"
 
@@ -67,12 +68,14 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 const aguiConversationBytes = 1 << 20
 
 // aguiBodyLimit bounds a RunAgentInput: the conversation, with room for
-// audio up to the voice limit in base64 when voice captures are on. The
+// audio up to the voice limit in base64 only when this server can take
+// voice captures (a blob store and a transcriber); otherwise inline audio
+// is refused anyway and the body is held to the conversation's limit. The
 // capture itself is held to the text limit like any other.
 func (s *Server) aguiBodyLimit() int64 {
 	limit := max(s.cfg.MaxBodyBytes, aguiConversationBytes)
-	if s.cfg.Blobs != nil {
-		limit += (s.maxAudioBytes() + 2) / 3 * 4
+	if s.voiceUnavailable() == nil {
+		limit += int64(base64.StdEncoding.EncodedLen(int(s.maxAudioBytes())))
 	}
 	return limit
 }

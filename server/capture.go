@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
@@ -123,7 +124,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 // ids or making new ones.
 func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadID, runID string) (brainwire.Capture, error) {
 	for name, v := range map[string]string{"thread_id": threadID, "run_id": runID} {
-		if len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		if len(v) > 128 || strings.ContainsFunc(v, notIDRune) {
 			return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most 128 printable characters without spaces", name)
 		}
 	}
@@ -135,6 +136,13 @@ func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadI
 	}
 	return brainwire.Capture{Kind: kind, UserID: userFrom(r.Context()), ThreadID: threadID, RunID: runID}, nil
 }
+
+// notIDRune reports whether r may not be part of a thread or run id: ids
+// are printable characters without spaces, so controls (C0 and C1), format
+// characters (such as U+202E, which turns the text after it around),
+// spaces of any kind, line and paragraph separators, private-use and
+// unassigned code points are refused.
+func notIDRune(r rune) bool { return r == ' ' || !unicode.IsPrint(r) }
 
 // runRequest is what the agent is asked to do for c.
 func runRequest(c brainwire.Capture) brainwire.RunRequest {

@@ -153,6 +153,17 @@ func TestCaptureRejectsBadRequestsBeforeStreaming(t *testing.T) {
 		{"wrong content type", "text/plain", `{"text":"x"}`, 415, "Content-Type must be"},
 		{"no content type", "", `{"text":"x"}`, 415, "Content-Type must be"},
 		{"thread id with spaces", "application/json", `{"text":"x","thread_id":"a b"}`, 400, "thread_id"},
+		{"thread id with U+2028 (line separator)", "application/json", `{"text":"x","thread_id":"a\u2028b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+2029 (paragraph separator)", "application/json", `{"text":"x","thread_id":"a\u2029b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+0085 (C1 next line)", "application/json", `{"text":"x","thread_id":"a\u0085b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+202E (right-to-left override)", "application/json", `{"text":"x","thread_id":"a\u202eb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+200B (zero-width space)", "application/json", `{"text":"x","thread_id":"a\u200bb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+00A0 (no-break space)", "application/json", `{"text":"x","thread_id":"a\u00a0b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+3000 (ideographic space)", "application/json", `{"text":"x","thread_id":"a\u3000b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+0009 (tab)", "application/json", `{"text":"x","thread_id":"a\tb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+007F (delete)", "application/json", `{"text":"x","thread_id":"a\u007fb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+FEFF (byte order mark)", "application/json", `{"text":"x","thread_id":"a\ufeffb"}`, 400, "printable characters without spaces"},
+		{"run id with U+2028", "application/json", `{"text":"x","run_id":"a\u2028b"}`, 400, "run_id"},
 		{"run id too long", "application/json", `{"text":"x","run_id":"` + strings.Repeat("r", 129) + `"}`, 400, "run_id"},
 	}
 	for _, c := range cases {

@@ -31,8 +31,9 @@ func (brokenStore) DeleteInboxItem(context.Context, string, string) error {
 	return brainwire.Errorf(brainwire.EUnavailable, "the store is unavailable")
 }
 
-// Every 5xx is logged with its cause, whichever route answered it; the
-// client still gets only the generic message.
+// Every 5xx is logged with its cause and the user the request acted for,
+// whichever route answered it; the client still gets only the generic
+// message.
 func TestServerErrorsAreLoggedWithTheirCause(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{},
@@ -58,8 +59,9 @@ func TestServerErrorsAreLoggedWithTheirCause(t *testing.T) {
 			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
 		}
 		l := logs.String()[mark:]
-		if !strings.Contains(l, "request failed") || !strings.Contains(l, "path="+c.path) || !strings.Contains(l, c.log) {
-			t.Errorf("%s %s: the failure is not logged with its cause:\n%s", c.method, c.path, l)
+		if !strings.Contains(l, "request failed") || !strings.Contains(l, "path="+c.path) || !strings.Contains(l, c.log) ||
+			!strings.Contains(l, "user="+testUser) {
+			t.Errorf("%s %s: the failure is not logged with its cause and user:\n%s", c.method, c.path, l)
 		}
 		if strings.Contains(r.body, c.log) && c.status == http.StatusInternalServerError {
 			t.Errorf("%s %s: the cause leaked to the client: %s", c.method, c.path, r.body)

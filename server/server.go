@@ -216,6 +216,7 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": err.Error()})
 			return
 		}
+		noteUser(w, user)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 	})
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"errors"
-	"io"
-	"mime"
+	"encoding/base64"
 	"net/http"
 	"unicode/utf8"
 
@@ -16,7 +14,7 @@ import (
 // sent inline as a voice capture; when the state holds a misunderstood
 // capture a previous run reported, the message answers its question.
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readJSON(w, r, s.aguiBodyLimit())
+	body, err := readJSONBody(w, r, s.aguiBodyLimit())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -70,29 +68,14 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 const aguiConversationBytes = 1 << 20
 
 // aguiBodyLimit bounds a RunAgentInput: the conversation, with room for
-// audio up to the voice limit in base64 when voice captures are on. The
+// audio up to the voice limit in base64 only when this server can take
+// voice captures (a blob store and a transcriber); otherwise inline audio
+// is refused anyway and the body is held to the conversation's limit. The
 // capture itself is held to the text limit like any other.
 func (s *Server) aguiBodyLimit() int64 {
 	limit := max(s.cfg.MaxBodyBytes, aguiConversationBytes)
-	if s.cfg.Blobs != nil {
-		limit += (s.maxAudioBytes() + 2) / 3 * 4
+	if s.voiceUnavailable() == nil {
+		limit += int64(base64.StdEncoding.EncodedLen(int(s.maxAudioBytes())))
 	}
 	return limit
-}
-
-// readJSON reads a whole application/json body of at most limit bytes.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
-		}
-		return nil, brainwire.Errorf(brainwire.EInvalid, "reading the request body: %v", err)
-	}
-	return body, nil
 }

@@ -185,6 +185,8 @@ func TestAGUIRejectsBadRequestsBeforeStreaming(t *testing.T) {
 		{"body too large", "application/json", runInput(strings.Repeat("a", 4<<20), `{}`, `{}`), 413, "request body is over"},
 		{"wrong content type", "text/plain", runInput("x", `{}`, `{}`), 415, "Content-Type must be"},
 		{"thread id with spaces", "application/json", strings.Replace(runInput("x", `{}`, `{}`), `"t-agui"`, `"a b"`, 1), 400, "thread_id"},
+		{"thread id with U+202E", "application/json", strings.Replace(runInput("x", `{}`, `{}`), `"t-agui"`, `"a\u202eb"`, 1), 400, "thread_id"},
+		{"thread id with U+0085", "application/json", strings.Replace(runInput("x", `{}`, `{}`), `"t-agui"`, `"a\u0085b"`, 1), 400, "thread_id"},
 		{"audio by URL", "application/json", runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://127.0.0.1/"}}}, `{}`, `{}`), 400, "inline"},
 		{"audio too large", "application/json", audio(base64.StdEncoding.EncodeToString(make([]byte, 2048)), "audio/wav"), 413, "over 1024 bytes"},
 		{"audio of an unknown format", "application/json", audio("AAAA", "text/plain"), 400, "unsupported audio format"},

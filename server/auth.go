@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -53,18 +54,39 @@ func newAuthenticator(keys Keys) *authenticator {
 	return a
 }
 
-func (a *authenticator) user(r *http.Request) (string, bool) {
-	key := r.Header.Get("X-API-Key")
-	if key == "" {
-		auth := r.Header.Get("Authorization")
-		if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
-			key = strings.TrimSpace(auth[7:])
+// Why a request is refused: the details of its 401.
+var (
+	errNoKey        = errors.New("Invalid or missing API key")
+	errKeysDisagree = errors.New("the request carries different API keys (X-API-Key and Authorization: Bearer): send one key")
+)
+
+// user returns the user id the request's API key acts for. The key is in
+// X-API-Key or Authorization: Bearer; a request may carry it in both, or
+// more than once, but every copy must be the same key: keys that
+// disagree are refused, not resolved in favour of one of them.
+func (a *authenticator) user(r *http.Request) (string, error) {
+	var keys []string
+	for _, v := range r.Header.Values("X-API-Key") {
+		if v = strings.TrimSpace(v); v != "" {
+			keys = append(keys, v)
 		}
 	}
-	if key == "" {
-		return "", false
+	for _, auth := range r.Header.Values("Authorization") {
+		if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
+			if v := strings.TrimSpace(auth[7:]); v != "" {
+				keys = append(keys, v)
+			}
+		}
 	}
-	h := sha256.Sum256([]byte(key))
+	if len(keys) == 0 {
+		return "", errNoKey
+	}
+	h := sha256.Sum256([]byte(keys[0]))
+	for _, k := range keys[1:] {
+		if other := sha256.Sum256([]byte(k)); subtle.ConstantTimeCompare(h[:], other[:]) != 1 {
+			return "", errKeysDisagree
+		}
+	}
 	match := -1
 	for i := range a.hashes {
 		if subtle.ConstantTimeCompare(h[:], a.hashes[i][:]) == 1 {
@@ -72,7 +94,7 @@ func (a *authenticator) user(r *http.Request) (string, bool) {
 		}
 	}
 	if match < 0 {
-		return "", false
+		return "", errNoKey
 	}
-	return a.users[match], true
+	return a.users[match], nil
 }

@@ -35,8 +35,8 @@ func TestAuthenticatorMapsKeysToUsers(t *testing.T) {
 	} {
 		r, _ := http.NewRequest("GET", "/", nil)
 		r.Header.Set(c.header, c.value)
-		user, ok := a.user(r)
-		if user != c.user || ok != c.ok {
+		user, err := a.user(r)
+		if ok := err == nil; user != c.user || ok != c.ok {
 			t.Errorf("%s: %q -> (%q, %v)", c.header, c.value, user, ok)
 		}
 	}

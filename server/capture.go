@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
@@ -68,19 +69,11 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 // routes of earlier app builds take what those builds sent, extras and
 // all.
 func (s *Server) decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
-	}
 	// Read whole (bodies are small) so that bytes that are not UTF-8 are
 	// refused, not silently turned into U+FFFD by the decoder.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := readJSONBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", s.cfg.MaxBodyBytes)
-		}
-		return bodyReadError(err)
+		return err
 	}
 	if !utf8.Valid(body) {
 		return brainwire.Errorf(brainwire.EInvalid, "request body is not valid UTF-8")
@@ -98,11 +91,40 @@ func (s *Server) decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, s
 	return nil
 }
 
+// readJSONBody reads a whole application/json body of at most limit bytes,
+// for every JSON route. A body that declares more is refused before any of
+// it is read, and one that turns out longer is cut off at the limit, so
+// no more than limit bytes are ever held. Failures say what went wrong
+// without the connection's details: a body that stalls past the server's
+// read deadline is a 408.
+func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/json" {
+		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
+	}
+	tooLarge := brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, tooLarge
+		}
+		return nil, bodyReadError(err)
+	}
+	return buf.Bytes(), nil
+}
+
 // newCapture starts a capture of the request's user, echoing the client's
 // ids or making new ones.
 func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadID, runID string) (brainwire.Capture, error) {
 	for name, v := range map[string]string{"thread_id": threadID, "run_id": runID} {
-		if len(v) > 128 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x21 || r == 0x7f }) {
+		if len(v) > 128 || strings.ContainsFunc(v, notIDRune) {
 			return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most 128 printable characters without spaces", name)
 		}
 	}
@@ -114,6 +136,13 @@ func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadI
 	}
 	return brainwire.Capture{Kind: kind, UserID: userFrom(r.Context()), ThreadID: threadID, RunID: runID}, nil
 }
+
+// notIDRune reports whether r may not be part of a thread or run id: ids
+// are printable characters without spaces, so controls (C0 and C1), format
+// characters (such as U+202E, which turns the text after it around),
+// spaces of any kind, line and paragraph separators, private-use and
+// unassigned code points are refused.
+func notIDRune(r rune) bool { return r == ' ' || !unicode.IsPrint(r) }
 
 // runRequest is what the agent is asked to do for c.
 func runRequest(c brainwire.Capture) brainwire.RunRequest {

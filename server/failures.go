@@ -33,18 +33,21 @@ func (s *Server) logFailures(next http.Handler) http.Handler {
 				cause = "none recorded"
 			}
 			s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-				"status", sw.status, "user", userFrom(r.Context()), "error", cause)
+				"status", sw.status, "user", sw.user, "error", cause)
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-// statusWriter remembers the status a handler answered and the error
-// behind it (noteCause).
+// statusWriter remembers the status a handler answered, the error behind
+// it (noteCause) and the user the request acts for (noteUser): the key
+// check puts the user in the context of the request it passes on, which
+// is not the request logFailures holds.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	cause  error
+	user   string
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -69,5 +72,13 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func noteCause(w http.ResponseWriter, err error) {
 	if sw, ok := w.(*statusWriter); ok {
 		sw.cause = err
+	}
+}
+
+// noteUser records the user an authenticated request acts for, for
+// logFailures.
+func noteUser(w http.ResponseWriter, user string) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.user = user
 	}
 }

@@ -1,13 +1,18 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/syncbuf"
@@ -31,8 +36,9 @@ func (brokenStore) DeleteInboxItem(context.Context, string, string) error {
 	return brainwire.Errorf(brainwire.EUnavailable, "the store is unavailable")
 }
 
-// Every 5xx is logged with its cause, whichever route answered it; the
-// client still gets only the generic message.
+// Every 5xx is logged with its cause and the user the request acted for,
+// whichever route answered it; the client still gets only the generic
+// message.
 func TestServerErrorsAreLoggedWithTheirCause(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{},
@@ -58,8 +64,9 @@ func TestServerErrorsAreLoggedWithTheirCause(t *testing.T) {
 			t.Errorf("%s %s: %d %s", c.method, c.path, r.status, r.body)
 		}
 		l := logs.String()[mark:]
-		if !strings.Contains(l, "request failed") || !strings.Contains(l, "path="+c.path) || !strings.Contains(l, c.log) {
-			t.Errorf("%s %s: the failure is not logged with its cause:\n%s", c.method, c.path, l)
+		if !strings.Contains(l, "request failed") || !strings.Contains(l, "path="+c.path) || !strings.Contains(l, c.log) ||
+			!strings.Contains(l, "user="+testUser) {
+			t.Errorf("%s %s: the failure is not logged with its cause and user:\n%s", c.method, c.path, l)
 		}
 		if strings.Contains(r.body, c.log) && c.status == http.StatusInternalServerError {
 			t.Errorf("%s %s: the cause leaked to the client: %s", c.method, c.path, r.body)
@@ -72,5 +79,53 @@ func TestServerErrorsAreLoggedWithTheirCause(t *testing.T) {
 	}
 	if l := logs.String()[mark:]; strings.Contains(l, "request failed") {
 		t.Errorf("a 400 was logged as a failure:\n%s", l)
+	}
+}
+
+// The answers net/http gives before any handler runs, which the README
+// says are not logged: neither the API nor the server's error log ever
+// sees these requests. If this ever fails, net/http lets them through and
+// they can be logged as every other 5xx is.
+func TestAnswersNetHTTPGivesNeverReachTheAPI(t *testing.T) {
+	logs := &syncbuf.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{},
+		Store: openSQLite(t), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		s.Handler().ServeHTTP(w, r)
+	}))
+	srv.Config.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		name, request string
+		status        int
+	}{
+		{"unknown transfer coding", "POST /api/capture HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", http.StatusNotImplemented},
+		{"HTTP/3.0 over HTTP/1", "GET /api/inbox HTTP/3.0\r\nHost: x\r\n\r\n", http.StatusHTTPVersionNotSupported},
+	} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(conn, c.request)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.status)
+		}
+	}
+	if n := reached.Load(); n != 0 || logs.String() != "" {
+		t.Errorf("net/http's own answers reached the handler %d times; logged %q", n, logs.String())
 	}
 }

@@ -78,6 +78,54 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// A request carrying two API keys that disagree is refused, whichever
+// header names which user: the server never picks one of them. The same
+// key in both headers is one credential.
+func TestAuthRefusesKeysThatDisagree(t *testing.T) {
+	h := newHarness(t, nil, withSimulator(t))
+	if r := h.do("POST", "/api/capture", otherKey, "x-api-key", "application/json", `{"text":"bob's capture"}`); r.status != http.StatusOK {
+		t.Fatalf("bob's capture: %d %s", r.status, r.body)
+	}
+	const bad = "wrong-key-0123456789abcdef"
+	send := func(headers map[string][]string) reply {
+		req, _ := http.NewRequest("GET", h.srv.URL+"/api/inbox", nil)
+		for k, vs := range headers {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		resp, err := h.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var d struct{ Detail string }
+		_ = json.Unmarshal(b, &d)
+		return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
+	}
+	for name, c := range map[string]struct {
+		headers map[string][]string
+		detail  string
+	}{
+		"bob's x-api-key, alice's bearer": {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + testKey}}, "different API keys"},
+		"alice's x-api-key, bob's bearer": {map[string][]string{"X-API-Key": {testKey}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"valid x-api-key, bad bearer":     {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + bad}}, "different API keys"},
+		"bad x-api-key, valid bearer":     {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"two x-api-keys":                  {map[string][]string{"X-API-Key": {otherKey, testKey}}, "different API keys"},
+		"the same bad key twice":          {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
+	} {
+		r := send(c.headers)
+		if r.status != http.StatusUnauthorized || !strings.Contains(r.detail, c.detail) || strings.Contains(r.body, "bob's capture") {
+			t.Errorf("%s: got %d %s, want 401 %q", name, r.status, r.body, c.detail)
+		}
+	}
+	r := send(map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}})
+	if r.status != http.StatusOK || !strings.Contains(r.body, "bob's capture") {
+		t.Errorf("the same key in both headers: %d %s", r.status, r.body)
+	}
+}
+
 func TestHealthDegradedWhenTheAgentIsUnknown(t *testing.T) {
 	h := newHarness(t, []ft.Call{ft.Expect("GET /assistants/asst_test", ft.Error(404, "not_found", "No assistant found with id 'asst_test'."))})
 	r := h.do("GET", "/health", "", "", "", "")
@@ -105,6 +153,17 @@ func TestCaptureRejectsBadRequestsBeforeStreaming(t *testing.T) {
 		{"wrong content type", "text/plain", `{"text":"x"}`, 415, "Content-Type must be"},
 		{"no content type", "", `{"text":"x"}`, 415, "Content-Type must be"},
 		{"thread id with spaces", "application/json", `{"text":"x","thread_id":"a b"}`, 400, "thread_id"},
+		{"thread id with U+2028 (line separator)", "application/json", `{"text":"x","thread_id":"a\u2028b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+2029 (paragraph separator)", "application/json", `{"text":"x","thread_id":"a\u2029b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+0085 (C1 next line)", "application/json", `{"text":"x","thread_id":"a\u0085b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+202E (right-to-left override)", "application/json", `{"text":"x","thread_id":"a\u202eb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+200B (zero-width space)", "application/json", `{"text":"x","thread_id":"a\u200bb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+00A0 (no-break space)", "application/json", `{"text":"x","thread_id":"a\u00a0b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+3000 (ideographic space)", "application/json", `{"text":"x","thread_id":"a\u3000b"}`, 400, "printable characters without spaces"},
+		{"thread id with U+0009 (tab)", "application/json", `{"text":"x","thread_id":"a\tb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+007F (delete)", "application/json", `{"text":"x","thread_id":"a\u007fb"}`, 400, "printable characters without spaces"},
+		{"thread id with U+FEFF (byte order mark)", "application/json", `{"text":"x","thread_id":"a\ufeffb"}`, 400, "printable characters without spaces"},
+		{"run id with U+2028", "application/json", `{"text":"x","run_id":"a\u2028b"}`, 400, "run_id"},
 		{"run id too long", "application/json", `{"text":"x","run_id":"` + strings.Repeat("r", 129) + `"}`, 400, "run_id"},
 	}
 	for _, c := range cases {

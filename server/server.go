@@ -205,16 +205,18 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 type userKey struct{}
 
-// requireKey answers 401 unless the request carries a configured API key,
+// requireKey answers 401 unless the request carries a configured API key
+// (and no other),
 // and puts the key's user id in the request context.
 func (s *Server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := s.auth.user(r)
-		if !ok {
+		user, err := s.auth.user(r)
+		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="brainwire"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": "Invalid or missing API key"})
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"detail": err.Error()})
 			return
 		}
+		noteUser(w, user)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // DefaultADKApp is the app the ADK face serves.
@@ -368,7 +369,7 @@ func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames
 		if f.ev != nil {
 			f.ev.Timestamp = adkwire.Time(s.cfg.Now())
 			var err error
-			if data, err = adkwire.Marshal(f.ev); err != nil {
+			if data, err = jsonw.Marshal(f.ev); err != nil {
 				data = adkwire.ErrorFrame("TypeError", err.Error(), s.cfg.Now())
 			}
 		} else {

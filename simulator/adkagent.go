@@ -9,6 +9,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // The ADK face's agent: the same keyword classifier and magic phrases as
@@ -65,7 +66,7 @@ func (p *adkPlan) start(text string) {
 
 	if m.audioURL != "" {
 		// The URL may carry a signature, so the thoughts (kept in telemetry) do not repeat it.
-		args, _ := marshalLine(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
+		args, _ := jsonw.Marshal(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
 		ss.audio = m
 		p.handOver(p.reason("Keyword check (offline simulator, not a language model). This capture is a voice note. "+
 			"I need its transcript before I can classify it, so I am calling transcribe_audio."),

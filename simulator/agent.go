@@ -10,6 +10,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // Magic phrases: put one in the user message to drive a behaviour (see the
@@ -342,7 +343,7 @@ func (b *builder) think() {
 			// The URL may carry a signature, so the reasoning (kept in telemetry) does not repeat it.
 			b.reason("Keyword check (offline simulator, not a language model). This capture is a voice note. " +
 				"I need its transcript before I can classify it, so I am calling transcribe_audio.")
-			args, _ := marshalLine(map[string]string{"blob_url": url}) // a string map always encodes
+			args, _ := jsonw.Marshal(map[string]string{"blob_url": url}) // a string map always encodes
 			b.r.audio = m
 			b.toolStep([]*toolCall{{id: b.s.cfg.NewID("call"), name: brainwire.ToolTranscribeAudio, arguments: string(args)}}, stageTranscribe)
 			b.requiresAction()
@@ -400,7 +401,7 @@ func (s *Simulator) runnerUpCall(v Verdict, text string) *toolCall {
 }
 
 func (s *Simulator) newFileCall(a fileArgs) *toolCall {
-	args, _ := marshalLine(a) // strings and a float always encode
+	args, _ := jsonw.Marshal(a) // strings and a float always encode
 	return &toolCall{id: s.cfg.NewID("call"), name: brainwire.ToolFileCapture, arguments: string(args),
 		bucket: a.Bucket, status: a.Status}
 }

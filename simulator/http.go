@@ -12,6 +12,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // httpError is a non-2xx answer in the service's error shape.
@@ -135,7 +136,7 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := marshalLine(v)
+	b, err := jsonw.Marshal(v)
 	if err != nil {
 		return err
 	}

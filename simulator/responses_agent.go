@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // responsePlan is what one response of the Responses face does: its
@@ -116,7 +117,7 @@ func (b *responsePlanner) think() {
 			// The URL may carry a signature, so the reasoning (kept in telemetry) does not repeat it.
 			b.reason("Transcribing the voice note", "Keyword check (offline simulator, not a language model). This capture is a voice note. "+
 				"I need its transcript before I can classify it, so I am calling transcribe_audio.")
-			args, _ := marshalLine(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
+			args, _ := jsonw.Marshal(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
 			b.run.audio, b.run.stage = i, stageTranscribe
 			b.call(&toolCall{id: b.s.cfg.NewID("call"), name: brainwire.ToolTranscribeAudio, arguments: string(args)})
 			return

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
@@ -109,7 +110,7 @@ func (t *responseTurn) finished(now int64) responseswire.Response {
 	p := t.plan
 	o.Output = make([]json.RawMessage, len(p.items))
 	for i, it := range p.items {
-		o.Output[i], _ = responseswire.Marshal(itemObject(it)) // plain values always encode
+		o.Output[i], _ = jsonw.Marshal(itemObject(it)) // plain values always encode
 	}
 	u := responseswire.NewUsage(0, p.outputTokens, p.reasoningTokens)
 	switch p.end {

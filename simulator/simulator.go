@@ -352,3 +352,5 @@ func orDefault(raw json.RawMessage, def string) json.RawMessage {
 	}
 	return raw
 }
+
+func ptr[T any](v T) *T { return &v }

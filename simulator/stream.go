@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/foundry/foundrywire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // sseEvent is one frame ready to write.
@@ -51,7 +52,7 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 		var data []byte
 		var err error
 		if f.event != "" {
-			data, err = foundrywire.Marshal(payload)
+			data, err = jsonw.Marshal(payload)
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -111,12 +112,12 @@ func (s *Simulator) finishCancel(t *turn) []sseEvent {
 	r := t.run
 	var out []sseEvent
 	r.obj.Status = "cancelling"
-	if b, err := foundrywire.Marshal(r.obj); err == nil {
+	if b, err := jsonw.Marshal(r.obj); err == nil {
 		out = append(out, sseEvent{"thread.run.cancelling", b})
 	}
 	cancelRun(&r.obj, s.now())
 	r.pending, r.toolStep = nil, nil
-	if b, err := foundrywire.Marshal(r.obj); err == nil {
+	if b, err := jsonw.Marshal(r.obj); err == nil {
 		out = append(out, sseEvent{"thread.run.cancelled", b})
 	}
 	s.release(t)
@@ -133,7 +134,7 @@ func (s *Simulator) release(t *turn) {
 func doneFrame() sseEvent { return sseEvent{foundrywire.DoneEvent, []byte(foundrywire.DoneData)} }
 
 func errorFrame(err error) sseEvent {
-	b, _ := foundrywire.Marshal(foundrywire.ErrorEvent{Code: "server_error", Message: err.Error()}) // two strings always encode
+	b, _ := jsonw.Marshal(foundrywire.ErrorEvent{Code: "server_error", Message: err.Error()}) // two strings always encode
 	return sseEvent{"error", b}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/brainwire/brainwire/internal/scripttest"
 )
 
@@ -178,7 +179,7 @@ func seconds(s float64) adkwire.Time {
 }
 
 func frame(v any) Frame {
-	data, err := adkwire.Marshal(v)
+	data, err := jsonw.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("adktest: %v", err))
 	}

@@ -8,7 +8,6 @@
 package adkwire
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -107,18 +106,6 @@ func (t Time) MarshalJSON() ([]byte, error) { return t.append(nil), nil }
 func (t Time) append(dst []byte) []byte {
 	us := time.Time(t).UnixMicro()
 	return strconv.AppendFloat(dst, float64(us)/1e6, 'f', -1, 64)
-}
-
-// Marshal returns v (an Event, a Session) as the server writes it: one
-// line of compact JSON, non-ASCII kept as UTF-8.
-func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // ErrorFrame is the payload the server (2.4 and later) writes when an

@@ -9,7 +9,6 @@ package foundrywire
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 )
 
@@ -287,18 +286,6 @@ func (f Float) MarshalJSON() ([]byte, error) {
 		b = append(b, ".0"...)
 	}
 	return b, nil
-}
-
-// Marshal returns v as the service writes it: one line of compact JSON,
-// non-ASCII kept as UTF-8, no HTML escaping.
-func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // AppendFrame appends the frame of one event to dst: "event: " name,

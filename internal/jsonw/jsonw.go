@@ -1,8 +1,12 @@
 // Package jsonw appends JSON values to byte slices without reflection, for
-// encoders on the per-event hot path.
+// encoders on the per-event hot path; and Marshal, encoding/json in the
+// one-line form the agent services write, for their stand-ins.
 package jsonw
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -78,4 +82,16 @@ func Field(dst []byte, name string, first bool) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, name...)
 	return append(dst, '"', ':')
+}
+
+// Marshal returns v as the agent services write their JSON: one line of
+// compact JSON, non-ASCII kept as UTF-8, no HTML escaping.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

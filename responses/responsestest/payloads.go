@@ -3,6 +3,7 @@ package responsestest
 import (
 	"encoding/json"
 
+	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
@@ -64,7 +65,7 @@ func (t *Turn) Events() []Event {
 }
 
 func (t *Turn) addItem(item any) {
-	b, err := responseswire.Marshal(item)
+	b, err := jsonw.Marshal(item)
 	if err != nil {
 		panic(err) // output items hold strings only
 	}

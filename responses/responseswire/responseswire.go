@@ -12,10 +12,11 @@ package responseswire
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // Response is a response object, the payload of the lifecycle events.
@@ -282,7 +283,7 @@ type (
 
 // add numbers and encodes the event ev makes with the next head.
 func (s *Stream) add(typ string, paced bool, ev func(head) any) {
-	data, err := Marshal(ev(head{Type: typ, SequenceNumber: s.seq}))
+	data, err := jsonw.Marshal(ev(head{Type: typ, SequenceNumber: s.seq}))
 	if err != nil {
 		panic(err) // the event types hold strings, numbers and raw JSON only
 	}
@@ -373,16 +374,4 @@ func Fragments(args string) []string {
 		args = args[i:]
 	}
 	return out
-}
-
-// Marshal returns v as the API writes it: one line of compact JSON,
-// non-ASCII kept as UTF-8, no HTML escaping.
-func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

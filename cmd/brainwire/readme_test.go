@@ -110,16 +110,27 @@ func envReads(t *testing.T) []envRead {
 			}
 			return true
 		})
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || !strings.Contains(strings.ToLower(funcName(call.Fun)), "env") {
-				return true
+		read := func(e ast.Expr) {
+			s, ok := constString(e, consts)
+			if ok && envName.MatchString(strings.ReplaceAll(s, "*", "X")) {
+				rel, _ := filepath.Rel(repoRoot, path)
+				reads = append(reads, envRead{name: s, where: rel + ":" + strconv.Itoa(fset.Position(e.Pos()).Line)})
 			}
-			for _, arg := range call.Args {
-				s, ok := constString(arg, consts)
-				if ok && envName.MatchString(strings.ReplaceAll(s, "*", "X")) {
-					rel, _ := filepath.Rel(repoRoot, path)
-					reads = append(reads, envRead{name: s, where: rel + ":" + strconv.Itoa(fset.Position(arg.Pos()).Line)})
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if isEnvCall(n) {
+					for _, arg := range n.Args {
+						read(arg)
+					}
+				}
+			case *ast.RangeStmt:
+				// for _, k := range []string{"A", "B"} { ... getenv(k) ... }
+				if list, ok := n.X.(*ast.CompositeLit); ok && readsVar(n.Body, n.Value) {
+					for _, e := range list.Elts {
+						read(e)
+					}
 				}
 			}
 			return true
@@ -130,6 +141,32 @@ func envReads(t *testing.T) []envRead {
 		t.Fatal(err)
 	}
 	return reads
+}
+
+// isEnvCall reports whether call reads the environment: a function whose
+// name says env (getenv, envOr, os.LookupEnv, ...).
+func isEnvCall(call *ast.CallExpr) bool {
+	return strings.Contains(strings.ToLower(funcName(call.Fun)), "env")
+}
+
+// readsVar reports whether body passes the variable v to an env call.
+func readsVar(body ast.Node, v ast.Expr) bool {
+	id, ok := v.(*ast.Ident)
+	if !ok {
+		return false
+	}
+	found := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && isEnvCall(call) {
+			for _, arg := range call.Args {
+				if a, ok := arg.(*ast.Ident); ok && a.Name == id.Name {
+					found = true
+				}
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 func funcName(e ast.Expr) string {

@@ -91,6 +91,9 @@ func (s *Server) decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, s
 	return nil
 }
 
+// preallocBody is the most readJSONBody sets aside before the bytes arrive.
+const preallocBody = 64 << 10
+
 // readJSONBody reads a whole application/json body of at most limit bytes,
 // for every JSON route. A body that declares more is refused before any of
 // it is read, and one that turns out longer is cut off at the limit, so
@@ -102,18 +105,21 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 	if err != nil || ct != "application/json" {
 		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
 	}
-	tooLarge := brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
+	tooLarge := func() error { return brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit) }
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
+	// The declared length sizes the buffer up to a point: beyond it, the
+	// buffer grows with what arrives, so a client that declares a large
+	// body and sends nothing holds no memory for it.
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+		buf.Grow(int(min(r.ContentLength, preallocBody)) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, tooLarge
+			return nil, tooLarge()
 		}
 		return nil, bodyReadError(err)
 	}

@@ -175,6 +175,55 @@ func TestAdapterSequences(t *testing.T) {
 	}
 }
 
+// superseded is file_capture's refusal of a follow-up whose item a person
+// changed (EConflict) or deleted (ENotFound) meanwhile.
+func superseded(id, code string) brainwire.AgentEvent {
+	ev := resultEvent(id, `{"error":"store_failed"}`, true)
+	ev.Result.Superseded = code
+	return ev
+}
+
+// A follow-up that lost its item to a person's edit ends in an error that
+// says so, typed by the store's code, not in unresolved; other endings
+// are as they would be.
+func TestSupersededFollowUp(t *testing.T) {
+	args := `{"bucket":"People","confidence":0.9,"status":"classified"}`
+	cases := []struct {
+		name string
+		evs  []brainwire.AgentEvent
+		want string
+		typ  string
+	}{
+		{"changed", []brainwire.AgentEvent{callEvent("c1", args), superseded("c1", brainwire.EConflict), text("Sorry."), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) R0:Sorry. ERROR(The item was changed while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			brainwire.EConflict},
+		{"deleted, and the agent tried again", []brainwire.AgentEvent{
+			callEvent("c1", args), superseded("c1", brainwire.ENotFound), callEvent("c2", args), superseded("c2", brainwire.ENotFound), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) ERROR(The item was deleted while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			brainwire.ENotFound},
+		{"the run failing afterwards says so", []brainwire.AgentEvent{
+			callEvent("c1", args), superseded("c1", brainwire.EConflict), {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}},
+			"STEP_START(Classifying) ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)", "server_error"},
+		{"another store failure is unresolved", []brainwire.AgentEvent{callEvent("c1", args), resultEvent("c1", `{"error":"store_failed"}`, true), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := New(brainwire.Capture{Kind: brainwire.KindFollowUp, ThreadID: "thread-1", RunID: "run-1"})
+			out := a.Start(nil)
+			for _, ev := range c.evs {
+				out = a.Handle(ev, out)
+			}
+			if got := describe(a.Finish(nil, out)); got != c.want {
+				t.Errorf("\ngot  %s\nwant %s", got, c.want)
+			}
+			if res := a.Result(); res.ErrorType != c.typ || (c.typ != "") != (res.Outcome == brainwire.OutcomeError) {
+				t.Errorf("result %+v, want error type %q", res, c.typ)
+			}
+		})
+	}
+}
+
 func TestNothingAfterComplete(t *testing.T) {
 	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "t", RunID: "r"})
 	out := a.Handle(status(brainwire.RunCompleted), nil)

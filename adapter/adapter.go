@@ -220,10 +220,15 @@ func ErrorMessage(err error) string {
 		return "The capture was cancelled"
 	}
 	var e *brainwire.Error
-	if errors.As(err, &e) {
-		return upstreamMessage("The agent service failed", e.Message)
+	switch {
+	case !errors.As(err, &e):
+		return "The agent service could not be reached"
+	case e.Code == brainwire.EUpstreamAuth:
+		// brainwire's own credential: nothing the person can retry away,
+		// and not the network.
+		return e.Message
 	}
-	return "The agent service could not be reached"
+	return upstreamMessage("The agent service failed", e.Message)
 }
 
 // ErrorType names why a stream ended in err: cancellations and timeouts by

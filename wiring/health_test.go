@@ -3,6 +3,10 @@ package wiring_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/brainwire/brainwire"
@@ -12,6 +16,8 @@ import (
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -195,5 +201,57 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// opNames records the operation each call to the agent service is named
+// by on its context.
+type opNames struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	names []string
+}
+
+func (o *opNames) RoundTrip(req *http.Request) (*http.Response, error) {
+	op, _ := brainwire.OperationFrom(req.Context())
+	o.mu.Lock()
+	o.names = append(o.names, op.Name)
+	o.mu.Unlock()
+	return o.next.RoundTrip(req)
+}
+
+// TestHealthProbesAreNamed: what the health check asks the agent service
+// is named health_probe on the request's context, whatever the call, so
+// that a layer that retries calls can tell it; a capture's calls keep
+// their own names.
+func TestHealthProbesAreNamed(t *testing.T) {
+	up := rt.NewServer(t,
+		rt.Expect("GET /agents/classifier", rt.JSON(http.StatusOK, `{"object":"agent","id":"classifier","name":"classifier","versions":{"latest":{"version":"2"}}}`)),
+		rt.Expect("POST /conversations", rt.Error(http.StatusInternalServerError, "server_error", "try later")),
+	)
+	ops := &opNames{next: up.Client().Transport}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := wiring.New(wiring.Config{
+		Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
+		Agent:     wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Name: "classifier"}, staticAuth),
+		Transport: ops,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := httptest.NewServer(srv.Handler())
+	t.Cleanup(phone.Close)
+	resp, err := phone.Client().Get(phone.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
+	if got := strings.Join(ops.names, " "); resp.StatusCode != http.StatusOK || got != brainwire.OpHealthProbe+" "+responses.OpCreateConversation {
+		t.Fatalf("health %d; calls named %q", resp.StatusCode, got)
 	}
 }

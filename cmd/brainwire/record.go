@@ -196,6 +196,7 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 	rc = replay.RecordConfig{
 		Secrets:    secretsFromEnv(getenv),
 		Upstream:   a.upstream(),
+		Retries:    cfg.Retries,
 		Logger:     log,
 		RunTimeout: cfg.Server.RunTimeout,
 	}
@@ -406,7 +407,7 @@ func (r *recording) close() {
 // recordings land in one place) and BRAINWIRE_RECORD_SAMPLE (the share of
 // captures recorded, 0..1, default 1). Secrets from the environment are
 // redacted from every recording.
-func setupRecording(ctx context.Context, getenv func(string) string, log *slog.Logger) (*recording, error) {
+func setupRecording(ctx context.Context, getenv func(string) string, retries int, log *slog.Logger) (*recording, error) {
 	dir := getenv("BRAINWIRE_RECORD_DIR")
 	if dir == "" {
 		return &recording{log: log}, nil
@@ -437,6 +438,7 @@ func setupRecording(ctx context.Context, getenv func(string) string, log *slog.L
 		Sample:   sample,
 		Secrets:  secretsFromEnv(getenv),
 		Upstream: upstream,
+		Retries:  retries,
 		Logger:   log.With("component", "recorder"),
 	})
 	if err != nil {

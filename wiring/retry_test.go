@@ -46,7 +46,7 @@ func upstreams() []upstream {
 	confirm := adktest.Turn{InvocationID: "e-1", EventID: "ev-2", Texts: []string{"Filed."}}
 	return []upstream{
 		{
-			name:  "responses",
+			name: "responses",
 			calls: []scripttest.Call{
 				rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1","object":"conversation","created_at":1741290958,"metadata":{}}`)),
 				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_1", conv).Reasoning("rs_1", "It names ", "Sarah.").

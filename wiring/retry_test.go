@@ -213,3 +213,41 @@ func TestAConnectionResetBeforeTheAnswerIsSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestLostToolOutputsAreLookedUp resets the connection of a classic
+// run's submit_tool_outputs after the request went out: the run is asked
+// for, and the outputs are sent again only when it still waits for them.
+func TestLostToolOutputsAreLookedUp(t *testing.T) {
+	run := foundrytest.NewClassify("thread_1", "run_1", 3)
+	run.Call = foundrytest.FileCaptureCall("call_file_1", "Call Sarah about the offsite", "People", 0.9, "classified")
+	script := run.Script()
+	submit := script[1]
+	lost := scripttest.Call{Method: submit.Method, Path: submit.Path, Response: scripttest.Reset()}
+	getRun := "GET /threads/thread_1/runs/run_1"
+
+	up := foundrytest.NewServer(t, script...)
+	want := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0)
+
+	t.Run("still waiting: sent again", func(t *testing.T) {
+		waiting := foundrytest.Expect(getRun, foundrytest.JSON(200, run.Run.RequiresAction(run.Call).Data))
+		up := foundrytest.NewServer(t, script[0], lost, waiting, submit)
+		if got := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0); got != want {
+			t.Fatalf("the phone got:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("taken: not repeated", func(t *testing.T) {
+		// The stand-in answers the run as in progress: the outputs were taken.
+		up := foundrytest.NewServer(t, script[0], lost)
+		// The capture was filed before the outputs went out: the phone
+		// has its outcome either way.
+		if got := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0); got != want {
+			t.Errorf("the phone got:\n%s\nwant:\n%s", got, want)
+		}
+		if n := len(up.Find("POST /threads/{t}/runs/{r}/submit_tool_outputs")); n != 1 {
+			t.Errorf("submitted %d times; want once", n)
+		}
+		if n := len(up.Find(getRun)); n < 1 {
+			t.Errorf("the run was not looked up")
+		}
+	})
+}

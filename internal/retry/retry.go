@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,7 +108,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if req.Method == http.MethodPost && req.Header.Get(HeaderIdempotencyKey) == "" {
 		req = req.Clone(ctx)
-		req.Header.Set(HeaderIdempotencyKey, rand.Text())
+		// In lower case (header names are case-insensitive; HTTP/2 sends
+		// them so): net/http takes a canonical Idempotency-Key as licence
+		// to send a POST again by itself when a reused connection fails,
+		// which would go around the lookup below.
+		req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{rand.Text()}
 	}
 	attempt := req
 	for n := 0; ; n++ {

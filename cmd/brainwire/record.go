@@ -66,7 +66,7 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	cmd.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
 	cmd.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
 	cmd.IntVar(&f.retryAfterMs, "retry-after-ms", 0, "with -http-error: the answer asks for a wait of `MS` milliseconds (retry-after-ms) instead of Retry-After: 20")
-	cmd.IntVar(&f.retries, "retries", -1, "how many times a refused call is sent again (default BRAINWIRE_UPSTREAM_RETRIES); the fixture says it, replay does the same")
+	cmd.IntVar(&f.retries, "retries", -1, "`N` times a refused call is sent again (-1: as BRAINWIRE_UPSTREAM_RETRIES says); the fixture says it, replay does the same")
 	cmd.IntVar(&f.splitUTF8, "split-utf8", 0, "make replay split its writes inside the first `N` multibyte UTF-8 characters of the first streamed response")
 	cmd.BoolVar(&f.force, "force", false, "overwrite an existing fixture")
 	if err := cmd.parse(args, stdout, stderr); err != nil {

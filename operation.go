@@ -14,6 +14,16 @@ type Operation struct {
 	// is about, when it is about one.
 	ThreadID string
 	RunID    string
+
+	// NoRetry keeps the call from being sent again when the service
+	// refuses it for a moment: a health probe reports what it sees.
+	NoRetry bool
+	// Took, when set, asks the service whether a create it may have done
+	// (the request went out and its answer was lost, or a gateway
+	// answered 500, 502 or 504) was done after all, so that it is looked
+	// up rather than repeated. The call sending again asks it with its own
+	// context; an error means the service could not tell.
+	Took func(ctx context.Context) (bool, error)
 }
 
 type operationKey struct{}

@@ -94,6 +94,12 @@ func op(ctx context.Context, name, conversationID, responseID string) context.Co
 	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: conversationID, RunID: responseID})
 }
 
+// probe names a call health checks and the agent's description make: it
+// is not sent again when refused, so that the probe reports what it sees.
+func probe(ctx context.Context, name string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, NoRetry: true})
+}
+
 // Stream is a streamed response. Read it with Next until io.EOF or an
 // error, and always Close it: closing it before its end is how a
 // foreground response is stopped.
@@ -154,7 +160,7 @@ func (c *Client) ListModels(ctx context.Context) error {
 	var list struct {
 		Data []json.RawMessage `json:"data"`
 	}
-	if err := c.do(op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
+	if err := c.do(probe(ctx, OpListModels), http.MethodGet, c.url("models"), nil, &list); err != nil {
 		return fmt.Errorf("listing models: %w", err)
 	}
 	return nil
@@ -173,7 +179,7 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 	}
 	var a FoundryAgent
 	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
+	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, err)
 	}
 	return a, nil

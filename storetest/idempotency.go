@@ -11,7 +11,8 @@ import (
 
 var keyTests = []test{
 	{"ClaimOnce", testKeyClaimOnce},
-	{"ConcurrentClaims", testKeyConcurrentClaims},
+	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0)) }},
+	{"ConcurrentTakeovers", testKeyConcurrentTakeovers},
 	{"FinishReplays", testKeyFinishReplays},
 	{"LapsedClaimIsTakenOver", testKeyLapsedClaim},
 	{"DoneKeyLapses", testKeyDoneLapses},
@@ -88,7 +89,17 @@ func testKeyClaimOnce(t *testing.T, e *env) {
 	}
 }
 
-func testKeyConcurrentClaims(t *testing.T, e *env) {
+// A lapsed claim, taken over by racing repeats, goes to one of them.
+func testKeyConcurrentTakeovers(t *testing.T, e *env) {
+	k := e.keyClaim("racing", "fp", at(0))
+	e.claimKey(k)
+	e.raceClaims(k.Until)
+}
+
+// raceClaims makes concurrent claims of one key at t: one gets it, and
+// every other sees the winner's claim.
+func (e *env) raceClaims(t0 time.Time) {
+	t := e.t
 	const n = 8
 	ks := e.keys()
 	var wg sync.WaitGroup
@@ -96,7 +107,7 @@ func testKeyConcurrentClaims(t *testing.T, e *env) {
 	got := make([]brainwire.IdempotencyKey, n)
 	won := make([]bool, n)
 	for i := range n {
-		claims[i] = e.keyClaim("racing", "fp", at(0))
+		claims[i] = e.keyClaim("racing", "fp", t0)
 		wg.Go(func() {
 			var err error
 			got[i], won[i], err = ks.ClaimKey(e.ctx, claims[i])

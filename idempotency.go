@@ -78,12 +78,15 @@ type Replay struct {
 }
 
 // ReplayOf is the replay of capture c that ended as res, or nil when the
-// capture left nothing in the store to replay: it failed (ERROR), or it
-// was not kept as an item (an unresolved follow-up, or an unresolved
-// capture the store could not keep). A repeat of such a capture runs
-// again.
+// capture left nothing in the store to replay: it failed (ERROR), it was
+// not kept as an item (an unresolved capture the store could not keep),
+// or it was a follow-up that did not refile its item (its round is given
+// back). A repeat of such a capture runs again.
 func ReplayOf(c Capture, res CaptureResult) *Replay {
-	if res.Outcome == "" || res.Outcome == OutcomeError || res.InboxItemID == "" {
+	switch {
+	case res.Outcome == "" || res.Outcome == OutcomeError || res.InboxItemID == "":
+		return nil
+	case c.FollowUp != nil && !res.Outcome.Filed():
 		return nil
 	}
 	r := &Replay{Kind: c.Kind, ThreadID: c.ThreadID, RunID: c.RunID, Outcome: res.Outcome,

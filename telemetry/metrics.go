@@ -16,6 +16,7 @@ import (
 // gen_ai.client.operation.duration and gen_ai.client.token.usage).
 const (
 	MetricCaptures           = "brainwire.captures"
+	MetricReplays            = "brainwire.capture.replays"
 	MetricActiveCaptures     = "brainwire.captures.active"
 	MetricConfidence         = "brainwire.capture.confidence"
 	MetricTimeToOutcome      = "brainwire.capture.time_to_outcome"
@@ -83,6 +84,7 @@ var (
 
 type instruments struct {
 	captures      metric.Int64Counter
+	replays       metric.Int64Counter
 	active        metric.Int64UpDownCounter
 	confidence    metric.Float64Histogram
 	timeToOutcome metric.Float64Histogram
@@ -112,6 +114,8 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 	var err error
 	in.captures = newCounter(MetricCaptures, "{capture}",
 		"Captures finished, by outcome, bucket, kind and agent version.")
+	in.replays = newCounter(MetricReplays, "{capture}",
+		"Repeated capture requests (same Idempotency-Key) answered with the first one's outcome, by outcome and kind: no agent ran, nothing was filed, and brainwire.captures does not count them.")
 	in.upstreamErrs = newCounter(MetricUpstreamErrors, "{error}",
 		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors; by type, where they showed and agent version.")
 	in.retries = newCounter(MetricUpstreamRetries, "{retry}",

@@ -256,3 +256,16 @@ func orDefault(s, def string) string {
 	}
 	return def
 }
+
+// Replay appends the events of a capture that already ended as r, told
+// again without running anything: STEP_START, STEP_END, the outcome,
+// COMPLETE, under c's ids (the first run's), as the first run sent them
+// minus its reasoning and tool calls.
+func Replay(c brainwire.Capture, r *brainwire.CaptureResult, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+	step := c.Step()
+	return append(out,
+		brainwire.CaptureEvent{Type: brainwire.CaptureStepStart, StepName: step},
+		brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: step},
+		brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: r, ThreadID: c.ThreadID, RunID: c.RunID},
+		brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: c.ThreadID, RunID: c.RunID})
+}

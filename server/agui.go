@@ -24,6 +24,8 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	fp := newFingerprint(r)
+	fp.add(body)
 	body = nil // the audio, if any, is decoded; let the rest go
 	newEncoder := func(c brainwire.Capture) encoder { return agui.NewEncoder(c, in.Options) }
 	switch {
@@ -35,14 +37,14 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		s.runFollowUp(w, r, followUpRequest{
 			InboxItemID: in.FollowUp.InboxItemID, FollowUpText: in.Text, FollowUpRound: in.FollowUp.Round,
 			ThreadID: in.ThreadID, RunID: in.RunID,
-		}, newEncoder)
+		}, fp, newEncoder)
 	case in.Audio != nil:
 		c, err := s.newCapture(r, brainwire.KindVoice, in.ThreadID, in.RunID)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		s.runVoiceAudio(w, r, c, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
+		s.runVoiceAudio(w, r, c, fp, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
 	default:
 		if err := brainwire.CheckText("text", in.Text); err != nil {
 			writeError(w, err)
@@ -58,7 +60,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.Text = in.Text
-		s.runCapture(w, r, c, newEncoder(c))
+		s.runHeld(w, r, c, fp, newEncoder)
 	}
 }
 

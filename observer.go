@@ -57,3 +57,21 @@ func (cs captureObservers) End(res CaptureResult) {
 		c.End(res)
 	}
 }
+
+// ReplayObserver is implemented by observers that also count captures
+// replayed for a repeated request (Idempotency-Key): no agent ran, nothing
+// was filed, so they are not captures. CaptureReplayed runs on the
+// request's path: it must return quickly and never block on I/O.
+type ReplayObserver interface {
+	CaptureReplayed(ctx context.Context, c Capture, res CaptureResult)
+}
+
+// CaptureReplayed implements ReplayObserver: it tells every observer that
+// counts replays.
+func (os Observers) CaptureReplayed(ctx context.Context, c Capture, res CaptureResult) {
+	for _, o := range os {
+		if ro, ok := o.(ReplayObserver); ok {
+			ro.CaptureReplayed(ctx, c, res)
+		}
+	}
+}

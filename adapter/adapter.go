@@ -236,10 +236,15 @@ func ErrorMessage(err error) string {
 		return "The capture was cancelled"
 	}
 	var e *brainwire.Error
-	if errors.As(err, &e) {
-		return upstreamMessage("The agent service failed", e.Message)
+	switch {
+	case !errors.As(err, &e):
+		return "The agent service could not be reached"
+	case e.Code == brainwire.EUpstreamAuth:
+		// brainwire's own credential: nothing the person can retry away,
+		// and not the network.
+		return e.Message
 	}
-	return "The agent service could not be reached"
+	return upstreamMessage("The agent service failed", e.Message)
 }
 
 // supersededMessage tells the client why a follow-up filed nothing when a
@@ -275,4 +280,17 @@ func orDefault(s, def string) string {
 		return s
 	}
 	return def
+}
+
+// Replay appends the events of a capture that already ended as r, told
+// again without running anything: STEP_START, STEP_END, the outcome,
+// COMPLETE, under c's ids (the first run's), as the first run sent them
+// minus its reasoning and tool calls.
+func Replay(c brainwire.Capture, r *brainwire.CaptureResult, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+	step := c.Step()
+	return append(out,
+		brainwire.CaptureEvent{Type: brainwire.CaptureStepStart, StepName: step},
+		brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: step},
+		brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: r, ThreadID: c.ThreadID, RunID: c.RunID},
+		brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: c.ThreadID, RunID: c.RunID})
 }

@@ -282,6 +282,8 @@ func TestResult(t *testing.T) {
 	}
 	filed := resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false)
 	late := errors.New("connection reset by peer")
+	signIn := fmt.Errorf("creating a response: %w", brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"))
+	unreachable := fmt.Errorf("creating a response: %w", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
 	cases := []struct {
 		name  string
 		evs   []brainwire.AgentEvent
@@ -307,6 +309,12 @@ func TestResult(t *testing.T) {
 		{"timeout", nil, fmt.Errorf("run timed out: %w", context.DeadlineExceeded),
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "timeout", ErrorMessage: "The agent took too long to respond",
 				Err: fmt.Errorf("run timed out: %w", context.DeadlineExceeded)}},
+		{"brainwire could not sign in", nil, signIn,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: brainwire.EUpstreamAuth,
+				ErrorMessage: "brainwire could not sign in to the agent service", Err: signIn}},
+		{"the service unreachable", nil, unreachable,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: brainwire.EInternal,
+				ErrorMessage: "The agent service could not be reached", Err: unreachable}},
 		{"stream ended early", []brainwire.AgentEvent{status(brainwire.RunInProgress)}, nil,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunInProgress,
 				ErrorType: "capture_error", ErrorMessage: "The agent run ended unexpectedly"}},

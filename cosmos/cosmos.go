@@ -74,6 +74,7 @@ type Store struct {
 	dbName     string
 	inbox      *azcosmos.ContainerClient
 	buckets    map[string]*azcosmos.ContainerClient
+	keys       *azcosmos.ContainerClient // idempotency keys
 	log        *slog.Logger
 	compensate time.Duration
 }
@@ -128,6 +129,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.inbox, err = db.NewContainer(InboxContainer); err != nil {
 		return nil, fmt.Errorf("cosmos: open: container %s: %w", InboxContainer, err)
 	}
+	if s.keys, err = db.NewContainer(KeysContainer); err != nil {
+		return nil, fmt.Errorf("cosmos: open: container %s: %w", KeysContainer, err)
+	}
 	for _, b := range brainwire.Buckets {
 		c, err := db.NewContainer(b)
 		if err != nil {
@@ -141,7 +145,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // Database returns the name of the database the store uses.
 func (s *Store) Database() string { return s.dbName }
 
-// containerNames lists every container the store uses.
+// containerNames lists the containers holding the captures; the store
+// also uses KeysContainer.
 func containerNames() []string {
 	return append([]string{InboxContainer}, brainwire.Buckets...)
 }
@@ -156,15 +161,15 @@ func inboxIndexes() [][]azcosmos.CompositeIndex {
 }
 
 // EnsureContainers creates the database and its containers when they are
-// missing, and adds the Inbox's composite index to an existing Inbox that
-// lacks it. It is idempotent. Throughput is left to the account (serverless
+// missing, adds the Inbox's composite index to an existing Inbox that
+// lacks it, and turns on the TTL of a keys container that has it off. It is idempotent. Throughput is left to the account (serverless
 // accounts reject any setting).
 func (s *Store) EnsureContainers(ctx context.Context) error {
 	_, err := s.client.CreateDatabase(ctx, azcosmos.DatabaseProperties{ID: s.dbName}, nil)
 	if err != nil && statusOf(err) != http.StatusConflict {
 		return fmt.Errorf("cosmos: creating database %s: %w", s.dbName, err)
 	}
-	for _, name := range containerNames() {
+	for _, name := range append(containerNames(), KeysContainer) {
 		props := azcosmos.ContainerProperties{
 			ID: name,
 			PartitionKeyDefinition: azcosmos.PartitionKeyDefinition{
@@ -180,6 +185,9 @@ func (s *Store) EnsureContainers(ctx context.Context) error {
 				CompositeIndexes: inboxIndexes(),
 			}
 		}
+		if name == KeysContainer {
+			props.DefaultTimeToLive = keysDefaultTTL()
+		}
 		_, err := s.db.CreateContainer(ctx, props, nil)
 		switch {
 		case err == nil:
@@ -188,6 +196,10 @@ func (s *Store) EnsureContainers(ctx context.Context) error {
 			return fmt.Errorf("cosmos: creating container %s in %s: %w", name, s.dbName, err)
 		case name == InboxContainer:
 			if err := s.ensureInboxIndexes(ctx); err != nil {
+				return err
+			}
+		case name == KeysContainer:
+			if err := s.ensureKeysTTL(ctx); err != nil {
 				return err
 			}
 		}
@@ -243,7 +255,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if _, err := s.db.Read(ctx, nil); err != nil {
 		return pingErr("database "+s.dbName, err)
 	}
-	for _, c := range append([]*azcosmos.ContainerClient{s.inbox}, s.bucketClients()...) {
+	for _, c := range append([]*azcosmos.ContainerClient{s.inbox, s.keys}, s.bucketClients()...) {
 		if _, err := c.Read(ctx, nil); err != nil {
 			return pingErr("container "+c.ID()+" in database "+s.dbName, err)
 		}

@@ -67,6 +67,7 @@ func TestEmulator(t *testing.T) {
 		{"ListTimeOrder", testListTimeOrder},
 		{"Validation", testValidation},
 		{"Conformance", testConformance},
+		{"KeyDocuments", testKeyDocuments},
 		{"CheckSetup", testCheckSetup},
 		{"CheckSetupMissingContainer", testCheckSetupMissingContainer},
 		{"CheckSetupUnreachable", testCheckSetupUnreachable},

@@ -20,7 +20,8 @@ import (
 var ErrNotSetUp = errors.New("the Cosmos DB database is not set up for brainwire")
 
 // CheckSetup checks, without changing anything, that the database and its
-// containers exist and that the Inbox container has the composite index
+// containers (the keys container last: databases set up before it lack
+// it) exist and that the Inbox container has the composite index
 // ListInbox's ORDER BY needs. A database created by hand or by another
 // program (five containers on /userId with the default indexing policy)
 // lacks that index, and every inbox listing would fail; the error then
@@ -55,7 +56,7 @@ func (s *Store) CheckSetup(ctx context.Context) error {
 	}
 	policy, changed := withInboxIndexes(inbox.IndexingPolicy)
 	if !changed {
-		return nil
+		return s.checkKeysContainer(ctx)
 	}
 	idx, err := json.Marshal(policy)
 	if err != nil {
@@ -66,6 +67,20 @@ func (s *Store) CheckSetup(ctx context.Context) error {
 		"changes nothing else), or with the Azure CLI: az cosmosdb sql container update --resource-group <resource-group> "+
 		"--account-name %s --database-name %s --name %s --idx '%s'",
 		ErrNotSetUp, InboxContainer, s.dbName, s.accountName(), s.dbName, InboxContainer, idx)
+}
+
+// checkKeysContainer checks that the container of idempotency keys, which
+// databases set up before them lack, exists.
+func (s *Store) checkKeysContainer(ctx context.Context) error {
+	_, err := s.keys.Read(ctx, nil)
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return fmt.Errorf("%w: database %q has no container %s (idempotency keys): run `brainwire serve --init-db` once to create it",
+			ErrNotSetUp, s.dbName, KeysContainer)
+	case err != nil:
+		return opErr("reading container "+KeysContainer+" in database "+s.dbName, "the store", err)
+	}
+	return nil
 }
 
 // withInboxIndexes returns policy with the composite indexes ListInbox

@@ -32,7 +32,7 @@ func testEnsureContainers(t *testing.T, e *emulator) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
-	for _, name := range containerNames() {
+	for _, name := range append(containerNames(), KeysContainer) {
 		c, err := s.db.NewContainer(name)
 		if err != nil {
 			t.Fatal(err)
@@ -43,6 +43,9 @@ func testEnsureContainers(t *testing.T, e *emulator) {
 		}
 		if got := resp.ContainerProperties.PartitionKeyDefinition.Paths; !slices.Equal(got, []string{"/userId"}) {
 			t.Errorf("%s partition key = %v, want [/userId]", name, got)
+		}
+		if ttl := resp.ContainerProperties.DefaultTimeToLive; name == KeysContainer && (ttl == nil || *ttl != -1) {
+			t.Errorf("%s default TTL = %v, want -1 (on, documents expire by their own ttl)", name, ttl)
 		}
 		if name == InboxContainer {
 			ip := resp.ContainerProperties.IndexingPolicy

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 )
@@ -281,12 +282,36 @@ func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, 
 		outputs = []ToolOutput{}
 	}
 	body := submitToolOutputsBody{ToolOutputs: outputs, Stream: true}
-	s, err := c.stream(op(ctx, OpSubmitToolOutputs, threadID, runID), c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
+	sop := brainwire.Operation{Name: OpSubmitToolOutputs, ThreadID: threadID, RunID: runID,
+		Took: func(ctx context.Context) (bool, error) { return c.tookOutputs(ctx, threadID, runID, outputs) }}
+	s, err := c.stream(brainwire.WithOperation(ctx, sop), c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("submitting tool outputs for run %s: %w", runID, err)
 	}
 	s.SetRun(threadID, runID)
 	return s, nil
+}
+
+// tookOutputs says whether the service took tool outputs whose answer was
+// lost: it did unless the run still requires action on the same calls.
+func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, outputs []ToolOutput) (bool, error) {
+	r, err := c.GetRun(ctx, threadID, runID)
+	if err != nil {
+		return false, err
+	}
+	if r.Status != brainwire.RunRequiresAction || r.RequiredAction == nil || r.RequiredAction.SubmitToolOutputs == nil {
+		return true, nil
+	}
+	answered := make(map[string]bool, len(outputs))
+	for _, o := range outputs {
+		answered[o.ToolCallID] = true
+	}
+	for _, call := range r.RequiredAction.SubmitToolOutputs.ToolCalls {
+		if !answered[call.ID] {
+			return true, nil // it asks for other calls: ours were taken
+		}
+	}
+	return false, nil
 }
 
 // CreateThread creates a thread holding messages (POST /threads).
@@ -341,11 +366,11 @@ type Agent struct {
 }
 
 // GetAgent fetches an agent (GET /assistants/{id}); on the wire agents are
-// assistants.
+// assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
-		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, err)
+	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
 }
@@ -366,6 +391,12 @@ const (
 // op names the call made with ctx.
 func op(ctx context.Context, name, threadID, runID string) context.Context {
 	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
+}
+
+// probe names a call health checks make: it is not sent again when
+// refused, so that the probe reports what it sees.
+func probe(ctx context.Context, name string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, NoRetry: true})
 }
 
 // url joins the operation path to the endpoint; each segment is escaped.

@@ -28,7 +28,11 @@ type Fixture struct {
 	// RecordedAt is when the capture started, to the second.
 	RecordedAt time.Time `json:"recorded_at"`
 	// Upstream says what answered: "simulator", "foundry", ...
-	Upstream  string     `json:"upstream,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
+	// Retries is how many times the server sent a refused call again; a
+	// recording without it (made before calls were sent again) made none.
+	// Each attempt is an exchange.
+	Retries   int        `json:"retries,omitempty"`
 	Capture   Capture    `json:"capture"`
 	Exchanges []Exchange `json:"exchanges"`
 	Tools     []ToolRun  `json:"tools,omitempty"`

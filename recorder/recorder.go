@@ -106,6 +106,10 @@ type Config struct {
 	// Upstream labels what the recordings were made against ("foundry",
 	// "simulator").
 	Upstream string
+	// Retries is how many times the server sends a refused call again
+	// (wiring.Config.Retry), written in each recording so that replay
+	// does the same.
+	Retries int
 	// Logger receives recording failures; they never reach the capture.
 	Logger *slog.Logger
 	// Rand returns a number in [0,1) for sampling; math/rand/v2 when nil.
@@ -387,6 +391,7 @@ func (s *session) fixture() *Fixture {
 		Name:       s.start.UTC().Format("20060102T150405Z") + "-" + c.RunID,
 		RecordedAt: s.start.UTC().Truncate(time.Second),
 		Upstream:   s.r.cfg.Upstream,
+		Retries:    s.r.cfg.Retries,
 		Capture: Capture{
 			Kind:             c.Kind,
 			Text:             c.Text,

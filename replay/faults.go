@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -23,6 +24,9 @@ type Faults struct {
 	// FailRequest answers the FailRequest-th request (from 1) with
 	// FailStatus and the service's error body, without sending it.
 	FailRequest, FailStatus int
+	// RetryAfterMs, when set, has a 429 ask for that wait in
+	// retry-after-ms instead of Retry-After: 20.
+	RetryAfterMs int
 	// SplitUTF8 makes replay split its writes inside the first SplitUTF8
 	// multibyte characters of the first streamed response.
 	SplitUTF8 int
@@ -34,7 +38,7 @@ func (f Faults) transport(next http.RoundTripper) http.RoundTripper {
 		next = &cutTransport{next: next, stream: f.CutStream, event: f.CutEvent}
 	}
 	if f.FailRequest > 0 {
-		next = &statusTransport{next: next, request: f.FailRequest, status: f.FailStatus}
+		next = &statusTransport{next: next, request: f.FailRequest, status: f.FailStatus, retryAfterMs: f.RetryAfterMs}
 	}
 	return next
 }
@@ -51,8 +55,8 @@ func (f Faults) apply(fx *recorder.Fixture) error {
 // service's error body, as a throttled or failing service would, without
 // sending it.
 type statusTransport struct {
-	next            http.RoundTripper
-	request, status int
+	next                          http.RoundTripper
+	request, status, retryAfterMs int
 
 	mu   sync.Mutex
 	seen int
@@ -74,6 +78,10 @@ func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.status == http.StatusTooManyRequests {
 		code, msg = "rate_limit_exceeded", "Rate limit is exceeded. Try again in 20 seconds."
 		h.Set("Retry-After", "20")
+		if t.retryAfterMs > 0 {
+			h.Del("Retry-After")
+			h.Set("retry-after-ms", strconv.Itoa(t.retryAfterMs))
+		}
 	}
 	body := fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
 	return &http.Response{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/wiring"
@@ -42,7 +43,10 @@ type RecordConfig struct {
 	// Secrets are redacted wherever they appear in the fixture.
 	Secrets []string
 	// Upstream labels the fixture ("simulator", "foundry").
-	Upstream    string
+	Upstream string
+	// Retries is how many times a refused call is sent again; the
+	// fixture says it, and replay does the same.
+	Retries     int
 	Transcriber brainwire.Transcriber
 	// Dir holds the scratch SQLite store; a temporary directory when empty.
 	Dir string
@@ -112,6 +116,7 @@ func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemoryS
 		Sample:   1,
 		Secrets:  cfg.Secrets,
 		Upstream: cfg.Upstream,
+		Retries:  cfg.Retries,
 		Logger:   cfg.Logger,
 	})
 	return rec, sink, err
@@ -134,6 +139,7 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
 			Agent:     agent,
 			Transport: cfg.Faults.transport(base),
+			Retry:     retry.Policy{Retries: cfg.Retries},
 			Recorder:  rec,
 		},
 	})

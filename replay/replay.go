@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/wiring"
@@ -102,6 +103,8 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 			},
 			Agent:     api.agent(hs.URL, fx),
 			Transport: hs.Client().Transport,
+			// As the recording did, waiting as the recorded time goes.
+			Retry:     retry.Policy{Retries: fx.Retries, Sleep: up.sleep},
 			Telemetry: tr.tel,
 		},
 		UserID: recordedUser(api, fx),

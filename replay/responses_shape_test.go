@@ -96,7 +96,13 @@ func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 				// their response.function_call_arguments.done has no name.
 				if want, ok := spec[ev.Name]; ok && fx.Upstream == "simulator" && ev.Name != "response.created" && ev.Name != "response.in_progress" && ev.Name != "response.completed" {
 					compared[ev.Name] = true
-					if got := payloadKeys(ev.Payload()); !slices.Equal(got, want) {
+					got := payloadKeys(ev.Payload())
+					if ev.Name == "response.function_call_arguments.done" && !slices.Contains(got, "name") {
+						// The simulator now writes it as the services do;
+						// fixtures recorded before have the examples' name.
+						want = slices.DeleteFunc(slices.Clone(want), func(k string) bool { return k == "name" })
+					}
+					if !slices.Equal(got, want) {
 						t.Errorf("%s: exchange %d: %s has fields %v; the examples have %v", fx.Name, i+1, ev.Name, got, want)
 					}
 				}

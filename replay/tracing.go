@@ -107,7 +107,7 @@ func (tr *tracing) lines() []string {
 		for _, kv := range s.Attributes() {
 			attrs[kv.Key] = kv.Value
 		}
-		keys := []attribute.Key{"error.type"}
+		keys := []attribute.Key{"error.type", "http.request.resend_count"}
 		switch {
 		case strings.HasPrefix(s.Name(), "invoke_agent "):
 			keys = invokeAttrs
@@ -121,6 +121,16 @@ func (tr *tracing) lines() []string {
 		}
 		if evs := chunkIndices(s.Events()); len(evs) > 0 {
 			out = append(out, fmt.Sprintf("%s  - %s events: %d, chunk_index %s", indent, telemetry.EventReasoningChunk, len(evs), ranges(evs)))
+		}
+		for _, ev := range s.Events() {
+			if ev.Name == telemetry.EventRetry {
+				// The wait is left out: a backoff's has jitter.
+				for _, kv := range ev.Attributes {
+					if kv.Key == telemetry.AttrRetryStatus {
+						out = append(out, indent+"  - "+telemetry.EventRetry+" event: "+string(kv.Key)+"="+kv.Value.Emit())
+					}
+				}
+			}
 		}
 		kids := children[s.SpanContext().SpanID()]
 		order(kids)

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
 )
 
@@ -264,4 +266,13 @@ func writeAPIError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// sleep is the retry layer's wait in a replay: the recorded wait, scaled
+// as the rest of the recording; none when replaying at once.
+func (u *Upstream) sleep(ctx context.Context, d time.Duration) error {
+	if u.speed == 0 {
+		return ctx.Err()
+	}
+	return retry.Sleep(ctx, time.Duration(float64(d)/u.speed))
 }

@@ -19,7 +19,8 @@ import (
 // sent inline as a voice capture; when the state holds a misunderstood
 // capture a previous run reported, the message answers its question.
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
-	in, spool, err := s.readAGUIInput(w, r)
+	fp := newFingerprint(r)
+	in, spool, err := s.readAGUIInput(w, r, fp)
 	if spool != nil {
 		defer spool.close(s.log)
 	}
@@ -37,14 +38,14 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		s.runFollowUp(w, r, followUpRequest{
 			InboxItemID: in.FollowUp.InboxItemID, FollowUpText: in.Text, FollowUpRound: in.FollowUp.Round,
 			ThreadID: in.ThreadID, RunID: in.RunID,
-		}, newEncoder)
+		}, fp, newEncoder)
 	case in.Audio != nil:
 		c, err := s.newCapture(r, brainwire.KindVoice, in.ThreadID, in.RunID)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		s.runVoiceAudio(w, r, c, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
+		s.runVoiceAudio(w, r, c, fp, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
 	default:
 		if err := brainwire.CheckText("text", in.Text); err != nil {
 			writeError(w, err)
@@ -60,18 +61,19 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.Text = in.Text
-		s.runCapture(w, r, c, newEncoder(c))
+		s.runHeld(w, r, c, fp, newEncoder)
 	}
 }
 
-// readAGUIInput reads a RunAgentInput as it arrives, within the body
+// readAGUIInput reads a RunAgentInput as it arrives (into fp too, when
+// not nil), within the body
 // limit, as readJSONBody reads the other routes' bodies, with the same
 // answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
 // into a file when the server takes voice captures, so that a body of
 // tens of megabytes holds a few buffers, not the body; otherwise the body
 // is held to the conversation's limit and its audio, refused anyway, is
 // decoded in memory. The spool, when not nil, is the caller's to close.
-func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request) (agui.Input, *fileSpool, error) {
+func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *fingerprint) (agui.Input, *fileSpool, error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/json" {
 		return agui.Input{}, nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
@@ -88,7 +90,11 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request) (agui.Inp
 		file = &fileSpool{}
 		spool = file
 	}
-	in, err := agui.ReadInput(http.MaxBytesReader(w, r.Body, limit), spool, lim)
+	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	if fp != nil {
+		body = io.TeeReader(body, fp) // the body as sent, for its Idempotency-Key
+	}
+	in, err := agui.ReadInput(body, spool, lim)
 	var readErr *agui.ReadError
 	var tooBig *http.MaxBytesError
 	switch {

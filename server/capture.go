@@ -33,7 +33,8 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req captureRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	fp, err := s.decodeCapture(w, r, &req, true)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -56,7 +57,19 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Text = text
-	s.runCapture(w, r, c, capturev2.Encoder{})
+	s.runHeld(w, r, c, fp, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
+}
+
+// runHeld runs capture c under the request's Idempotency-Key, if it has
+// one: a repeat is answered without running (holdKey), and the outcome is
+// kept for repeats to come.
+func (s *Server) runHeld(w http.ResponseWriter, r *http.Request, c brainwire.Capture, fp *fingerprint, newEncoder func(brainwire.Capture) encoder) {
+	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
+	if !ok {
+		return
+	}
+	res := s.runCapture(w, r, c, newEncoder(c))
+	hold.settle(r.Context(), c, res)
 }
 
 // decodeJSON reads a JSON object body within the size limit. Unknown
@@ -75,6 +88,26 @@ func (s *Server) decodeJSONBody(w http.ResponseWriter, r *http.Request, v any, s
 	if err != nil {
 		return err
 	}
+	return decodeJSONBytes(body, v, strict)
+}
+
+// decodeCapture is decodeJSONBody for a capture route: it also returns
+// the request's fingerprint for its Idempotency-Key, if it has one.
+func (s *Server) decodeCapture(w http.ResponseWriter, r *http.Request, v any, strict bool) (*fingerprint, error) {
+	body, err := readJSONBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeJSONBytes(body, v, strict); err != nil {
+		return nil, err
+	}
+	fp := newFingerprint(r)
+	fp.add(body)
+	return fp, nil
+}
+
+// decodeJSONBytes decodes a JSON object body read whole.
+func decodeJSONBytes(body []byte, v any, strict bool) error {
 	if !utf8.Valid(body) {
 		return brainwire.Errorf(brainwire.EInvalid, "request body is not valid UTF-8")
 	}

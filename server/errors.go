@@ -22,7 +22,7 @@ func statusFor(code string) int {
 		return http.StatusConflict
 	case brainwire.ETooLarge:
 		return http.StatusRequestEntityTooLarge
-	case brainwire.EUpstream:
+	case brainwire.EUpstream, brainwire.EUpstreamAuth:
 		return http.StatusBadGateway
 	case brainwire.EUnavailable:
 		return http.StatusServiceUnavailable
@@ -32,6 +32,8 @@ func statusFor(code string) int {
 		return http.StatusRequestTimeout
 	case errTooBusy:
 		return http.StatusServiceUnavailable
+	case errKeyReused:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }
@@ -41,6 +43,7 @@ const (
 	errUnsupportedMedia = "unsupported_media_type"
 	errRequestTimeout   = "request_timeout" // the body did not arrive in time
 	errTooBusy          = "too_busy"        // a bound on concurrent work is reached
+	errKeyReused        = "key_reused"      // an Idempotency-Key sent again with another request
 )
 
 // bodyReadError describes a failure to read the request body without the

@@ -39,22 +39,36 @@ const followUpInstructions = "The person is answering the clarifying question yo
 // misunderstood inbox item and files the result onto that same item.
 func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 	var req followUpRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	fp, err := s.decodeCapture(w, r, &req, true)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	s.runFollowUp(w, r, req, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
+	s.runFollowUp(w, r, req, fp, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
 }
 
 // runFollowUp checks a follow-up, claims its round and runs it, streaming
 // in the encoder's protocol. Every protocol's follow-up goes through it.
-func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followUpRequest, newEncoder func(brainwire.Capture) encoder) {
+// The request's Idempotency-Key, if any, is claimed before the round: a
+// repeat of a follow-up that refiled its item replays it, where the round
+// would refuse it.
+func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followUpRequest, fp *fingerprint, newEncoder func(brainwire.Capture) encoder) {
 	c, err := s.followUpCapture(r, req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if res := s.runCapture(w, r, c, newEncoder(c)); !res.Outcome.Filed() {
+	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
+	if !ok {
+		return
+	}
+	defer hold.release(r.Context())
+	if c, err = s.claimFollowUp(r, c, req.InboxItemID); err != nil {
+		writeError(w, err)
+		return
+	}
+	res := s.runCapture(w, r, c, newEncoder(c))
+	if !res.Outcome.Filed() {
 		// Nothing was filed: give the round back so the person can try
 		// again, also when they went away (hence a context of its own).
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
@@ -63,11 +77,12 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 			s.log.Error("releasing the follow-up claim", "inbox_item_id", c.FollowUp.Item.ID, "round", c.FollowUp.Round, "error", err)
 		}
 	}
+	// After the round: a retry the key lets through finds it free.
+	hold.settle(r.Context(), c, res)
 }
 
-// followUpCapture checks a follow-up and claims its round in the store
-// before anything runs: of concurrent follow-ups on the item, on this
-// server or another replica, one gets it and the others a 409.
+// followUpCapture checks a follow-up and makes its capture, not yet
+// holding its round.
 func (s *Server) followUpCapture(r *http.Request, req followUpRequest) (brainwire.Capture, error) {
 	text := strings.TrimSpace(req.FollowUpText)
 	switch {
@@ -87,15 +102,23 @@ func (s *Server) followUpCapture(r *http.Request, req followUpRequest) (brainwir
 	if err != nil {
 		return brainwire.Capture{}, err
 	}
+	c.Text = text
+	c.FollowUp = &brainwire.FollowUp{Item: brainwire.InboxItem{ID: req.InboxItemID}, Round: req.FollowUpRound}
+	return c, nil
+}
+
+// claimFollowUp claims the follow-up's round of item itemID in the store
+// before anything runs: of concurrent follow-ups on the item, on this
+// server or another replica, one gets it and the others a 409.
+func (s *Server) claimFollowUp(r *http.Request, c brainwire.Capture, itemID string) (brainwire.Capture, error) {
 	now := s.cfg.Now()
-	claim := brainwire.FollowUpClaim{Round: req.FollowUpRound, Token: uuid.NewString(), At: now,
+	claim := brainwire.FollowUpClaim{Round: c.FollowUp.Round, Token: uuid.NewString(), At: now,
 		Until: now.Add(s.cfg.RunTimeout + followUpClaimGrace)}
-	item, err := s.cfg.Store.ClaimFollowUp(r.Context(), c.UserID, req.InboxItemID, claim)
+	item, err := s.cfg.Store.ClaimFollowUp(r.Context(), c.UserID, itemID, claim)
 	if err != nil {
 		return brainwire.Capture{}, err
 	}
-	c.Text = text
-	c.FollowUp = &brainwire.FollowUp{Item: item, Round: req.FollowUpRound, ClaimToken: claim.Token}
+	c.FollowUp = &brainwire.FollowUp{Item: item, Round: c.FollowUp.Round, ClaimToken: claim.Token}
 	return c, nil
 }
 

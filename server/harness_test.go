@@ -58,8 +58,22 @@ func withObserver(o brainwire.Observer) option { return func(c *server.Config) {
 
 // withSimulator puts the offline simulator, over real HTTP, upstream
 // instead of the scripted server.
-func withSimulator(t *testing.T) option {
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+func withSimulator(t *testing.T) option { return withCountedSimulator(t, nil) }
+
+// withCountedSimulator is withSimulator counting the agent runs started
+// (POST .../runs: new threads and follow-ups) in runs, when not nil.
+func withCountedSimulator(t *testing.T, runs *atomic.Int64) option {
+	var handler http.Handler = simulator.New(simulator.Config{ChunkDelay: -1})
+	if runs != nil {
+		next := handler
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/runs") {
+				runs.Add(1)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	sim := httptest.NewServer(handler)
 	t.Cleanup(sim.Close)
 	client, err := foundry.NewClient(sim.URL+simulator.ProjectPath,
 		&http.Client{Transport: foundry.NewStaticTokenTransport("simulator", nil)})

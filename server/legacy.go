@@ -29,7 +29,8 @@ type legacyRunRequest struct {
 // handleLegacyCapture captures the text of the last user message.
 func (s *Server) handleLegacyCapture(w http.ResponseWriter, r *http.Request) {
 	var req legacyRunRequest
-	if err := s.decodeJSONBody(w, r, &req, false); err != nil {
+	fp, err := s.decodeCapture(w, r, &req, false)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -58,21 +59,22 @@ func (s *Server) handleLegacyCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Text = text
-	s.runCapture(w, r, c, v1Encoder(c))
+	s.runHeld(w, r, c, fp, v1Encoder)
 }
 
 // handleLegacyFollowUp is /api/capture/follow-up for those builds. A
 // missing follow_up_round is round 1, as it was for them.
 func (s *Server) handleLegacyFollowUp(w http.ResponseWriter, r *http.Request) {
 	var req followUpRequest
-	if err := s.decodeJSONBody(w, r, &req, false); err != nil {
+	fp, err := s.decodeCapture(w, r, &req, false)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if req.FollowUpRound == 0 {
 		req.FollowUpRound = 1
 	}
-	s.runFollowUp(w, r, req, v1Encoder)
+	s.runFollowUp(w, r, req, fp, v1Encoder)
 }
 
 // handleLegacyVoice is /api/capture/voice for those builds.

@@ -88,6 +88,8 @@ type Server struct {
 	agent   *agentCache
 	loop    *agent.Loop   // runs each capture's agent through cfg.Provider
 	uploads chan struct{} // a slot per voice upload being received
+	// keys are the store's idempotency keys; nil when it keeps none.
+	keys brainwire.IdempotencyStore
 }
 
 // New validates cfg and returns a Server.
@@ -136,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger),
 		loop: agent.NewLoop(cfg.Provider), uploads: make(chan struct{}, cfg.MaxUploads)}
+	s.keys, _ = cfg.Store.(brainwire.IdempotencyStore)
 	s.router = s.routes()
 	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {
@@ -183,20 +186,21 @@ func (s *Server) routes() *mux.Router {
 	api := func(path string, h http.HandlerFunc, methods ...string) {
 		r.Handle(path, s.requireKey(h)).Methods(methods...)
 	}
-	api("/api/capture", s.handleCapture, http.MethodPost)
-	api("/api/capture/voice", s.handleVoice, http.MethodPost)
-	api("/api/capture/follow-up", s.handleFollowUp, http.MethodPost)
+	// Capture routes take an Idempotency-Key (idempotency.go).
+	api("/api/capture", s.idempotent(s.handleCapture), http.MethodPost)
+	api("/api/capture/voice", s.idempotent(s.handleVoice), http.MethodPost)
+	api("/api/capture/follow-up", s.idempotent(s.handleFollowUp), http.MethodPost)
 	api("/api/inbox", s.handleListInbox, http.MethodGet)
 	api("/api/inbox/{id}", s.handleGetInbox, http.MethodGet)
 	api("/api/inbox/{id}", s.handleDeleteInbox, http.MethodDelete)
 	api("/api/inbox/{id}/recategorize", s.handleRecategorize, http.MethodPost, http.MethodPatch)
 	// AG-UI 1.0, for standard agent front ends (agui.go).
-	api("/api/agui", s.handleAGUI, http.MethodPost)
+	api("/api/agui", s.idempotent(s.handleAGUI), http.MethodPost)
 	// What earlier app builds call, in the v1 wire format (legacy.go).
-	api("/api/ag-ui", s.handleLegacyCapture, http.MethodPost)
-	api("/api/ag-ui/follow-up", s.handleLegacyFollowUp, http.MethodPost)
+	api("/api/ag-ui", s.idempotent(s.handleLegacyCapture), http.MethodPost)
+	api("/api/ag-ui/follow-up", s.idempotent(s.handleLegacyFollowUp), http.MethodPost)
 	api("/api/ag-ui/respond", s.handleLegacyRespond, http.MethodPost)
-	api("/api/voice-capture", s.handleLegacyVoice, http.MethodPost)
+	api("/api/voice-capture", s.idempotent(s.handleLegacyVoice), http.MethodPost)
 	return r
 }
 

@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -109,14 +111,16 @@ func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(b
 		return
 	}
 	c.AudioURL = up.url
-	s.runCapture(w, r, c, newEncoder(c))
+	// The upload is complete and stored: the key is claimed now, before
+	// the agent transcribes anything.
+	s.runHeld(w, r, c, up.fingerprint, newEncoder)
 }
 
 // runVoiceAudio stores audio that came whole in the request (AG-UI's
 // inline audio, at most the upload limit, read from where the request's
 // reading left it) for the length of capture c, once its leading bytes
 // show it is of the format it claims, and runs it.
-func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwire.Capture, audio *io.SectionReader, filename, mimeType string, newEncoder func(brainwire.Capture) encoder) {
+func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwire.Capture, fp *fingerprint, audio *io.SectionReader, filename, mimeType string, newEncoder func(brainwire.Capture) encoder) {
 	if err := s.voiceUnavailable(); err != nil {
 		writeError(w, err)
 		return
@@ -141,6 +145,13 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 		writeError(w, &brainwire.Error{Code: errUnsupportedMedia, Message: fmt.Sprintf("the audio is not %s audio: its first bytes do not match the format", strings.ToUpper(format))})
 		return
 	}
+	// The audio came whole with the request: the key is claimed before
+	// it is stored, and given back if it cannot be.
+	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
+	if !ok {
+		return
+	}
+	defer hold.release(r.Context())
 	url, err := s.cfg.Blobs.Put(r.Context(), "voice-"+s.cfg.NewID()+"."+format, ctype, io.NewSectionReader(audio, 0, audio.Size()))
 	if err != nil {
 		s.log.Error("storing voice upload", "error", err)
@@ -149,7 +160,8 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 	}
 	defer s.deleteAudio(r.Context(), url)
 	c.AudioURL = url
-	s.runCapture(w, r, c, newEncoder(c))
+	res := s.runCapture(w, r, c, newEncoder(c))
+	hold.settle(r.Context(), c, res)
 }
 
 func (s *Server) deleteAudio(ctx context.Context, url string) {
@@ -165,6 +177,10 @@ type voiceUpload struct {
 	url      string
 	threadID string
 	runID    string
+	// fingerprint is the upload's for its Idempotency-Key: its route,
+	// audio and fields, not its multipart framing (a retry's boundary
+	// differs); nil without a key.
+	fingerprint *fingerprint
 }
 
 // receiveVoice reads the multipart form within its size limit and its
@@ -200,6 +216,10 @@ func (s *Server) receiveVoice(w http.ResponseWriter, r *http.Request) (_ *voiceU
 		return nil, brainwire.Errorf(brainwire.EInvalid, "malformed multipart body: %v", err)
 	}
 	up := &voiceUpload{}
+	var audioSum hash.Hash
+	if requestKey(r) != "" {
+		audioSum = sha256.New()
+	}
 	defer func() {
 		if err != nil && up.url != "" {
 			s.deleteAudio(r.Context(), up.url)
@@ -218,7 +238,7 @@ func (s *Server) receiveVoice(w http.ResponseWriter, r *http.Request) (_ *voiceU
 			if up.url != "" {
 				return nil, brainwire.Errorf(brainwire.EInvalid, "only one file part is allowed")
 			}
-			if up.url, err = s.storeAudio(r.Context(), part, limit); err != nil {
+			if up.url, err = s.storeAudio(r.Context(), part, limit, audioSum); err != nil {
 				return nil, err
 			}
 		case "thread_id", "run_id":
@@ -242,18 +262,29 @@ func (s *Server) receiveVoice(w http.ResponseWriter, r *http.Request) (_ *voiceU
 	if up.url == "" {
 		return nil, brainwire.Errorf(brainwire.EInvalid, "a file part with the audio is required")
 	}
+	if up.fingerprint = newFingerprint(r); up.fingerprint != nil {
+		up.fingerprint.add(audioSum.Sum(nil))
+		up.fingerprint.add([]byte(up.threadID))
+		up.fingerprint.add([]byte(up.runID))
+	}
 	return up, nil
 }
 
 // storeAudio checks the file part's format, by its name and type and then
 // by its leading bytes, and streams it into the blob store.
-func (s *Server) storeAudio(ctx context.Context, part *multipart.Part, limit int64) (string, error) {
+// The audio is hashed into sum, when given, as it streams.
+func (s *Server) storeAudio(ctx context.Context, part *multipart.Part, limit int64, sum hash.Hash) (string, error) {
 	name, ctype, err := brainwire.AudioFormat(part.FileName(), part.Header.Get("Content-Type"))
 	if err != nil {
 		return "", err
 	}
 	format := strings.TrimPrefix(path.Ext(name), ".")
-	body := &audioBody{r: part, limit: limit}
+	var src io.Reader = part
+	if sum != nil {
+		sum.Write([]byte(format))
+		src = io.TeeReader(part, sum)
+	}
+	body := &audioBody{r: src, limit: limit}
 	head := make([]byte, brainwire.AudioHeadLen)
 	n, _ := io.ReadFull(body, head)
 	head = head[:n]

@@ -101,6 +101,23 @@ ALTER TABLE bucket_records_v5 RENAME TO bucket_records;
 CREATE INDEX inbox_by_created ON inbox (user_id, created_at DESC, id DESC);
 CREATE INDEX inbox_by_status ON inbox (user_id, status, created_at DESC, id DESC);
 `,
+	// 6: capture requests' idempotency keys (brainwire.IdempotencyKey),
+	// swept by the time they lapse.
+	`
+CREATE TABLE idempotency_keys (
+	user_id     TEXT    NOT NULL,
+	key         TEXT    NOT NULL,
+	fingerprint TEXT    NOT NULL,
+	token       TEXT    NOT NULL,
+	state       TEXT    NOT NULL CHECK (state IN ('running', 'done')),
+	at          INTEGER NOT NULL, -- Unix nanoseconds, UTC
+	until       INTEGER NOT NULL,
+	replay      TEXT,             -- JSON brainwire.Replay; NULL while running
+	PRIMARY KEY (user_id, key)
+) STRICT;
+
+CREATE INDEX idempotency_keys_by_until ON idempotency_keys (until);
+`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

@@ -46,6 +46,10 @@
 //     made concurrently; a claim stands until its Until, its token's
 //     filing, ReleaseFollowUp with its token, or a Recategorize. The
 //     claimed item is otherwise unchanged (UpdatedAt too).
+//   - A store that is a brainwire.IdempotencyStore grants a key to one
+//     claim at a time, also to claims made concurrently, until its Until;
+//     a finished key reads back as it was finished, times in UTC; keys are
+//     the user's own.
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -82,6 +86,7 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 		{"Delete", deleteTests},
 		{"Recategorize", recategorizeTests},
 		{"FollowUpClaims", claimTests},
+		{"IdempotencyKeys", keyTests},
 		{"Isolation", isolationTests},
 		{"Ping", pingTests},
 		{"Users", userTests},

@@ -164,7 +164,10 @@
 // compare instructions. brainwire.captures (by outcome, bucket, kind),
 // brainwire.corrections (by the agent's outcome and bucket, the person's
 // bucket and gen_ai.evaluation.score.label), brainwire.follow_ups (by
-// round and the follow-up's outcome), brainwire.captures.active,
+// round and the follow-up's outcome), brainwire.capture.replays
+// (repeated requests answered from their Idempotency-Key, by outcome and
+// kind; no agent ran, so no version and no other capture metric counts
+// them), brainwire.captures.active,
 // brainwire.capture.confidence, brainwire.capture.time_to_outcome,
 // brainwire.capture.reasoning_chunks, brainwire.upstream.errors (by
 // error.type: HTTP status, timeout, connection, stream_broken, the run's

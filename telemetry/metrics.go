@@ -16,11 +16,13 @@ import (
 // gen_ai.client.operation.duration and gen_ai.client.token.usage).
 const (
 	MetricCaptures           = "brainwire.captures"
+	MetricReplays            = "brainwire.capture.replays"
 	MetricActiveCaptures     = "brainwire.captures.active"
 	MetricConfidence         = "brainwire.capture.confidence"
 	MetricTimeToOutcome      = "brainwire.capture.time_to_outcome"
 	MetricReasoningChunks    = "brainwire.capture.reasoning_chunks"
 	MetricUpstreamErrors     = "brainwire.upstream.errors"
+	MetricUpstreamRetries    = "brainwire.upstream.retries"
 	MetricCorrections        = "brainwire.corrections"
 	MetricFollowUps          = "brainwire.follow_ups"
 	MetricAppInsightsSent    = "brainwire.appinsights.items.sent"
@@ -63,7 +65,12 @@ const (
 	AttrFollowUpRound     = attribute.Key("brainwire.follow_up.round")
 	AttrFollowUpOutcome   = attribute.Key("brainwire.follow_up.outcome")
 	AttrFollowUpRunID     = attribute.Key("brainwire.follow_up.run_id")
+	AttrRetryStatus       = attribute.Key("brainwire.upstream.retry.status") // 429, 503, connection_reset, ...
+	AttrRetryWaitMS       = attribute.Key("brainwire.upstream.retry.wait_ms")
 )
+
+// EventRetry is the event on the client span of a call sent again.
+const EventRetry = "retry"
 
 // Bucket boundaries: the semantic conventions' for the GenAI histograms,
 // and what a person tuning the agent reads for the others.
@@ -77,11 +84,13 @@ var (
 
 type instruments struct {
 	captures      metric.Int64Counter
+	replays       metric.Int64Counter
 	active        metric.Int64UpDownCounter
 	confidence    metric.Float64Histogram
 	timeToOutcome metric.Float64Histogram
 	chunks        metric.Int64Histogram
 	upstreamErrs  metric.Int64Counter
+	retries       metric.Int64Counter
 	corrections   metric.Int64Counter
 	followUps     metric.Int64Counter
 	opDuration    genaiconv.ClientOperationDuration
@@ -105,8 +114,12 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 	var err error
 	in.captures = newCounter(MetricCaptures, "{capture}",
 		"Captures finished, by outcome, bucket, kind and agent version.")
+	in.replays = newCounter(MetricReplays, "{capture}",
+		"Repeated capture requests (same Idempotency-Key) answered with the first one's outcome, by outcome and kind: no agent ran, nothing was filed, and brainwire.captures does not count them.")
 	in.upstreamErrs = newCounter(MetricUpstreamErrors, "{error}",
 		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors; by type, where they showed and agent version.")
+	in.retries = newCounter(MetricUpstreamRetries, "{retry}",
+		"Calls to the agent service sent again after it refused them for a moment or the connection failed before its answer, by operation, what refused it (the status, or the connection's failure) and agent version.")
 	in.corrections = newCounter(MetricCorrections, "{correction}",
 		"People's recategorizations of what the agent filed, by the agent's outcome and bucket, the person's bucket, the verdict and the agent version.")
 	in.followUps = newCounter(MetricFollowUps, "{follow_up}",

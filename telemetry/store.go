@@ -156,3 +156,44 @@ func (s *store) Ping(ctx context.Context) error {
 }
 
 func (s *store) Close() error { return s.next.Close() }
+
+var _ brainwire.IdempotencyStore = (*store)(nil)
+
+// errNoKeys answers for a wrapped store that keeps no idempotency keys.
+var errNoKeys = brainwire.Errorf(brainwire.EUnavailable, "the store keeps no idempotency keys")
+
+func (s *store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bool, error) {
+	ks, ok := s.next.(brainwire.IdempotencyStore)
+	if !ok {
+		return brainwire.IdempotencyKey{}, false, errNoKeys
+	}
+	ctx, span := s.start(ctx, "claim_idempotency_key")
+	got, claimed, err := ks.ClaimKey(ctx, k)
+	if err == nil {
+		span.SetAttributes(attribute.Bool("brainwire.idempotency_key.claimed", claimed))
+	}
+	s.end(span, err)
+	return got, claimed, err
+}
+
+func (s *store) FinishKey(ctx context.Context, k brainwire.IdempotencyKey) error {
+	ks, ok := s.next.(brainwire.IdempotencyStore)
+	if !ok {
+		return errNoKeys
+	}
+	ctx, span := s.start(ctx, "finish_idempotency_key")
+	err := ks.FinishKey(ctx, k)
+	s.end(span, err)
+	return err
+}
+
+func (s *store) ReleaseKey(ctx context.Context, userID, key, token string) error {
+	ks, ok := s.next.(brainwire.IdempotencyStore)
+	if !ok {
+		return errNoKeys
+	}
+	ctx, span := s.start(ctx, "release_idempotency_key")
+	err := ks.ReleaseKey(ctx, userID, key, token)
+	s.end(span, err)
+	return err
+}

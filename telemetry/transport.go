@@ -15,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
@@ -77,7 +78,14 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			attrs = append(attrs, AttrFoundryRunID.String(runID))
 		}
 	}
+	rs, resent := req.Context().Value(resendKey{}).(resend)
+	if resent && t.tracing {
+		attrs = append(attrs, semconv.HTTPRequestResendCount(rs.count))
+	}
 	ctx, span := t.tracer.Start(req.Context(), op.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	if resent && t.tracing {
+		span.AddEvent(EventRetry, trace.WithAttributes(AttrRetryStatus.String(rs.reason), AttrRetryWaitMS.Int64(rs.wait.Milliseconds())))
+	}
 	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: t.now(), capture: captureFrom(req.Context())}
 
 	out := req.Clone(ctx)
@@ -107,6 +115,34 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &spanBody{rc: resp.Body, cs: cs}
 	return resp, nil
+}
+
+// resend marks a call sent again: the how-many-th time, why, and how long
+// it waited (Resend).
+type resend struct {
+	count  int
+	reason string
+	wait   time.Duration
+}
+
+type resendKey struct{}
+
+// Resend counts a call to the agent service about to be sent again
+// (brainwire.upstream.retries, by operation and what refused it: the
+// status, or the connection's failure) and returns the context the new
+// attempt is sent with: its client span carries http.request.resend_count
+// and a retry event saying why and how long it waited. The retry layer
+// calls it (wiring connects them).
+func (t *Telemetry) Resend(ctx context.Context, op string, count int, reason string, wait time.Duration) context.Context {
+	if !t.enabled {
+		return ctx
+	}
+	kv := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), AttrRetryStatus.String(reason)}
+	if c := captureFrom(ctx); c != nil {
+		kv = append(kv, c.versionAttr...)
+	}
+	t.inst.retries.Add(ctx, 1, metric.WithAttributes(kv...))
+	return context.WithValue(ctx, resendKey{}, resend{count: count, reason: reason, wait: wait})
 }
 
 // clientSpan is one upstream call's span, ended once.

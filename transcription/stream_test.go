@@ -1,6 +1,7 @@
 package transcription_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/transcription"
 )
 
@@ -194,5 +196,43 @@ func TestResentRequestReopensTheAudio(t *testing.T) {
 	// What the caller opened is still the caller's to close.
 	if _, err := audio.File.Seek(0, io.SeekStart); err != nil {
 		t.Errorf("the caller's file was closed: %v", err)
+	}
+}
+
+// A transcription the service refuses for a moment is sent again by the
+// retry layer serve puts under the client, with the audio read again from
+// its blob.
+func TestRefusedTranscriptionIsSentAgainFromTheBlob(t *testing.T) {
+	audio, _ := bigAudio(t, 64<<10)
+	want, err := os.ReadFile(audio.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	svc := newService(t, func(w http.ResponseWriter, r *http.Request, got request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("retry-after-ms", "1")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"code":"429","message":"Rate limit is exceeded."}}`)
+			return
+		}
+		answerText("heard it again")(w, r, got)
+	})
+	hc := &http.Client{Transport: retry.Policy{Retries: 2}.Transport(svc.srv.Client().Transport)}
+	c, err := transcription.New(transcription.Config{Endpoint: svc.srv.URL, Deployment: "whisper", APIKey: "test-key"}, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.Transcribe(t.Context(), audio, "voice.wav", "audio/wav")
+	if err != nil || text != "heard it again" {
+		t.Fatalf("Transcribe = %q, %v", text, err)
+	}
+	calls := svc.calls()
+	if len(calls) != 2 || !bytes.Equal(calls[0].File, want) || !bytes.Equal(calls[1].File, want) {
+		t.Fatalf("the service got %d requests; want the whole audio twice", len(calls))
+	}
+	if r, c := audio.reopened.Load(), audio.closed.Load(); r != 1 || c != 1 {
+		t.Errorf("the audio was opened again %d times and closed %d times, want 1 and 1", r, c)
 	}
 }

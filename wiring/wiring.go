@@ -12,6 +12,7 @@
 package wiring
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
@@ -51,6 +53,11 @@ type Config struct {
 	Transport http.RoundTripper
 	// Upstream shapes the transport New makes when Transport is nil.
 	Upstream agenthttp.Upstream
+	// Retry sends a call the agent service refused for a moment again,
+	// above the recorder and telemetry, so that each attempt is recorded
+	// and has its own span; the zero value sends none again. Telemetry
+	// counts the retries (its Observe is joined to New's).
+	Retry retry.Policy
 
 	// Telemetry instruments the server, the agent calls, the tools and
 	// the store; nil (or one that records nothing) leaves them bare.
@@ -86,9 +93,11 @@ func New(cfg Config) (*server.Server, error) {
 	if cfg.LogReasoning {
 		observers = append(observers, telemetry.LogObserver{Logger: sc.Logger})
 	}
+	policy := cfg.Retry
 	if tel := cfg.Telemetry; tel != nil && tel.Enabled() {
 		// Under the recorder, so recorded requests carry no traceparent.
 		rt = tel.WrapTransport(rt)
+		policy.Observe = observeRetry(tel, policy.Observe)
 		sc.Store = tel.WrapStore(sc.Store)
 		observers = append(observers, tel)
 		wrapTools = tel.WrapTools
@@ -101,6 +110,9 @@ func New(cfg Config) (*server.Server, error) {
 	if sc.Observer != nil {
 		observers = append(observers, sc.Observer)
 	}
+	// Above the recorder and telemetry, below the provider's auth: each
+	// attempt is recorded and has its span.
+	rt = policy.Transport(rt)
 	sc.Observer = observers
 	sc.WrapTools = around(wrapTools, sc.WrapTools)
 	sc.Middleware = around(middleware, sc.Middleware)
@@ -110,6 +122,18 @@ func New(cfg Config) (*server.Server, error) {
 	}
 	sc.Provider = provider
 	return server.New(sc)
+}
+
+// observeRetry has telemetry count a retry and mark the attempt it
+// sends, then next (if any) see it.
+func observeRetry(tel *telemetry.Telemetry, next func(context.Context, retry.Retry) context.Context) func(context.Context, retry.Retry) context.Context {
+	return func(ctx context.Context, r retry.Retry) context.Context {
+		ctx = tel.Resend(ctx, r.Op.Name, r.Count, r.Reason, r.Wait)
+		if next != nil {
+			ctx = next(ctx, r)
+		}
+		return ctx
+	}
 }
 
 // around returns what applies inner, then outer; either may be nil.

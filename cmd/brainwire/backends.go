@@ -20,6 +20,7 @@ import (
 	"github.com/brainwire/brainwire/cosmos"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -295,7 +296,13 @@ func openTranscriber(getenv func(string) string, cred *credential, log *slog.Log
 		}
 		tc.TokenCredential = c
 	}
-	t, err := transcription.New(tc, &http.Client{Timeout: 2 * time.Minute})
+	retries, err := loadRetries(getenv)
+	if err != nil {
+		return nil, err
+	}
+	// A refused upload is sent again from the audio blob (its GetBody).
+	hc := &http.Client{Timeout: 2 * time.Minute, Transport: retry.Policy{Retries: retries}.Transport(http.DefaultTransport)}
+	t, err := transcription.New(tc, hc)
 	if err != nil {
 		return nil, err
 	}

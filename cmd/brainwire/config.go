@@ -30,6 +30,9 @@ type config struct {
 	Agent agentConfig
 	// Upstream shapes the connections to it (upstream.go).
 	Upstream agenthttp.Upstream
+	// Retries is how many times a refused call is sent again
+	// (BRAINWIRE_UPSTREAM_RETRIES, upstream.go).
+	Retries int
 	// Sim is the built-in simulator's configuration, when Agent is the
 	// simulator: the flags of serve, record and eval set it.
 	Sim simulator.Config
@@ -75,6 +78,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.Upstream, err = loadUpstream(getenv, c.Agent); err != nil {
+		return c, err
+	}
+	if c.Retries, err = loadRetries(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

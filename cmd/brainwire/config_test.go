@@ -128,6 +128,20 @@ func TestLoadConfigUpstream(t *testing.T) {
 	}
 }
 
+func TestLoadConfigRetries(t *testing.T) {
+	for env, want := range map[string]int{"": 2, "0": 0, "5": 5} {
+		c, err := loadConfig(envFunc(map[string]string{"BRAINWIRE_UPSTREAM_RETRIES": env}))
+		if err != nil || c.Retries != want {
+			t.Errorf("BRAINWIRE_UPSTREAM_RETRIES=%q: %d, %v; want %d", env, c.Retries, err, want)
+		}
+	}
+	for _, bad := range []string{"-1", "twice"} {
+		if _, err := loadConfig(envFunc(map[string]string{"BRAINWIRE_UPSTREAM_RETRIES": bad})); err == nil {
+			t.Errorf("BRAINWIRE_UPSTREAM_RETRIES=%q: accepted", bad)
+		}
+	}
+}
+
 // The profiles are served on their own listener, apart from the API.
 func TestServePprof(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sqlite"
@@ -247,6 +248,7 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 				EvalRunID:    runID,
 			},
 			Agent:     agent,
+			Retry:     retry.Policy{Retries: cfg.Retries},
 			Telemetry: tel.tel,
 		})
 		if err != nil {

@@ -45,6 +45,7 @@ type recordFlags struct {
 	chaining                          string
 	cut, httpError                    string
 	splitUTF8                         int
+	retryAfterMs, retries             int
 }
 
 func record(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -64,6 +65,8 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	cmd.StringVar(&f.chaining, "chaining", "", "Responses API: how responses continue the conversation, conversation or previous_response_id (default BRAINWIRE_RESPONSES_CHAINING, or as the endpoint has it)")
 	cmd.StringVar(&f.cut, "cut", "", "fault: `N:E` cuts the N-th streamed response in the middle of its E-th event (a connection reset)")
 	cmd.StringVar(&f.httpError, "http-error", "", "fault: `N:STATUS` answers the N-th request with STATUS and the service's error body, without sending it")
+	cmd.IntVar(&f.retryAfterMs, "retry-after-ms", 0, "with -http-error: the answer asks for a wait of `MS` milliseconds (retry-after-ms) instead of Retry-After: 20")
+	cmd.IntVar(&f.retries, "retries", -1, "`N` times a refused call is sent again (-1: as BRAINWIRE_UPSTREAM_RETRIES says); the fixture says it, replay does the same")
 	cmd.IntVar(&f.splitUTF8, "split-utf8", 0, "make replay split its writes inside the first `N` multibyte UTF-8 characters of the first streamed response")
 	cmd.BoolVar(&f.force, "force", false, "overwrite an existing fixture")
 	if err := cmd.parse(args, stdout, stderr); err != nil {
@@ -196,8 +199,12 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 	rc = replay.RecordConfig{
 		Secrets:    secretsFromEnv(getenv),
 		Upstream:   a.upstream(),
+		Retries:    cfg.Retries,
 		Logger:     log,
 		RunTimeout: cfg.Server.RunTimeout,
+	}
+	if f.retries >= 0 {
+		rc.Retries = f.retries
 	}
 	if rc.Faults, err = f.faults(); err != nil {
 		return rc, nil, err
@@ -253,7 +260,7 @@ func (f *recordFlags) faults() (replay.Faults, error) {
 		if err != nil || status < 400 || status > 599 {
 			return fl, usageError{fmt.Sprintf("record: -http-error %q: want N:STATUS with a 4xx or 5xx status", f.httpError)}
 		}
-		fl.FailRequest, fl.FailStatus = n, status
+		fl.FailRequest, fl.FailStatus, fl.RetryAfterMs = n, status, f.retryAfterMs
 	}
 	fl.SplitUTF8 = f.splitUTF8
 	return fl, nil
@@ -406,7 +413,7 @@ func (r *recording) close() {
 // recordings land in one place) and BRAINWIRE_RECORD_SAMPLE (the share of
 // captures recorded, 0..1, default 1). Secrets from the environment are
 // redacted from every recording.
-func setupRecording(ctx context.Context, getenv func(string) string, log *slog.Logger) (*recording, error) {
+func setupRecording(ctx context.Context, getenv func(string) string, retries int, log *slog.Logger) (*recording, error) {
 	dir := getenv("BRAINWIRE_RECORD_DIR")
 	if dir == "" {
 		return &recording{log: log}, nil
@@ -437,6 +444,7 @@ func setupRecording(ctx context.Context, getenv func(string) string, log *slog.L
 		Sample:   sample,
 		Secrets:  secretsFromEnv(getenv),
 		Upstream: upstream,
+		Retries:  retries,
 		Logger:   log.With("component", "recorder"),
 	})
 	if err != nil {

@@ -91,7 +91,7 @@ func TestRecordFaultsAndVoice(t *testing.T) {
 		want string
 	}{
 		{[]string{"-name", "cut", "-cut", "1:8", "-text", "Finish the launch deck"}, `"message":"The agent service failed: the agent service's event stream broke off"`},
-		{[]string{"-name", "throttled", "-http-error", "1:429", "-text", "Finish the launch deck"}, "Rate limit is exceeded"},
+		{[]string{"-name", "throttled", "-retries", "0", "-http-error", "1:429", "-text", "Finish the launch deck"}, "Rate limit is exceeded"},
 		{[]string{"-name", "voice", "-transcript", "Call my sister about the tickets"}, `"stepName":"Processing"`},
 		{[]string{"-name", "utf8", "-split-utf8", "4", "-text", "Lunch with 李明 🍜 on Sunday"}, `"type":"CLASSIFIED"`},
 	} {
@@ -127,7 +127,7 @@ var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 
 func TestSetupRecordingConfig(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	rec, err := setupRecording(t.Context(), envFunc(nil), log)
+	rec, err := setupRecording(t.Context(), envFunc(nil), 0, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestSetupRecordingConfig(t *testing.T) {
 	}
 	rec.close()
 	for _, bad := range []string{"1.5", "-0.1", "half"} {
-		_, err := setupRecording(t.Context(), envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": bad}), log)
+		_, err := setupRecording(t.Context(), envFunc(map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": bad}), 0, log)
 		if err == nil {
 			t.Errorf("BRAINWIRE_RECORD_SAMPLE=%s accepted", bad)
 		}

@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,14 +155,24 @@ func TestServeRefusesAnInboxWithoutItsIndex(t *testing.T) {
 
 // answer is one HTTP answer, read to its end.
 type answer struct {
-	status int
-	body   string
-	stream bool
+	status   int
+	body     string
+	stream   bool
+	replayed bool // Idempotent-Replayed: true
 }
 
 func call(t *testing.T, r *replica, method, path, body string) answer {
 	t.Helper()
+	return callKeyed(t, r, method, path, body, "")
+}
+
+// callKeyed is call with an Idempotency-Key, unless key is "".
+func callKeyed(t *testing.T, r *replica, method, path, body, key string) answer {
+	t.Helper()
 	req, _ := http.NewRequest(method, r.base+path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	req.Header.Set("Authorization", "Bearer "+phoneKey)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -172,7 +184,8 @@ func call(t *testing.T, r *replica, method, path, body string) answer {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, body: string(b), stream: resp.Header.Get("Content-Type") == "text/event-stream"}
+	return answer{status: resp.StatusCode, body: string(b), stream: resp.Header.Get("Content-Type") == "text/event-stream",
+		replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 }
 
 // outcome is the capture-v2 outcome event of a stream, and its value.
@@ -249,7 +262,15 @@ func records(t *testing.T, db *azcosmos.DatabaseClient, itemID string) []string 
 // both ways, and both replicas read the same item.
 func TestTwoReplicasOnOneCosmosDatabase(t *testing.T) {
 	endpoint := startCosmos(t)
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: time.Millisecond}))
+	// runs counts the agent runs the replicas start (POST .../runs).
+	var runs atomic.Int64
+	simulated := simulator.New(simulator.Config{ChunkDelay: time.Millisecond})
+	sim := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/runs") {
+			runs.Add(1)
+		}
+		simulated.ServeHTTP(w, r)
+	}))
 	t.Cleanup(sim.Close)
 	env := cosmosEnv(endpoint, "replicas")
 	env["AZURE_AI_PROJECT_ENDPOINT"] = sim.URL + simulator.ProjectPath
@@ -393,6 +414,66 @@ func TestTwoReplicasOnOneCosmosDatabase(t *testing.T) {
 			}
 		}
 	})
+	// A phone retrying one capture again and again, its requests landing
+	// on either replica, files it once and runs the agent once: every
+	// other request is told to wait (409) or replays the same item.
+	t.Run("repeats of one capture", func(t *testing.T) {
+		for round := range 3 {
+			const n = 10
+			key := `"retry-` + strconv.Itoa(round) + `"`
+			text := "Call Sarah about the offsite, take " + strconv.Itoa(round)
+			body, _ := json.Marshal(map[string]string{"text": text})
+			var calls []func() answer
+			for i := range n {
+				calls = append(calls, func() answer { return callKeyed(t, replicas[i%2], http.MethodPost, "/api/capture", string(body), key) })
+			}
+			before := runs.Load()
+			ids, ran := map[string]bool{}, 0
+			for i, ans := range race(t, calls) {
+				switch {
+				case ans.status == http.StatusOK && ans.stream:
+					typ, v := outcome(t, ans.body)
+					if typ != "CLASSIFIED" {
+						t.Errorf("request %d: %s", i, ans.body)
+						continue
+					}
+					ids[v["inboxItemId"].(string)] = true
+					if !ans.replayed {
+						ran++
+					}
+				case ans.status == http.StatusConflict && !ans.stream:
+				default:
+					t.Errorf("request %d (replica %d): %d %s", i, i%2, ans.status, ans.body)
+				}
+			}
+			if ran != 1 || len(ids) > 1 {
+				t.Fatalf("%d of %d repeats ran, naming items %v; want 1 run and one item", ran, n, ids)
+			}
+			if got := runs.Load() - before; got != 1 {
+				t.Errorf("%d agent runs for one capture", got)
+			}
+			var id string
+			for id = range ids {
+			}
+			// Later repeats, on either replica, replay it.
+			for _, r := range replicas {
+				ans := callKeyed(t, r, http.MethodPost, "/api/capture", string(body), key)
+				if _, v := outcome(t, ans.body); !ans.replayed || v["inboxItemId"] != id {
+					t.Errorf("a later repeat: %d (replayed %v) %s, want a replay of %s", ans.status, ans.replayed, ans.body, id)
+				}
+			}
+			if got := runs.Load() - before; got != 1 {
+				t.Errorf("%d agent runs after the later repeats", got)
+			}
+			// One item in the inbox holds the text.
+			ans := call(t, a, http.MethodGet, "/api/inbox?limit=100", "")
+			if n := strings.Count(ans.body, text); n != 1 {
+				t.Errorf("%d inbox items hold %q", n, text)
+			}
+			consistent(id)
+		}
+	})
+
 	for _, r := range replicas {
 		if l := r.logs.String(); strings.Contains(l, "request failed") {
 			t.Errorf("a replica answered 5xx:\n%s", l)

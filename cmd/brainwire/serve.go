@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire/internal/logbuf"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
@@ -93,7 +94,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		}
 		defer stop()
 	}
-	rec, err := setupRecording(ctx, getenv, log)
+	rec, err := setupRecording(ctx, getenv, cfg.Retries, log)
 	if err != nil {
 		return err
 	}
@@ -118,6 +119,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		Server:       cfg.Server,
 		Agent:        b.agent,
 		Upstream:     cfg.Upstream,
+		Retry:        retry.Policy{Retries: cfg.Retries},
 		Telemetry:    tel.tel,
 		Recorder:     rec.recorder,
 		LogReasoning: tel.logReasoning,

@@ -2,7 +2,15 @@ package main
 
 import (
 	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/internal/retry"
 )
+
+// loadRetries reads BRAINWIRE_UPSTREAM_RETRIES: how many times a call the
+// agent service (or the transcription service) refused for a moment is
+// sent again (default 2; 0: never).
+func loadRetries(getenv func(string) string) (int, error) {
+	return envInt(getenv, "BRAINWIRE_UPSTREAM_RETRIES", retry.DefaultRetries, 0)
+}
 
 // loadUpstream reads how serve talks to the agent service:
 //

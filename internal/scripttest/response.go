@@ -25,6 +25,7 @@ type Response struct {
 	chunk       int
 	gate        *Gate
 	dynamic     func(Request) Response
+	reset       bool
 }
 
 // JSON answers status with v encoded as JSON without HTML escaping (v may
@@ -52,6 +53,10 @@ func Raw(status int, contentType, body string) Response {
 func Stream(events ...Event) Response {
 	return Response{status: http.StatusOK, stream: true, events: events}
 }
+
+// Reset answers nothing: the request is read, then the connection is
+// reset before a byte of the answer, as a gateway or a network may.
+func Reset() Response { return Response{reset: true} }
 
 // Respond answers with what f makes of the request, for answers that
 // depend on it (an id or URL the client generated).
@@ -199,6 +204,10 @@ func (resp Response) serve(s *Server, w http.ResponseWriter, r *http.Request) {
 	if resp.gate != nil && !resp.gate.wait(s, r) {
 		return
 	}
+	if resp.reset {
+		s.reset(w)
+		return
+	}
 	for k, v := range resp.header {
 		w.Header()[k] = v
 	}
@@ -306,6 +315,19 @@ func (s *Server) cut(rc *http.ResponseController, r *http.Request, wire string) 
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetLinger(0) // close with RST
 	}
+}
+
+// reset closes the connection with RST, without an answer.
+func (s *Server) reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		s.Errorf("hijacking the connection to reset it: %v", err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // Encode returns v as one line of JSON, without HTML escaping.

@@ -1,0 +1,326 @@
+// Package retry sends a call to the agent service again when the service
+// refused it for a moment (408, 429, 500, 502, 503, 504) or the connection
+// failed before any byte of the answer came. It is an http.RoundTripper:
+// it decides before it returns the answer, so a stream, whose body is read
+// after, is never sent twice once it delivered anything.
+package retry
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
+)
+
+// Defaults of Policy, as the OpenAI SDKs retry.
+const (
+	DefaultRetries    = 2
+	DefaultBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff = 8 * time.Second
+	// DefaultMaxWait bounds what retry-after-ms or Retry-After may ask.
+	DefaultMaxWait = 60 * time.Second
+)
+
+// maxDrain bounds what is read of a failed answer's body before it is
+// closed: the service's error message, kept in case it is the last.
+const maxDrain = 64 << 10
+
+// HeaderIdempotencyKey carries one value for every attempt of a POST, as
+// the OpenAI SDKs send it, so a service that honours it does a create once.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// Policy says when and how often a call is sent again. The zero value
+// sends nothing again.
+type Policy struct {
+	// Retries is how many times a call may be sent again; 0 or less: none.
+	Retries int
+	// Backoff is the first wait, doubled each time up to MaxBackoff, less
+	// up to a quarter of it at random; DefaultBackoff and
+	// DefaultMaxBackoff when 0. A wait the service asks for
+	// (retry-after-ms, Retry-After) is taken instead, up to MaxWait
+	// (DefaultMaxWait when 0).
+	Backoff, MaxBackoff, MaxWait time.Duration
+
+	// Observe, when set, is told of each call about to be sent again and
+	// returns the context the new attempt is sent with (telemetry marks
+	// it there).
+	Observe func(ctx context.Context, r Retry) context.Context
+
+	// Sleep waits d or until ctx ends; Now and Jitter (in [0, 1)) stand
+	// for the clock and chance. Tests set them; nil: the real ones.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Now    func() time.Time
+	Jitter func() float64
+}
+
+// Retry is a call about to be sent again.
+type Retry struct {
+	// Op is the call, as its provider named it (zero when it did not).
+	Op brainwire.Operation
+	// Count is how many times the call has been sent again, this time
+	// included: 1 for the first retry.
+	Count int
+	// Reason is why: the status ("429", "503") or the connection's
+	// failure ("connection_reset", "connection_refused", "timeout",
+	// "connection").
+	Reason string
+	// Wait is how long it waited before sending again.
+	Wait time.Duration
+}
+
+// Transport returns next sending refused calls again as p says; next
+// itself when p sends nothing again.
+func (p Policy) Transport(next http.RoundTripper) http.RoundTripper {
+	if p.Retries <= 0 {
+		return next
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &transport{p: p, next: next}
+}
+
+type transport struct {
+	p    Policy
+	next http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	op, _ := brainwire.OperationFrom(ctx)
+	if op.NoRetry || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+		// A probe, or a body that cannot be sent again.
+		return t.next.RoundTrip(req)
+	}
+	if req.Method == http.MethodPost && req.Header.Get(HeaderIdempotencyKey) == "" {
+		req = req.Clone(ctx)
+		// In lower case (header names are case-insensitive; HTTP/2 sends
+		// them so): net/http takes a canonical Idempotency-Key as licence
+		// to send a POST again by itself when a reused connection fails,
+		// which would go around the lookup below.
+		req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{rand.Text()}
+	}
+	attempt := req
+	for n := 0; ; n++ {
+		resp, err := t.next.RoundTrip(attempt)
+		reason, mayHaveDone := refused(ctx, resp, err)
+		if reason == "" || n >= t.p.Retries {
+			return resp, err
+		}
+		wait := t.wait(n, resp)
+		if dl, ok := ctx.Deadline(); ok && !t.now().Add(wait).Before(dl) {
+			// The run would be over before the call went out again.
+			return resp, err
+		}
+		resp = drained(resp)
+		if err := t.sleep(ctx, wait); err != nil {
+			return resp, err
+		}
+		if mayHaveDone && op.Took != nil {
+			took, lerr := op.Took(ctx)
+			if lerr != nil {
+				// The service cannot tell: not sending again is what
+				// cannot do the create twice.
+				return resp, err
+			}
+			if took {
+				closeBody(resp)
+				return nil, &agenterr.Error{
+					Msg: "the agent service took the request but its answer was lost",
+					Err: fmt.Errorf("%s: the service did the call, but its answer was lost (%s)", op.Name, reason),
+				}
+			}
+		}
+		body, berr := reopen(req)
+		if berr != nil {
+			return resp, err
+		}
+		closeBody(resp)
+		actx := ctx
+		if t.p.Observe != nil {
+			actx = t.p.Observe(ctx, Retry{Op: op, Count: n + 1, Reason: reason, Wait: wait})
+		}
+		attempt = req.Clone(actx)
+		attempt.Body = body
+	}
+}
+
+// reopen is the request's body, from its start, for another attempt.
+func reopen(req *http.Request) (io.ReadCloser, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req.Body, nil
+	}
+	return req.GetBody()
+}
+
+// refused says why a call's outcome may be sent again ("" when it may
+// not), and whether the service may have done it all the same.
+func refused(ctx context.Context, resp *http.Response, err error) (reason string, mayHaveDone bool) {
+	if err != nil {
+		if ctx.Err() != nil || !transient(err) {
+			return "", false
+		}
+		return connReason(err), !notSent(err)
+	}
+	switch resp.StatusCode {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return strconv.Itoa(resp.StatusCode), false
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusGatewayTimeout:
+		// A gateway may answer so in front of a service that did the work.
+		return strconv.Itoa(resp.StatusCode), true
+	}
+	return "", false
+}
+
+// transient says whether a failed connection may go better next time: a
+// certificate the client refuses will not.
+func transient(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return !errors.As(err, &unknown) && !errors.As(err, &hostname) && !errors.As(err, &invalid) && !errors.As(err, &verify)
+}
+
+// notSent says whether a failure came before the request was written:
+// dialling, resolving the name, the TLS handshake.
+func notSent(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	var rh tls.RecordHeaderError
+	switch {
+	case errors.As(err, &dns), errors.As(err, &rh), errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	case errors.As(err, &op):
+		return op.Op == "dial"
+	}
+	return false
+}
+
+// connReason names a connection's failure for telemetry.
+func connReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection_reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection_refused"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return "connection"
+}
+
+// wait is how long to wait before the (n+1)-th resend: what the service
+// asked for, else the backoff.
+func (t *transport) wait(n int, resp *http.Response) time.Duration {
+	maxWait := t.p.MaxWait
+	if maxWait <= 0 {
+		maxWait = DefaultMaxWait
+	}
+	if d, ok := asked(resp, t.now()); ok {
+		return min(d, maxWait)
+	}
+	base, most := t.p.Backoff, t.p.MaxBackoff
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	if most <= 0 {
+		most = DefaultMaxBackoff
+	}
+	d := most
+	if n < 30 {
+		d = min(base<<n, most)
+	}
+	j := t.p.Jitter
+	if j == nil {
+		j = mrand.Float64
+	}
+	return time.Duration(float64(d) * (1 - 0.25*j()))
+}
+
+// asked is the wait the answer asks for: retry-after-ms (Azure's and
+// OpenAI's), else Retry-After in seconds or as an HTTP date.
+func asked(resp *http.Response, now time.Time) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	if v := resp.Header.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := resp.Header.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.Duration(s * float64(time.Second)), s >= 0
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// drained reads what is left of a failed answer's body (at most maxDrain
+// bytes) and closes it, giving its connection back; the answer keeps the
+// bytes, in case it is the one returned.
+func drained(resp *http.Response) *http.Response {
+	if resp == nil || resp.Body == nil {
+		return resp
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxDrain))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp
+}
+
+func closeBody(resp *http.Response) {
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+}
+
+func (t *transport) now() time.Time {
+	if t.p.Now != nil {
+		return t.p.Now()
+	}
+	return time.Now()
+}
+
+func (t *transport) sleep(ctx context.Context, d time.Duration) error {
+	if t.p.Sleep != nil {
+		return t.p.Sleep(ctx, d)
+	}
+	return Sleep(ctx, d)
+}
+
+// Sleep waits d, or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,271 @@
+package storetest
+
+import (
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+)
+
+var keyTests = []test{
+	{"ClaimOnce", testKeyClaimOnce},
+	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0)) }},
+	{"ConcurrentTakeovers", testKeyConcurrentTakeovers},
+	{"FinishReplays", testKeyFinishReplays},
+	{"LapsedClaimIsTakenOver", testKeyLapsedClaim},
+	{"DoneKeyLapses", testKeyDoneLapses},
+	{"Release", testKeyRelease},
+	{"Users", testKeyUsers},
+	{"Invalid", testKeyInvalid},
+}
+
+// keyLease is how long the suite's running claims stand.
+const keyLease = 90 * time.Second
+
+// keys returns the store's idempotency keys: the server needs them for
+// the Idempotency-Key header, so every store keeps them.
+func (e *env) keys() brainwire.IdempotencyStore {
+	ks, ok := e.s.(brainwire.IdempotencyStore)
+	if !ok {
+		e.t.Fatal("the store keeps no idempotency keys (brainwire.IdempotencyStore)")
+	}
+	return ks
+}
+
+// keyClaim returns a running claim of key made at at.
+func (e *env) keyClaim(key, fingerprint string, at time.Time) brainwire.IdempotencyKey {
+	return brainwire.IdempotencyKey{UserID: e.user, Key: key, Fingerprint: fingerprint, Token: newID("token"),
+		State: brainwire.KeyRunning, At: at, Until: at.Add(keyLease)}
+}
+
+func (e *env) claimKey(k brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bool) {
+	e.t.Helper()
+	got, ok, err := e.keys().ClaimKey(e.ctx, k)
+	if err != nil {
+		e.t.Fatalf("ClaimKey(%s): %v", k.Key, err)
+	}
+	return got, ok
+}
+
+// sameKey reports what differs between two keys, times to the millisecond.
+func sameKey(t *testing.T, what string, got, want brainwire.IdempotencyKey) {
+	t.Helper()
+	if !got.At.Equal(want.At.Truncate(time.Millisecond)) && !got.At.Equal(want.At) {
+		t.Errorf("%s: At %v, want %v", what, got.At, want.At)
+	}
+	if !got.Until.Equal(want.Until.Truncate(time.Millisecond)) && !got.Until.Equal(want.Until) {
+		t.Errorf("%s: Until %v, want %v", what, got.Until, want.Until)
+	}
+	if got.At.Location() != time.UTC || got.Until.Location() != time.UTC {
+		t.Errorf("%s: times not in UTC: %v, %v", what, got.At, got.Until)
+	}
+	got.At, got.Until, want.At, want.Until = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+func testKeyClaimOnce(t *testing.T, e *env) {
+	first := e.keyClaim("key-1", "fp-a", at(0))
+	got, ok := e.claimKey(first)
+	if !ok {
+		t.Fatalf("the first claim of a key did not get it: %+v", got)
+	}
+	sameKey(t, "the claim", got, first)
+	// A repeat, with the same request or another, finds the first claim.
+	for _, fp := range []string{"fp-a", "fp-b"} {
+		again := e.keyClaim("key-1", fp, at(10))
+		got, ok = e.claimKey(again)
+		if ok {
+			t.Fatalf("a repeat (%s) claimed a key another claim holds", fp)
+		}
+		sameKey(t, "the standing claim", got, first)
+	}
+	// Another key is another claim.
+	if _, ok := e.claimKey(e.keyClaim("key-2", "fp-a", at(11))); !ok {
+		t.Error("a second key was refused")
+	}
+}
+
+// A lapsed claim, taken over by racing repeats, goes to one of them.
+func testKeyConcurrentTakeovers(t *testing.T, e *env) {
+	k := e.keyClaim("racing", "fp", at(0))
+	e.claimKey(k)
+	e.raceClaims(k.Until)
+}
+
+// raceClaims makes concurrent claims of one key at t: one gets it, and
+// every other sees the winner's claim.
+func (e *env) raceClaims(t0 time.Time) {
+	t := e.t
+	const n = 8
+	ks := e.keys()
+	var wg sync.WaitGroup
+	claims := make([]brainwire.IdempotencyKey, n)
+	got := make([]brainwire.IdempotencyKey, n)
+	won := make([]bool, n)
+	for i := range n {
+		claims[i] = e.keyClaim("racing", "fp", t0)
+		wg.Go(func() {
+			var err error
+			got[i], won[i], err = ks.ClaimKey(e.ctx, claims[i])
+			if err != nil {
+				t.Errorf("claim %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i := range n {
+		if won[i] {
+			if winner >= 0 {
+				t.Fatalf("claims %d and %d both got the key", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no claim got the key")
+	}
+	for i := range n {
+		if got[i].Token != claims[winner].Token {
+			t.Errorf("claim %d sees the key held by %q, want the winner's %q", i, got[i].Token, claims[winner].Token)
+		}
+	}
+}
+
+// finished is k as its capture finished at at.
+func finished(k brainwire.IdempotencyKey, at time.Time) brainwire.IdempotencyKey {
+	k.State, k.At, k.Until = brainwire.KeyDone, at, at.Add(brainwire.KeyLifetime)
+	k.Replay = &brainwire.Replay{Kind: brainwire.KindFollowUp, ThreadID: "thread-1", RunID: "run-1", FollowUpRound: 2,
+		Outcome: brainwire.OutcomeMisunderstood, InboxItemID: "item-1", Bucket: "Ideas", Confidence: 0.25,
+		Question: "Which “Sam”? ✓", UpstreamThreadID: "thread_up"}
+	return k
+}
+
+func testKeyFinishReplays(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	done := finished(k, at(5))
+	if err := e.keys().FinishKey(e.ctx, done); err != nil {
+		t.Fatalf("FinishKey: %v", err)
+	}
+	// A day later, less a second, a repeat still finds the outcome.
+	got, ok := e.claimKey(e.keyClaim("key", "fp", at(5).Add(brainwire.KeyLifetime-time.Second)))
+	if ok {
+		t.Fatal("a repeat claimed a finished key")
+	}
+	sameKey(t, "the finished key", got, done)
+	// Finishing twice is refused: the claim is no longer running.
+	if err := e.keys().FinishKey(e.ctx, done); brainwire.ErrorCode(err) != brainwire.EConflict {
+		t.Errorf("finishing a finished key: %v, want %s", err, brainwire.EConflict)
+	}
+	// And a finished key is not released.
+	if err := e.keys().ReleaseKey(e.ctx, e.user, "key", k.Token); err != nil {
+		t.Fatalf("ReleaseKey: %v", err)
+	}
+	if _, ok := e.claimKey(e.keyClaim("key", "fp", at(6))); ok {
+		t.Error("releasing a finished key dropped it")
+	}
+}
+
+func testKeyLapsedClaim(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	// A replica died mid-run: once the lease is over, a repeat takes over.
+	over := e.keyClaim("key", "fp", k.Until)
+	got, ok := e.claimKey(over)
+	if !ok {
+		t.Fatalf("a lapsed claim was not taken over: %+v", got)
+	}
+	sameKey(t, "the new claim", got, over)
+	// The lapsed run can neither finish nor release the key any more.
+	if err := e.keys().FinishKey(e.ctx, finished(k, k.Until)); brainwire.ErrorCode(err) != brainwire.EConflict {
+		t.Errorf("finishing a claim taken over: %v, want %s", err, brainwire.EConflict)
+	}
+	if err := e.keys().ReleaseKey(e.ctx, e.user, "key", k.Token); err != nil {
+		t.Fatalf("ReleaseKey: %v", err)
+	}
+	if got, ok := e.claimKey(e.keyClaim("key", "fp", k.Until.Add(time.Second))); ok || got.Token != over.Token {
+		t.Errorf("after the lapsed run's release, the key is %+v (claimed %v), want the new claim", got, ok)
+	}
+	if err := e.keys().FinishKey(e.ctx, finished(over, k.Until.Add(2*time.Second))); err != nil {
+		t.Errorf("finishing the claim that took over: %v", err)
+	}
+}
+
+func testKeyDoneLapses(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	done := finished(k, at(1))
+	if err := e.keys().FinishKey(e.ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.keyClaim("key", "fp", done.Until)
+	got, ok := e.claimKey(fresh)
+	if !ok {
+		t.Fatalf("a key past its lifetime was not claimed afresh: %+v", got)
+	}
+	sameKey(t, "the fresh claim", got, fresh)
+}
+
+func testKeyRelease(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	// Another token's release leaves the claim.
+	if err := e.keys().ReleaseKey(e.ctx, e.user, "key", "not-the-token"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.claimKey(e.keyClaim("key", "fp", at(1))); ok {
+		t.Fatal("another token's release dropped the claim")
+	}
+	if err := e.keys().ReleaseKey(e.ctx, e.user, "key", k.Token); err != nil {
+		t.Fatal(err)
+	}
+	again := e.keyClaim("key", "fp", at(2))
+	if _, ok := e.claimKey(again); !ok {
+		t.Fatal("a released key was not claimed again")
+	}
+	// Releasing a key that is not there is no error.
+	if err := e.keys().ReleaseKey(e.ctx, e.user, "absent", "token"); err != nil {
+		t.Errorf("releasing an absent key: %v", err)
+	}
+}
+
+func testKeyUsers(t *testing.T, e *env) {
+	k := e.keyClaim("shared-name", "fp", at(0))
+	e.claimKey(k)
+	other := k
+	other.UserID, other.Token = newID("user"), newID("token")
+	got, ok, err := e.keys().ClaimKey(e.ctx, other)
+	if err != nil || !ok {
+		t.Fatalf("another user's key of the same name: claimed %v, %+v, %v", ok, got, err)
+	}
+	// Neither user's release touches the other's key.
+	if err := e.keys().ReleaseKey(e.ctx, other.UserID, "shared-name", k.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.claimKey(e.keyClaim("shared-name", "fp", at(1))); ok {
+		t.Error("another user's release dropped the key")
+	}
+}
+
+func testKeyInvalid(t *testing.T, e *env) {
+	good := e.keyClaim("key", "fp", at(0))
+	for name, k := range map[string]brainwire.IdempotencyKey{
+		"no user":        func() brainwire.IdempotencyKey { k := good; k.UserID = ""; return k }(),
+		"no key":         func() brainwire.IdempotencyKey { k := good; k.Key = ""; return k }(),
+		"no token":       func() brainwire.IdempotencyKey { k := good; k.Token = ""; return k }(),
+		"no fingerprint": func() brainwire.IdempotencyKey { k := good; k.Fingerprint = ""; return k }(),
+		"no time span":   func() brainwire.IdempotencyKey { k := good; k.Until = k.At; return k }(),
+	} {
+		if _, _, err := e.keys().ClaimKey(e.ctx, k); brainwire.ErrorCode(err) != brainwire.EInvalid {
+			t.Errorf("%s: %v, want %s", name, err, brainwire.EInvalid)
+		}
+	}
+	if err := e.keys().ReleaseKey(e.ctx, "", "key", "token"); brainwire.ErrorCode(err) != brainwire.EInvalid {
+		t.Errorf("release without a user: %v, want %s", err, brainwire.EInvalid)
+	}
+}

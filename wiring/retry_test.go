@@ -1,0 +1,253 @@
+package wiring_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/internal/retry"
+	"github.com/brainwire/brainwire/internal/scripttest"
+	"github.com/brainwire/brainwire/responses"
+	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
+)
+
+const filed = `{"text":"Call Sarah about the offsite","bucket":"People","confidence":0.9,"status":"classified","title":"Sarah"}`
+
+// upstream is one agent service's stand-in, for a capture that files
+// one item: its calls in order, and how the server reaches it.
+type upstream struct {
+	name  string
+	calls []scripttest.Call
+	// serve starts the stand-in with script and returns the agent on it
+	// and the requests it received.
+	serve func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+}
+
+func upstreams() []upstream {
+	run := foundrytest.NewClassify("thread_1", "run_1", 3)
+	run.Call = foundrytest.FileCaptureCall("call_file_1", "Call Sarah about the offsite", "People", 0.9, "classified")
+	conv := rt.InConversation("conv_1")
+	classify := adktest.Turn{InvocationID: "e-1", EventID: "ev-1", Thoughts: []string{"It names Sarah."},
+		Calls: []adktest.FunctionCall{{ID: "adk-1", Name: "file_capture", Args: filed}}}
+	confirm := adktest.Turn{InvocationID: "e-1", EventID: "ev-2", Texts: []string{"Filed."}}
+	return []upstream{
+		{
+			name: "responses",
+			calls: []scripttest.Call{
+				rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1","object":"conversation","created_at":1741290958,"metadata":{}}`)),
+				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_1", conv).Reasoning("rs_1", "It names ", "Sarah.").
+					FunctionCall("fc_1", "call_1", "file_capture", filed).Complete(rt.Usage{Input: 300, Output: 80}).Events()...)),
+				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_2", conv, rt.After("resp_1")).Message("msg_2", "Filed.").
+					Complete(rt.Usage{Input: 400, Output: 8}).Events()...)),
+			},
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := rt.NewServer(t, script...)
+				return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
+			},
+		},
+		{
+			name:  "classic",
+			calls: run.Script(),
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := foundrytest.NewServer(t, script...)
+				return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
+			},
+		},
+		{
+			name: "adk",
+			calls: []scripttest.Call{
+				adktest.Expect("POST /apps/{app}/users/{user}/sessions", adktest.JSON(200, adktest.Session("s-1", "classifier", "alice"))),
+				adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
+				adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
+			},
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := adktest.NewServer(t, script...)
+				return wiring.ADK(up.URL(), "classifier", nil), up.Requests
+			},
+		},
+	}
+}
+
+// refused is the stand-in's answer refusing a call for a moment.
+func refused(status int) scripttest.Response {
+	return scripttest.JSON(status, `{"error":{"message":"Rate limit is exceeded.","type":"invalid_request_error","param":null,"code":"rate_limit_exceeded"}}`).
+		WithHeader("retry-after-ms", "1")
+}
+
+// phoneCapture runs one typed capture through wiring.New with policy
+// against agent and returns the phone's SSE bytes.
+func phoneCapture(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error), policy retry.Policy, runTimeout time.Duration) string {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var n atomic.Int64
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:       server.Keys{phoneKey: "alice"},
+			Store:      st,
+			KeepAlive:  -1,
+			RunTimeout: runTimeout,
+			NewID:      func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
+			Now:        func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
+		},
+		Agent: agent,
+		Retry: policy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := httptest.NewServer(srv.Handler())
+	t.Cleanup(phone.Close)
+	req, _ := http.NewRequest(http.MethodPost, phone.URL+"/api/capture", bytes.NewReader([]byte(`{"text":"Call Sarah about the offsite","thread_id":"t-1","run_id":"r-1"}`)))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := phone.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+var fastRetries = retry.Policy{Retries: 2, Backoff: time.Millisecond}
+
+// TestARefusedCallIsInvisibleToThePhone refuses each call of a capture
+// once (429 asking for a wait, 503 without) and checks the phone gets the
+// same bytes as without the refusal, and the call was sent again with
+// the same body and Idempotency-Key.
+func TestARefusedCallIsInvisibleToThePhone(t *testing.T) {
+	for _, u := range upstreams() {
+		t.Run(u.name, func(t *testing.T) {
+			agent, _ := u.serve(t, u.calls)
+			want := phoneCapture(t, agent, fastRetries, 0)
+			if !strings.Contains(want, `"type":"CLASSIFIED"`) {
+				t.Fatalf("the capture without faults:\n%s", want)
+			}
+			for i, call := range u.calls {
+				for _, status := range []int{429, 503} {
+					t.Run(fmt.Sprintf("%s %d", call, status), func(t *testing.T) {
+						script := append([]scripttest.Call{}, u.calls[:i]...)
+						script = append(script, scripttest.Call{Method: call.Method, Path: call.Path, Response: refused(status)})
+						script = append(script, u.calls[i:]...)
+						agent, requests := u.serve(t, script)
+						if got := phoneCapture(t, agent, fastRetries, 0); got != want {
+							t.Fatalf("the phone got:\n%s\nwant, as without the refusal:\n%s", got, want)
+						}
+						reqs := requests()
+						first, again := reqs[i], reqs[i+1]
+						if first.String() != again.String() || !bytes.Equal(first.RawBody, again.RawBody) {
+							t.Errorf("sent again %s %s; want %s %s", again, again.RawBody, first, first.RawBody)
+						}
+						if k := first.Header.Get("Idempotency-Key"); k == "" || again.Header.Get("Idempotency-Key") != k {
+							t.Errorf("Idempotency-Key %q, then %q; want one value", k, again.Header.Get("Idempotency-Key"))
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestARefusalThatOutlastsTheRetriesIsAnError refuses the first call
+// every time: the phone gets ERROR with the service's message, then
+// COMPLETE, after the call was sent 1 + Retries times.
+func TestARefusalThatOutlastsTheRetriesIsAnError(t *testing.T) {
+	for _, u := range upstreams() {
+		t.Run(u.name, func(t *testing.T) {
+			first := u.calls[0]
+			refuse := scripttest.Call{Method: first.Method, Path: first.Path, Response: refused(429)}
+			agent, requests := u.serve(t, []scripttest.Call{refuse, refuse, refuse})
+			got := phoneCapture(t, agent, fastRetries, 0)
+			want := `data: {"type":"COMPLETE","threadId":"t-1","runId":"r-1"}
+
+`
+			frames := strings.Split(strings.TrimSuffix(got, want), "\n\n")
+			if !strings.HasSuffix(got, want) || len(frames) < 2 || !strings.HasPrefix(frames[len(frames)-2], `data: {"type":"ERROR"`) ||
+				!strings.Contains(frames[len(frames)-2], "Rate limit is exceeded.") {
+				t.Errorf("the phone got:\n%s\nwant the service's message in ERROR, then COMPLETE", got)
+			}
+			if n := len(requests()); n != 3 {
+				t.Errorf("sent %d times; want 3", n)
+			}
+		})
+	}
+}
+
+// TestAConnectionResetBeforeTheAnswerIsSentAgain resets the connection of
+// each call that creates nothing a lookup could find before its answer.
+func TestAConnectionResetBeforeTheAnswerIsSentAgain(t *testing.T) {
+	for _, u := range upstreams() {
+		t.Run(u.name, func(t *testing.T) {
+			agent, _ := u.serve(t, u.calls)
+			want := phoneCapture(t, agent, fastRetries, 0)
+			first := u.calls[0]
+			script := append([]scripttest.Call{{Method: first.Method, Path: first.Path, Response: scripttest.Reset()}}, u.calls...)
+			agent, requests := u.serve(t, script)
+			if got := phoneCapture(t, agent, fastRetries, 0); got != want {
+				t.Fatalf("the phone got:\n%s\nwant:\n%s", got, want)
+			}
+			if n := len(requests()); n != len(u.calls)+1 {
+				t.Errorf("%d requests; want %d", n, len(u.calls)+1)
+			}
+		})
+	}
+}
+
+// TestLostToolOutputsAreLookedUp resets the connection of a classic
+// run's submit_tool_outputs after the request went out: the run is asked
+// for, and the outputs are sent again only when it still waits for them.
+func TestLostToolOutputsAreLookedUp(t *testing.T) {
+	run := foundrytest.NewClassify("thread_1", "run_1", 3)
+	run.Call = foundrytest.FileCaptureCall("call_file_1", "Call Sarah about the offsite", "People", 0.9, "classified")
+	script := run.Script()
+	submit := script[1]
+	lost := scripttest.Call{Method: submit.Method, Path: submit.Path, Response: scripttest.Reset()}
+	getRun := "GET /threads/thread_1/runs/run_1"
+
+	up := foundrytest.NewServer(t, script...)
+	want := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0)
+
+	t.Run("still waiting: sent again", func(t *testing.T) {
+		waiting := foundrytest.Expect(getRun, foundrytest.JSON(200, run.Run.RequiresAction(run.Call).Data))
+		up := foundrytest.NewServer(t, script[0], lost, waiting, submit)
+		if got := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0); got != want {
+			t.Fatalf("the phone got:\n%s\nwant:\n%s", got, want)
+		}
+	})
+	t.Run("taken: not repeated", func(t *testing.T) {
+		// The stand-in answers the run as in progress: the outputs were taken.
+		up := foundrytest.NewServer(t, script[0], lost)
+		// The capture was filed before the outputs went out: the phone
+		// has its outcome either way.
+		if got := phoneCapture(t, wiring.Foundry(up.Endpoint(), "asst_test", "", nil), fastRetries, 0); got != want {
+			t.Errorf("the phone got:\n%s\nwant:\n%s", got, want)
+		}
+		if n := len(up.Find("POST /threads/{t}/runs/{r}/submit_tool_outputs")); n != 1 {
+			t.Errorf("submitted %d times; want once", n)
+		}
+		if n := len(up.Find(getRun)); n < 1 {
+			t.Errorf("the run was not looked up")
+		}
+	})
+}

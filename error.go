@@ -7,14 +7,15 @@ import (
 
 // Application error codes. The HTTP layer maps them to statuses in one place.
 const (
-	EInvalid      = "invalid"      // the request is malformed or fails validation
-	ENotFound     = "not_found"    // the document does not exist (for this user)
-	EConflict     = "conflict"     // the document is in a state that forbids the operation
-	EUnauthorized = "unauthorized" // missing or wrong credentials
-	ETooLarge     = "too_large"    // the request body or upload is over its limit
-	EUpstream     = "upstream"     // the agent service failed or answered badly
-	EUnavailable  = "unavailable"  // a backend is not configured or not reachable
-	EInternal     = "internal"     // anything else
+	EInvalid      = "invalid"       // the request is malformed or fails validation
+	ENotFound     = "not_found"     // the document does not exist (for this user), or the agent service has no such agent
+	EConflict     = "conflict"      // the document is in a state that forbids the operation
+	EUnauthorized = "unauthorized"  // missing or wrong credentials
+	ETooLarge     = "too_large"     // the request body or upload is over its limit
+	EUpstream     = "upstream"      // the agent service failed or answered badly
+	EUpstreamAuth = "upstream_auth" // brainwire's own credential for the agent service is missing or refused
+	EUnavailable  = "unavailable"   // a backend is not configured or not reachable
+	EInternal     = "internal"      // anything else
 )
 
 // Error is an application error: a code for programs and a message for people.

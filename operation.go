@@ -28,8 +28,25 @@ type Operation struct {
 
 type operationKey struct{}
 
-// WithOperation returns ctx carrying op, for the request made with it.
+// OpHealthProbe names every call a health check makes to the agent
+// service, whatever the call (a deployment, a model, an agent, the list of
+// apps). A probe asks once: its answer is whether the service answers
+// now, so what sits below must not retry it.
+const OpHealthProbe = "health_probe"
+
+// WithHealthProbe returns ctx marking the calls made with it as a health
+// check's: each is named OpHealthProbe, whatever the provider names it.
+func WithHealthProbe(ctx context.Context) context.Context {
+	return context.WithValue(ctx, operationKey{}, Operation{Name: OpHealthProbe, NoRetry: true})
+}
+
+// WithOperation returns ctx carrying op, for the request made with it. On
+// a health check's context (WithHealthProbe) the call stays named
+// OpHealthProbe and is not sent again.
 func WithOperation(ctx context.Context, op Operation) context.Context {
+	if cur, ok := OperationFrom(ctx); ok && cur.Name == OpHealthProbe {
+		op.Name, op.NoRetry = OpHealthProbe, true
+	}
 	return context.WithValue(ctx, operationKey{}, op)
 }
 

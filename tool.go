@@ -32,6 +32,11 @@ type ToolResult struct {
 	ErrorCode string
 	// Filed is file_capture's result when it filed the capture.
 	Filed *FileCaptureResult
+	// Superseded is set when file_capture could not file a follow-up
+	// because a person changed (EConflict) or deleted (ENotFound) its item
+	// while the agent ran: that code. The agent is told only that the
+	// filing failed; the client is told why.
+	Superseded string
 }
 
 // FileCaptureResult is file_capture's answer: the JSON the agent gets, and

@@ -10,6 +10,11 @@
 // marked as the agent's closing words. Every tool call and tool result
 // becomes a capture event too. Which of these a client sees is its
 // protocol's choice: the phone's sees none.
+//
+// A follow-up whose filing a person's edit of its item refused (the item
+// was recategorized or deleted meanwhile) ends in an error that says so,
+// typed by the store's code, when its run ends without a filing: the
+// person's choice won, the agent did not fail.
 package adapter
 
 import (
@@ -36,7 +41,10 @@ type Adapter struct {
 	started  bool
 	stepDone bool
 	done     bool
-	res      brainwire.CaptureResult
+	// superseded is the code of a follow-up filing refused because a
+	// person changed or deleted the item meanwhile (ToolResult.Superseded).
+	superseded string
+	res        brainwire.CaptureResult
 }
 
 // New returns an Adapter for one capture.
@@ -134,6 +142,9 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 
 func (a *Adapter) fileResult(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	f := ev.Result.Filed
+	if ev.Result.Superseded != "" && a.superseded == "" {
+		a.superseded = ev.Result.Superseded
+	}
 	if ev.Result.IsError || f == nil || a.res.Outcome != "" {
 		// The agent sees the error and may retry; only the first filing
 		// is the capture's outcome.
@@ -162,6 +173,11 @@ func (a *Adapter) fileResult(ev brainwire.AgentEvent, out []brainwire.CaptureEve
 func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	switch ev.Status {
 	case brainwire.RunCompleted:
+		if a.res.Outcome == "" && a.superseded != "" {
+			// The person's edit won the race: not the agent's failure.
+			a.res.ErrorType = a.superseded
+			return a.fail(supersededMessage(a.superseded), out)
+		}
 		if a.res.Outcome == "" {
 			out = a.sendOutcome(brainwire.OutcomeUnresolved, out)
 		}
@@ -220,10 +236,24 @@ func ErrorMessage(err error) string {
 		return "The capture was cancelled"
 	}
 	var e *brainwire.Error
-	if errors.As(err, &e) {
-		return upstreamMessage("The agent service failed", e.Message)
+	switch {
+	case !errors.As(err, &e):
+		return "The agent service could not be reached"
+	case e.Code == brainwire.EUpstreamAuth:
+		// brainwire's own credential: nothing the person can retry away,
+		// and not the network.
+		return e.Message
 	}
-	return "The agent service could not be reached"
+	return upstreamMessage("The agent service failed", e.Message)
+}
+
+// supersededMessage tells the client why a follow-up filed nothing when a
+// person's edit of its item won: code is EConflict or ENotFound.
+func supersededMessage(code string) string {
+	if code == brainwire.ENotFound {
+		return "The item was deleted while the follow-up ran, so the follow-up was not filed"
+	}
+	return "The item was changed while the follow-up ran, so the follow-up was not filed"
 }
 
 // ErrorType names why a stream ended in err: cancellations and timeouts by

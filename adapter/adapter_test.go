@@ -175,6 +175,55 @@ func TestAdapterSequences(t *testing.T) {
 	}
 }
 
+// superseded is file_capture's refusal of a follow-up whose item a person
+// changed (EConflict) or deleted (ENotFound) meanwhile.
+func superseded(id, code string) brainwire.AgentEvent {
+	ev := resultEvent(id, `{"error":"store_failed"}`, true)
+	ev.Result.Superseded = code
+	return ev
+}
+
+// A follow-up that lost its item to a person's edit ends in an error that
+// says so, typed by the store's code, not in unresolved; other endings
+// are as they would be.
+func TestSupersededFollowUp(t *testing.T) {
+	args := `{"bucket":"People","confidence":0.9,"status":"classified"}`
+	cases := []struct {
+		name string
+		evs  []brainwire.AgentEvent
+		want string
+		typ  string
+	}{
+		{"changed", []brainwire.AgentEvent{callEvent("c1", args), superseded("c1", brainwire.EConflict), text("Sorry."), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) R0:Sorry. ERROR(The item was changed while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			brainwire.EConflict},
+		{"deleted, and the agent tried again", []brainwire.AgentEvent{
+			callEvent("c1", args), superseded("c1", brainwire.ENotFound), callEvent("c2", args), superseded("c2", brainwire.ENotFound), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) ERROR(The item was deleted while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			brainwire.ENotFound},
+		{"the run failing afterwards says so", []brainwire.AgentEvent{
+			callEvent("c1", args), superseded("c1", brainwire.EConflict), {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}},
+			"STEP_START(Classifying) ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)", "server_error"},
+		{"another store failure is unresolved", []brainwire.AgentEvent{callEvent("c1", args), resultEvent("c1", `{"error":"store_failed"}`, true), status(brainwire.RunCompleted)},
+			"STEP_START(Classifying) STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := New(brainwire.Capture{Kind: brainwire.KindFollowUp, ThreadID: "thread-1", RunID: "run-1"})
+			out := a.Start(nil)
+			for _, ev := range c.evs {
+				out = a.Handle(ev, out)
+			}
+			if got := describe(a.Finish(nil, out)); got != c.want {
+				t.Errorf("\ngot  %s\nwant %s", got, c.want)
+			}
+			if res := a.Result(); res.ErrorType != c.typ || (c.typ != "") != (res.Outcome == brainwire.OutcomeError) {
+				t.Errorf("result %+v, want error type %q", res, c.typ)
+			}
+		})
+	}
+}
+
 func TestNothingAfterComplete(t *testing.T) {
 	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "t", RunID: "r"})
 	out := a.Handle(status(brainwire.RunCompleted), nil)
@@ -233,6 +282,8 @@ func TestResult(t *testing.T) {
 	}
 	filed := resultEvent("c1", `{"bucket":"Ideas","confidence":0.4,"item_id":"i2","status":"pending"}`, false)
 	late := errors.New("connection reset by peer")
+	signIn := fmt.Errorf("creating a response: %w", brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"))
+	unreachable := fmt.Errorf("creating a response: %w", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
 	cases := []struct {
 		name  string
 		evs   []brainwire.AgentEvent
@@ -258,6 +309,12 @@ func TestResult(t *testing.T) {
 		{"timeout", nil, fmt.Errorf("run timed out: %w", context.DeadlineExceeded),
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "timeout", ErrorMessage: "The agent took too long to respond",
 				Err: fmt.Errorf("run timed out: %w", context.DeadlineExceeded)}},
+		{"brainwire could not sign in", nil, signIn,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: brainwire.EUpstreamAuth,
+				ErrorMessage: "brainwire could not sign in to the agent service", Err: signIn}},
+		{"the service unreachable", nil, unreachable,
+			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: brainwire.EInternal,
+				ErrorMessage: "The agent service could not be reached", Err: unreachable}},
 		{"stream ended early", []brainwire.AgentEvent{status(brainwire.RunInProgress)}, nil,
 			brainwire.CaptureResult{Outcome: brainwire.OutcomeError, UpstreamThreadID: upThread, UpstreamRunID: upRun, RunStatus: brainwire.RunInProgress,
 				ErrorType: "capture_error", ErrorMessage: "The agent run ended unexpectedly"}},

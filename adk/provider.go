@@ -55,7 +55,7 @@ func (p *Provider) Name() string { return ProviderName }
 func (p *Provider) App() string { return p.app }
 
 // Ping checks that the server answers and serves the app, for health
-// checks.
+// checks (GET /list-apps): an app it does not list reads as ENotFound.
 func (p *Provider) Ping(ctx context.Context) error {
 	apps, err := p.client.ListApps(ctx)
 	if err != nil {
@@ -63,8 +63,9 @@ func (p *Provider) Ping(ctx context.Context) error {
 	}
 	if !slices.Contains(apps, p.app) {
 		return &upstreamError{
-			Msg: fmt.Sprintf("the agent server does not serve the app %s", p.app),
-			Err: fmt.Errorf("the ADK API server lists %q, not %s", apps, p.app),
+			Code: brainwire.ENotFound,
+			Msg:  fmt.Sprintf("the agent server does not serve the app %s", p.app),
+			Err:  fmt.Errorf("the ADK API server lists %q, not %s", apps, p.app),
 		}
 	}
 	return nil

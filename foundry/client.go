@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 )
@@ -365,11 +366,11 @@ type Agent struct {
 }
 
 // GetAgent fetches an agent (GET /assistants/{id}); on the wire agents are
-// assistants.
+// assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
 	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
-		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, err)
+		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
 }

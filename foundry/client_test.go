@@ -104,8 +104,13 @@ func TestAPIErrorBodies(t *testing.T) {
 			if *apiErr != tt.want {
 				t.Fatalf("got %+v\nwant %+v", *apiErr, tt.want)
 			}
+			// A refused credential is brainwire's failure to sign in.
+			code := brainwire.EUpstream
+			if tt.want.StatusCode == http.StatusForbidden {
+				code = brainwire.EUpstreamAuth
+			}
 			var be *brainwire.Error
-			if !errors.As(err, &be) || be.Code != brainwire.EUpstream || be.Message == "" {
+			if !errors.As(err, &be) || be.Code != code || be.Message == "" {
 				t.Fatalf("brainwire error %+v", be)
 			}
 			if !strings.Contains(err.Error(), "getting run r") {

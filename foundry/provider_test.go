@@ -346,7 +346,13 @@ func TestRunAPIErrors(t *testing.T) {
 			if *apiErr != tt.want {
 				t.Fatalf("got %+v, want %+v", *apiErr, tt.want)
 			}
-			if brainwire.ErrorCode(err) != brainwire.EUpstream || brainwire.ErrorMessage(err) != tt.want.Message {
+			// A refused credential is brainwire's failure to sign in,
+			// told as such; the service's words stay in the error.
+			code, msg := brainwire.EUpstream, tt.want.Message
+			if tt.want.StatusCode == http.StatusUnauthorized {
+				code, msg = brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"
+			}
+			if brainwire.ErrorCode(err) != code || brainwire.ErrorMessage(err) != msg || !strings.Contains(err.Error(), tt.want.Message) {
 				t.Fatalf("brainwire code %q message %q", brainwire.ErrorCode(err), brainwire.ErrorMessage(err))
 			}
 			if len(srv.Cancels()) != 0 {

@@ -2,7 +2,6 @@ package responses
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
 )
@@ -18,6 +18,10 @@ import (
 // AgentsAPIVersion is the api-version of the Foundry agents data-plane
 // operations (GET /agents/{name}); the OpenAI-style operations take none.
 const AgentsAPIVersion = "v1"
+
+// ProjectAPIVersion is the api-version of the Foundry project operations
+// (GET /deployments/{name}).
+const ProjectAPIVersion = "v1"
 
 // ProjectBaseURL returns the Responses API base URL of a Foundry project
 // endpoint (https://<resource>.services.ai.azure.com/api/projects/<project>):
@@ -85,7 +89,8 @@ const (
 	OpCreateConversation = "create_conversation"
 	OpGetResponse        = "get_response"
 	OpGetAgent           = "get_agent"
-	OpListModels         = "list_models"
+	OpGetModel           = "get_model"
+	OpGetDeployment      = "get_deployment"
 )
 
 // op names the call made with ctx: the conversation and the response it
@@ -154,16 +159,31 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 	return r, nil
 }
 
-// ListModels lists the endpoint's models (GET /models): a cheap call
-// that proves the endpoint and the credentials.
-func (c *Client) ListModels(ctx context.Context) error {
-	var list struct {
-		Data []json.RawMessage `json:"data"`
+// GetModel fetches a model (GET /models/{model}): a cheap call that
+// proves the endpoint, the credentials and the model. An unknown model
+// reads as ENotFound.
+func (c *Client) GetModel(ctx context.Context, model string) (Model, error) {
+	var m Model
+	if err := c.do(probe(ctx, OpGetModel), http.MethodGet, c.url("models", model), nil, &m); err != nil {
+		return Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
-	if err := c.do(probe(ctx, OpListModels), http.MethodGet, c.url("models"), nil, &list); err != nil {
-		return fmt.Errorf("listing models: %w", err)
+	return m, nil
+}
+
+// GetDeployment fetches a model deployment of the Foundry project (GET
+// {project}/deployments/{name}): a cheap call that proves the endpoint,
+// the credentials and the deployment. The client must have been given the
+// project (WithProject). An unknown deployment reads as ENotFound.
+func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, error) {
+	if c.project == "" {
+		return Deployment{}, errors.New("getting a deployment: no Foundry project endpoint configured")
 	}
-	return nil
+	var d Deployment
+	u := joinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
+	if err := c.do(probe(ctx, OpGetDeployment), http.MethodGet, u, nil, &d); err != nil {
+		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
+	}
+	return d, nil
 }
 
 // GetAgent fetches a Foundry agent (GET {project}/agents/{name}), or one
@@ -180,7 +200,7 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 	var a FoundryAgent
 	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
 	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, u, nil, &a); err != nil {
-		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, err)
+		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil
 }

@@ -135,15 +135,23 @@ func NewProvider(client *Client, agent Agent, opts ...ProviderOption) (*Provider
 // Name returns the provider's name (gen_ai.provider.name).
 func (p *Provider) Name() string { return p.name }
 
-// Ping checks that the service answers, for health checks: a Foundry
-// agent is fetched, which proves the endpoint, the credentials and the
-// agent; otherwise the models are listed.
+// Ping checks that the service answers for the agent, for health checks,
+// with one cheap call that proves the endpoint, the credentials and what
+// the agent is named by: a Foundry agent is fetched; an agent brainwire
+// defines has its model deployment fetched from the Foundry project, or
+// its model from any other endpoint.
 func (p *Provider) Ping(ctx context.Context) error {
-	if a := p.agent; a.Name != "" {
-		_, err := p.client.GetAgent(ctx, a.Name, a.Version)
-		return err
+	a := p.agent
+	var err error
+	switch {
+	case a.Name != "":
+		_, err = p.client.GetAgent(ctx, a.Name, a.Version)
+	case p.client.project != "":
+		_, err = p.client.GetDeployment(ctx, a.Model)
+	default:
+		_, err = p.client.GetModel(ctx, a.Model)
 	}
-	return p.client.ListModels(ctx)
+	return err
 }
 
 // DescribeAgent says which agent runs the captures: an ephemeral agent is

@@ -498,26 +498,53 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 	}
 }
 
+// TestPing: a health check makes one cheap call that names what the agent
+// is named by: the Foundry agent, the project's model deployment, or the
+// model; an unknown one reads as ENotFound. Every call on a health
+// check's context is named as a probe.
 func TestPing(t *testing.T) {
 	srv := rt.NewServer(t,
 		rt.Expect("GET /agents/classifier/versions/3", rt.JSON(200, `{"object":"agent.version","id":"classifier:3","name":"classifier","version":"3"}`)),
 		rt.Expect("GET /agents/classifier", rt.Error(404, "not_found", "Agent classifier not found.")),
-		rt.Expect("GET /models", rt.JSON(200, `{"object":"list","data":[{"id":"gpt-5-mini","object":"model"}]}`)),
+		rt.Expect("GET /deployments/gpt-5-mini", rt.Deployment("gpt-5-mini", "gpt-5-mini")),
+		rt.Expect("GET /deployments/gpt-5-mini", rt.Error(404, "DeploymentNotFound", "Deployment gpt-5-mini not found.")),
+		rt.Expect("GET /models/gpt-5-mini", rt.Model("gpt-5-mini")),
+		rt.Expect("GET /models/gpt-5-mini", rt.Error(404, "model_not_found", "The model `gpt-5-mini` does not exist.")),
 	)
-	agent, _ := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"})
-	if err := agent.Ping(context.Background()); err != nil {
+	probe := brainwire.WithHealthProbe(t.Context())
+	agent, ops := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"})
+	if err := agent.Ping(probe); err != nil {
 		t.Fatal(err)
 	}
 	if q := srv.Requests()[0].Query.Encode(); q != "api-version=v1" {
 		t.Errorf("agents call query %q", q)
 	}
+	if got := ops.names(); got != "health_probe[ ]" {
+		t.Errorf("the probe's call is named %s", got)
+	}
 	latest, _ := newProvider(t, srv, responses.Agent{Name: "classifier"})
-	if err := latest.Ping(context.Background()); err == nil || !strings.Contains(err.Error(), "not found") {
+	if err := latest.Ping(probe); err == nil || !strings.Contains(err.Error(), "not found") || brainwire.ErrorCode(err) != brainwire.ENotFound {
 		t.Fatalf("ping of a missing agent: %v", err)
 	}
+	// An agent brainwire defines, in a Foundry project: its deployment.
 	model, _ := newProvider(t, srv, modelAgent)
-	if err := model.Ping(context.Background()); err != nil {
+	if err := model.Ping(probe); err != nil {
 		t.Fatal(err)
+	}
+	if q := srv.Requests()[2].Query.Encode(); q != "api-version=v1" {
+		t.Errorf("deployments call query %q", q)
+	}
+	if err := model.Ping(probe); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("ping of a missing deployment: %v", err)
+	}
+	// Elsewhere: its model.
+	c, _ := responses.NewClient(srv.BaseURL(), srv.Client())
+	compat, _ := responses.NewProvider(c, modelAgent)
+	if err := compat.Ping(probe); err != nil {
+		t.Fatal(err)
+	}
+	if err := compat.Ping(probe); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("ping of a missing model: %v", err)
 	}
 }
 
@@ -556,7 +583,7 @@ func TestBaseURLs(t *testing.T) {
 		t.Errorf("project base %q", got)
 	}
 	// A query on the base URL (Azure OpenAI's api-version) goes with every call.
-	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
+	srv := rt.NewServer(t, rt.Expect("GET /models/gpt-5-mini", rt.Model("gpt-5-mini")))
 	c, _ := responses.NewClient(srv.BaseURL()+"/?api-version=preview", srv.Client())
 	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {
@@ -568,7 +595,7 @@ func TestBaseURLs(t *testing.T) {
 }
 
 func TestAPIKeyHeader(t *testing.T) {
-	srv := rt.NewServer(t, rt.Expect("GET /models", rt.JSON(200, `{"data":[]}`)))
+	srv := rt.NewServer(t, rt.Expect("GET /models/gpt-5-mini", rt.Model("gpt-5-mini")))
 	c, _ := responses.NewClient(srv.BaseURL(), &http.Client{Transport: responses.NewAPIKeyTransport("k-1", "api-key", srv.Client().Transport)})
 	p, _ := responses.NewProvider(c, modelAgent)
 	if err := p.Ping(context.Background()); err != nil {

@@ -189,6 +189,21 @@ type Conversation struct {
 	CreatedAt int64  `json:"created_at"`
 }
 
+// Model is the part of a model object (GET /models/{model}) the server
+// reads.
+type Model struct {
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// Deployment is the part of a Foundry project's deployment object (GET
+// {project}/deployments/{name}) the server reads.
+type Deployment struct {
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	ModelName string `json:"modelName"`
+}
+
 // FoundryAgent is the part of a Foundry agent object (GET
 // /agents/{name}) or agent version object (GET
 // /agents/{name}/versions/{version}) the server reads.

@@ -98,18 +98,29 @@ func (s *Server) RefreshAgent(ctx context.Context) (brainwire.AgentInfo, error) 
 // agentProbe is the agent as the health check reads it: a provider that
 // describes its agent is checked by describing it, which refreshes the
 // description with the same call; any other by its own Ping, if it has one.
+// An agent brainwire defines is described without asking the service, so
+// its provider's Ping reaches the service as well.
 func (s *Server) agentProbe() any {
 	if s.agent.d != nil {
-		return describeProbe{s.agent}
+		return describeProbe{c: s.agent, p: s.cfg.Provider}
 	}
 	return s.cfg.Provider
 }
 
-type describeProbe struct{ c *agentCache }
+type describeProbe struct {
+	c *agentCache
+	p brainwire.Provider
+}
 
 func (p describeProbe) Ping(ctx context.Context) error {
-	_, err := p.c.refresh(ctx)
-	return err
+	info, err := p.c.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	if pg, ok := p.p.(pinger); ok && info.Defined {
+		return pg.Ping(ctx)
+	}
+	return nil
 }
 
 // correction tells the observers that record corrections about one.

@@ -2,7 +2,12 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
 	"net/http"
+	"os"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
@@ -14,19 +19,15 @@ import (
 // sent inline as a voice capture; when the state holds a misunderstood
 // capture a previous run reported, the message answers its question.
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSONBody(w, r, s.aguiBodyLimit())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	in, err := agui.ParseInput(body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	fp := newFingerprint(r)
-	fp.add(body)
-	body = nil // the audio, if any, is decoded; let the rest go
+	in, spool, err := s.readAGUIInput(w, r, fp)
+	if spool != nil {
+		defer spool.close(s.log)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	newEncoder := func(c brainwire.Capture) encoder { return agui.NewEncoder(c, in.Options) }
 	switch {
 	case in.FollowUp != nil:
@@ -61,6 +62,81 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		c.Text = in.Text
 		s.runHeld(w, r, c, fp, newEncoder)
+	}
+}
+
+// readAGUIInput reads a RunAgentInput as it arrives (into fp too, when
+// not nil), within the body
+// limit, as readJSONBody reads the other routes' bodies, with the same
+// answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
+// into a file when the server takes voice captures, so that a body of
+// tens of megabytes holds a few buffers, not the body; otherwise the body
+// is held to the conversation's limit and its audio, refused anyway, is
+// decoded in memory. The spool, when not nil, is the caller's to close.
+func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *fingerprint) (agui.Input, *fileSpool, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/json" {
+		return agui.Input{}, nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
+	}
+	limit := s.aguiBodyLimit()
+	tooLarge := brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
+	if r.ContentLength > limit {
+		return agui.Input{}, nil, tooLarge
+	}
+	lim := agui.Limits{JSON: max(s.cfg.MaxBodyBytes, aguiConversationBytes), Audio: s.maxAudioBytes()}
+	var spool agui.Spool = &agui.MemSpool{}
+	var file *fileSpool
+	if s.voiceUnavailable() == nil {
+		file = &fileSpool{}
+		spool = file
+	}
+	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	if fp != nil {
+		body = io.TeeReader(body, fp) // the body as sent, for its Idempotency-Key
+	}
+	in, err := agui.ReadInput(body, spool, lim)
+	var readErr *agui.ReadError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return agui.Input{}, file, tooLarge
+	case errors.As(err, &readErr):
+		return agui.Input{}, file, bodyReadError(readErr.Err)
+	case err != nil && brainwire.ErrorCode(err) == brainwire.EInternal:
+		s.log.Error("spooling AG-UI inline audio", "error", err)
+		return agui.Input{}, file, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored")
+	}
+	return in, file, err
+}
+
+// fileSpool is an agui.Spool in a temporary file, made at the first
+// audio byte: a text capture makes no file.
+type fileSpool struct{ f *os.File }
+
+func (f *fileSpool) Write(p []byte) (int, error) {
+	if f.f == nil {
+		var err error
+		if f.f, err = os.CreateTemp("", "brainwire-agui-audio-*"); err != nil {
+			return 0, err
+		}
+	}
+	return f.f.Write(p)
+}
+
+func (f *fileSpool) ReadAt(p []byte, off int64) (int, error) {
+	if f.f == nil {
+		return 0, io.EOF
+	}
+	return f.f.ReadAt(p, off)
+}
+
+func (f *fileSpool) close(log *slog.Logger) {
+	if f.f == nil {
+		return
+	}
+	f.f.Close()
+	if err := os.Remove(f.f.Name()); err != nil {
+		log.Error("removing AG-UI inline audio", "error", err)
 	}
 }
 

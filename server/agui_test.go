@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -376,5 +378,45 @@ func TestAGUIAudioWithoutTranscription(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "transcription is not configured") {
 		t.Fatalf("got %d %s, want 503 before any stream", resp.StatusCode, b)
+	}
+}
+
+// spoolWatcher transcribes as stubTranscriber does, noting the files in
+// dir while the capture runs.
+type spoolWatcher struct {
+	dir   string
+	files chan int
+}
+
+func (s spoolWatcher) Transcribe(_ context.Context, audio io.Reader, _, _ string) (string, error) {
+	_, _ = io.Copy(io.Discard, audio)
+	entries, _ := os.ReadDir(s.dir)
+	s.files <- len(entries)
+	return "Call mom about her birthday on Sunday.", nil
+}
+
+// Inline audio reaches the blob store through a file in the temporary
+// directory, not memory, and the file is gone when the request is.
+func TestAGUIInlineAudioPassesThroughAFile(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	files := make(chan int, 1)
+	h := newHarness(t, nil, withSimulator(t), withTranscriber(spoolWatcher{tmp, files}))
+	wav := append([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00"), make([]byte, 64<<10)...)
+	evs := h.agui(runInput([]map[string]any{{"type": "audio", "source": map[string]string{
+		"type": "data", "value": base64.StdEncoding.EncodeToString(wav), "mimeType": "audio/wav"}}}, `{}`, `{}`))
+	if last := evs[len(evs)-1]; last.typ() != "RUN_FINISHED" {
+		t.Fatalf("events %s", types(evs))
+	}
+	if n := <-files; n != 1 {
+		t.Errorf("%d files in the temporary directory during the capture, want the audio's", n)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("left in the temporary directory: %v", entries)
+	}
+	// A text capture makes no file.
+	h.agui(runInput("Call mom", `{}`, `{}`))
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("a text capture left %v", entries)
 	}
 }

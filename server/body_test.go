@@ -9,9 +9,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/server"
 )
 
 // A JSON body that stalls past the server's read deadline is a 408 with a
@@ -140,4 +143,34 @@ func TestAGUIBodyLimit(t *testing.T) {
 			t.Fatalf("audio at the limit: %s", types(evs))
 		}
 	})
+}
+
+// The JSON body and text limits are the README's: a body of exactly
+// 64 KiB carrying the longest text in its widest UTF-8 is taken, a byte
+// more is 413.
+func TestJSONBodyLimitIsTheDocumentedOne(t *testing.T) {
+	const body, text = 64 << 10, 10000
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if said := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(said, "JSON bodies are at most 64 KiB") ||
+		!strings.Contains(said, "at most 10 000 characters") {
+		t.Errorf("the README does not give the limits of %d bytes and %d characters", body, text)
+	}
+	if server.DefaultMaxBodyBytes != body || server.DefaultMaxTextLength != text {
+		t.Fatalf("limits %d bytes, %d characters; the README says %d, %d", server.DefaultMaxBodyBytes, server.DefaultMaxTextLength, body, text)
+	}
+	h := newHarness(t, nil, withSimulator(t))
+	of := func(n int) string {
+		b := `{"text":"` + strings.Repeat("𝄞", text) + `"}`
+		return b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}"
+	}
+	if r := h.do("POST", "/api/capture", testKey, "bearer", "application/json", of(body)); r.status != http.StatusOK {
+		t.Errorf("a body of %d bytes: %d %s", body, r.status, r.body)
+	}
+	if r := h.do("POST", "/api/capture", testKey, "bearer", "application/json", of(body+1)); r.status != http.StatusRequestEntityTooLarge ||
+		r.detail != fmt.Sprintf("request body is over %d bytes", body) {
+		t.Errorf("a body of %d bytes: %d %s", body+1, r.status, r.body)
+	}
 }

@@ -163,8 +163,8 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 // ids or making new ones.
 func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadID, runID string) (brainwire.Capture, error) {
 	for name, v := range map[string]string{"thread_id": threadID, "run_id": runID} {
-		if len(v) > 128 || strings.ContainsFunc(v, notIDRune) {
-			return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most 128 printable characters without spaces", name)
+		if utf8.RuneCountInString(v) > maxIDChars || strings.ContainsFunc(v, notIDRune) {
+			return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "%s must be at most %d printable characters without spaces", name, maxIDChars)
 		}
 	}
 	if threadID == "" {
@@ -175,6 +175,11 @@ func (s *Server) newCapture(r *http.Request, kind brainwire.CaptureKind, threadI
 	}
 	return brainwire.Capture{Kind: kind, UserID: userFrom(r.Context()), ThreadID: threadID, RunID: runID}, nil
 }
+
+// maxIDChars bounds a client's thread and run ids, in characters as the
+// 400 says: at most four times as many bytes, which the body limit bounds
+// anyway.
+const maxIDChars = 128
 
 // notIDRune reports whether r may not be part of a thread or run id: ids
 // are printable characters without spaces, so controls (C0 and C1), format

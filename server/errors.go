@@ -22,7 +22,7 @@ func statusFor(code string) int {
 		return http.StatusConflict
 	case brainwire.ETooLarge:
 		return http.StatusRequestEntityTooLarge
-	case brainwire.EUpstream:
+	case brainwire.EUpstream, brainwire.EUpstreamAuth:
 		return http.StatusBadGateway
 	case brainwire.EUnavailable:
 		return http.StatusServiceUnavailable

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/brainwire/brainwire"
 )
 
 // healthTTL is how long a health report is reused: probes poll /health
@@ -29,6 +31,32 @@ type backendHealth struct {
 	Configured bool   `json:"configured"`
 	Kind       string `json:"kind,omitempty"`
 	Reachable  *bool  `json:"reachable,omitempty"`
+	// Failed names the check the agent failed (a failure* value), so that
+	// whoever reads the report knows where to look; the cause goes to the
+	// log.
+	Failed string `json:"failed,omitempty"`
+}
+
+// What an agent's health check can fail on.
+const (
+	failureUnreachable = "unreachable" // no answer: the network, a timeout
+	failureCredentials = "credentials" // no credential could be had, or the service refused it (401, 403)
+	failureNotFound    = "not_found"   // the service does not know the deployment, model, agent or app
+	failureUpstream    = "upstream"    // any other failed or malformed answer
+)
+
+// agentFailure names the check an agent's probe failed with err, by the
+// error's code: the same classification the phone's errors are made by.
+func agentFailure(err error) string {
+	switch brainwire.ErrorCode(err) {
+	case brainwire.EUpstreamAuth:
+		return failureCredentials
+	case brainwire.ENotFound:
+		return failureNotFound
+	case brainwire.EUpstream:
+		return failureUpstream
+	}
+	return failureUnreachable
 }
 
 type healthReport struct {
@@ -84,7 +112,8 @@ func (c *healthCache) report(ctx context.Context, check func() *healthReport) (*
 
 // handleHealth reports which backends are configured and whether they
 // answer; 503 when the agent or the store does not. It is open (no key), so
-// it says nothing about why: the reasons go to the log.
+// it says no more than which check the agent failed: the reasons go to the
+// log.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.health.report(r.Context(), s.checkHealth)
 	if err != nil {
@@ -97,38 +126,42 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkHealth checks every backend, on a context that no request owns.
+// The agent service's calls are marked as a health probe's
+// (brainwire.WithHealthProbe): asked once, never retried.
 func (s *Server) checkHealth() *healthReport {
 	ctx, cancel := context.WithTimeout(context.Background(), healthCheckTimeout)
 	defer cancel()
 	var causes []error
-	check := func(name string, b any) backendHealth {
+	check := func(ctx context.Context, name string, b any) (backendHealth, error) {
 		if b == nil {
-			return backendHealth{}
+			return backendHealth{}, nil
 		}
 		h := backendHealth{Configured: true}
 		if k, ok := b.(kinder); ok {
 			h.Kind = k.Kind()
 		}
-		if p, ok := b.(pinger); ok {
-			err := p.Ping(ctx)
-			ok := err == nil
-			h.Reachable = &ok
-			if err != nil {
-				s.log.Warn("health: backend not reachable", "backend", name, "error", err)
-				causes = append(causes, fmt.Errorf("%s: %w", name, err))
-			}
+		p, ok := b.(pinger)
+		if !ok {
+			return h, nil
 		}
-		return h
+		err := p.Ping(ctx)
+		reachable := err == nil
+		h.Reachable = &reachable
+		if err != nil {
+			s.log.Warn("health: backend not reachable", "backend", name, "error", err)
+			causes = append(causes, fmt.Errorf("%s: %w", name, err))
+		}
+		return h, err
 	}
-	rep := &healthReport{Status: "ok", code: http.StatusOK, Backends: map[string]backendHealth{
-		"agent":         check("agent", s.agentProbe()),
-		"store":         check("store", s.cfg.Store),
-		"audio_storage": check("audio_storage", s.cfg.Blobs),
-		"transcription": check("transcription", s.cfg.Transcriber),
-	}}
-	a := rep.Backends["agent"]
-	a.Kind = s.cfg.Provider.Name()
-	rep.Backends["agent"] = a
+	agent, err := check(brainwire.WithHealthProbe(ctx), "agent", s.agentProbe())
+	agent.Kind = s.cfg.Provider.Name()
+	if err != nil {
+		agent.Failed = agentFailure(err)
+	}
+	rep := &healthReport{Status: "ok", code: http.StatusOK, Backends: map[string]backendHealth{"agent": agent}}
+	rep.Backends["store"], _ = check(ctx, "store", s.cfg.Store)
+	rep.Backends["audio_storage"], _ = check(ctx, "audio_storage", s.cfg.Blobs)
+	rep.Backends["transcription"], _ = check(ctx, "transcription", s.cfg.Transcriber)
 	for _, name := range []string{"agent", "store"} {
 		if b := rep.Backends[name]; b.Reachable != nil && !*b.Reachable {
 			rep.Status, rep.code = "degraded", http.StatusServiceUnavailable

@@ -319,3 +319,36 @@ func TestInboxAPI(t *testing.T) {
 		t.Errorf("delete twice: %d %s", r.status, r.body)
 	}
 }
+
+// A client's thread and run ids are held to 128 characters, as the 400
+// says, not bytes: 128 two-byte characters are an id like any other.
+func TestIDLengthCountsCharacters(t *testing.T) {
+	h := newHarness(t, nil, withSimulator(t))
+	for _, c := range []struct {
+		name, id string
+		status   int
+	}{
+		{"128 ASCII characters", strings.Repeat("r", 128), 200},
+		{"128 two-byte characters", strings.Repeat("é", 128), 200},
+		{"128 four-byte characters", strings.Repeat("𝄞", 128), 200},
+		{"129 ASCII characters", strings.Repeat("r", 129), 400},
+		{"129 two-byte characters", strings.Repeat("é", 129), 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, field := range []string{"thread_id", "run_id"} {
+				b, _ := json.Marshal(map[string]string{"text": "Call mom about her birthday", field: c.id})
+				r := h.do("POST", "/api/capture", testKey, "bearer", "application/json", string(b))
+				if r.status != c.status {
+					t.Fatalf("%s: %d %s, want %d", field, r.status, r.body, c.status)
+				}
+				want := `"` + strings.Replace(field, "_id", "Id", 1) + `":"` + c.id + `"`
+				if c.status == 200 && !strings.Contains(r.body, want) {
+					t.Errorf("%s not echoed in COMPLETE:\n%s", field, r.body)
+				}
+				if c.status == 400 && !strings.Contains(r.detail, field+" must be at most 128 printable characters") {
+					t.Errorf("%s: detail %q", field, r.detail)
+				}
+			}
+		})
+	}
+}

@@ -163,6 +163,13 @@ func (f *fingerprint) add(part []byte) {
 	f.h.Write(part)
 }
 
+// Write adds bytes as they stream in, for a part read as it arrives (an
+// AG-UI body): it must be the last part.
+func (f *fingerprint) Write(p []byte) (int, error) {
+	f.h.Write(p)
+	return len(p), nil
+}
+
 func (f *fingerprint) String() string {
 	if f == nil {
 		return ""

@@ -117,14 +117,15 @@ func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(b
 }
 
 // runVoiceAudio stores audio that came whole in the request (AG-UI's
-// inline audio, at most the upload limit) for the length of capture c,
-// once its leading bytes show it is of the format it claims, and runs it.
-func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwire.Capture, fp *fingerprint, audio []byte, filename, mimeType string, newEncoder func(brainwire.Capture) encoder) {
+// inline audio, at most the upload limit, read from where the request's
+// reading left it) for the length of capture c, once its leading bytes
+// show it is of the format it claims, and runs it.
+func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwire.Capture, fp *fingerprint, audio *io.SectionReader, filename, mimeType string, newEncoder func(brainwire.Capture) encoder) {
 	if err := s.voiceUnavailable(); err != nil {
 		writeError(w, err)
 		return
 	}
-	if limit := s.maxAudioBytes(); int64(len(audio)) > limit {
+	if limit := s.maxAudioBytes(); audio.Size() > limit {
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "audio is over %d bytes", limit))
 		return
 	}
@@ -134,7 +135,13 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 		return
 	}
 	format := strings.TrimPrefix(path.Ext(name), ".")
-	if !brainwire.IsAudio(format, audio) {
+	head := make([]byte, min(audio.Size(), brainwire.AudioHeadLen))
+	if _, err := audio.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		s.log.Error("reading AG-UI inline audio", "error", err)
+		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored"))
+		return
+	}
+	if !brainwire.IsAudio(format, head) {
 		writeError(w, &brainwire.Error{Code: errUnsupportedMedia, Message: fmt.Sprintf("the audio is not %s audio: its first bytes do not match the format", strings.ToUpper(format))})
 		return
 	}
@@ -145,7 +152,7 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 		return
 	}
 	defer hold.release(r.Context())
-	url, err := s.cfg.Blobs.Put(r.Context(), "voice-"+s.cfg.NewID()+"."+format, ctype, bytes.NewReader(audio))
+	url, err := s.cfg.Blobs.Put(r.Context(), "voice-"+s.cfg.NewID()+"."+format, ctype, io.NewSectionReader(audio, 0, audio.Size()))
 	if err != nil {
 		s.log.Error("storing voice upload", "error", err)
 		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored"))

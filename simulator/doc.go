@@ -23,6 +23,8 @@
 //	GET  /models, /models/{id}       the simulated model (Config.Model)
 //	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1
 //	                                 the simulated Foundry agent, DefaultAgentName version 1
+//	GET  {project}/deployments/{name}?api-version=v1
+//	                                 the simulated model's deployment, named after it
 //
 // A request names an ephemeral agent (model, instructions, flat function
 // tools) or the simulated Foundry agent (agent_reference; its instructions

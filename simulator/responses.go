@@ -26,8 +26,9 @@ import (
 //	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation
 //	GET  /conversations/{id}         a conversation
-//	GET  /models                     the simulated model
+//	GET  /models[/{model}]           the simulated model
 //	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1   the simulated Foundry agent
+//	GET  {project}/deployments/{name}?api-version=v1            the simulated model's deployment
 //
 // See the package documentation for what the agent does.
 
@@ -54,8 +55,10 @@ func responsesOperation(path string) (string, bool) {
 			return "/" + rest, true
 		}
 	}
-	if p == "/agents" || strings.HasPrefix(p, "/agents/") {
-		return p, true
+	for _, op := range []string{"/agents", "/deployments"} {
+		if p == op || strings.HasPrefix(p, op+"/") {
+			return p, true
+		}
 	}
 	return "", false
 }
@@ -239,6 +242,8 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 	switch {
 	case seg[0] == "agents":
 		return method(m, http.MethodGet, func() error { return s.getAgent(w, req, seg[1:]) })
+	case seg[0] == "deployments":
+		return method(m, http.MethodGet, func() error { return s.getDeployment(w, req, seg[1:]) })
 	case len(seg) == 1 && seg[0] == "responses":
 		return method(m, http.MethodPost, func() error { return s.createResponse(w, req) })
 	case len(seg) == 2 && seg[0] == "responses":
@@ -251,7 +256,7 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 		return method(m, http.MethodGet, func() error { return s.getConversation(w, seg[1]) })
 	case len(seg) == 1 && seg[0] == "models":
 		return method(m, http.MethodGet, func() error {
-			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []modelObject{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
 		})
 	case len(seg) == 2 && seg[0] == "models":
 		return method(m, http.MethodGet, func() error {
@@ -264,8 +269,26 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
 }
 
-func (s *Simulator) model() modelObject {
-	return modelObject{ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
+func (s *Simulator) model() responseswire.Model {
+	return responseswire.Model{ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
+}
+
+// getDeployment answers the project's deployment of the simulated model,
+// named after it (GET {project}/deployments/{name}?api-version=v1).
+func (s *Simulator) getDeployment(w http.ResponseWriter, req *http.Request, seg []string) error {
+	if req.URL.Query().Get("api-version") == "" {
+		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
+			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	}
+	if len(seg) != 1 || seg[0] == "" {
+		return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+	}
+	if seg[0] != s.cfg.Model {
+		return &httpError{status: http.StatusNotFound, code: "DeploymentNotFound", message: fmt.Sprintf("Deployment %s was not found.", seg[0])}
+	}
+	d := responseswire.NewDeployment(s.cfg.Model, s.cfg.Model)
+	d.ModelPublisher = "brainwire-simulator"
+	return writeJSON(w, http.StatusOK, d)
 }
 
 // authorizedKey accepts any bearer token or api-key: presence only.

@@ -28,13 +28,6 @@ type conversationObject struct {
 	Metadata  json.RawMessage `json:"metadata"`
 }
 
-type modelObject struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
 type agentObject struct {
 	Object   string        `json:"object"`
 	ID       string        `json:"id"`

@@ -458,6 +458,14 @@ func TestResponsesFoundryAgent(t *testing.T) {
 	}
 	c.call(http.MethodGet, "/agents/"+simulator.DefaultAgentName+"/versions/1", nil, http.StatusOK, nil)
 	c.call(http.MethodGet, "/agents/someone-else", nil, http.StatusNotFound, nil)
+
+	// The project's deployment of the model, as a health check reads it.
+	var dep struct{ Type, Name, ModelName string }
+	c.call(http.MethodGet, "/deployments/"+simulator.DefaultModel, nil, http.StatusOK, &dep)
+	if dep.Type != "ModelDeployment" || dep.Name != simulator.DefaultModel || dep.ModelName != simulator.DefaultModel {
+		t.Fatalf("deployment %+v", dep)
+	}
+	c.call(http.MethodGet, "/deployments/another-model", nil, http.StatusNotFound, nil)
 }
 
 // TestResponsesProtocolErrors: requests the service refuses are refused

@@ -83,7 +83,7 @@ func (s *Set) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolR
 		if !errors.As(err, &te) {
 			te = &toolError{Code: "tool_failed", Message: err.Error()}
 		}
-		out, res.IsError, res.ErrorCode = te, true, te.Code
+		out, res.IsError, res.ErrorCode, res.Superseded = te, true, te.Code, te.superseded
 	}
 	b, mErr := json.Marshal(out)
 	if mErr != nil {
@@ -101,6 +101,8 @@ type toolError struct {
 	Code    string   `json:"error"`
 	Message string   `json:"message"`
 	Valid   []string `json:"valid_values,omitempty"`
+	// superseded is ToolResult.Superseded: for the server, not the agent.
+	superseded string
 }
 
 func (e *toolError) Error() string { return e.Code + ": " + e.Message }
@@ -159,7 +161,13 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	}
 	item, err := s.deps.Store.File(ctx, f)
 	if err != nil {
-		return nil, &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
+		te := &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
+		// A follow-up's item refuses the filing when a person changed or
+		// deleted it meanwhile: their edit won, nothing went wrong.
+		if code := brainwire.ErrorCode(err); s.capture.FollowUp != nil && (code == brainwire.EConflict || code == brainwire.ENotFound) {
+			te.superseded = code
+		}
+		return nil, te
 	}
 	s.filedID = item.ID
 	return &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status, Question: a.Question}, nil

@@ -185,6 +185,47 @@ func TestStoreFailureIsAToolError(t *testing.T) {
 	}
 }
 
+// A follow-up's filing refused because a person changed or deleted its
+// item is marked for the server, with the store's code; the agent's answer
+// stays store_failed. Other store failures are not so marked.
+func TestFollowUpRefusedByAPersonsEditIsSuperseded(t *testing.T) {
+	ctx := context.Background()
+	deps := newDeps(t)
+	misunderstood := func() brainwire.InboxItem {
+		res := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "asdf"}).
+			Call(ctx, call(brainwire.ToolFileCapture, `{"confidence":0.1,"status":"misunderstood","question":"What?"}`))
+		item, err := deps.Store.GetInboxItem(ctx, "u1", res.Filed.ItemID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return item
+	}
+	followUp := func(item brainwire.InboxItem, token string) brainwire.ToolResult {
+		return New(deps, brainwire.Capture{Kind: brainwire.KindFollowUp, UserID: "u1", Text: "the project",
+			FollowUp: &brainwire.FollowUp{Item: item, Round: 1, ClaimToken: token}}).
+			Call(ctx, call(brainwire.ToolFileCapture, `{"bucket":"Projects","confidence":0.8,"status":"classified"}`))
+	}
+
+	// Its claim was dropped (a recategorize does that): conflict.
+	changed := misunderstood()
+	if res := followUp(changed, "a-claim-it-no-longer-holds"); decode[toolError](t, res).Code != "store_failed" || res.Superseded != brainwire.EConflict {
+		t.Errorf("changed item: %s, superseded %q", res.Output, res.Superseded)
+	}
+	deleted := misunderstood()
+	if err := deps.Store.DeleteInboxItem(ctx, "u1", deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res := followUp(deleted, ""); decode[toolError](t, res).Code != "store_failed" || res.Superseded != brainwire.ENotFound {
+		t.Errorf("deleted item: %s, superseded %q", res.Output, res.Superseded)
+	}
+	// A store that is down supersedes nothing.
+	item := misunderstood()
+	deps.Store.Close()
+	if res := followUp(item, ""); !res.IsError || res.Superseded != "" {
+		t.Errorf("store down: %s, superseded %q", res.Output, res.Superseded)
+	}
+}
+
 func TestUnknownTool(t *testing.T) {
 	res := New(newDeps(t), brainwire.Capture{Kind: brainwire.KindText, UserID: "u1"}).Call(context.Background(), call("rm_rf", `{}`))
 	if e := decode[toolError](t, res); !res.IsError || e.Code != "unknown_tool" {

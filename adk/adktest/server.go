@@ -71,3 +71,12 @@ func Cut(f Frame) Frame { return scripttest.Cut(f) }
 
 // Hang stops sending and holds the stream open until the client goes away.
 func Hang() Frame { return scripttest.Hang() }
+
+// Apps answers 200 with the apps the server serves, as GET /list-apps
+// does: a JSON array of their names.
+func Apps(names ...string) Response {
+	if names == nil {
+		names = []string{}
+	}
+	return JSON(http.StatusOK, names)
+}

@@ -1,10 +1,12 @@
 // Package agenterr is how the agent providers (foundry, responses, adk)
 // report the agent service's failures: as errors that read as a
-// *brainwire.Error with code EUpstream and a message fit for people,
-// keeping the cause in the chain.
+// *brainwire.Error with code EUpstream (EUpstreamAuth when brainwire could
+// not sign in) and a message fit for people, keeping the cause in the
+// chain.
 package agenterr
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -23,25 +25,54 @@ const MaxText = 512
 type Error struct {
 	Msg string
 	Err error
+	// Code is the brainwire code it reads as; EUpstream when empty.
+	Code string
 }
 
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// As lets the error be read as a *brainwire.Error with code EUpstream.
+// As lets the error be read as a *brainwire.Error with its code.
 func (e *Error) As(target any) bool {
 	t, ok := target.(**brainwire.Error)
 	if ok {
-		*t = &brainwire.Error{Code: brainwire.EUpstream, Message: e.Msg}
+		code := e.Code
+		if code == "" {
+			code = brainwire.EUpstream
+		}
+		*t = &brainwire.Error{Code: code, Message: e.Msg}
 	}
 	return ok
+}
+
+// SignInMessage is what people are told when brainwire could not sign in
+// to the agent service.
+const SignInMessage = "brainwire could not sign in to the agent service"
+
+// SignIn returns the failure to get a credential for the agent service
+// (a token source that failed): it reads as EUpstreamAuth, not as an
+// unreachable service, keeping err as the cause.
+func SignIn(err error) error {
+	return &Error{Code: brainwire.EUpstreamAuth, Msg: SignInMessage, Err: fmt.Errorf("signing in to the agent service: %w", err)}
+}
+
+// NotFound returns err read as ENotFound with msg when it is the
+// service's 404 answer (an unknown agent, deployment or model), else err
+// as it is. Only calls that name what brainwire was configured with use
+// it: a 404 while a capture runs stays an upstream failure.
+func NotFound(err error, msg string) error {
+	var a *APIError
+	if errors.As(err, &a) && a.StatusCode == http.StatusNotFound {
+		return &Error{Code: brainwire.ENotFound, Msg: msg, Err: err}
+	}
+	return err
 }
 
 // APIError is a non-2xx answer of an agent service: an Azure or OpenAI
 // service, whose bodies are {"error":{"message","type","param","code"}}
 // (ReadAPIError), or an ADK API server, whose detail is the Message. It
-// carries the brainwire code EUpstream: errors.As(err, new(*brainwire.Error))
-// succeeds on it.
+// carries the brainwire code EUpstream (EUpstreamAuth for 401 and 403):
+// errors.As(err, new(*brainwire.Error)) succeeds on it.
 type APIError struct {
 	// Service names the client in Error ("foundry", "responses", "adk").
 	Service    string
@@ -68,11 +99,16 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// As lets the error be read as a *brainwire.Error with code EUpstream.
+// As lets the error be read as a *brainwire.Error: EUpstreamAuth when the
+// service refused brainwire's credential (401, 403), else EUpstream.
 func (e *APIError) As(target any) bool {
 	t, ok := target.(**brainwire.Error)
 	if !ok {
 		return false
+	}
+	if e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden {
+		*t = &brainwire.Error{Code: brainwire.EUpstreamAuth, Message: SignInMessage}
+		return true
 	}
 	msg := e.Message
 	if msg == "" {

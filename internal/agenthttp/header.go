@@ -3,6 +3,8 @@ package agenthttp
 import (
 	"context"
 	"net/http"
+
+	"github.com/brainwire/brainwire/internal/agenterr"
 )
 
 // HeaderTransport is an http.RoundTripper that sets one header on every
@@ -23,7 +25,9 @@ func NewHeaderTransport(name, value string, next http.RoundTripper) *HeaderTrans
 
 // NewHeaderFuncTransport returns a transport setting name to what value
 // returns for each request (a token that expires); a request whose value
-// fails fails with that error. next nil means http.DefaultTransport.
+// fails fails with that error, read as a failure to sign in
+// (agenterr.SignIn), not as an unreachable service. next nil means
+// http.DefaultTransport.
 func NewHeaderFuncTransport(name string, value func(context.Context) (string, error), next http.RoundTripper) *HeaderTransport {
 	if next == nil {
 		next = http.DefaultTransport
@@ -38,7 +42,7 @@ func (t *HeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close() // RoundTrip must close the body, even on errors
 		}
-		return nil, err
+		return nil, agenterr.SignIn(err)
 	}
 	r := req.Clone(req.Context()) // a RoundTripper must not modify the request
 	r.Header.Set(t.name, v)

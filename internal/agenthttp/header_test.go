@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
@@ -50,8 +51,14 @@ func TestHeaderTransportFailsWithItsValue(t *testing.T) {
 	rt := agenthttp.NewHeaderFuncTransport("Authorization", func(context.Context) (string, error) { return "", errNoToken }, next)
 	body := &closeRecorder{Reader: strings.NewReader("{}")}
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://agent.example/", body)
-	if _, err := rt.RoundTrip(req); !errors.Is(err, errNoToken) {
+	_, err := rt.RoundTrip(req)
+	if !errors.Is(err, errNoToken) {
 		t.Fatalf("error %v", err)
+	}
+	// A credential that cannot be had is a failed sign-in, not an
+	// unreachable service.
+	if code := brainwire.ErrorCode(err); code != brainwire.EUpstreamAuth {
+		t.Errorf("code %q, want %q", code, brainwire.EUpstreamAuth)
 	}
 	if called || !body.closed {
 		t.Errorf("sent %v, body closed %v", called, body.closed)

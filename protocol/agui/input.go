@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"strconv"
 	"strings"
 
 	"github.com/brainwire/brainwire"
@@ -29,7 +31,8 @@ type Input struct {
 
 // Audio is an audio content part's bytes.
 type Audio struct {
-	Data     []byte
+	// Data reads the decoded audio, wherever ReadInput spooled it.
+	Data     *io.SectionReader
 	MimeType string
 	// Filename is metadata.filename, when the client gave one.
 	Filename string
@@ -70,9 +73,21 @@ type contentPart struct {
 	Metadata json.RawMessage `json:"metadata"`
 }
 
-// ParseInput reads a RunAgentInput. Every error is a *brainwire.Error with
-// code EInvalid and a message for the client.
+// ParseInput reads a RunAgentInput held in memory; its audio is decoded
+// into memory too. Every error is a *brainwire.Error with code EInvalid and
+// a message for the client.
 func ParseInput(body []byte) (Input, error) {
+	return ReadInput(bytes.NewReader(body), &MemSpool{}, Limits{})
+}
+
+// spoolTable is where the audio values of an input went.
+type spoolTable struct {
+	spool  Spool
+	values []spooled
+}
+
+// parse reads a RunAgentInput whose audio values were spooled.
+func parse(body []byte, sp spoolTable) (Input, error) {
 	var in runAgentInput
 	if err := json.Unmarshal(body, &in); err != nil {
 		return Input{}, invalid("malformed RunAgentInput: %v", err)
@@ -95,7 +110,7 @@ func ParseInput(body []byte) (Input, error) {
 	if last < 0 {
 		return Input{}, invalid("messages has no user message to capture")
 	}
-	if err := out.readContent(in.Messages[last].Content); err != nil {
+	if err := out.readContent(in.Messages[last].Content, sp); err != nil {
 		return Input{}, err
 	}
 	out.Options.Reasoning = reasoningAsked(in.ForwardedProps)
@@ -115,7 +130,7 @@ func ParseInput(body []byte) (Input, error) {
 }
 
 // readContent takes the text or the audio of the message to capture.
-func (in *Input) readContent(raw json.RawMessage) error {
+func (in *Input) readContent(raw json.RawMessage, sp spoolTable) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
@@ -137,7 +152,7 @@ func (in *Input) readContent(raw json.RawMessage) error {
 				if in.Audio != nil {
 					return invalid("a capture takes one audio part")
 				}
-				a, err := readAudio(p)
+				a, err := readAudio(p, sp)
 				if err != nil {
 					return err
 				}
@@ -156,7 +171,7 @@ func (in *Input) readContent(raw json.RawMessage) error {
 	return nil
 }
 
-func readAudio(p contentPart) (*Audio, error) {
+func readAudio(p contentPart, sp spoolTable) (*Audio, error) {
 	if p.Source == nil {
 		return nil, invalid("audio part without a source")
 	}
@@ -165,14 +180,11 @@ func readAudio(p contentPart) (*Audio, error) {
 		// capture needs, and not something to do on anyone's behalf.
 		return nil, invalid("audio must be sent inline (source type \"data\"), not %q", p.Source.Type)
 	}
-	data, err := base64.StdEncoding.DecodeString(p.Source.Value)
+	data, err := spooledAudio(p.Source.Value, sp)
 	if err != nil {
-		data, err = base64.RawStdEncoding.DecodeString(p.Source.Value)
+		return nil, err
 	}
-	if err != nil {
-		return nil, invalid("audio data is not base64")
-	}
-	if len(data) == 0 {
+	if data.Size() == 0 {
 		return nil, invalid("audio data is empty")
 	}
 	a := &Audio{Data: data, MimeType: p.Source.MimeType}
@@ -183,6 +195,27 @@ func readAudio(p contentPart) (*Audio, error) {
 		a.Filename = meta.Filename
 	}
 	return a, nil
+}
+
+// spooledAudio is the audio a source's value names in the spool. A value
+// that names none was not spooled (a key spelt in a way the scanner did
+// not take for "value"): it is decoded here.
+func spooledAudio(value string, sp spoolTable) (*io.SectionReader, error) {
+	if i, err := strconv.Atoi(strings.TrimPrefix(value, "#")); err == nil && strings.HasPrefix(value, "#") && i >= 0 && i < len(sp.values) {
+		v := sp.values[i]
+		if v.err != nil {
+			return nil, v.err
+		}
+		return io.NewSectionReader(sp.spool, v.off, v.n), nil
+	}
+	data, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		data, err = base64.RawStdEncoding.DecodeString(value)
+	}
+	if err != nil {
+		return nil, invalid("audio data is not base64")
+	}
+	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), nil
 }
 
 // reasoningAsked reports whether forwardedProps asks for the agent's

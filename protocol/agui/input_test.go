@@ -1,7 +1,9 @@
 package agui
 
 import (
+	"bytes"
 	"encoding/base64"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -29,10 +31,10 @@ func TestParseInput(t *testing.T) {
 			Input{ThreadID: "t", RunID: "r", Text: "Lunch with\nSam"}},
 		{"inline audio", `{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":[
 			{"type":"audio","source":{"type":"data","value":"` + b64 + `","mimeType":"audio/wav"},"metadata":{"filename":"memo.wav"}}]}]}`,
-			Input{ThreadID: "t", RunID: "r", Audio: &Audio{Data: wav, MimeType: "audio/wav", Filename: "memo.wav"}}},
+			Input{ThreadID: "t", RunID: "r", Audio: &Audio{Data: section(wav), MimeType: "audio/wav", Filename: "memo.wav"}}},
 		{"unpadded base64", `{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":[
 			{"type":"audio","source":{"type":"data","value":"` + strings.TrimRight(b64, "=") + `","mimeType":"audio/wav"}}]}]}`,
-			Input{ThreadID: "t", RunID: "r", Audio: &Audio{Data: wav, MimeType: "audio/wav"}}},
+			Input{ThreadID: "t", RunID: "r", Audio: &Audio{Data: section(wav), MimeType: "audio/wav"}}},
 		{"reasoning asked for", `{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"x"}],"forwardedProps":{"reasoning":true}}`,
 			Input{ThreadID: "t", RunID: "r", Text: "x", Options: Options{Reasoning: true}}},
 		{"reasoning only for a literal true", `{"threadId":"t","runId":"r","messages":[{"id":"u","role":"user","content":"x"}],"forwardedProps":{"reasoning":"yes"}}`,
@@ -61,11 +63,26 @@ func TestParseInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if got.Audio != nil && c.want.Audio != nil {
+				if g, w := bytesOf(got.Audio.Data), bytesOf(c.want.Audio.Data); !bytes.Equal(g, w) {
+					t.Fatalf("audio %q, want %q", g, w)
+				}
+				got.Audio.Data, c.want.Audio.Data = nil, nil
+			}
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("\ngot  %+v\nwant %+v", got, c.want)
 			}
 		})
 	}
+}
+
+func section(b []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b)))
+}
+
+func bytesOf(r *io.SectionReader) []byte {
+	b, _ := io.ReadAll(io.NewSectionReader(r, 0, r.Size()))
+	return b
 }
 
 func TestParseInputRefuses(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/brainwire/brainwire/internal/scripttest"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // ProjectPath is the path of the Foundry project endpoint on the server;
@@ -102,3 +103,15 @@ func Hang() Event { return scripttest.Hang() }
 
 // Done is the "data: [DONE]" line some servers end a stream with.
 func Done() Event { return Event{Data: "[DONE]"} }
+
+// Model answers 200 with the model object of id, as GET /models/{model}
+// does.
+func Model(id string) Response { return JSON(http.StatusOK, responseswire.NewModel(id, "system")) }
+
+// Deployment answers 200 with the Foundry project's deployment name of
+// model, as GET {project}/deployments/{name}?api-version=v1 does. Its
+// path on the server is outside the Responses API: Requests names it
+// "/deployments/{name}" all the same.
+func Deployment(name, model string) Response {
+	return JSON(http.StatusOK, responseswire.NewDeployment(name, model))
+}

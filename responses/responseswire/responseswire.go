@@ -5,8 +5,9 @@
 // sends and the specification leaves open (the obfuscation padding, the
 // argument fragments, which members a reasoning item and the arguments'
 // done event carry) follows published recordings of OpenAI and Azure
-// OpenAI streams. The simulator's Responses face and responsestest write
-// through it.
+// OpenAI streams. It also writes the objects a health check reads (a
+// model, a Foundry project's deployment: objects.go). The simulator's
+// Responses face and responsestest write through it.
 package responseswire
 
 import (

@@ -1,0 +1,257 @@
+package wiring_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/foundry"
+	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/internal/scripttest"
+	"github.com/brainwire/brainwire/responses"
+	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
+)
+
+// healthReport is /health's answer, as far as the agent goes.
+type healthReport struct {
+	Status   string `json:"status"`
+	Backends struct {
+		Agent struct {
+			Configured bool   `json:"configured"`
+			Kind       string `json:"kind"`
+			Reachable  *bool  `json:"reachable"`
+			Failed     string `json:"failed"`
+		} `json:"agent"`
+	} `json:"backends"`
+}
+
+func getHealth(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error)) (int, healthReport) {
+	t.Helper()
+	phone := phoneServer(t, agent)
+	resp, err := phone.Client().Get(phone.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rep healthReport
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, rep
+}
+
+// healthMode is one way of naming the agent, and how its stand-in answers
+// the health check's one call.
+type healthMode struct {
+	name string
+	// open starts a stand-in that answers the probe with answer (none: no
+	// call may come) and opens the agent on it, signed in with auth (nil:
+	// the mode's own, which works); a stopped stand-in when stopped.
+	open                 func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error)
+	ok, refused, unknown scripttest.Response
+	entra                bool // signed in with Entra ID tokens
+}
+
+func healthModes() []healthMode {
+	defined := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
+	apiKey := func(next http.RoundTripper) http.RoundTripper {
+		return responses.NewAPIKeyTransport("sk-test", "", next)
+	}
+	or := func(auth, def func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+		if auth != nil {
+			return auth
+		}
+		return def
+	}
+	responsesUp := func(t *testing.T, call string, answer *scripttest.Response, stopped bool) (base, project string) {
+		if stopped {
+			project = stoppedURL(t) + rt.ProjectPath
+			return responses.ProjectBaseURL(project), project
+		}
+		up := rt.NewServer(t)
+		if answer != nil {
+			up.Script(rt.Expect(call, *answer))
+		}
+		return up.BaseURL(), up.Project()
+	}
+	return []healthMode{
+		{
+			name: "Foundry project, model deployment",
+			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, project := responsesUp(t, "GET /deployments/gpt-5-mini", answer, stopped)
+				return wiring.Responses(base, project, defined, or(auth, staticAuth), responses.WithName(responses.ProviderNameFoundry))
+			},
+			ok:      rt.Deployment("gpt-5-mini", "gpt-5-mini"),
+			refused: rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
+			unknown: rt.Error(http.StatusNotFound, "DeploymentNotFound", "Deployment gpt-5-mini not found."),
+			entra:   true,
+		},
+		{
+			name: "OpenAI-compatible endpoint, model",
+			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, _ := responsesUp(t, "GET /models/gpt-5-mini", answer, stopped)
+				return wiring.Responses(base, "", defined, or(auth, apiKey), responses.WithChaining(responses.ChainPreviousResponse))
+			},
+			ok:      rt.Model("gpt-5-mini"),
+			refused: rt.Error(http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided."),
+			unknown: rt.Error(http.StatusNotFound, "model_not_found", "The model `gpt-5-mini` does not exist or you do not have access to it."),
+		},
+		{
+			name: "Foundry agent by name",
+			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, project := responsesUp(t, "GET /agents/classifier", answer, stopped)
+				return wiring.Responses(base, project, responses.Agent{Name: "classifier"}, or(auth, staticAuth), responses.WithName(responses.ProviderNameFoundry))
+			},
+			ok: rt.JSON(http.StatusOK, `{"object":"agent","id":"classifier","name":"classifier","versions":{"latest":{"object":"agent.version",`+
+				`"id":"classifier:2","name":"classifier","version":"2","definition":{"kind":"prompt","model":"gpt-5-mini","instructions":"Classify."}}}}`),
+			refused: rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
+			unknown: rt.Error(http.StatusNotFound, "not_found", "Agent classifier not found."),
+			entra:   true,
+		},
+		{
+			name: "classic agent (threads/runs)",
+			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				endpoint := stoppedURL(t) + ft.ProjectPath
+				if !stopped {
+					up := ft.NewServer(t)
+					if answer != nil {
+						up.Script(ft.Expect("GET /assistants/asst_1", *answer))
+					}
+					endpoint = up.Endpoint()
+				}
+				return wiring.Foundry(endpoint, "asst_1", foundry.DefaultAPIVersion, or(auth, staticAuth))
+			},
+			ok: ft.JSON(http.StatusOK, `{"id":"asst_1","object":"assistant","created_at":1741290958,"name":"Classifier","model":"gpt-4o",`+
+				`"instructions":"Classify.","tools":[],"metadata":{}}`),
+			refused: ft.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
+			unknown: ft.Error(http.StatusNotFound, "not_found", "No assistant found with id 'asst_1'."),
+			entra:   true,
+		},
+		{
+			name: "ADK app",
+			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base := stoppedURL(t)
+				if !stopped {
+					up := adktest.NewServer(t)
+					if answer != nil {
+						up.Script(adktest.Expect("GET /list-apps", *answer))
+					}
+					base = up.URL()
+				}
+				return wiring.ADK(base, "classifier", auth)
+			},
+			ok: adktest.Apps("classifier", "other_agent"),
+			// A proxy in front of the server refuses the header.
+			refused: adktest.Detail(http.StatusForbidden, "Not authenticated"),
+			unknown: adktest.Apps("other_agent"),
+		},
+	}
+}
+
+// TestHealthReachesTheAgentService: for every way of naming the agent,
+// /health asks the agent service, and says which check failed: the service
+// not there, brainwire's credential refused or not to be had, the agent
+// (deployment, model, app) unknown.
+func TestHealthReachesTheAgentService(t *testing.T) {
+	for _, m := range healthModes() {
+		t.Run(m.name, func(t *testing.T) {
+			cases := []struct {
+				name    string
+				answer  *scripttest.Response
+				stopped bool
+				auth    func(http.RoundTripper) http.RoundTripper
+				failed  string // "": healthy
+			}{
+				{"the service answers", &m.ok, false, nil, ""},
+				{"the service stopped", nil, true, nil, "unreachable"},
+				{"the credential refused", &m.refused, false, nil, "credentials"},
+				{"the agent unknown", &m.unknown, false, nil, "not_found"},
+			}
+			if m.entra {
+				cases = append(cases, struct {
+					name    string
+					answer  *scripttest.Response
+					stopped bool
+					auth    func(http.RoundTripper) http.RoundTripper
+					failed  string
+				}{"no token to be had", nil, false, entraAuth(noCredential{}), "credentials"})
+			}
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					status, rep := getHealth(t, m.open(t, c.answer, c.stopped, c.auth))
+					a := rep.Backends.Agent
+					if c.failed == "" {
+						if status != http.StatusOK || rep.Status != "ok" || a.Reachable == nil || !*a.Reachable || a.Failed != "" {
+							t.Fatalf("health %d %+v", status, rep)
+						}
+						return
+					}
+					if status != http.StatusServiceUnavailable || rep.Status != "degraded" || a.Reachable == nil || *a.Reachable || a.Failed != c.failed {
+						t.Fatalf("health %d %+v, want 503 with the agent failed: %s", status, rep, c.failed)
+					}
+				})
+			}
+		})
+	}
+}
+
+// opNames records the operation each call to the agent service is named
+// by on its context.
+type opNames struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	names []string
+}
+
+func (o *opNames) RoundTrip(req *http.Request) (*http.Response, error) {
+	op, _ := brainwire.OperationFrom(req.Context())
+	o.mu.Lock()
+	o.names = append(o.names, op.Name)
+	o.mu.Unlock()
+	return o.next.RoundTrip(req)
+}
+
+// TestHealthProbesAreNamed: what the health check asks the agent service
+// is named health_probe on the request's context, whatever the call, so
+// that a layer that retries calls can tell it; a capture's calls keep
+// their own names.
+func TestHealthProbesAreNamed(t *testing.T) {
+	up := rt.NewServer(t,
+		rt.Expect("GET /agents/classifier", rt.JSON(http.StatusOK, `{"object":"agent","id":"classifier","name":"classifier","versions":{"latest":{"version":"2"}}}`)),
+		rt.Expect("POST /conversations", rt.Error(http.StatusInternalServerError, "server_error", "try later")),
+	)
+	ops := &opNames{next: up.Client().Transport}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := wiring.New(wiring.Config{
+		Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
+		Agent:     wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Name: "classifier"}, staticAuth),
+		Transport: ops,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := httptest.NewServer(srv.Handler())
+	t.Cleanup(phone.Close)
+	resp, err := phone.Client().Get(phone.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
+	if got := strings.Join(ops.names, " "); resp.StatusCode != http.StatusOK || got != brainwire.OpHealthProbe+" "+responses.OpCreateConversation {
+		t.Fatalf("health %d; calls named %q", resp.StatusCode, got)
+	}
+}

@@ -1,0 +1,138 @@
+package wiring_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/responses"
+	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
+)
+
+// noCredential is a token source that has no token to give, as
+// DefaultAzureCredential where no identity is configured.
+type noCredential struct{}
+
+func (noCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{}, errors.New("DefaultAzureCredential: failed to acquire a token")
+}
+
+// entraAuth signs requests with tokens from cred, as serve does with
+// DefaultAzureCredential.
+func entraAuth(cred azcore.TokenCredential) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper { return foundry.NewTokenTransport(cred, next) }
+}
+
+// staticAuth signs requests with a fixed token.
+func staticAuth(next http.RoundTripper) http.RoundTripper {
+	return foundry.NewStaticTokenTransport("entra-token", next)
+}
+
+// stoppedURL is the URL of a server that is no longer there.
+func stoppedURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
+}
+
+// phoneServer wires a capture server over agent and serves its API.
+func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error)) *httptest.Server {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
+		Agent:  agent,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := httptest.NewServer(srv.Handler())
+	t.Cleanup(phone.Close)
+	return phone
+}
+
+// postStream posts body to path as the phone and returns the stream.
+func postStream(t *testing.T, phone *httptest.Server, path, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, phone.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := phone.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestSignInFailureReachesThePhone: when brainwire cannot sign in to the
+// agent service (no token to be had, or the service refuses the one sent)
+// the phone is told so, in every protocol, and not that the service could
+// not be reached; a service that is not there still reads as unreachable.
+func TestSignInFailureReachesThePhone(t *testing.T) {
+	const (
+		signIn      = "brainwire could not sign in to the agent service"
+		unreachable = "The agent service could not be reached"
+	)
+	agent := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
+	cases := []struct {
+		name          string
+		open          func(t *testing.T) func(http.RoundTripper) (brainwire.Provider, error)
+		message, code string
+	}{
+		{"no token to be had", func(t *testing.T) func(http.RoundTripper) (brainwire.Provider, error) {
+			up := rt.NewServer(t) // no call may come: the request is never sent
+			return wiring.Responses(up.BaseURL(), up.Project(), agent, entraAuth(noCredential{}))
+		}, signIn, "upstream_auth"},
+		{"the token refused (401)", func(t *testing.T) func(http.RoundTripper) (brainwire.Provider, error) {
+			refused := rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action.")
+			up := rt.NewServer(t, rt.Expect("POST /conversations", refused), rt.Expect("POST /conversations", refused),
+				rt.Expect("POST /conversations", refused))
+			return wiring.Responses(up.BaseURL(), up.Project(), agent, staticAuth)
+		}, signIn, "upstream_auth"},
+		{"the service not there", func(t *testing.T) func(http.RoundTripper) (brainwire.Provider, error) {
+			project := stoppedURL(t) + rt.ProjectPath
+			return wiring.Responses(responses.ProjectBaseURL(project), project, agent, staticAuth)
+		}, unreachable, "internal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			phone := phoneServer(t, c.open(t))
+			v2 := postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
+			if want := `data: {"type":"ERROR","message":"` + c.message + `"}`; !strings.Contains(v2, want) {
+				t.Errorf("capture v2:\n%s\nwant %s", v2, want)
+			}
+			v1 := postStream(t, phone, "/api/ag-ui", `{"messages":[{"id":"m1","role":"user","content":"Call Sam"}]}`)
+			if want := `"type":"RUN_ERROR","message":"` + c.message + `"`; !strings.Contains(v1, want) {
+				t.Errorf("v1:\n%s\nwant %s", v1, want)
+			}
+			agui := postStream(t, phone, "/api/agui", `{"threadId":"t-1","runId":"r-1","state":{},`+
+				`"messages":[{"id":"u1","role":"user","content":"Call Sam"}],"tools":[],"context":[],"forwardedProps":{}}`)
+			if want := `"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"`; !strings.Contains(agui, want) {
+				t.Errorf("AG-UI:\n%s\nwant %s", agui, want)
+			}
+		})
+	}
+}

@@ -24,6 +24,10 @@ type Operation struct {
 	// up rather than repeated. The call sending again asks it with its own
 	// context; an error means the service could not tell.
 	Took func(ctx context.Context) (bool, error)
+	// Key, when set, is the Idempotency-Key every attempt of a POST goes
+	// with: a provider that tags what it creates with it (metadata) can
+	// look the tag up in Took. Empty: the retry layer makes one.
+	Key string
 }
 
 type operationKey struct{}

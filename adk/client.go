@@ -101,6 +101,8 @@ const (
 	OpCreateSession = "create_session"
 	OpRunSSE        = "run_sse"
 	OpListApps      = "list_apps"
+	// OpGetSession looks up a /run_sse call whose answer was lost.
+	OpGetSession = "get_session"
 )
 
 // op names the call made with ctx.
@@ -135,12 +137,15 @@ func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, 
 }
 
 // RunSSE runs the agent on a message and streams its events
-// (POST /run_sse). invocationID names the paused run a message of function
+// (POST /run_sse). When the answer is lost, the session tells whether the
+// message was taken. invocationID names the paused run a message of function
 // responses resumes, for telemetry; the server finds it by the responses'
 // ids. Read the stream to its end and Close it; closing it early closes
 // the request, which stops the run on the server.
 func (c *Client) RunSSE(ctx context.Context, req RunSSERequest, invocationID string) (*Stream, error) {
-	ctx, cancel := context.WithCancel(op(ctx, OpRunSSE, req.SessionID, invocationID))
+	rop := brainwire.Operation{Name: OpRunSSE, ThreadID: req.SessionID, RunID: invocationID,
+		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, req) }}
+	ctx, cancel := context.WithCancel(brainwire.WithOperation(ctx, rop))
 	body, err := c.api.Stream(ctx, c.url("run_sse"), req)
 	if err != nil {
 		cancel()

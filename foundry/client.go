@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
+	"github.com/brainwire/brainwire/internal/retry"
 )
 
 // DefaultAPIVersion is the api-version of the stable SDKs.
@@ -77,7 +79,19 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 type Message struct {
 	Role    string `json:"role"` // "user" or "assistant"
 	Content string `json:"content"`
+	// Metadata is the message's key-value pairs.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
+
+// MetadataCall is the metadata key a message or run created on an
+// existing thread is tagged with: the value is the call's
+// Idempotency-Key, so that a create whose answer was lost can be found
+// on the thread instead of being sent twice.
+const MetadataCall = "brainwire_call"
+
+// lookupDepth is how many of a thread's newest messages or runs a lost
+// create is looked for among: what else was added in the meantime.
+const lookupDepth = 20
 
 // UserMessage returns a message from the user.
 func UserMessage(text string) Message { return Message{Role: "user", Content: text} }
@@ -122,10 +136,11 @@ type Thread struct {
 
 // ThreadMessage is a message object.
 type ThreadMessage struct {
-	ID        string `json:"id"`
-	ThreadID  string `json:"thread_id"`
-	Role      string `json:"role"`
-	CreatedAt int64  `json:"created_at"`
+	ID        string            `json:"id"`
+	ThreadID  string            `json:"thread_id"`
+	Role      string            `json:"role"`
+	CreatedAt int64             `json:"created_at"`
+	Metadata  map[string]string `json:"metadata"`
 }
 
 // Run is the part of a run object this package reads.
@@ -216,12 +231,13 @@ type (
 		Stream       bool           `json:"stream"`
 	}
 	createRunBody struct {
-		AssistantID            string         `json:"assistant_id"`
-		Instructions           string         `json:"instructions,omitempty"`
-		AdditionalMessages     []Message      `json:"additional_messages,omitempty"`
-		AdditionalInstructions string         `json:"additional_instructions,omitempty"`
-		Tools                  []functionTool `json:"tools,omitempty"`
-		Stream                 bool           `json:"stream"`
+		AssistantID            string            `json:"assistant_id"`
+		Instructions           string            `json:"instructions,omitempty"`
+		AdditionalMessages     []Message         `json:"additional_messages,omitempty"`
+		AdditionalInstructions string            `json:"additional_instructions,omitempty"`
+		Tools                  []functionTool    `json:"tools,omitempty"`
+		Stream                 bool              `json:"stream"`
+		Metadata               map[string]string `json:"metadata,omitempty"`
 	}
 	submitToolOutputsBody struct {
 		ToolOutputs []ToolOutput `json:"tool_outputs"`
@@ -256,9 +272,13 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 }
 
 // CreateRun starts a streamed run on an existing thread
-// (POST /threads/{thread}/runs).
+// (POST /threads/{thread}/runs). The run is tagged (MetadataCall), so
+// that when its answer is lost the thread's runs tell whether it was
+// created.
 func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRequest) (*Stream, error) {
+	key := retry.NewKey()
 	body := createRunBody{
+		Metadata:               map[string]string{MetadataCall: key},
 		AssistantID:            req.AssistantID,
 		Instructions:           req.Instructions,
 		AdditionalMessages:     req.AdditionalMessages,
@@ -266,7 +286,9 @@ func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRe
 		Tools:                  functionTools(req.Tools),
 		Stream:                 true,
 	}
-	s, err := c.stream(op(ctx, OpProcessThreadRun, threadID, ""), c.url("threads", threadID, "runs"), body)
+	rop := brainwire.Operation{Name: OpProcessThreadRun, ThreadID: threadID, Key: key,
+		Took: func(ctx context.Context) (bool, error) { return c.tookRun(ctx, threadID, key) }}
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", threadID, "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating run on thread %s: %w", threadID, err)
 	}
@@ -314,6 +336,43 @@ func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, output
 	return false, nil
 }
 
+// tookRun says whether a run tagged key is among the thread's newest.
+func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error) {
+	var list struct {
+		Data []struct {
+			Metadata map[string]string `json:"metadata"`
+		} `json:"data"`
+	}
+	u := c.url("threads", threadID, "runs") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
+	if err := c.do(op(ctx, OpListRuns, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+		return false, fmt.Errorf("listing runs of thread %s: %w", threadID, err)
+	}
+	for _, r := range list.Data {
+		if r.Metadata[MetadataCall] == key {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// tookMessage says whether a message tagged key is among the thread's
+// newest.
+func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, error) {
+	var list struct {
+		Data []ThreadMessage `json:"data"`
+	}
+	u := c.url("threads", threadID, "messages") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
+	if err := c.do(op(ctx, OpListMessages, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+		return false, fmt.Errorf("listing messages of thread %s: %w", threadID, err)
+	}
+	for _, m := range list.Data {
+		if m.Metadata[MetadataCall] == key {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, error) {
 	var th Thread
@@ -323,10 +382,20 @@ func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, 
 	return th, nil
 }
 
-// CreateMessage adds a message to a thread (POST /threads/{thread}/messages).
+// CreateMessage adds a message to a thread (POST /threads/{thread}/messages),
+// tagged (MetadataCall) so that one whose answer was lost is looked up
+// among the thread's messages rather than added twice.
 func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (ThreadMessage, error) {
+	key := retry.NewKey()
+	msg.Metadata = maps.Clone(msg.Metadata)
+	if msg.Metadata == nil {
+		msg.Metadata = map[string]string{}
+	}
+	msg.Metadata[MetadataCall] = key
+	mop := brainwire.Operation{Name: OpCreateMessage, ThreadID: threadID, Key: key,
+		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, threadID, key) }}
 	var m ThreadMessage
-	if err := c.do(op(ctx, OpCreateMessage, threadID, ""), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
+	if err := c.do(brainwire.WithOperation(ctx, mop), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
 		return ThreadMessage{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
 	}
 	return m, nil
@@ -385,6 +454,8 @@ const (
 	OpGetRun            = "get_run"
 	OpCreateThread      = "create_thread"
 	OpCreateMessage     = "create_message"
+	OpListRuns          = "list_runs"
+	OpListMessages      = "list_messages"
 	OpGetAgent          = "get_agent"
 )
 

@@ -57,7 +57,7 @@ func TestClientCalls(t *testing.T) {
 			t.Errorf("request %d: %s ?%s, want %s", i, r, r.Query.Encode(), want[i])
 		}
 	}
-	if got := canonical(t, reqs[0].RawBody); got != `{"content":"hello","role":"user"}` {
+	if got := untagged(t, reqs[0].RawBody); got != `{"content":"hello","role":"user"}` {
 		t.Errorf("message body %s", got)
 	}
 	for _, i := range []int{1, 2} {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/recorder"
 )
 
@@ -109,6 +110,17 @@ func normalize(x any) any {
 			switch k {
 			case "tools":
 				v[k] = toolNames(val)
+			case "metadata":
+				// The tag of a create on a thread is a key of its own
+				// each time; recordings made before it have none.
+				if md, ok := val.(map[string]any); ok {
+					delete(md, foundry.MetadataCall)
+					if len(md) == 0 {
+						delete(v, k)
+						continue
+					}
+				}
+				v[k] = normalize(val)
 			case "output":
 				if s, ok := val.(string); ok {
 					v[k] = normalizeBody([]byte(s))

@@ -91,6 +91,8 @@ const (
 	OpGetAgent           = "get_agent"
 	OpGetModel           = "get_model"
 	OpGetDeployment      = "get_deployment"
+	// OpListConversationItems looks up a response whose answer was lost.
+	OpListConversationItems = "list_conversation_items"
 )
 
 // op names the call made with ctx: the conversation and the response it
@@ -128,7 +130,14 @@ func (s *Stream) Close() error {
 // stream: true).
 func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) (*Stream, error) {
 	req.Stream = true
-	ctx = op(ctx, OpCreateResponse, req.Conversation, req.PreviousResponseID)
+	rop := brainwire.Operation{Name: OpCreateResponse, ThreadID: req.Conversation, RunID: req.PreviousResponseID}
+	if conv, input := req.Conversation, req.Input; conv != "" && len(input) > 0 {
+		// What the response adds to the conversation tells whether it
+		// was created. Chained by previous_response_id there is nothing
+		// to look in: the Idempotency-Key is all a lost answer has.
+		rop.Took = func(ctx context.Context) (bool, error) { return c.tookInput(ctx, conv, input) }
+	}
+	ctx = brainwire.WithOperation(ctx, rop)
 	s, err := c.stream(ctx, c.url("responses"), req)
 	if err != nil {
 		return nil, fmt.Errorf("creating a response: %w", err)

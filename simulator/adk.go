@@ -157,7 +157,7 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 		return adkDetail(http.StatusConflict, "Session already exists: %s", id)
 	}
 	ss := &adkSession{key: key, obj: adkwire.Session{ID: id, AppName: app, UserID: user,
-		State: orDefault(body.State, `{}`), Events: []struct{}{}, LastUpdateTime: adkwire.Time(s.cfg.Now())}}
+		State: orDefault(body.State, `{}`), Events: []adkwire.Event{}, LastUpdateTime: adkwire.Time(s.cfg.Now())}}
 	if s.adk.byKey == nil {
 		s.adk.byKey, s.adk.lru = map[string]*adkSession{}, list.New()
 	}

@@ -39,6 +39,10 @@ const TokenScope = "https://cognitiveservices.azure.com/.default"
 // well under it.
 const maxAnswerSize = 4 << 20
 
+// OpTranscribe names the upload on its request's context
+// (brainwire.Operation): telemetry counts its retries under it.
+const OpTranscribe = "transcribe"
+
 // Config says which deployment to call and how.
 type Config struct {
 	// Endpoint is the resource's endpoint, e.g.
@@ -147,7 +151,8 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 	// its caller's to close once Transcribe returns, so it is let go first.
 	first := body.open()
 	defer first.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, first)
+	// Named, so that what sends it again (and counts it) can say what it was.
+	req, err := http.NewRequestWithContext(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpTranscribe}), http.MethodPost, c.url, first)
 	if err != nil {
 		return "", fmt.Errorf("transcription: building the request: %w", err)
 	}

@@ -97,7 +97,7 @@ func New(cfg Config) (*server.Server, error) {
 	if tel := cfg.Telemetry; tel != nil && tel.Enabled() {
 		// Under the recorder, so recorded requests carry no traceparent.
 		rt = tel.WrapTransport(rt)
-		policy.Observe = observeRetry(tel, policy.Observe)
+		policy.Observe = ObserveRetry(tel, policy.Observe)
 		sc.Store = tel.WrapStore(sc.Store)
 		observers = append(observers, tel)
 		wrapTools = tel.WrapTools
@@ -124,9 +124,11 @@ func New(cfg Config) (*server.Server, error) {
 	return server.New(sc)
 }
 
-// observeRetry has telemetry count a retry and mark the attempt it
-// sends, then next (if any) see it.
-func observeRetry(tel *telemetry.Telemetry, next func(context.Context, retry.Retry) context.Context) func(context.Context, retry.Retry) context.Context {
+// ObserveRetry has telemetry count a retry and mark the attempt it
+// sends, then next (if any) see it: the Observe of a retry.Policy, for
+// the agent service's calls and for the other upstream clients
+// (transcription).
+func ObserveRetry(tel *telemetry.Telemetry, next func(context.Context, retry.Retry) context.Context) func(context.Context, retry.Retry) context.Context {
 	return func(ctx context.Context, r retry.Retry) context.Context {
 		ctx = tel.Resend(ctx, r.Op.Name, r.Count, r.Reason, r.Wait)
 		if next != nil {

@@ -216,10 +216,27 @@ func LegacyErrorFrame(message string) Frame {
 // PyString encodes s as Python's json.dumps does by default: ASCII only.
 func PyString(s string) string { return adkwire.PyString(s) }
 
-// Session is the API server's answer to a session creation.
-func Session(id, app, user string) adkwire.Session {
-	return adkwire.Session{ID: id, AppName: app, UserID: user, State: json.RawMessage(`{}`), Events: []struct{}{},
+// Session is the API server's answer to a session creation, or to a
+// session's GET (GET /apps/{app}/users/{user}/sessions/{id}) with the
+// events it holds, oldest first.
+func Session(id, app, user string, events ...adkwire.Event) adkwire.Session {
+	if events == nil {
+		events = []adkwire.Event{}
+	}
+	return adkwire.Session{ID: id, AppName: app, UserID: user, State: json.RawMessage(`{}`), Events: events,
 		LastUpdateTime: seconds(1784000000.25)}
+}
+
+// UserEvent is the event the server appends for a /run_sse call's
+// message from the user (author "user"), as a session's GET lists it.
+func UserEvent(invocationID, eventID, text string) adkwire.Event {
+	return adkwire.Event{
+		Content:      &adkwire.Content{Parts: []adkwire.Part{{Text: text}}, Role: "user"},
+		InvocationID: invocationID,
+		Author:       "user",
+		ID:           eventID,
+		Timestamp:    seconds(1784000001.0),
+	}
 }
 
 // Encode returns v as one line of compact JSON, non-ASCII kept as UTF-8,

@@ -92,7 +92,7 @@ type Session struct {
 	AppName        string          `json:"appName"`
 	UserID         string          `json:"userId"`
 	State          json.RawMessage `json:"state"`
-	Events         []struct{}      `json:"events"`
+	Events         []Event         `json:"events"`
 	LastUpdateTime Time            `json:"lastUpdateTime"`
 }
 

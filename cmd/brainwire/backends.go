@@ -59,7 +59,9 @@ func (c *credential) get() (azcore.TokenCredential, error) {
 	return c.cred, c.err
 }
 
-func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, log *slog.Logger) (_ *backends, err error) {
+// observe, when set, is told of each refused upstream call sent again
+// (telemetry counts them).
+func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, observe func(context.Context, retry.Retry) context.Context, log *slog.Logger) (_ *backends, err error) {
 	b := &backends{}
 	defer func() {
 		if err != nil {
@@ -80,7 +82,7 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 	if local, ok := b.blobs.(*localblob.Store); ok {
 		b.closers = append(b.closers, sweepAudio(ctx, local, audioMaxAge(cfg), log))
 	}
-	if b.transcriber, err = openTranscriber(getenv, &cred, log); err != nil {
+	if b.transcriber, err = openTranscriber(getenv, &cred, observe, log); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -267,7 +269,7 @@ func sweepAudio(ctx context.Context, st *localblob.Store, maxAge time.Duration, 
 	return func() { cancel(); <-done }
 }
 
-func openTranscriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
+func openTranscriber(getenv func(string) string, cred *credential, observe func(context.Context, retry.Retry) context.Context, log *slog.Logger) (brainwire.Transcriber, error) {
 	endpoint, err := envURL(getenv, "AZURE_OPENAI_ENDPOINT")
 	if err != nil {
 		return nil, err
@@ -301,7 +303,7 @@ func openTranscriber(getenv func(string) string, cred *credential, log *slog.Log
 		return nil, err
 	}
 	// A refused upload is sent again from the audio blob (its GetBody).
-	hc := &http.Client{Timeout: 2 * time.Minute, Transport: retry.Policy{Retries: retries}.Transport(http.DefaultTransport)}
+	hc := &http.Client{Timeout: 2 * time.Minute, Transport: retry.Policy{Retries: retries, Observe: observe}.Transport(http.DefaultTransport)}
 	t, err := transcription.New(tc, hc)
 	if err != nil {
 		return nil, err

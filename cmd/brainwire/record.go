@@ -273,7 +273,7 @@ func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, 
 	case f.transcript != "":
 		return replay.StaticTranscriber{Text: f.transcript}, nil
 	case f.audio != "":
-		return openTranscriber(getenv, cred, log)
+		return openTranscriber(getenv, cred, nil, log)
 	}
 	return nil, nil
 }

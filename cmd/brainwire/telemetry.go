@@ -13,7 +13,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // telemetryShutdownTimeout bounds the final flush of traces, metrics and
@@ -122,4 +124,14 @@ func (s *telemetrySetup) shutdown() {
 	if err := s.tel.Shutdown(ctx); err != nil {
 		s.log.Warn("telemetry: not everything was flushed", "error", err)
 	}
+}
+
+// observeRetry is the Observe of the retry layer under the clients
+// wiring.New does not build (transcription), so that their retries count
+// with the agent service's; nil with telemetry off.
+func (s *telemetrySetup) observeRetry() func(context.Context, retry.Retry) context.Context {
+	if s == nil || s.tel == nil || !s.tel.Enabled() {
+		return nil
+	}
+	return wiring.ObserveRetry(s.tel, nil)
 }

@@ -72,6 +72,8 @@ type Run struct {
 	Instructions string
 	Tools        []Tool
 	CreatedAt    int64
+	// Metadata is the run's key-value pairs, as it was created with.
+	Metadata map[string]string
 }
 
 // NewRun returns a run of the classifier agent with the file_capture tool.
@@ -137,6 +139,9 @@ func (r Run) object(st runState) foundrywire.Run {
 		ResponseFormat:     json.RawMessage(`"auto"`),
 		ToolChoice:         json.RawMessage(`"auto"`),
 		ParallelToolCalls:  true,
+	}
+	if r.Metadata != nil {
+		o.Metadata = json.RawMessage(Encode(r.Metadata))
 	}
 	if st.status != "queued" {
 		o.StartedAt = r.at(1)
@@ -401,4 +406,14 @@ func (c Classify) Script() []Call {
 		Expect("POST /threads/runs", Stream(c.Stream()...)),
 		Expect("POST /threads/"+c.Run.ThreadID+"/runs/"+c.Run.ID+"/submit_tool_outputs", Stream(c.Continuation()...)),
 	}
+}
+
+// List is a page of a list operation (GET /threads/{t}/runs,
+// GET /threads/{t}/messages) holding data, in the order asked for.
+func List(data ...any) foundrywire.List {
+	l := foundrywire.List{Object: "list", Data: data}
+	if data == nil {
+		l.Data = []any{}
+	}
+	return l
 }

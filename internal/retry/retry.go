@@ -106,13 +106,17 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A probe, or a body that cannot be sent again.
 		return t.next.RoundTrip(req)
 	}
-	if req.Method == http.MethodPost && req.Header.Get(HeaderIdempotencyKey) == "" {
+	if req.Method == http.MethodPost && !hasKey(req.Header) {
+		key := op.Key
+		if key == "" {
+			key = NewKey()
+		}
 		req = req.Clone(ctx)
 		// In lower case (header names are case-insensitive; HTTP/2 sends
 		// them so): net/http takes a canonical Idempotency-Key as licence
 		// to send a POST again by itself when a reused connection fails,
 		// which would go around the lookup below.
-		req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{rand.Text()}
+		req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{key}
 	}
 	attempt := req
 	for n := 0; ; n++ {
@@ -157,6 +161,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		attempt = req.Clone(actx)
 		attempt.Body = body
 	}
+}
+
+// NewKey returns a new Idempotency-Key: 26 random characters.
+func NewKey() string { return rand.Text() }
+
+// hasKey says whether h carries an Idempotency-Key, in either case.
+func hasKey(h http.Header) bool {
+	return h.Get(HeaderIdempotencyKey) != "" || len(h[strings.ToLower(HeaderIdempotencyKey)]) > 0
 }
 
 // reopen is the request's body, from its start, for another attempt.

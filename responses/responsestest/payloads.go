@@ -159,3 +159,35 @@ func (t *Turn) response(status string, u *Usage) *responseswire.Response {
 
 // Encode returns v as one line of JSON, without HTML escaping.
 func Encode(v any) string { return scripttest.Encode(v) }
+
+// ItemList is a page of a conversation's items
+// (GET /conversations/{id}/items), in the order asked for.
+func ItemList(items ...map[string]any) string {
+	l := map[string]any{"object": "list", "data": items, "first_id": nil, "last_id": nil, "has_more": false}
+	if items == nil {
+		l["data"] = []any{}
+	} else {
+		l["first_id"], l["last_id"] = items[0]["id"], items[len(items)-1]["id"]
+	}
+	return Encode(l)
+}
+
+// InputMessageItem is a message the client sent (role user or
+// developer), as a conversation lists it.
+func InputMessageItem(id, role, text string) map[string]any {
+	return map[string]any{"type": "message", "id": id, "status": "completed", "role": role,
+		"content": []any{map[string]any{"type": "input_text", "text": text}}}
+}
+
+// OutputMessageItem is a message the model wrote, as a conversation
+// lists it.
+func OutputMessageItem(id, text string) map[string]any {
+	return map[string]any{"type": "message", "id": id, "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}}}
+}
+
+// FunctionCallOutputItem is a function call's output the client sent, as
+// a conversation lists it.
+func FunctionCallOutputItem(id, callID, output string) map[string]any {
+	return map[string]any{"type": "function_call_output", "id": id, "call_id": callID, "output": output, "status": "completed"}
+}

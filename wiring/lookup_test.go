@@ -1,0 +1,230 @@
+package wiring_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/internal/retry"
+	"github.com/brainwire/brainwire/internal/scripttest"
+	"github.com/brainwire/brainwire/responses"
+	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/sqlite"
+	"github.com/brainwire/brainwire/wiring"
+)
+
+const (
+	askedText    = "Call Sarah"
+	followUpText = "About the offsite"
+	itemID       = "00000000-0000-4000-8000-000000000099"
+)
+
+// followUpUpstream is one agent service's stand-in for a follow-up on the
+// conversation a misunderstood item holds: its calls without faults (the
+// first creates on the conversation), and the lookup of a first call
+// whose answer was lost, answered as the service does when it took the
+// call and when it did not.
+type followUpUpstream struct {
+	name   string
+	thread string
+	calls  []scripttest.Call
+	lookup string
+	// taken answers the lookup from the first call's request, which the
+	// service took; notTaken answers it as the conversation was before.
+	taken    func(first scripttest.Request) scripttest.Response
+	notTaken scripttest.Response
+	serve    func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+}
+
+func followUpUpstreams() []followUpUpstream {
+	run := foundrytest.NewClassify("thread_old", "run_2", 3)
+	run.Call = foundrytest.FileCaptureCall("call_file_1", "Call Sarah about the offsite", "People", 0.9, "classified")
+	earlier := foundrytest.NewRun("thread_old", "run_1")
+	conv := rt.InConversation("conv_1")
+	classify := adktest.Turn{InvocationID: "e-2", EventID: "ev-3", Thoughts: []string{"It names Sarah."},
+		Calls: []adktest.FunctionCall{{ID: "adk-2", Name: "file_capture", Args: filed}}}
+	confirm := adktest.Turn{InvocationID: "e-2", EventID: "ev-4", Texts: []string{"Filed."}}
+	return []followUpUpstream{
+		{
+			name:   "classic",
+			thread: "thread_old",
+			calls: []scripttest.Call{
+				// On an existing thread no thread.created comes.
+				foundrytest.Expect("POST /threads/thread_old/runs", foundrytest.Stream(run.Stream()[1:]...)),
+				foundrytest.Expect("POST /threads/thread_old/runs/run_2/submit_tool_outputs", foundrytest.Stream(run.Continuation()...)),
+			},
+			lookup: "GET /threads/thread_old/runs",
+			taken: func(first scripttest.Request) scripttest.Response {
+				tagged := run.Run
+				md, _ := first.Body["metadata"].(map[string]any)
+				tagged.Metadata = map[string]string{foundry.MetadataCall: fmt.Sprint(md[foundry.MetadataCall])}
+				return foundrytest.JSON(200, foundrytest.List(tagged.Object("in_progress"), earlier.Object("completed")))
+			},
+			notTaken: foundrytest.JSON(200, foundrytest.List(earlier.Object("completed"))),
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := foundrytest.NewServer(t, script...)
+				return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
+			},
+		},
+		{
+			name:   "responses",
+			thread: "conv_1",
+			calls: []scripttest.Call{
+				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_3", conv).Reasoning("rs_3", "It names ", "Sarah.").
+					FunctionCall("fc_3", "call_3", "file_capture", filed).Complete(rt.Usage{Input: 300, Output: 80}).Events()...)),
+				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_4", conv).Message("msg_4", "Filed.").
+					Complete(rt.Usage{Input: 400, Output: 8}).Events()...)),
+			},
+			lookup: "GET /conversations/conv_1/items",
+			taken: func(first scripttest.Request) scripttest.Response {
+				// What the response added, newest first, over what was there.
+				input, _ := first.Body["input"].([]any)
+				var items []map[string]any
+				for i := len(input) - 1; i >= 0; i-- {
+					m, _ := input[i].(map[string]any)
+					items = append(items, rt.InputMessageItem(fmt.Sprintf("msg_in_%d", i), fmt.Sprint(m["role"]), fmt.Sprint(m["content"])))
+				}
+				items = append(items, rt.OutputMessageItem("msg_2", "What about Sarah?"), rt.InputMessageItem("msg_1", "user", askedText))
+				return rt.JSON(200, rt.ItemList(items...))
+			},
+			notTaken: rt.JSON(200, rt.ItemList(rt.OutputMessageItem("msg_2", "What about Sarah?"), rt.InputMessageItem("msg_1", "user", askedText))),
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := rt.NewServer(t, script...)
+				return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
+			},
+		},
+		{
+			name:   "adk",
+			thread: "s-1",
+			calls: []scripttest.Call{
+				adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
+				adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
+			},
+			lookup: "GET /apps/classifier/users/alice/sessions/s-1",
+			taken: func(scripttest.Request) scripttest.Response {
+				return adktest.JSON(200, adktest.Session("s-1", "classifier", "alice",
+					adktest.UserEvent("e-1", "ev-1", askedText), adktest.UserEvent("e-2", "ev-3", followUpText)))
+			},
+			notTaken: adktest.JSON(200, adktest.Session("s-1", "classifier", "alice", adktest.UserEvent("e-1", "ev-1", askedText))),
+			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+				up := adktest.NewServer(t, script...)
+				return wiring.ADK(up.URL(), "classifier", nil), up.Requests
+			},
+		},
+	}
+}
+
+// phoneFollowUp files a misunderstood item on thread, then answers it
+// through wiring.New with policy against agent and returns the phone's
+// SSE bytes.
+func phoneFollowUp(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error), policy retry.Policy, thread string) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	if _, err := st.File(ctx, brainwire.Filing{UserID: "alice", NewInboxID: itemID, RawText: askedText, Source: brainwire.KindText,
+		Status: brainwire.StatusMisunderstood, Classification: brainwire.Classification{Bucket: "People", Confidence: 0.2, ClassifiedAt: now},
+		FoundryThreadID: thread, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{
+			Keys:      server.Keys{phoneKey: "alice"},
+			Store:     st,
+			KeepAlive: -1,
+			NewID:     func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
+			Now:       func() time.Time { return now },
+		},
+		Agent: agent,
+		Retry: policy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone := httptest.NewServer(srv.Handler())
+	t.Cleanup(phone.Close)
+	body := fmt.Sprintf(`{"inbox_item_id":%q,"follow_up_text":%q,"follow_up_round":1,"thread_id":"t-2","run_id":"r-2"}`, itemID, followUpText)
+	req, _ := http.NewRequest(http.MethodPost, phone.URL+"/api/capture/follow-up", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+phoneKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := phone.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// TestALostFollowUpIsLookedUp resets the connection of a follow-up's
+// first call, which creates on the conversation, after the request went
+// out: the conversation is asked whether it was taken. Taken, it is not
+// sent twice and the phone is told the answer was lost; not taken, it is
+// sent again and the phone gets what it gets without the fault.
+func TestALostFollowUpIsLookedUp(t *testing.T) {
+	for _, u := range followUpUpstreams() {
+		t.Run(u.name, func(t *testing.T) {
+			agent, _ := u.serve(t, u.calls)
+			want := phoneFollowUp(t, agent, fastRetries, u.thread)
+			if !strings.Contains(want, `"type":"CLASSIFIED"`) {
+				t.Fatalf("the follow-up without faults:\n%s", want)
+			}
+			first := u.calls[0]
+			lost := scripttest.Call{Method: first.Method, Path: first.Path, Response: scripttest.Reset()}
+
+			t.Run("not taken: sent again", func(t *testing.T) {
+				script := append([]scripttest.Call{lost, scripttest.Expect(u.lookup, u.notTaken)}, u.calls...)
+				agent, requests := u.serve(t, script)
+				if got := phoneFollowUp(t, agent, fastRetries, u.thread); got != want {
+					t.Fatalf("the phone got:\n%s\nwant:\n%s", got, want)
+				}
+				reqs := requests()
+				if !bytes.Equal(reqs[0].RawBody, reqs[2].RawBody) || reqs[0].Header.Get("Idempotency-Key") != reqs[2].Header.Get("Idempotency-Key") {
+					t.Errorf("sent again %s\nwant %s", reqs[2].RawBody, reqs[0].RawBody)
+				}
+			})
+			t.Run("taken: not repeated", func(t *testing.T) {
+				var firstReq atomic.Pointer[scripttest.Request]
+				script := []scripttest.Call{
+					{Method: first.Method, Path: first.Path, Response: scripttest.Respond(func(r scripttest.Request) scripttest.Response {
+						firstReq.Store(&r)
+						return scripttest.Reset()
+					})},
+					scripttest.Expect(u.lookup, scripttest.Respond(func(scripttest.Request) scripttest.Response { return u.taken(*firstReq.Load()) })),
+				}
+				agent, requests := u.serve(t, script)
+				got := phoneFollowUp(t, agent, fastRetries, u.thread)
+				complete := `data: {"type":"COMPLETE","threadId":"t-2","runId":"r-2"}` + "\n\n"
+				frames := strings.Split(strings.TrimSuffix(got, complete), "\n\n")
+				if !strings.HasSuffix(got, complete) || len(frames) < 2 || !strings.HasPrefix(frames[len(frames)-2], `data: {"type":"ERROR"`) ||
+					!strings.Contains(frames[len(frames)-2], "the agent service took the request but its answer was lost") {
+					t.Errorf("the phone got:\n%s\nwant ERROR saying the answer was lost, then COMPLETE", got)
+				}
+				if n := len(requests()); n != 2 {
+					t.Errorf("%d requests; want the call and its lookup", n)
+				}
+			})
+		})
+	}
+}

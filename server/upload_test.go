@@ -62,9 +62,15 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	// The watcher wants the latest count: a stale one still waiting is
+	// replaced, or a fast upload's last count would be dropped behind it.
+	select {
+	case <-c.report:
+	default:
+	}
 	select {
 	case c.report <- c.n:
-	default:
+	default: // another upload's count got there first
 	}
 	return n, err
 }

@@ -90,6 +90,7 @@ const (
 	OpGetResponse        = "get_response"
 	OpGetAgent           = "get_agent"
 	OpGetModel           = "get_model"
+	OpListModels         = "list_models"
 	OpGetDeployment      = "get_deployment"
 	// OpListConversationItems looks up a response whose answer was lost.
 	OpListConversationItems = "list_conversation_items"
@@ -177,6 +178,18 @@ func (c *Client) GetModel(ctx context.Context, model string) (Model, error) {
 		return Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
+}
+
+// ListModels lists the endpoint's models (GET /models): a cheap call that
+// proves the endpoint and the credentials, and no more.
+func (c *Client) ListModels(ctx context.Context) error {
+	var list struct {
+		Data []struct{} `json:"data"`
+	}
+	if err := c.do(probe(ctx, OpListModels), http.MethodGet, c.url("models"), nil, &list); err != nil {
+		return fmt.Errorf("listing models: %w", err)
+	}
+	return nil
 }
 
 // GetDeployment fetches a model deployment of the Foundry project (GET

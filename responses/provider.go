@@ -138,8 +138,9 @@ func (p *Provider) Name() string { return p.name }
 // Ping checks that the service answers for the agent, for health checks,
 // with one cheap call that proves the endpoint, the credentials and what
 // the agent is named by: a Foundry agent is fetched; an agent brainwire
-// defines has its model deployment fetched from the Foundry project, or
-// its model from any other endpoint.
+// defines has its model deployment fetched from the Foundry project, the
+// models of an Azure OpenAI resource listed, or its model fetched from any
+// other endpoint.
 func (p *Provider) Ping(ctx context.Context) error {
 	a := p.agent
 	var err error
@@ -148,6 +149,13 @@ func (p *Provider) Ping(ctx context.Context) error {
 		_, err = p.client.GetAgent(ctx, a.Name, a.Version)
 	case p.client.project != "":
 		_, err = p.client.GetDeployment(ctx, a.Model)
+	case p.name == ProviderNameAzureOpenAI:
+		// An Azure OpenAI resource's model is a deployment's name, which
+		// its data plane cannot fetch (GET /models/{id} knows the base
+		// models): fetching it would call a working deployment unknown.
+		// Listing the models proves the endpoint and the credentials; an
+		// unknown deployment shows in the captures' 404.
+		err = p.client.ListModels(ctx)
 	default:
 		_, err = p.client.GetModel(ctx, a.Model)
 	}

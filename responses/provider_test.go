@@ -510,6 +510,8 @@ func TestPing(t *testing.T) {
 		rt.Expect("GET /deployments/gpt-5-mini", rt.Error(404, "DeploymentNotFound", "Deployment gpt-5-mini not found.")),
 		rt.Expect("GET /models/gpt-5-mini", rt.Model("gpt-5-mini")),
 		rt.Expect("GET /models/gpt-5-mini", rt.Error(404, "model_not_found", "The model `gpt-5-mini` does not exist.")),
+		rt.Expect("GET /models", rt.JSON(200, `{"object":"list","data":[{"id":"gpt-4.1-mini","object":"model","created":1744316542,"owned_by":"system"}]}`)),
+		rt.Expect("GET /models", rt.Error(401, "invalid_api_key", "Access denied due to invalid subscription key or wrong API endpoint.")),
 	)
 	probe := brainwire.WithHealthProbe(t.Context())
 	agent, ops := newProvider(t, srv, responses.Agent{Name: "classifier", Version: "3"})
@@ -545,6 +547,16 @@ func TestPing(t *testing.T) {
 	}
 	if err := compat.Ping(probe); brainwire.ErrorCode(err) != brainwire.ENotFound {
 		t.Fatalf("ping of a missing model: %v", err)
+	}
+	// An Azure OpenAI resource, whose model is a deployment named as its
+	// owner chose ("classifier-prod" here), which GET /models/{id} does
+	// not know: the models are listed, proving endpoint and credentials.
+	azure, _ := responses.NewProvider(c, responses.Agent{Model: "classifier-prod", Instructions: "Classify."}, responses.WithName(responses.ProviderNameAzureOpenAI))
+	if err := azure.Ping(probe); err != nil {
+		t.Fatalf("ping of an Azure OpenAI deployment: %v", err)
+	}
+	if err := azure.Ping(probe); brainwire.ErrorCode(err) != brainwire.EUpstreamAuth {
+		t.Fatalf("ping with a refused key: %v (code %s)", err, brainwire.ErrorCode(err))
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -162,19 +161,7 @@ func phoneFollowUp(t *testing.T, agent func(http.RoundTripper) (brainwire.Provid
 	phone := httptest.NewServer(srv.Handler())
 	t.Cleanup(phone.Close)
 	body := fmt.Sprintf(`{"inbox_item_id":%q,"follow_up_text":%q,"follow_up_round":1,"thread_id":"t-2","run_id":"r-2"}`, itemID, followUpText)
-	req, _ := http.NewRequest(http.MethodPost, phone.URL+"/api/capture/follow-up", bytes.NewReader([]byte(body)))
-	req.Header.Set("Authorization", "Bearer "+phoneKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := phone.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%d %s", resp.StatusCode, b)
-	}
-	return string(b)
+	return postStream(t, phone, "/api/capture/follow-up", body)
 }
 
 // TestALostFollowUpIsLookedUp resets the connection of a follow-up's

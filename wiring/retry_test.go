@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -115,19 +114,7 @@ func phoneCapture(t *testing.T, agent func(http.RoundTripper) (brainwire.Provide
 	}
 	phone := httptest.NewServer(srv.Handler())
 	t.Cleanup(phone.Close)
-	req, _ := http.NewRequest(http.MethodPost, phone.URL+"/api/capture", bytes.NewReader([]byte(`{"text":"Call Sarah about the offsite","thread_id":"t-1","run_id":"r-1"}`)))
-	req.Header.Set("Authorization", "Bearer "+phoneKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := phone.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%d %s", resp.StatusCode, b)
-	}
-	return string(b)
+	return postStream(t, phone, "/api/capture", `{"text":"Call Sarah about the offsite","thread_id":"t-1","run_id":"r-1"}`)
 }
 
 var fastRetries = retry.Policy{Retries: 2, Backoff: time.Millisecond}

@@ -100,28 +100,47 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	op, _ := brainwire.OperationFrom(ctx)
-	if op.NoRetry || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
+	// The first attempt is sent from a small frame: every upstream call
+	// of every capture goes through here, under the handler's stack, and
+	// what is sent again is rare. The loop lives in again.
+	op, _ := brainwire.OperationFrom(req.Context())
+	if op.NoRetry || t.p.Retries <= 0 || (req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
 		// A probe, or a body that cannot be sent again.
 		return t.next.RoundTrip(req)
 	}
-	if req.Method == http.MethodPost && !hasKey(req.Header) {
-		key := op.Key
-		if key == "" {
-			key = NewKey()
-		}
-		req = req.Clone(ctx)
-		// In lower case (header names are case-insensitive; HTTP/2 sends
-		// them so): net/http takes a canonical Idempotency-Key as licence
-		// to send a POST again by itself when a reused connection fails,
-		// which would go around the lookup below.
-		req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{key}
+	req = keyed(req, op.Key)
+	resp, err := t.next.RoundTrip(req)
+	if reason, mayHaveDone := refused(req.Context(), resp, err); reason != "" {
+		return t.again(req, &op, resp, err, reason, mayHaveDone)
 	}
-	attempt := req
+	return resp, err
+}
+
+// keyed is req with an Idempotency-Key (key, or a new one), when it is a
+// POST without one.
+//
+//go:noinline
+func keyed(req *http.Request, key string) *http.Request {
+	if req.Method != http.MethodPost || hasKey(req.Header) {
+		return req
+	}
+	if key == "" {
+		key = NewKey()
+	}
+	req = req.Clone(req.Context())
+	// In lower case (header names are case-insensitive; HTTP/2 sends them
+	// so): net/http takes a canonical Idempotency-Key as licence to send a
+	// POST again by itself when a reused connection fails, which would go
+	// around the lookup in again.
+	req.Header[strings.ToLower(HeaderIdempotencyKey)] = []string{key}
+	return req
+}
+
+// again sends req again after its first attempt was refused (resp, err,
+// for reason), as often as the policy and the run's deadline allow.
+func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http.Response, err error, reason string, mayHaveDone bool) (*http.Response, error) {
+	ctx := req.Context()
 	for n := 0; ; n++ {
-		resp, err := t.next.RoundTrip(attempt)
-		reason, mayHaveDone := refused(ctx, resp, err)
 		if reason == "" || n >= t.p.Retries {
 			return resp, err
 		}
@@ -156,10 +175,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(resp)
 		actx := ctx
 		if t.p.Observe != nil {
-			actx = t.p.Observe(ctx, Retry{Op: op, Count: n + 1, Reason: reason, Wait: wait})
+			actx = t.p.Observe(ctx, Retry{Op: *op, Count: n + 1, Reason: reason, Wait: wait})
 		}
-		attempt = req.Clone(actx)
+		attempt := req.Clone(actx)
 		attempt.Body = body
+		resp, err = t.next.RoundTrip(attempt)
+		reason, mayHaveDone = refused(ctx, resp, err)
 	}
 }
 

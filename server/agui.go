@@ -61,7 +61,9 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.Text = in.Text
-		s.runHeld(w, r, c, fp, newEncoder)
+		if hold, ok := s.holdKey(w, r, c, fp, newEncoder); ok {
+			s.runCapture(w, r, c, newEncoder(c), hold)
+		}
 	}
 }
 

@@ -57,19 +57,10 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Text = text
-	s.runHeld(w, r, c, fp, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
-}
-
-// runHeld runs capture c under the request's Idempotency-Key, if it has
-// one: a repeat is answered without running (holdKey), and the outcome is
-// kept for repeats to come.
-func (s *Server) runHeld(w http.ResponseWriter, r *http.Request, c brainwire.Capture, fp *fingerprint, newEncoder func(brainwire.Capture) encoder) {
-	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
-	if !ok {
-		return
+	enc := func(brainwire.Capture) encoder { return capturev2.Encoder{} }
+	if hold, ok := s.holdKey(w, r, c, fp, enc); ok {
+		s.runCapture(w, r, c, enc(c), hold)
 	}
-	res := s.runCapture(w, r, c, newEncoder(c))
-	hold.settle(r.Context(), c, res)
 }
 
 // decodeJSON reads a JSON object body within the size limit. Unknown
@@ -214,8 +205,11 @@ type encoder interface {
 // telemetry and recording. The agent loop runs the agent, and the tools it
 // asks for. The run is bounded by the run timeout; a client that goes away
 // cancels it (the upstream run is then stopped).
-// It returns how the capture ended.
-func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture, enc encoder) brainwire.CaptureResult {
+// It returns how the capture ended, and keeps it under the request's
+// Idempotency-Key when hold is not nil (holdKey): callers claim the key
+// and call this directly, so that no frame of theirs sits under the
+// capture's stack for its whole run.
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.Capture, enc encoder, hold *keyHold) brainwire.CaptureResult {
 	c.Agent, c.EvalRunID = s.Agent(), s.cfg.EvalRunID
 	run := runRequest(c)
 	run.Instructions = s.cfg.Instructions
@@ -290,6 +284,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	default:
 		log.Info("capture ended", attrs...)
 	}
+	hold.settle(r.Context(), c, res)
 	return res
 }
 

@@ -67,7 +67,7 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 		writeError(w, err)
 		return
 	}
-	res := s.runCapture(w, r, c, newEncoder(c))
+	res := s.runCapture(w, r, c, newEncoder(c), nil) // settled below, after the round
 	if !res.Outcome.Filed() {
 		// Nothing was filed: give the round back so the person can try
 		// again, also when they went away (hence a context of its own).

@@ -59,7 +59,9 @@ func (s *Server) handleLegacyCapture(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Text = text
-	s.runHeld(w, r, c, fp, v1Encoder)
+	if hold, ok := s.holdKey(w, r, c, fp, v1Encoder); ok {
+		s.runCapture(w, r, c, v1Encoder(c), hold)
+	}
 }
 
 // handleLegacyFollowUp is /api/capture/follow-up for those builds. A

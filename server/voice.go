@@ -113,7 +113,9 @@ func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(b
 	c.AudioURL = up.url
 	// The upload is complete and stored: the key is claimed now, before
 	// the agent transcribes anything.
-	s.runHeld(w, r, c, up.fingerprint, newEncoder)
+	if hold, ok := s.holdKey(w, r, c, up.fingerprint, newEncoder); ok {
+		s.runCapture(w, r, c, newEncoder(c), hold)
+	}
 }
 
 // runVoiceAudio stores audio that came whole in the request (AG-UI's
@@ -160,8 +162,7 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 	}
 	defer s.deleteAudio(r.Context(), url)
 	c.AudioURL = url
-	res := s.runCapture(w, r, c, newEncoder(c))
-	hold.settle(r.Context(), c, res)
+	s.runCapture(w, r, c, newEncoder(c), hold)
 }
 
 func (s *Server) deleteAudio(ctx context.Context, url string) {

@@ -5,12 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk/adktest"
@@ -20,8 +17,6 @@ import (
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
-	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -132,34 +127,14 @@ func followUpUpstreams() []followUpUpstream {
 func phoneFollowUp(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error), policy retry.Policy, thread string) string {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	st := openStore(t)
+	now := phoneNow
 	if _, err := st.File(ctx, brainwire.Filing{UserID: "alice", NewInboxID: itemID, RawText: askedText, Source: brainwire.KindText,
 		Status: brainwire.StatusMisunderstood, Classification: brainwire.Classification{Bucket: "People", Confidence: 0.2, ClassifiedAt: now},
 		FoundryThreadID: thread, Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	var n atomic.Int64
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:      server.Keys{phoneKey: "alice"},
-			Store:     st,
-			KeepAlive: -1,
-			NewID:     func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-			Now:       func() time.Time { return now },
-		},
-		Agent: agent,
-		Retry: policy,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
+	phone := phoneOn(t, st, agent, policy, 0)
 	body := fmt.Sprintf(`{"inbox_item_id":%q,"follow_up_text":%q,"follow_up_round":1,"thread_id":"t-2","run_id":"r-2"}`, itemID, followUpText)
 	return postStream(t, phone, "/api/capture/follow-up", body)
 }

@@ -2,13 +2,9 @@ package wiring_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +15,6 @@ import (
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
-	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -91,29 +85,7 @@ func refused(status int) scripttest.Response {
 // against agent and returns the phone's SSE bytes.
 func phoneCapture(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error), policy retry.Policy, runTimeout time.Duration) string {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	var n atomic.Int64
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:       server.Keys{phoneKey: "alice"},
-			Store:      st,
-			KeepAlive:  -1,
-			RunTimeout: runTimeout,
-			NewID:      func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-			Now:        func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
-		},
-		Agent: agent,
-		Retry: policy,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
+	phone := phoneOn(t, openStore(t), agent, policy, runTimeout)
 	return postStream(t, phone, "/api/capture", `{"text":"Call Sarah about the offsite","thread_id":"t-1","run_id":"r-1"}`)
 }
 

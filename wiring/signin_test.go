@@ -3,18 +3,22 @@ package wiring_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/server"
@@ -52,14 +56,38 @@ func stoppedURL(t *testing.T) string {
 // phoneServer wires a capture server over agent and serves its API.
 func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error)) *httptest.Server {
 	t.Helper()
+	return phoneOn(t, openStore(t), agent, retry.Policy{}, 0)
+}
+
+// openStore opens a new SQLite store for the test.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// phoneOn wires a capture server over agent and st, sending refused calls
+// again by retries, with ids in sequence and a fixed clock (so that two
+// servers' streams compare byte for byte), and serves its API. runTimeout
+// 0 is the server's default.
+func phoneOn(t *testing.T, st *sqlite.Store, agent func(http.RoundTripper) (brainwire.Provider, error), retries retry.Policy, runTimeout time.Duration) *httptest.Server {
+	t.Helper()
+	var n atomic.Int64
 	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
-		Agent:  agent,
+		Server: server.Config{
+			Keys:       server.Keys{phoneKey: "alice"},
+			Store:      st,
+			KeepAlive:  -1,
+			RunTimeout: runTimeout,
+			NewID:      func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
+			Now:        func() time.Time { return phoneNow },
+		},
+		Agent: agent,
+		Retry: retries,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +96,9 @@ func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider
 	t.Cleanup(phone.Close)
 	return phone
 }
+
+// phoneNow is the phone servers' clock.
+var phoneNow = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
 // postStream posts body to path as the phone and returns the stream.
 func postStream(t *testing.T, phone *httptest.Server, path, body string) string {

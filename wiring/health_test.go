@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -230,11 +228,7 @@ func TestHealthProbesAreNamed(t *testing.T) {
 		rt.Expect("POST /conversations", rt.Error(http.StatusInternalServerError, "server_error", "try later")),
 	)
 	ops := &opNames{next: up.Client().Transport}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	srv, err := wiring.New(wiring.Config{
 		Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
 		Agent:     wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Name: "classifier"}, staticAuth),

@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,6 @@ import (
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -152,11 +150,7 @@ func TestResponsesEndToEnd(t *testing.T) {
 		rt.Expect("POST /responses", network(rt.NewTurn("resp_7", conv2).Message("msg_7", "Filed to People.").Complete(rt.Usage{Input: 400, Output: 5}).Events())),
 	)
 
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	blobs, err := localblob.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,17 +56,6 @@ func stoppedURL(t *testing.T) string {
 func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error)) *httptest.Server {
 	t.Helper()
 	return phoneOn(t, openStore(t), agent, retry.Policy{}, 0)
-}
-
-// openStore opens a new SQLite store for the test.
-func openStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // phoneOn wires a capture server over agent and st, sending refused calls

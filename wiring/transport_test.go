@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,7 +19,6 @@ import (
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/simulator"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -45,11 +43,7 @@ func upstreamRounds(t *testing.T, upstream agenthttp.Upstream, rounds, n int) []
 		}
 	})
 
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	blobs, err := localblob.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -15,11 +15,7 @@ import (
 // The server's own settings are given once, in Server; New refuses what
 // it must wire itself, and joins what the caller wraps to what it adds.
 func TestNewTakesTheServerConfig(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	agent := wiring.Foundry("http://127.0.0.1:1/api/projects/p", "asst_1", "v1", nil)
 	opened, err := agent(http.DefaultTransport)
 	if err != nil {
@@ -57,4 +53,15 @@ func TestNewTakesTheServerConfig(t *testing.T) {
 	if rec.Code != http.StatusUnauthorized || rec.Header().Get("X-Wrapped") != "yes" {
 		t.Fatalf("unauthenticated request: %d, X-Wrapped %q; want 401 through Server.Middleware", rec.Code, rec.Header().Get("X-Wrapped"))
 	}
+}
+
+// openStore opens a new SQLite store for the test.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

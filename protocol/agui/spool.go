@@ -294,7 +294,7 @@ func (s *scanner) object(at place) error {
 		if err := s.copyString(); err != nil {
 			return err
 		}
-		key, _ := strconv.Unquote(s.out.String()[start:])
+		key, _ := strconv.Unquote(string(s.out.Bytes()[start:])) // the key only: String() would copy all the output so far, for every key
 		if b, err = s.skipSpace(); err != nil {
 			return s.eof(err)
 		}

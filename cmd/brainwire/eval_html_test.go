@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image/png"
 	"os"
@@ -46,20 +47,40 @@ func checkHTMLReport(t *testing.T, path string, rep *eval.Report) {
 }
 
 // runChromium renders the page headless, as root may, with nothing that
-// reaches the network, and returns what it wrote on standard output.
+// reaches the network, and returns what it wrote on standard output. A
+// browser that dies of a signal is started again, twice at most: on busy
+// CI machines Chromium's headless screenshot now and then crashes on its
+// own, which says nothing about the page. Any other failure is the test's.
 func runChromium(t *testing.T, bin, page string, args ...string) string {
 	t.Helper()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		out, errText, err := chromiumOnce(t, bin, page, args)
+		if err == nil {
+			return out
+		}
+		var exit *exec.ExitError
+		crashed := errors.As(err, &exit) && exit.ExitCode() == -1 && t.Context().Err() == nil
+		if !crashed || attempt == attempts {
+			t.Fatalf("chromium %v: %v\n%s", args, err, errText)
+		}
+		t.Logf("chromium %v crashed (%v), starting it again", args, err)
+	}
+}
+
+// chromiumOnce runs Chromium once, in a profile of its own.
+func chromiumOnce(t *testing.T, bin, page string, args []string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// Shared memory goes to /tmp: Debian's launcher decides that from
+	// findmnt, whose answer it cannot read when /dev/shm is mounted twice.
 	cmd := exec.CommandContext(ctx, bin, append(append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-		"--user-data-dir=" + t.TempDir()}, args...), "file://"+page)...)
+		"--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}, args...), "file://"+page)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
-	}
-	return out.String()
+	err = cmd.Run()
+	return out.String(), errb.String(), err
 }
 
 // figure is an element that carries a figure: its data-* attributes and

@@ -110,11 +110,10 @@ func op(ctx context.Context, name, sessionID, invocationID string) context.Conte
 	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: sessionID, RunID: invocationID})
 }
 
-// ListApps returns the apps the server serves (GET /list-apps). Health
-// checks call it: it is not sent again when refused.
+// ListApps returns the apps the server serves (GET /list-apps).
 func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 	var apps []string
-	if err := c.do(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpListApps, NoRetry: true}), http.MethodGet, c.url("list-apps"), nil, &apps); err != nil {
+	if err := c.do(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpListApps}), http.MethodGet, c.url("list-apps"), nil, &apps); err != nil {
 		return nil, fmt.Errorf("listing apps: %w", err)
 	}
 	return apps, nil

@@ -438,7 +438,7 @@ type Agent struct {
 // assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
@@ -462,12 +462,6 @@ const (
 // op names the call made with ctx.
 func op(ctx context.Context, name, threadID, runID string) context.Context {
 	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
-}
-
-// probe names a call health checks make: it is not sent again when
-// refused, so that the probe reports what it sees.
-func probe(ctx context.Context, name string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, NoRetry: true})
 }
 
 // url joins the operation path to the endpoint; each segment is escaped.

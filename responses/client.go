@@ -102,12 +102,6 @@ func op(ctx context.Context, name, conversationID, responseID string) context.Co
 	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: conversationID, RunID: responseID})
 }
 
-// probe names a call health checks and the agent's description make: it
-// is not sent again when refused, so that the probe reports what it sees.
-func probe(ctx context.Context, name string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, NoRetry: true})
-}
-
 // Stream is a streamed response. Read it with Next until io.EOF or an
 // error, and always Close it: closing it before its end is how a
 // foreground response is stopped.
@@ -174,7 +168,7 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 // reads as ENotFound.
 func (c *Client) GetModel(ctx context.Context, model string) (Model, error) {
 	var m Model
-	if err := c.do(probe(ctx, OpGetModel), http.MethodGet, c.url("models", model), nil, &m); err != nil {
+	if err := c.do(op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
 		return Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
@@ -186,7 +180,7 @@ func (c *Client) ListModels(ctx context.Context) error {
 	var list struct {
 		Data []struct{} `json:"data"`
 	}
-	if err := c.do(probe(ctx, OpListModels), http.MethodGet, c.url("models"), nil, &list); err != nil {
+	if err := c.do(op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
 		return fmt.Errorf("listing models: %w", err)
 	}
 	return nil
@@ -202,7 +196,7 @@ func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, er
 	}
 	var d Deployment
 	u := joinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
-	if err := c.do(probe(ctx, OpGetDeployment), http.MethodGet, u, nil, &d); err != nil {
+	if err := c.do(op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
 		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
 	}
 	return d, nil
@@ -221,7 +215,7 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 	}
 	var a FoundryAgent
 	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
-	if err := c.do(probe(ctx, OpGetAgent), http.MethodGet, u, nil, &a); err != nil {
+	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil

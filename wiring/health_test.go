@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/brainwire/brainwire"
@@ -51,12 +52,13 @@ func getHealth(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, 
 // the health check's one call.
 type healthMode struct {
 	name string
-	// open starts a stand-in that answers the probe with answer (none: no
+	// open starts a stand-in that answers the probe with answers in turn (none: no
 	// call may come) and opens the agent on it, signed in with auth (nil:
 	// the mode's own, which works); a stopped stand-in when stopped.
-	open                 func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error)
+	open                 func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error)
 	ok, refused, unknown scripttest.Response
 	entra                bool // signed in with Entra ID tokens
+	described            bool // the agent's description is fetched with the probe's call
 }
 
 func healthModes() []healthMode {
@@ -70,22 +72,22 @@ func healthModes() []healthMode {
 		}
 		return def
 	}
-	responsesUp := func(t *testing.T, call string, answer *scripttest.Response, stopped bool) (base, project string) {
+	responsesUp := func(t *testing.T, call string, answers []scripttest.Response, stopped bool) (base, project string) {
 		if stopped {
 			project = stoppedURL(t) + rt.ProjectPath
 			return responses.ProjectBaseURL(project), project
 		}
 		up := rt.NewServer(t)
-		if answer != nil {
-			up.Script(rt.Expect(call, *answer))
+		for _, a := range answers {
+			up.Script(rt.Expect(call, a))
 		}
 		return up.BaseURL(), up.Project()
 	}
 	return []healthMode{
 		{
 			name: "Foundry project, model deployment",
-			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
-				base, project := responsesUp(t, "GET /deployments/gpt-5-mini", answer, stopped)
+			open: func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, project := responsesUp(t, "GET /deployments/gpt-5-mini", answers, stopped)
 				return wiring.Responses(base, project, defined, or(auth, staticAuth), responses.WithName(responses.ProviderNameFoundry))
 			},
 			ok:      rt.Deployment("gpt-5-mini", "gpt-5-mini"),
@@ -95,8 +97,8 @@ func healthModes() []healthMode {
 		},
 		{
 			name: "OpenAI-compatible endpoint, model",
-			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
-				base, _ := responsesUp(t, "GET /models/gpt-5-mini", answer, stopped)
+			open: func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, _ := responsesUp(t, "GET /models/gpt-5-mini", answers, stopped)
 				return wiring.Responses(base, "", defined, or(auth, apiKey), responses.WithChaining(responses.ChainPreviousResponse))
 			},
 			ok:      rt.Model("gpt-5-mini"),
@@ -105,24 +107,25 @@ func healthModes() []healthMode {
 		},
 		{
 			name: "Foundry agent by name",
-			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
-				base, project := responsesUp(t, "GET /agents/classifier", answer, stopped)
+			open: func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+				base, project := responsesUp(t, "GET /agents/classifier", answers, stopped)
 				return wiring.Responses(base, project, responses.Agent{Name: "classifier"}, or(auth, staticAuth), responses.WithName(responses.ProviderNameFoundry))
 			},
 			ok: rt.JSON(http.StatusOK, `{"object":"agent","id":"classifier","name":"classifier","versions":{"latest":{"object":"agent.version",`+
 				`"id":"classifier:2","name":"classifier","version":"2","definition":{"kind":"prompt","model":"gpt-5-mini","instructions":"Classify."}}}}`),
-			refused: rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
-			unknown: rt.Error(http.StatusNotFound, "not_found", "Agent classifier not found."),
-			entra:   true,
+			refused:   rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
+			unknown:   rt.Error(http.StatusNotFound, "not_found", "Agent classifier not found."),
+			entra:     true,
+			described: true,
 		},
 		{
 			name: "classic agent (threads/runs)",
-			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+			open: func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
 				endpoint := stoppedURL(t) + ft.ProjectPath
 				if !stopped {
 					up := ft.NewServer(t)
-					if answer != nil {
-						up.Script(ft.Expect("GET /assistants/asst_1", *answer))
+					for _, a := range answers {
+						up.Script(ft.Expect("GET /assistants/asst_1", a))
 					}
 					endpoint = up.Endpoint()
 				}
@@ -130,18 +133,19 @@ func healthModes() []healthMode {
 			},
 			ok: ft.JSON(http.StatusOK, `{"id":"asst_1","object":"assistant","created_at":1741290958,"name":"Classifier","model":"gpt-4o",`+
 				`"instructions":"Classify.","tools":[],"metadata":{}}`),
-			refused: ft.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
-			unknown: ft.Error(http.StatusNotFound, "not_found", "No assistant found with id 'asst_1'."),
-			entra:   true,
+			refused:   ft.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
+			unknown:   ft.Error(http.StatusNotFound, "not_found", "No assistant found with id 'asst_1'."),
+			entra:     true,
+			described: true,
 		},
 		{
 			name: "ADK app",
-			open: func(t *testing.T, answer *scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
+			open: func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
 				base := stoppedURL(t)
 				if !stopped {
 					up := adktest.NewServer(t)
-					if answer != nil {
-						up.Script(adktest.Expect("GET /list-apps", *answer))
+					for _, a := range answers {
+						up.Script(adktest.Expect("GET /list-apps", a))
 					}
 					base = up.URL()
 				}
@@ -185,7 +189,11 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 			}
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					status, rep := getHealth(t, m.open(t, c.answer, c.stopped, c.auth))
+					var answers []scripttest.Response
+					if c.answer != nil {
+						answers = append(answers, *c.answer)
+					}
+					status, rep := getHealth(t, m.open(t, answers, c.stopped, c.auth))
 					a := rep.Backends.Agent
 					if c.failed == "" {
 						if status != http.StatusOK || rep.Status != "ok" || a.Reachable == nil || !*a.Reachable || a.Failed != "" {
@@ -247,5 +255,57 @@ func TestHealthProbesAreNamed(t *testing.T) {
 	postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
 	if got := strings.Join(ops.names, " "); resp.StatusCode != http.StatusOK || got != brainwire.OpHealthProbe+" "+responses.OpCreateConversation {
 		t.Fatalf("health %d; calls named %q", resp.StatusCode, got)
+	}
+}
+
+// counted counts the requests sent to the agent service.
+type counted struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *counted) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(req)
+}
+
+// TestHealthAsksOnceWhileDescriptionsAreRetried: with retries on, the
+// health check's call to the agent service is sent once even when refused
+// for a moment, since /health reports what it sees; the agent's
+// description, which every capture's version and an evaluation depend on,
+// is asked again, so that a busy service at start does not leave captures
+// without a version until the next refresh.
+func TestHealthAsksOnceWhileDescriptionsAreRetried(t *testing.T) {
+	busy := refused(http.StatusTooManyRequests)
+	for _, m := range healthModes() {
+		t.Run(m.name, func(t *testing.T) {
+			wire := func(answers ...scripttest.Response) (*server.Server, *counted) {
+				calls := &counted{next: http.DefaultTransport}
+				srv, err := wiring.New(wiring.Config{
+					Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1},
+					Agent:     m.open(t, answers, false, nil),
+					Retry:     fastRetries,
+					Transport: calls,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return srv, calls
+			}
+			srv, calls := wire(busy)
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+			if rec.Code != http.StatusServiceUnavailable || calls.n.Load() != 1 {
+				t.Fatalf("health refused for a moment: %d after %d calls, want 503 after 1\n%s", rec.Code, calls.n.Load(), rec.Body)
+			}
+			if !m.described {
+				return
+			}
+			srv, calls = wire(busy, m.ok)
+			info, err := srv.RefreshAgent(t.Context())
+			if n := calls.n.Load(); err != nil || info.Version == "" || n != 2 {
+				t.Fatalf("the agent described as %q (%v) after %d calls, want a version after 2", info.Version, err, n)
+			}
+		})
 	}
 }

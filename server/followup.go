@@ -84,10 +84,11 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 // followUpCapture checks a follow-up and makes its capture, not yet
 // holding its round.
 func (s *Server) followUpCapture(r *http.Request, req followUpRequest) (brainwire.Capture, error) {
+	if err := inboxItemIDError(req.InboxItemID); err != nil {
+		return brainwire.Capture{}, err
+	}
 	text := strings.TrimSpace(req.FollowUpText)
 	switch {
-	case !validID(req.InboxItemID):
-		return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required")
 	case text == "":
 		return brainwire.Capture{}, brainwire.Errorf(brainwire.EInvalid, "follow_up_text is required")
 	case utf8.RuneCountInString(text) > s.cfg.MaxTextLength:
@@ -122,15 +123,22 @@ func (s *Server) claimFollowUp(r *http.Request, c brainwire.Capture, itemID stri
 	return c, nil
 }
 
-// validID accepts the ids this server and its stores hand out.
+// validID accepts the ids this server and its stores hand out: an id a
+// client may choose (notIDRune, at most maxIDChars characters) without the
+// characters that separate a URL's parts, so that it names one document.
 func validID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
+	return id != "" && utf8.RuneCountInString(id) <= maxIDChars &&
+		!strings.ContainsFunc(id, func(r rune) bool { return notIDRune(r) || strings.ContainsRune(`/\?#`, r) })
+}
+
+// inboxItemIDError says what is wrong with a request's inbox_item_id, or
+// nil when it may name an item.
+func inboxItemIDError(id string) error {
+	switch {
+	case id == "":
+		return brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required")
+	case !validID(id):
+		return brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is not an inbox item id: at most %d printable characters without spaces, /, \\, ? or #", maxIDChars)
 	}
-	for _, r := range id {
-		if r < 0x21 || r == 0x7f || r == '/' || r == '\\' || r == '?' || r == '#' {
-			return false
-		}
-	}
-	return true
+	return nil
 }

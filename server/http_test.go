@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -348,6 +349,39 @@ func TestIDLengthCountsCharacters(t *testing.T) {
 				if c.status == 400 && !strings.Contains(r.detail, field+" must be at most 128 printable characters") {
 					t.Errorf("%s: detail %q", field, r.detail)
 				}
+			}
+		})
+	}
+}
+
+// Inbox item ids are held to the rule of a client's ids, in characters:
+// 128 two-byte characters may name an item (404 when none), a format
+// character such as U+202E may not (400), and a follow-up told of such an
+// id hears what is wrong with it rather than that it is missing.
+func TestInboxItemIDsFollowTheIDRule(t *testing.T) {
+	h := newHarness(t, nil, withSimulator(t))
+	for _, c := range []struct {
+		name, id string
+		status   int
+	}{
+		{"128 two-byte characters", strings.Repeat("é", 128), 404},
+		{"129 two-byte characters", strings.Repeat("é", 129), 400},
+		{"U+202E (right-to-left override)", "a\u202eb", 400},
+		{"U+2028 (line separator)", "a\u2028b", 400},
+		{"U+00A0 (no-break space)", "a\u00a0b", 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := "/api/inbox/" + url.PathEscape(c.id)
+			if r := h.do("GET", path, testKey, "bearer", "", ""); r.status != c.status {
+				t.Errorf("GET the item: %d %s, want %d", r.status, r.body, c.status)
+			}
+			b, _ := json.Marshal(map[string]any{"inbox_item_id": c.id, "follow_up_text": "Sarah is my sister", "follow_up_round": 1})
+			r := h.do("POST", "/api/capture/follow-up", testKey, "bearer", "application/json", string(b))
+			if r.status != c.status {
+				t.Errorf("follow-up: %d %s, want %d", r.status, r.body, c.status)
+			}
+			if c.status == 400 && !strings.Contains(r.detail, "inbox_item_id is not an inbox item id") {
+				t.Errorf("follow-up: detail %q", r.detail)
 			}
 		})
 	}

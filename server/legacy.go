@@ -103,10 +103,11 @@ func (s *Server) handleLegacyRespond(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	switch {
-	case !validID(req.InboxItemID):
-		writeError(w, brainwire.Errorf(brainwire.EInvalid, "inbox_item_id is required"))
+	if err := inboxItemIDError(req.InboxItemID); err != nil {
+		writeError(w, err)
 		return
+	}
+	switch {
 	case !brainwire.ValidBucket(req.Response):
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "response must be one of People, Projects, Ideas, Admin"))
 		return

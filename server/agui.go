@@ -113,7 +113,10 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 
 // fileSpool is an agui.Spool in a temporary file, made at the first
 // audio byte: a text capture makes no file.
-type fileSpool struct{ f *os.File }
+type fileSpool struct {
+	f        *os.File
+	unlinked bool // removed from its directory while open
+}
 
 func (f *fileSpool) Write(p []byte) (int, error) {
 	if f.f == nil {
@@ -121,6 +124,10 @@ func (f *fileSpool) Write(p []byte) (int, error) {
 		if f.f, err = os.CreateTemp("", "brainwire-agui-audio-*"); err != nil {
 			return 0, err
 		}
+		// Removed at once where the system keeps an open file's data (as
+		// Unix does), so that a server killed mid-capture leaves nothing
+		// behind; elsewhere close removes it.
+		f.unlinked = os.Remove(f.f.Name()) == nil
 	}
 	return f.f.Write(p)
 }
@@ -137,6 +144,9 @@ func (f *fileSpool) close(log *slog.Logger) {
 		return
 	}
 	f.f.Close()
+	if f.unlinked {
+		return
+	}
 	if err := os.Remove(f.f.Name()); err != nil {
 		log.Error("removing AG-UI inline audio", "error", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -381,35 +382,50 @@ func TestAGUIAudioWithoutTranscription(t *testing.T) {
 	}
 }
 
-// spoolWatcher transcribes as stubTranscriber does, noting the files in
-// dir while the capture runs.
+// spoolWatcher transcribes as stubTranscriber does, noting, while the
+// capture runs, the entries of dir and the files in it the process holds
+// open (Linux's /proc/self/fd names a removed one "<path> (deleted)").
 type spoolWatcher struct {
-	dir   string
-	files chan int
+	dir  string
+	seen chan spoolSeen
 }
+
+type spoolSeen struct{ entries, open int }
 
 func (s spoolWatcher) Transcribe(_ context.Context, audio io.Reader, _, _ string) (string, error) {
 	_, _ = io.Copy(io.Discard, audio)
 	entries, _ := os.ReadDir(s.dir)
-	s.files <- len(entries)
+	seen := spoolSeen{entries: len(entries)}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(target, s.dir+string(os.PathSeparator)) {
+			seen.open++
+		}
+	}
+	s.seen <- seen
 	return "Call mom about her birthday on Sunday.", nil
 }
 
 // Inline audio reaches the blob store through a file in the temporary
-// directory, not memory, and the file is gone when the request is.
+// directory, not memory. The file is removed from the directory as soon as
+// it is made, so that a server killed during the capture leaves nothing
+// behind, and it is gone when the request is.
 func TestAGUIInlineAudioPassesThroughAFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the open files from /proc/self/fd")
+	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	files := make(chan int, 1)
-	h := newHarness(t, nil, withSimulator(t), withTranscriber(spoolWatcher{tmp, files}))
+	seen := make(chan spoolSeen, 1)
+	h := newHarness(t, nil, withSimulator(t), withTranscriber(spoolWatcher{tmp, seen}))
 	wav := append([]byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00"), make([]byte, 64<<10)...)
 	evs := h.agui(runInput([]map[string]any{{"type": "audio", "source": map[string]string{
 		"type": "data", "value": base64.StdEncoding.EncodeToString(wav), "mimeType": "audio/wav"}}}, `{}`, `{}`))
 	if last := evs[len(evs)-1]; last.typ() != "RUN_FINISHED" {
 		t.Fatalf("events %s", types(evs))
 	}
-	if n := <-files; n != 1 {
-		t.Errorf("%d files in the temporary directory during the capture, want the audio's", n)
+	if s := <-seen; s.open != 1 || s.entries != 0 {
+		t.Errorf("during the capture: %d files of the temporary directory open, %d entries in it; want the audio's open and none a crash would leave", s.open, s.entries)
 	}
 	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 		t.Errorf("left in the temporary directory: %v", entries)

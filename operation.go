@@ -22,7 +22,9 @@ type Operation struct {
 	// (the request went out and its answer was lost, or a gateway
 	// answered 500, 502 or 504) was done after all, so that it is looked
 	// up rather than repeated. The call sending again asks it with its own
-	// context; an error means the service could not tell.
+	// context; an error means the service could not tell. A Took that can
+	// undo what was done (a new thread, with its run cancelled) does so
+	// and answers false: the call is then sent again.
 	Took func(ctx context.Context) (bool, error)
 	// Key, when set, is the Idempotency-Key every attempt of a POST goes
 	// with: a provider that tags what it creates with it (metadata) can

@@ -221,14 +221,16 @@ type (
 		Parameters  json.RawMessage `json:"parameters,omitempty"`
 	}
 	threadOptions struct {
-		Messages []Message `json:"messages,omitempty"`
+		Messages []Message         `json:"messages,omitempty"`
+		Metadata map[string]string `json:"metadata,omitempty"`
 	}
 	createThreadAndRunBody struct {
-		AssistantID  string         `json:"assistant_id"`
-		Thread       *threadOptions `json:"thread,omitempty"`
-		Instructions string         `json:"instructions,omitempty"`
-		Tools        []functionTool `json:"tools,omitempty"`
-		Stream       bool           `json:"stream"`
+		AssistantID  string            `json:"assistant_id"`
+		Thread       *threadOptions    `json:"thread,omitempty"`
+		Instructions string            `json:"instructions,omitempty"`
+		Tools        []functionTool    `json:"tools,omitempty"`
+		Stream       bool              `json:"stream"`
+		Metadata     map[string]string `json:"metadata,omitempty"`
 	}
 	createRunBody struct {
 		AssistantID            string            `json:"assistant_id"`
@@ -258,17 +260,70 @@ func functionTools(defs []brainwire.ToolDefinition) []functionTool {
 
 // CreateThreadAndRun creates a thread with the given messages and starts a
 // streamed run on it (POST /threads/runs). The service takes no additional
-// instructions here; use CreateThread and CreateRun for those.
+// instructions here; use CreateThread and CreateRun for those. The thread
+// and the run are tagged (MetadataCall), so that when the answer is lost
+// the thread is found among the project's newest and undone
+// (undoThreadRun) before the create is sent again.
 func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunRequest) (*Stream, error) {
-	body := createThreadAndRunBody{AssistantID: req.AssistantID, Instructions: req.Instructions, Tools: functionTools(req.Tools), Stream: true}
+	key := retry.NewKey()
+	tag := map[string]string{MetadataCall: key}
+	body := createThreadAndRunBody{AssistantID: req.AssistantID, Instructions: req.Instructions, Tools: functionTools(req.Tools),
+		Stream: true, Metadata: tag}
+	rop := brainwire.Operation{Name: OpProcessThreadRun, Key: key}
 	if len(req.Messages) > 0 {
-		body.Thread = &threadOptions{Messages: req.Messages}
+		body.Thread = &threadOptions{Messages: req.Messages, Metadata: tag}
+		rop.Took = func(ctx context.Context) (bool, error) { return c.undoThreadRun(ctx, key) }
 	}
-	s, err := c.stream(op(ctx, OpProcessThreadRun, "", ""), c.url("threads", "runs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating thread and run: %w", err)
 	}
 	return s, nil
+}
+
+// undoThreadRun looks for the thread a thread-and-run create tagged key
+// made, among the project's newest threads. Found, its runs are cancelled
+// and it is deleted, and the create counts as not taken: sent again, it
+// starts afresh, where the lost run would otherwise have run on unheard,
+// waiting for tool outputs until it expired.
+func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
+	var threads struct {
+		Data []struct {
+			ID       string            `json:"id"`
+			Metadata map[string]string `json:"metadata"`
+		} `json:"data"`
+	}
+	u := c.url("threads") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
+	if err := c.do(op(ctx, OpListThreads, "", ""), http.MethodGet, u, nil, &threads); err != nil {
+		return false, fmt.Errorf("listing threads: %w", err)
+	}
+	for _, th := range threads.Data {
+		if th.Metadata[MetadataCall] != key {
+			continue
+		}
+		var runs struct {
+			Data []Run `json:"data"`
+		}
+		u := c.url("threads", th.ID, "runs") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
+		if err := c.do(op(ctx, OpListRuns, th.ID, ""), http.MethodGet, u, nil, &runs); err != nil {
+			return false, fmt.Errorf("listing runs of thread %s: %w", th.ID, err)
+		}
+		for _, r := range runs.Data {
+			if !r.Status.Terminal() && r.Status != brainwire.RunCancelling {
+				if _, err := c.CancelRun(ctx, th.ID, r.ID); err != nil {
+					return false, err
+				}
+			}
+		}
+		var deleted struct {
+			Deleted bool `json:"deleted"`
+		}
+		if err := c.do(op(ctx, OpDeleteThread, th.ID, ""), http.MethodDelete, c.url("threads", th.ID), nil, &deleted); err != nil {
+			return false, fmt.Errorf("deleting thread %s: %w", th.ID, err)
+		}
+		return false, nil
+	}
+	return false, nil
 }
 
 // CreateRun starts a streamed run on an existing thread
@@ -456,6 +511,8 @@ const (
 	OpCreateMessage     = "create_message"
 	OpListRuns          = "list_runs"
 	OpListMessages      = "list_messages"
+	OpListThreads       = "list_threads"
+	OpDeleteThread      = "delete_thread"
 	OpGetAgent          = "get_agent"
 )
 

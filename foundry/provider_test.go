@@ -162,7 +162,7 @@ func TestRunSingleToolRound(t *testing.T) {
 		`"thread":{"messages":[{"content":"Call Sarah about the offsite","role":"user"}]},` +
 		`"tools":[{"function":{"description":"Files the capture into one of the four buckets.","name":"file_capture","parameters":` +
 		canonical(t, foundrytest.FileCaptureTool().Parameters) + `},"type":"function"}]}`
-	if got := canonical(t, create.RawBody); got != wantCreate {
+	if got := untagged(t, create.RawBody); got != wantCreate {
 		t.Errorf("create body:\n got  %s\n want %s", got, wantCreate)
 	}
 	wantSubmit := `{"stream":true,"tool_outputs":[{"output":` + mustJSON(c.Output) + `,"tool_call_id":"call_file_1"}]}`
@@ -186,8 +186,8 @@ func canonical(t *testing.T, b []byte) string {
 }
 
 // untagged is canonical(b) without the call's tag (metadata
-// brainwire_call), which it checks is there: a create on a thread is
-// tagged with a key of its own.
+// brainwire_call), which it checks is there: a create is tagged with a key
+// of its own, and a thread created with its run with the same key.
 func untagged(t *testing.T, b []byte) string {
 	t.Helper()
 	var v map[string]any
@@ -195,10 +195,17 @@ func untagged(t *testing.T, b []byte) string {
 		t.Fatalf("%s: %v", b, err)
 	}
 	md, _ := v["metadata"].(map[string]any)
-	if k, _ := md[foundry.MetadataCall].(string); len(k) < 16 || len(md) != 1 {
+	k, _ := md[foundry.MetadataCall].(string)
+	if len(k) < 16 || len(md) != 1 {
 		t.Errorf("metadata %v; want the call's tag alone", v["metadata"])
 	}
 	delete(v, "metadata")
+	if th, ok := v["thread"].(map[string]any); ok {
+		if md, _ := th["metadata"].(map[string]any); len(md) != 1 || md[foundry.MetadataCall] != k {
+			t.Errorf("thread metadata %v; want the call's tag %s alone", th["metadata"], k)
+		}
+		delete(th, "metadata")
+	}
 	out, _ := json.Marshal(v)
 	return string(out)
 }

@@ -190,3 +190,61 @@ func TestALostFollowUpIsLookedUp(t *testing.T) {
 		})
 	}
 }
+
+// TestALostThreadAndRunIsUndone resets the connection of a new classic
+// capture's first call, which creates a thread and its run, after the
+// request went out. The project's newest threads are asked for the one the
+// call tagged: found, its run is cancelled and the thread deleted before
+// the call is sent again, so that no run of it goes on unheard; not found,
+// the call is sent again. Either way the phone gets what it gets without
+// the fault.
+func TestALostThreadAndRunIsUndone(t *testing.T) {
+	classic := upstreams()[1]
+	agent, _ := classic.serve(t, classic.calls)
+	want := phoneCapture(t, agent, fastRetries, 0)
+	if !strings.Contains(want, `"type":"CLASSIFIED"`) {
+		t.Fatalf("the capture without faults:\n%s", want)
+	}
+	first := classic.calls[0]
+	thread := func(id string, created int64, md map[string]any) map[string]any {
+		return map[string]any{"id": id, "object": "thread", "created_at": created, "metadata": md, "tool_resources": map[string]any{}}
+	}
+	for _, taken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("taken %v", taken), func(t *testing.T) {
+			var firstReq atomic.Pointer[scripttest.Request]
+			script := []scripttest.Call{
+				{Method: first.Method, Path: first.Path, Response: scripttest.Respond(func(r scripttest.Request) scripttest.Response {
+					firstReq.Store(&r)
+					return scripttest.Reset()
+				})},
+				foundrytest.Expect("GET /threads", scripttest.Respond(func(scripttest.Request) scripttest.Response {
+					threads := []any{thread("thread_other", 1741290900, map[string]any{})}
+					if taken {
+						th, _ := firstReq.Load().Body["thread"].(map[string]any)
+						md, _ := th["metadata"].(map[string]any)
+						threads = append([]any{thread("thread_lost", 1741290958, md)}, threads...)
+					}
+					return foundrytest.JSON(http.StatusOK, foundrytest.List(threads...))
+				})),
+			}
+			lost := foundrytest.NewRun("thread_lost", "run_lost")
+			if taken {
+				script = append(script,
+					foundrytest.Expect("GET /threads/thread_lost/runs", foundrytest.JSON(http.StatusOK, foundrytest.List(lost.Object("requires_action")))),
+					foundrytest.Expect("POST /threads/thread_lost/runs/run_lost/cancel", foundrytest.JSON(http.StatusOK, lost.Object("cancelling"))),
+					foundrytest.Expect("DELETE /threads/thread_lost", foundrytest.JSON(http.StatusOK, `{"id":"thread_lost","object":"thread.deleted","deleted":true}`)),
+				)
+			}
+			script = append(script, classic.calls...)
+			agent, requests := classic.serve(t, script)
+			if got := phoneCapture(t, agent, fastRetries, 0); got != want {
+				t.Fatalf("the phone got:\n%s\nwant, as without the fault:\n%s", got, want)
+			}
+			reqs := requests()
+			again := reqs[len(reqs)-len(classic.calls)]
+			if again.String() != reqs[0].String() || !bytes.Equal(reqs[0].RawBody, again.RawBody) {
+				t.Errorf("sent again %s %s\nwant %s %s", again, again.RawBody, reqs[0], reqs[0].RawBody)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/internal/testaudio"
+	"github.com/brainwire/brainwire/server"
 )
 
 // keyed is one answer to a request sent with an Idempotency-Key.
@@ -340,5 +342,73 @@ func TestIdempotencyKeyWellFormed(t *testing.T) {
 		if r := h.sendKeyed(testKey, "/api/capture", "application/json", body, key); r.replayed != "true" {
 			t.Errorf("Idempotency-Key %s, repeated: %d %s", key, r.status, r.body)
 		}
+	}
+}
+
+// A replica that stops answering while it runs a keyed capture leaves its
+// claim on the key. Once the claim's lease (the run timeout and a grace)
+// has lapsed, the phone's repeat on another replica takes the key over
+// and runs; what the first replica does after that (here, its request
+// ending) cannot give the key back or replace the second's outcome.
+func TestIdempotencyKeyOfAStalledReplicaIsTakenOver(t *testing.T) {
+	const key, body = "5d0e8c1a-2b7f-4e3d-9a6c-1f2e3d4c5b6a", `{"text":"Call Sarah about the offsite"}`
+	gate := ft.NewGate()
+	r := ft.NewRun(upThread, upRun)
+	a := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), gate.Hold()))},
+		withRunTimeout(time.Minute))
+	t.Cleanup(gate.Open)
+
+	ctx, stopA := context.WithCancel(context.Background())
+	defer stopA()
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.srv.URL+"/api/capture", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.Set("Idempotency-Key", key)
+		if resp, err := a.srv.Client().Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-gate.Reached():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first replica's run never started")
+	}
+
+	// The second replica, on the same store, at a time when a claim made
+	// at the first's would still hold, then when it has lapsed.
+	var n, later atomic.Int64
+	later.Store(int64(time.Minute))
+	cfg := server.Config{Keys: server.Keys{testKey: testUser}, Store: a.store, RunTimeout: time.Minute,
+		NewID: func() string { return fmt.Sprintf("b%d", n.Add(1)) },
+		Now:   func() time.Time { return fixedNow.Add(time.Duration(later.Load())) }}
+	withSimulator(t)(&cfg)
+	sb, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvB := httptest.NewServer(sb.Handler())
+	t.Cleanup(srvB.Close)
+	b := &harness{t: t, srv: srvB, store: a.store}
+	if got := b.sendKeyed(testKey, "/api/capture", "application/json", body, key); got.status != http.StatusConflict {
+		t.Fatalf("a repeat while the claim holds: %d %s, want 409", got.status, got.body)
+	}
+	later.Store(int64(time.Minute + 31*time.Second))
+	took := b.sendKeyed(testKey, "/api/capture", "application/json", body, key)
+	if took.status != http.StatusOK || took.replayed != "" || !strings.Contains(took.body, `"type":"CLASSIFIED"`) {
+		t.Fatalf("a repeat after the claim lapsed: %d %q\n%s\nwant the capture run afresh", took.status, took.replayed, took.body)
+	}
+
+	stopA()
+	<-firstDone
+	again := b.sendKeyed(testKey, "/api/capture", "application/json", body, key)
+	if again.replayed != "true" || itemID(t, again.body) != itemID(t, took.body) {
+		t.Fatalf("a repeat after the first replica's request ended: %d %q\n%s\nwant the replay of %s", again.status, again.replayed, again.body, itemID(t, took.body))
+	}
+	if items := a.inbox(testUser); len(items) != 1 {
+		t.Errorf("%d inbox items, want the one the second replica filed", len(items))
 	}
 }

@@ -56,7 +56,9 @@
 // service's shape {"error":{"code","message","type","param"}}.
 //
 //	POST /threads                                   create a thread
+//	GET  /threads                                   list threads, newest first
 //	GET  /threads/{t}                               get a thread
+//	DELETE /threads/{t}                             delete a thread
 //	POST /threads/runs                              create a thread and run it
 //	POST /threads/{t}/runs                          run an existing thread
 //	GET  /threads/{t}/runs                          list its runs

@@ -1,11 +1,14 @@
 package simulator
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -68,10 +71,16 @@ func (s *Simulator) route(w http.ResponseWriter, req *http.Request) error {
 	m := req.Method
 	switch {
 	case len(seg) == 1 && seg[0] == "threads":
+		if m == http.MethodGet {
+			return s.listThreads(w, req)
+		}
 		return method(m, http.MethodPost, func() error { return s.createThread(w, req) })
 	case len(seg) == 2 && seg[0] == "threads" && seg[1] == "runs":
 		return method(m, http.MethodPost, func() error { return s.createThreadAndRun(w, req) })
 	case len(seg) == 2 && seg[0] == "threads":
+		if m == http.MethodDelete {
+			return s.deleteThread(w, seg[1])
+		}
 		return method(m, http.MethodGet, func() error { return s.getThread(w, seg[1]) })
 	case len(seg) == 3 && seg[0] == "threads" && seg[2] == "messages":
 		if m == http.MethodGet {
@@ -545,22 +554,75 @@ func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, thre
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threadID string) error {
-	q := req.URL.Query()
-	limit := 20
+// pageOf reads a list call's limit (1 to 100, 20 by default) and order
+// ("asc" or "desc", the default).
+func pageOf(q url.Values) (limit int, order string, err error) {
+	limit = 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			return badRequest("limit", "limit must be between 1 and 100.")
+			return 0, "", badRequest("limit", "limit must be between 1 and 100.")
 		}
 		limit = n
 	}
-	order := q.Get("order")
+	order = q.Get("order")
 	if order == "" {
 		order = "desc"
 	}
 	if order != "asc" && order != "desc" {
-		return badRequest("order", "order must be 'asc' or 'desc'.")
+		return 0, "", badRequest("order", "order must be 'asc' or 'desc'.")
+	}
+	return limit, order, nil
+}
+
+// listThreads lists the threads kept, newest first unless order=asc.
+func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error {
+	limit, order, err := pageOf(req.URL.Query())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	all := make([]*thread, 0, len(s.threads))
+	for _, th := range s.threads {
+		all = append(all, th)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b *thread) int {
+		if order == "asc" {
+			return cmp.Compare(a.seq, b.seq)
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
+	page := make([]foundrywire.Thread, 0, min(limit, len(all)))
+	for _, th := range all[:min(limit, len(all))] {
+		page = append(page, th.obj)
+	}
+	list := foundrywire.List{Object: "list", Data: page, HasMore: len(all) > len(page)}
+	if len(page) > 0 {
+		list.FirstID, list.LastID = page[0].ID, page[len(page)-1].ID
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// deleteThread forgets a thread, its messages and its runs.
+func (s *Simulator) deleteThread(w http.ResponseWriter, id string) error {
+	s.mu.Lock()
+	th, ok := s.threads[id]
+	if ok {
+		s.dropThread(th)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return notFound("thread", id)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "thread.deleted", "deleted": true})
+}
+
+func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threadID string) error {
+	q := req.URL.Query()
+	limit, order, err := pageOf(q)
+	if err != nil {
+		return err
 	}
 	runID, after := q.Get("run_id"), q.Get("after")
 

@@ -83,6 +83,7 @@ type Simulator struct {
 	mu      sync.Mutex
 	threads map[string]*thread
 	lru     *list.List  // of *thread, most recently used first
+	created uint64      // threads created so far
 	bytes   int         // message text held, for eviction
 	adk     adkSessions // the ADK face's sessions (adk.go)
 
@@ -168,6 +169,7 @@ type thread struct {
 	runOrder []string // oldest first
 	bytes    int
 	elem     *list.Element
+	seq      uint64 // order of creation, for listing threads
 }
 
 // message is a thread message plus what the agent learned about it.
@@ -220,6 +222,8 @@ func (s *Simulator) newThread(metadata json.RawMessage) *thread {
 		},
 		runs: map[string]*run{},
 	}
+	s.created++
+	th.seq = s.created
 	th.elem = s.lru.PushFront(th)
 	s.threads[th.obj.ID] = th
 	s.evict(th)
@@ -242,11 +246,15 @@ func (s *Simulator) evict(keep *thread) {
 		if e == nil || e.Value.(*thread) == keep {
 			return
 		}
-		th := e.Value.(*thread)
-		s.lru.Remove(e)
-		delete(s.threads, th.obj.ID)
-		s.bytes -= th.bytes
+		s.dropThread(e.Value.(*thread))
 	}
+}
+
+// dropThread forgets a thread; the caller holds s.mu.
+func (s *Simulator) dropThread(th *thread) {
+	s.lru.Remove(th.elem)
+	delete(s.threads, th.obj.ID)
+	s.bytes -= th.bytes
 }
 
 // addMessage appends a message, dropping the oldest beyond the per-thread

@@ -3,8 +3,12 @@ package wiring_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
+	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -246,5 +251,47 @@ func TestALostThreadAndRunIsUndone(t *testing.T) {
 				t.Errorf("sent again %s %s\nwant %s %s", again, again.RawBody, reqs[0], reqs[0].RawBody)
 			}
 		})
+	}
+}
+
+// TestALostThreadAndRunIsUndoneOnTheSimulator: in front of the simulator,
+// a proxy lets the service take a new capture's thread-and-run and then
+// breaks the connection before its answer. The thread it made is found
+// among the newest, cancelled and deleted, the call is sent again, and the
+// phone gets its outcome; the service keeps one thread, the second.
+func TestALostThreadAndRunIsUndoneOnTheSimulator(t *testing.T) {
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	t.Cleanup(sim.Close)
+	target, _ := url.Parse(sim.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var lost atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/threads/runs") && lost.Add(1) == 1 {
+			proxy.ServeHTTP(httptest.NewRecorder(), r) // taken, and its answer lost
+			panic(http.ErrAbortHandler)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	agent := wiring.Foundry(front.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", staticAuth)
+	got := phoneCapture(t, agent, fastRetries, 0)
+	if !strings.Contains(got, `"type":"CLASSIFIED"`) || lost.Load() != 2 {
+		t.Fatalf("after %d thread-and-run calls the phone got:\n%s\nwant CLASSIFIED after 2", lost.Load(), got)
+	}
+	req, _ := http.NewRequest(http.MethodGet, sim.URL+simulator.ProjectPath+"/threads?api-version=v1", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var threads struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&threads); err != nil || len(threads.Data) != 1 {
+		t.Fatalf("the service keeps %+v (%v); want one thread", threads.Data, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -127,7 +128,11 @@ func TestTheRestArrivesAfterTheCaptureEnded(t *testing.T) {
 	srv, conns := streamServer(t, 20*time.Millisecond)
 	c := &http.Client{Transport: drain.Transport(srv.Client().Transport)}
 	for range 3 {
-		ctx, cancel := context.WithCancel(context.Background())
+		// The next stream starts once the connection is back in the
+		// pool, however long the rest takes on a busy machine.
+		idle := make(chan error, 1)
+		ctx, cancel := context.WithCancel(httptrace.WithClientTrace(context.Background(),
+			&httptrace.ClientTrace{PutIdleConn: func(err error) { idle <- err }}))
 		ctx, end := drain.WithMark(ctx)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
 		resp, err := c.Do(req)
@@ -138,7 +143,14 @@ func TestTheRestArrivesAfterTheCaptureEnded(t *testing.T) {
 		end.End()
 		resp.Body.Close()
 		cancel()
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-idle:
+			if err != nil {
+				t.Fatalf("the connection was not kept: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection never went back to the pool")
+		}
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("3 streams over %d connections, want 1", got)

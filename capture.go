@@ -248,6 +248,9 @@ type CaptureEvent struct {
 	// It belongs to the adapter: read it during the call, never keep it.
 	Result  *CaptureResult
 	Message string // Error
+	// Code is the Error's code for clients, one of a closed set every
+	// protocol sends alike (adapter.ErrorCode); ErrorType is telemetry's.
+	Code string
 	// ThreadID and RunID are the capture's ids (Outcome, Complete).
 	ThreadID string
 	RunID    string

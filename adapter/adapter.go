@@ -15,6 +15,10 @@
 // was recategorized or deleted meanwhile) ends in an error that says so,
 // typed by the store's code, when its run ends without a filing: the
 // person's choice won, the agent did not fail.
+//
+// Every ERROR carries a code for clients (ErrorCode) from a closed set,
+// the same in every protocol; the capture's ErrorType keeps the finer,
+// open-ended cause (the agent service's own codes) for telemetry.
 package adapter
 
 import (
@@ -28,6 +32,12 @@ import (
 // DefaultQuestion is asked when the agent marks a capture misunderstood
 // without saying what it wants to know.
 const DefaultQuestion = "Could you tell me a bit more about what you meant?"
+
+// The codes of ERROR that are not application error codes.
+const (
+	CodeTimeout  = "timeout"  // the run took longer than the server allows
+	CodeCanceled = "canceled" // the capture was stopped before it ended
+)
 
 // maxUpstreamDetail bounds how much of the agent service's own words an
 // ERROR message carries.
@@ -114,7 +124,7 @@ func (a *Adapter) Handle(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) 
 		out = a.runStatus(ev, out)
 	case brainwire.AgentError:
 		a.res.ErrorType = orDefault(ev.ErrorCode, "stream_error")
-		out = a.fail(upstreamMessage("The agent service reported an error", ev.ErrorMessage), out)
+		out = a.fail(upstreamMessage("The agent service reported an error", ev.ErrorMessage), brainwire.EUpstream, out)
 	}
 	return out
 }
@@ -131,11 +141,11 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 	}
 	out = a.Start(out)
 	if err != nil {
-		return a.fail(ErrorMessage(err), out)
+		return a.fail(ErrorMessage(err), ErrorCode(err), out)
 	}
 	if a.res.Outcome == "" {
 		// The stream ended cleanly without a terminal run state.
-		return a.fail("The agent run ended unexpectedly", out)
+		return a.fail("The agent run ended unexpectedly", brainwire.EUpstream, out)
 	}
 	return a.complete(out)
 }
@@ -176,7 +186,7 @@ func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEven
 		if a.res.Outcome == "" && a.superseded != "" {
 			// The person's edit won the race: not the agent's failure.
 			a.res.ErrorType = a.superseded
-			return a.fail(supersededMessage(a.superseded), out)
+			return a.fail(supersededMessage(a.superseded), a.superseded, out)
 		}
 		if a.res.Outcome == "" {
 			out = a.sendOutcome(brainwire.OutcomeUnresolved, out)
@@ -184,13 +194,13 @@ func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEven
 		return a.complete(out)
 	case brainwire.RunFailed:
 		a.res.ErrorType = orDefault(ev.ErrorCode, "run_failed")
-		return a.fail(upstreamMessage("The agent run failed", ev.ErrorMessage), out)
+		return a.fail(upstreamMessage("The agent run failed", ev.ErrorMessage), brainwire.EUpstream, out)
 	case brainwire.RunCancelled:
-		return a.fail("The agent run was cancelled", out)
+		return a.fail("The agent run was cancelled", brainwire.EUpstream, out)
 	case brainwire.RunExpired:
-		return a.fail("The agent run expired", out)
+		return a.fail("The agent run expired", brainwire.EUpstream, out)
 	case brainwire.RunIncomplete:
-		return a.fail("The agent run ended incomplete", out)
+		return a.fail("The agent run ended incomplete", brainwire.EUpstream, out)
 	}
 	return out
 }
@@ -204,15 +214,16 @@ func (a *Adapter) sendOutcome(o brainwire.Outcome, out []brainwire.CaptureEvent)
 	return append(out, brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &a.res, ThreadID: a.c.ThreadID, RunID: a.c.RunID})
 }
 
-// fail ends the capture. A failure after the outcome was sent is not the
-// phone's concern: the capture was filed, so it just completes.
-func (a *Adapter) fail(msg string, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+// fail ends the capture with msg and the client's code. A failure after
+// the outcome was sent is not the phone's concern: the capture was filed,
+// so it just completes.
+func (a *Adapter) fail(msg, code string, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	if a.res.Outcome == "" {
 		a.res.Outcome, a.res.ErrorMessage = brainwire.OutcomeError, msg
 		if a.res.ErrorType == "" {
 			a.res.ErrorType = "capture_error"
 		}
-		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Result: &a.res})
+		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Code: code, Result: &a.res})
 	}
 	return a.complete(out)
 }
@@ -247,6 +258,27 @@ func ErrorMessage(err error) string {
 	return upstreamMessage("The agent service failed", e.Message)
 }
 
+// ErrorCode is the clients' code for a stream that ended in err, as
+// ErrorMessage words it: CodeTimeout, CodeCanceled, EUpstreamAuth when
+// brainwire could not sign in, EUnavailable when the service could not be
+// reached, else EUpstream.
+func ErrorCode(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeTimeout
+	case errors.Is(err, context.Canceled):
+		return CodeCanceled
+	}
+	var e *brainwire.Error
+	switch {
+	case !errors.As(err, &e):
+		return brainwire.EUnavailable
+	case e.Code == brainwire.EUpstreamAuth:
+		return brainwire.EUpstreamAuth
+	}
+	return brainwire.EUpstream
+}
+
 // supersededMessage tells the client why a follow-up filed nothing when a
 // person's edit of its item won: code is EConflict or ENotFound.
 func supersededMessage(code string) string {
@@ -261,9 +293,9 @@ func supersededMessage(code string) string {
 func ErrorType(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
-		return "canceled"
+		return CodeCanceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
+		return CodeTimeout
 	}
 	return brainwire.ErrorCode(err)
 }

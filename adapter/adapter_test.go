@@ -70,7 +70,7 @@ func describe(evs []brainwire.CaptureEvent) string {
 				parts = append(parts, fmt.Sprintf("%s(%s,%s,%v)", r.Outcome, r.InboxItemID, r.Bucket, r.Confidence))
 			}
 		case brainwire.CaptureError:
-			parts = append(parts, fmt.Sprintf("ERROR(%s)", e.Message))
+			parts = append(parts, fmt.Sprintf("ERROR[%s](%s)", e.Code, e.Message))
 		case brainwire.CaptureComplete:
 			parts = append(parts, fmt.Sprintf("COMPLETE(%s,%s)", e.ThreadID, e.RunID))
 		case brainwire.CaptureReasoning:
@@ -140,24 +140,34 @@ func TestAdapterSequences(t *testing.T) {
 			status(brainwire.RunCompleted),
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
 		{"run failed", brainwire.KindText, []brainwire.AgentEvent{text("a"), {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}}, nil,
-			"STEP_START(Classifying) R0:a ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) R0:a ERROR[upstream](The agent run failed: boom) COMPLETE(thread-1,run-1)"},
 		{"error event", brainwire.KindText, []brainwire.AgentEvent{{Kind: brainwire.AgentError, ErrorMessage: "rate limited"}, text("ignored")}, nil,
-			"STEP_START(Classifying) ERROR(The agent service reported an error: rate limited) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) ERROR[upstream](The agent service reported an error: rate limited) COMPLETE(thread-1,run-1)"},
 		{"failure after the outcome just completes", brainwire.KindText, []brainwire.AgentEvent{
 			callEvent("c1", classifiedArgs),
 			resultEvent("c1", `{"bucket":"People","confidence":0.9,"item_id":"i1","status":"classified"}`, false),
 			{Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorMessage: "late"},
 		}, nil, "STEP_START(Classifying) STEP_END(Classifying) classified(i1,People,0.9) COMPLETE(thread-1,run-1)"},
 		{"transport error", brainwire.KindText, []brainwire.AgentEvent{text("a")}, errors.New("connection reset by peer"),
-			"STEP_START(Classifying) R0:a ERROR(The agent service could not be reached) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) R0:a ERROR[unavailable](The agent service could not be reached) COMPLETE(thread-1,run-1)"},
 		{"timeout", brainwire.KindText, nil, fmt.Errorf("reading stream: %w", context.DeadlineExceeded),
-			"STEP_START(Classifying) ERROR(The agent took too long to respond) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) ERROR[timeout](The agent took too long to respond) COMPLETE(thread-1,run-1)"},
+		{"brainwire could not sign in", brainwire.KindText, nil, fmt.Errorf("creating run: %w", brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service")),
+			"STEP_START(Classifying) ERROR[upstream_auth](brainwire could not sign in to the agent service) COMPLETE(thread-1,run-1)"},
+		{"the capture cancelled", brainwire.KindText, nil, fmt.Errorf("reading stream: %w", context.Canceled),
+			"STEP_START(Classifying) ERROR[canceled](The capture was cancelled) COMPLETE(thread-1,run-1)"},
+		{"an application error of the service's own", brainwire.KindText, nil, fmt.Errorf("getting agent: %w", brainwire.Errorf(brainwire.ENotFound, "the agent service has no agent a1")),
+			"STEP_START(Classifying) ERROR[upstream](The agent service failed: the agent service has no agent a1) COMPLETE(thread-1,run-1)"},
 		{"upstream api error", brainwire.KindText, nil, fmt.Errorf("creating run: %w", brainwire.Errorf(brainwire.EUpstream, "quota exceeded")),
-			"STEP_START(Classifying) ERROR(The agent service failed: quota exceeded) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) ERROR[upstream](The agent service failed: quota exceeded) COMPLETE(thread-1,run-1)"},
 		{"stream ended without terminal state", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunInProgress)}, nil,
-			"STEP_START(Classifying) ERROR(The agent run ended unexpectedly) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) ERROR[upstream](The agent run ended unexpectedly) COMPLETE(thread-1,run-1)"},
 		{"cancelled run", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunCancelled)}, nil,
-			"STEP_START(Classifying) ERROR(The agent run was cancelled) COMPLETE(thread-1,run-1)"},
+			"STEP_START(Classifying) ERROR[upstream](The agent run was cancelled) COMPLETE(thread-1,run-1)"},
+		{"expired run", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunExpired)}, nil,
+			"STEP_START(Classifying) ERROR[upstream](The agent run expired) COMPLETE(thread-1,run-1)"},
+		{"incomplete run", brainwire.KindText, []brainwire.AgentEvent{status(brainwire.RunIncomplete)}, nil,
+			"STEP_START(Classifying) ERROR[upstream](The agent run ended incomplete) COMPLETE(thread-1,run-1)"},
 		{"voice uses Processing", brainwire.KindVoice, []brainwire.AgentEvent{
 			{Kind: brainwire.AgentToolCall, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}},
 			{Kind: brainwire.AgentToolResult, Tool: brainwire.ToolCall{ID: "t1", Name: brainwire.ToolTranscribeAudio}, Result: brainwire.ToolResult{Output: `{"text":"hi"}`}},
@@ -195,15 +205,15 @@ func TestSupersededFollowUp(t *testing.T) {
 		typ  string
 	}{
 		{"changed", []brainwire.AgentEvent{callEvent("c1", args), superseded("c1", brainwire.EConflict), text("Sorry."), status(brainwire.RunCompleted)},
-			"STEP_START(Classifying) R0:Sorry. ERROR(The item was changed while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			"STEP_START(Classifying) R0:Sorry. ERROR[conflict](The item was changed while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
 			brainwire.EConflict},
 		{"deleted, and the agent tried again", []brainwire.AgentEvent{
 			callEvent("c1", args), superseded("c1", brainwire.ENotFound), callEvent("c2", args), superseded("c2", brainwire.ENotFound), status(brainwire.RunCompleted)},
-			"STEP_START(Classifying) ERROR(The item was deleted while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
+			"STEP_START(Classifying) ERROR[not_found](The item was deleted while the follow-up ran, so the follow-up was not filed) COMPLETE(thread-1,run-1)",
 			brainwire.ENotFound},
 		{"the run failing afterwards says so", []brainwire.AgentEvent{
 			callEvent("c1", args), superseded("c1", brainwire.EConflict), {Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "server_error", ErrorMessage: "boom"}},
-			"STEP_START(Classifying) ERROR(The agent run failed: boom) COMPLETE(thread-1,run-1)", "server_error"},
+			"STEP_START(Classifying) ERROR[upstream](The agent run failed: boom) COMPLETE(thread-1,run-1)", "server_error"},
 		{"another store failure is unresolved", []brainwire.AgentEvent{callEvent("c1", args), resultEvent("c1", `{"error":"store_failed"}`, true), status(brainwire.RunCompleted)},
 			"STEP_START(Classifying) STEP_END(Classifying) unresolved(,,0) COMPLETE(thread-1,run-1)", ""},
 	}

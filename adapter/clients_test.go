@@ -95,8 +95,8 @@ func TestToolEventsAreCopies(t *testing.T) {
 	}
 }
 
-// An Error event carries the result, so a protocol can name why the
-// capture failed.
+// An Error event carries the clients' code, and the result with the
+// service's own code for telemetry.
 func TestErrorCarriesItsType(t *testing.T) {
 	a := New(brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"})
 	out := a.Handle(brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: brainwire.RunFailed, ErrorCode: "rate_limit_exceeded", ErrorMessage: "slow down"}, nil)
@@ -104,6 +104,9 @@ func TestErrorCarriesItsType(t *testing.T) {
 		if e.Type == brainwire.CaptureError {
 			if e.Result == nil || e.Result.ErrorType != "rate_limit_exceeded" || e.Result.ErrorMessage != e.Message {
 				t.Fatalf("error event result %+v", e.Result)
+			}
+			if e.Code != brainwire.EUpstream {
+				t.Fatalf("error event code %q, want %q", e.Code, brainwire.EUpstream)
 			}
 			return
 		}

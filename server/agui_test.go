@@ -145,9 +145,9 @@ func TestAGUIFailures(t *testing.T) {
 		code    string
 	}{
 		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("server_error", "Sorry."), ft.Done()))},
-			nil, "The agent run failed: Sorry.", "server_error"},
+			nil, "The agent run failed: Sorry.", brainwire.EUpstream},
 		{"error event", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), ft.ErrorEvent(`{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`)))},
-			nil, "The agent service reported an error: Rate limit is exceeded.", "rate_limit_exceeded"},
+			nil, "The agent service reported an error: Rate limit is exceeded.", brainwire.EUpstream},
 		{"connection reset", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(cut...))},
 			nil, "The agent service failed: the agent service's event stream broke off", brainwire.EUpstream},
 		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},

@@ -244,7 +244,7 @@ func TestCaptureRunFailed(t *testing.T) {
 		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.Failed("server_error", "Sorry, something went wrong."), ft.Done()))})
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent run failed: Sorry, something went wrong."}`,
+		`{"type":"ERROR","message":"The agent run failed: Sorry, something went wrong.","code":"upstream"}`,
 		complete,
 	}, "\n")
 	if got := payloads(h.capture("anything")); got != want {
@@ -262,7 +262,7 @@ func TestCaptureErrorEvent(t *testing.T) {
 	frames := h.capture("anything")
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service reported an error: Rate limit is exceeded."}`,
+		`{"type":"ERROR","message":"The agent service reported an error: Rate limit is exceeded.","code":"upstream"}`,
 		complete,
 	}, "\n")
 	if got := payloads(frames); got != want {
@@ -280,7 +280,7 @@ func TestCaptureConnectionResetMidStream(t *testing.T) {
 	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))})
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service failed: the agent service's event stream broke off"}`,
+		`{"type":"ERROR","message":"The agent service failed: the agent service's event stream broke off","code":"upstream"}`,
 		complete,
 	}, "\n")
 	if got := payloads(h.capture("x")); got != want {
@@ -296,7 +296,7 @@ func TestCaptureNon2xx(t *testing.T) {
 	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests, retry later."))})
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service failed: Too many requests, retry later."}`,
+		`{"type":"ERROR","message":"The agent service failed: Too many requests, retry later.","code":"upstream"}`,
 		complete,
 	}, "\n")
 	if got := payloads(h.capture("x")); got != want {
@@ -315,7 +315,7 @@ func TestCaptureHangPastTimeoutCancelsTheRun(t *testing.T) {
 	frames := h.capture("x")
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent took too long to respond"}`,
+		`{"type":"ERROR","message":"The agent took too long to respond","code":"timeout"}`,
 		complete,
 	}, "\n")
 	if got := payloads(frames); got != want {

@@ -52,8 +52,8 @@ func (o resultOf) End(res brainwire.CaptureResult) {
 type followUpProtocol struct {
 	name, path string
 	body       func(itemID, text string) string
-	// failure returns the stream's error event's message and code ("" in
-	// protocols whose event has none), and its events' types.
+	// failure returns the stream's error event's message and code, and its
+	// events' types.
 	failure func(t *testing.T, stream string) (msg, code string, types []string)
 }
 
@@ -130,8 +130,8 @@ var followUpProtocols = []followUpProtocol{
 // A follow-up whose item a person recategorizes or deletes while the
 // agent works files nothing, and its client is told so on every protocol:
 // the protocol's error event says the item was changed (or deleted), with
-// the store's code where the protocol carries one, not that the agent
-// failed or left the capture unresolved.
+// the store's code, not that the agent failed or left the capture
+// unresolved.
 func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 	for _, p := range followUpProtocols {
 		for _, edit := range []struct {
@@ -184,8 +184,8 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 				if !strings.Contains(msg, "item was "+edit.says+" while the follow-up ran") || strings.Contains(msg, "agent") {
 					t.Errorf("error message %q, want one saying the item was %s; stream:\n%s", msg, edit.says, r.body)
 				}
-				if p.name == "AG-UI" && code != edit.code {
-					t.Errorf("RUN_ERROR code %q, want %q", code, edit.code)
+				if code != edit.code {
+					t.Errorf("error event code %q, want %q; stream:\n%s", code, edit.code, r.body)
 				}
 				for _, typ := range types {
 					for _, outcome := range []string{"UNRESOLVED", "unresolved", "CLASSIFIED", "classified", "LOW_CONFIDENCE", "MISUNDERSTOOD", "misunderstood"} {

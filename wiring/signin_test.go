@@ -108,8 +108,9 @@ func postStream(t *testing.T, phone *httptest.Server, path, body string) string 
 
 // TestSignInFailureReachesThePhone: when brainwire cannot sign in to the
 // agent service (no token to be had, or the service refuses the one sent)
-// the phone is told so, in every protocol, and not that the service could
-// not be reached; a service that is not there still reads as unreachable.
+// the phone is told so, with its own message and code, in every protocol,
+// and not that the service could not be reached; a service that is not
+// there still reads as unreachable.
 func TestSignInFailureReachesThePhone(t *testing.T) {
 	const (
 		signIn      = "brainwire could not sign in to the agent service"
@@ -134,22 +135,22 @@ func TestSignInFailureReachesThePhone(t *testing.T) {
 		{"the service not there", func(t *testing.T) func(http.RoundTripper) (brainwire.Provider, error) {
 			project := stoppedURL(t) + rt.ProjectPath
 			return wiring.Responses(responses.ProjectBaseURL(project), project, agent, staticAuth)
-		}, unreachable, "internal"},
+		}, unreachable, "unavailable"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			phone := phoneServer(t, c.open(t))
 			v2 := postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
-			if want := `data: {"type":"ERROR","message":"` + c.message + `"}`; !strings.Contains(v2, want) {
+			if want := `data: {"type":"ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v2, want) {
 				t.Errorf("capture v2:\n%s\nwant %s", v2, want)
 			}
 			v1 := postStream(t, phone, "/api/ag-ui", `{"messages":[{"id":"m1","role":"user","content":"Call Sam"}]}`)
-			if want := `"type":"RUN_ERROR","message":"` + c.message + `"`; !strings.Contains(v1, want) {
+			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v1, want) {
 				t.Errorf("v1:\n%s\nwant %s", v1, want)
 			}
 			agui := postStream(t, phone, "/api/agui", `{"threadId":"t-1","runId":"r-1","state":{},`+
 				`"messages":[{"id":"u1","role":"user","content":"Call Sam"}],"tools":[],"context":[],"forwardedProps":{}}`)
-			if want := `"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"`; !strings.Contains(agui, want) {
+			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(agui, want) {
 				t.Errorf("AG-UI:\n%s\nwant %s", agui, want)
 			}
 		})

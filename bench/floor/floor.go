@@ -228,7 +228,8 @@ func (c *capture) send() error {
 
 // end ends the stream: UNRESOLVED when the run ended without filing,
 // ERROR when it failed before the outcome, then COMPLETE, in one write
-// as serve writes them.
+// as serve writes them. ERROR's code is always upstream: the floor tells
+// no causes apart.
 func (c *capture) end(err error) {
 	if c.werr != nil {
 		return
@@ -237,7 +238,7 @@ func (c *capture) end(err error) {
 	case !c.outcome && err != nil:
 		c.frame = append(c.frame, `data: {"type":"ERROR","message":`...)
 		c.frame = jsonw.String(c.frame, err.Error())
-		c.frame = append(c.frame, "}\n\n"...)
+		c.frame = append(c.frame, `,"code":"upstream"}`+"\n\n"...)
 	case !c.outcome:
 		c.frame = append(c.frame, stepEnd...)
 		c.frame = append(c.frame, `data: {"type":"UNRESOLVED","value":{"inboxItemId":""}}`+"\n\n"...)

@@ -80,6 +80,7 @@ type event struct {
 	Type     string          `json:"type"`
 	StepName string          `json:"stepName"`
 	Message  string          `json:"message"`
+	Code     string          `json:"code"`
 	ThreadID string          `json:"threadId"`
 	RunID    string          `json:"runId"`
 	Value    json.RawMessage `json:"value"`
@@ -272,7 +273,7 @@ func TestUpstreamFailure(t *testing.T) {
 			t.Run(face+"/"+name, func(t *testing.T) {
 				url := startFloor(t, face, tc.upstream, false)
 				evs := readEvents(t, post(t.Context(), t, url, "Bearer "+key, `{"text":"Call mom"}`))
-				if types(evs) != "STEP_START ERROR COMPLETE" || !strings.Contains(evs[1].Message, tc.want) {
+				if types(evs) != "STEP_START ERROR COMPLETE" || !strings.Contains(evs[1].Message, tc.want) || evs[1].Code != "upstream" {
 					t.Fatalf("events %+v", evs)
 				}
 			})

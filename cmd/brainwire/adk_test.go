@@ -267,7 +267,7 @@ func TestServeADKFaults(t *testing.T) {
 		base := startServe(t, map[string]string{"ADK_API_BASE_URL": up.URL(), "ADK_APP_NAME": "app", "BRAINWIRE_RUN_TIMEOUT": "2s"})
 		got := post(t, base, "/api/capture", `{"text":"Call mom"}`)
 		want := `data: {"type":"STEP_START","stepName":"Classifying"}` + "\n\n" +
-			`data: {"type":"ERROR","message":"The agent took too long to respond"}` + "\n\n"
+			`data: {"type":"ERROR","message":"The agent took too long to respond","code":"timeout"}` + "\n\n"
 		if !strings.HasPrefix(got, want) || !strings.Contains(got, `"type":"COMPLETE"`) {
 			t.Fatalf("phone got:\n%s", got)
 		}

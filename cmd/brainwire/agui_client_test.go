@@ -196,7 +196,7 @@ func TestAGUIClientAcceptsEveryStream(t *testing.T) {
 		}},
 		{"failed run", []map[string]any{text("Renew the car insurance #fail")}, func(t *testing.T, rs []aguiRun) {
 			accepted(t, rs[0], "RUN_ERROR")
-			if rs[0].RunError["code"] != "server_error" || !strings.Contains(rs[0].RunError["message"].(string), "The agent run failed") {
+			if rs[0].RunError["code"] != "upstream" || !strings.Contains(rs[0].RunError["message"].(string), "The agent run failed") {
 				t.Fatalf("run error %v", rs[0].RunError)
 			}
 		}},

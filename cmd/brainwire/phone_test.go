@@ -121,6 +121,9 @@ func TestPhoneClientParsesTheStream(t *testing.T) {
 			if fmt.Sprint(types) != fmt.Sprint(want) || len(got.Errors) != 0 {
 				t.Fatalf("phone received %v (errors %v), want %v", types, got.Errors, want)
 			}
+			if e := got.Events[1]; c.outcome == "ERROR" && e["code"] != "upstream" {
+				t.Fatalf("ERROR %v, want code upstream", e)
+			}
 		})
 	}
 }

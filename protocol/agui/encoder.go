@@ -148,8 +148,8 @@ func (e *Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 		e.ended = true
 		dst = open(dst, typeRunError)
 		dst = stringField(dst, "message", ev.Message)
-		if ev.Result != nil && ev.Result.ErrorType != "" {
-			dst = stringField(dst, "code", ev.Result.ErrorType)
+		if ev.Code != "" {
+			dst = stringField(dst, "code", ev.Code)
 		}
 		dst = closeFrame(dst)
 	case brainwire.CaptureComplete:

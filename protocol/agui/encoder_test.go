@@ -38,8 +38,11 @@ func complete() brainwire.CaptureEvent {
 	return brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: "t-1", RunID: "r-1"}
 }
 
-func failure(msg, typ string) brainwire.CaptureEvent {
-	return brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: typ, ErrorMessage: msg}}
+// failure is an Error as the adapter makes it: the clients' code apart
+// from the cause telemetry keeps (typ).
+func failure(msg, code, typ string) brainwire.CaptureEvent {
+	return brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Code: code,
+		Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: typ, ErrorMessage: msg}}
 }
 
 func encode(c brainwire.Capture, opts Options, evs ...brainwire.CaptureEvent) string {
@@ -152,9 +155,9 @@ func TestEncodeSequences(t *testing.T) {
 			`{"type":"CUSTOM","name":"brainwire.outcome","value":{"outcome":"unresolved"}}`,
 			`{"type":"RUN_FINISHED","threadId":"t-1","runId":"r-1","result":{"outcome":"unresolved"}}`,
 		}},
-		{"failure: RUN_ERROR with its code ends the run; nothing follows", capture, Options{Reasoning: true}, []brainwire.CaptureEvent{
+		{"failure: RUN_ERROR with the clients' code ends the run; nothing follows", capture, Options{Reasoning: true}, []brainwire.CaptureEvent{
 			step(brainwire.CaptureStepStart), chunk(0, "Hm", false),
-			failure("The agent run failed: boom", "server_error"), complete(), chunk(1, "late", true),
+			failure("The agent run failed: boom", brainwire.EUpstream, "server_error"), complete(), chunk(1, "late", true),
 		}, []string{
 			`{"type":"RUN_STARTED","threadId":"t-1","runId":"r-1"}`,
 			`{"type":"STEP_STARTED","stepName":"Classifying"}`,
@@ -163,7 +166,7 @@ func TestEncodeSequences(t *testing.T) {
 			`{"type":"REASONING_MESSAGE_CONTENT","messageId":"r-1-reasoning-1","delta":"Hm"}`,
 			`{"type":"REASONING_MESSAGE_END","messageId":"r-1-reasoning-1"}`,
 			`{"type":"REASONING_END","messageId":"r-1-reasoning-1"}`,
-			`{"type":"RUN_ERROR","message":"The agent run failed: boom","code":"server_error"}`,
+			`{"type":"RUN_ERROR","message":"The agent run failed: boom","code":"upstream"}`,
 		}},
 		{"voice step, empty and odd text kept as sent", brainwire.Capture{Kind: brainwire.KindVoice, ThreadID: "t-1", RunID: "r-1"}, Options{}, []brainwire.CaptureEvent{
 			{Type: brainwire.CaptureStepStart, StepName: "Processing"}, {Type: brainwire.CaptureStepEnd, StepName: "Processing"},
@@ -204,7 +207,7 @@ func TestEncodeIsAlwaysWellFormed(t *testing.T) {
 		call("c1", "file_capture", `{}`), result("c1", "file_capture", `{}`, false), result("c9", "x", `{}`, true),
 		outcomeEv(brainwire.CaptureResult{Outcome: brainwire.OutcomeMisunderstood, InboxItemID: "i", Question: "q"}),
 		outcomeEv(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i", Bucket: "People", Confidence: 1}),
-		failure("x", ""), complete(),
+		failure("x", "", ""), failure("y", brainwire.EUpstream, "stream_error"), complete(),
 		{Type: brainwire.CaptureToolCall}, {Type: brainwire.CaptureToolResult}, {Type: brainwire.CaptureOutcome},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

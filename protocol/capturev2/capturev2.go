@@ -43,6 +43,10 @@ func (Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 		dst = open(dst, typeError)
 		dst = jsonw.Field(dst, "message", false)
 		dst = jsonw.String(dst, ev.Message)
+		if ev.Code != "" {
+			dst = jsonw.Field(dst, "code", false)
+			dst = jsonw.String(dst, ev.Code)
+		}
 	case brainwire.CaptureComplete:
 		dst = open(dst, typeComplete)
 		dst = jsonw.Field(dst, "threadId", false)

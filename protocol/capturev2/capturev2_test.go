@@ -26,8 +26,11 @@ func TestEncodeMatchesContract(t *testing.T) {
 			`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-1","inboxItemId":"i3","questionText":"Did you mean \"Bob\"?","foundryConversationId":"thread_abc"}}`},
 		{"unresolved", brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeUnresolved}},
 			`{"type":"UNRESOLVED","value":{"inboxItemId":""}}`},
-		{"error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "Agent run failed"},
-			`{"type":"ERROR","message":"Agent run failed"}`},
+		{"error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "Agent run failed", Code: brainwire.EUpstream,
+			Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "server_error"}},
+			`{"type":"ERROR","message":"Agent run failed","code":"upstream"}`},
+		{"sign-in error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
+			`{"type":"ERROR","message":"brainwire could not sign in to the agent service","code":"upstream_auth"}`},
 		{"complete", brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
 			`{"type":"COMPLETE","threadId":"thread-1","runId":"run-1"}`},
 	}
@@ -66,8 +69,28 @@ func TestEncodeIsOneLineAndFramed(t *testing.T) {
 
 func TestEncodeAllocatesNothing(t *testing.T) {
 	buf := make([]byte, 0, 512)
-	ev := brainwire.CaptureEvent{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i1", Bucket: "People", Confidence: 0.9}}
-	if n := testing.AllocsPerRun(100, func() { buf = Encoder{}.Encode(buf[:0], ev) }); n != 0 {
-		t.Fatalf("Encode allocates %v times", n)
+	for _, ev := range []brainwire.CaptureEvent{
+		{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i1", Bucket: "People", Confidence: 0.9}},
+		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
+	} {
+		if n := testing.AllocsPerRun(100, func() { buf = Encoder{}.Encode(buf[:0], ev) }); n != 0 {
+			t.Fatalf("Encode of %s allocates %v times", ev.Type, n)
+		}
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	evs := []brainwire.CaptureEvent{
+		{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
+		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
+		{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
+	}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:0]
+		for _, ev := range evs {
+			buf = Encoder{}.Encode(buf, ev)
+		}
 	}
 }

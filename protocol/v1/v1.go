@@ -16,7 +16,8 @@
 //	RUN_FINISHED {threadId, runId}
 //
 // or on failure RUN_STARTED, STEP_STARTED, [STEP_FINISHED], RUN_ERROR
-// {message}, which those builds also close the stream on. They show the
+// {message, code} (code is AG-UI's optional field; the same code every
+// protocol sends), which those builds also close the stream on. They show the
 // TEXT_MESSAGE_CONTENT text when RUN_FINISHED comes, unless HITL_REQUIRED or
 // MISUNDERSTOOD asked the person something first; they ignore events they
 // do not know, such as RUN_STARTED. Reasoning and tool calls are not part
@@ -93,6 +94,9 @@ func (e *Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 		e.ended = true
 		dst = open(dst, typeRunError)
 		dst = stringField(dst, "message", ev.Message)
+		if ev.Code != "" {
+			dst = stringField(dst, "code", ev.Code)
+		}
 		dst = closeFrame(dst)
 	case brainwire.CaptureComplete:
 		e.ended = true

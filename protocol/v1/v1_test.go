@@ -68,8 +68,11 @@ func TestEncodeSequences(t *testing.T) {
 		{"unresolved", []brainwire.CaptureEvent{start, end, outcome(brainwire.CaptureResult{Outcome: brainwire.OutcomeUnresolved}), done},
 			slices.Concat([]string{runStarted, stepStarted, stepFinished}, text(UnresolvedText),
 				[]string{`{"type":"CUSTOM","name":"UNRESOLVED","value":{"inboxItemId":""}}`, runFinished})},
-		{"failure ends with RUN_ERROR", []brainwire.CaptureEvent{start, {Type: brainwire.CaptureError, Message: "The agent run failed"}, done},
-			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"The agent run failed"}`}},
+		{"failure ends with RUN_ERROR and its code", []brainwire.CaptureEvent{start, {Type: brainwire.CaptureError, Message: "The agent run failed", Code: brainwire.EUpstream,
+			Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeError, ErrorType: "server_error"}}, done},
+			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"The agent run failed","code":"upstream"}`}},
+		{"sign-in failure", []brainwire.CaptureEvent{start, {Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth}, done},
+			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"brainwire could not sign in to the agent service","code":"upstream_auth"}`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,5 +120,32 @@ func TestNothingAfterTheEnd(t *testing.T) {
 	dst = e.Encode(dst, brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: "s"})
 	if len(dst) != n {
 		t.Fatalf("frames after RUN_ERROR: %q", dst[n:])
+	}
+}
+
+func BenchmarkEncodeFailure(b *testing.B) {
+	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
+	evs := []brainwire.CaptureEvent{
+		{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
+		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
+		{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
+	}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		e := NewEncoder(c)
+		buf = buf[:0]
+		for _, ev := range evs {
+			buf = e.Encode(buf, ev)
+		}
+	}
+}
+
+func TestEncodeFailureAllocatesNothing(t *testing.T) {
+	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
+	ev := brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth}
+	buf := make([]byte, 0, 512)
+	if n := testing.AllocsPerRun(100, func() { buf = NewEncoder(c).Encode(buf[:0], ev) }); n != 0 {
+		t.Fatalf("Encode of a failure allocates %v times", n)
 	}
 }

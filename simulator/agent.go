@@ -36,6 +36,7 @@ type magic struct {
 	errorEvent    bool
 	incomplete    bool
 	long          int // reasoning chunks of the run's first message; 0 = natural
+	refuse        refusal
 }
 
 // hashTag is one #tag in a text, lower-cased, with its byte span.
@@ -83,6 +84,13 @@ func (m *magic) applyTag(tag string) bool {
 	case MagicIncomplete:
 		m.incomplete = true
 	default:
+		if arg, ok := strings.CutPrefix(tag, MagicRefuse); ok {
+			r, ok := parseRefusal(arg)
+			if ok {
+				m.refuse = r
+			}
+			return ok
+		}
 		n, ok := strings.CutPrefix(tag, MagicLong)
 		if !ok {
 			return false

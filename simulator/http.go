@@ -24,6 +24,7 @@ type httpError struct {
 	code    string
 	message string
 	param   string
+	header  http.Header // sent with it (a refusal's retry-after-ms)
 }
 
 func (e *httpError) Error() string {
@@ -140,6 +141,9 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if he.param != "" {
 		body.Error.Param = ptr(he.param)
+	}
+	for k, v := range he.header {
+		w.Header()[k] = v
 	}
 	_ = writeJSON(w, he.status, body) // the client is gone if this fails
 }

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"container/list"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -602,7 +603,7 @@ func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) err
 	if err := decode(w, req, &body, false); err != nil {
 		return err
 	}
-	t, err := s.prepareResponse(&body)
+	t, err := s.prepareResponse(&body, callKey(req, &body))
 	if err != nil {
 		return err
 	}
@@ -616,7 +617,7 @@ func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) err
 
 // prepareResponse checks the request against what the service holds and
 // plans the response.
-func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error) {
+func (s *Simulator) prepareResponse(body *responseRequest, call [sha256.Size]byte) (*responseTurn, error) {
 	if body.Background {
 		return nil, badRequest("background", "Background responses are not supported by the simulator.")
 	}
@@ -752,6 +753,11 @@ func (s *Simulator) prepareResponse(body *responseRequest) (*responseTurn, error
 		run = runMemory{magic: parseMagic(newestUserText(sess))}
 	}
 	run.tools, run.noTools = names, choice == "none"
+	// A run under #refuse has each of its calls refused before anything
+	// changes, as a service refuses a request it has not taken.
+	if err := s.refuse(run.magic.refuse, call); err != nil {
+		return nil, err
+	}
 
 	store := body.Store == nil || *body.Store
 	parallel := body.ParallelToolCalls == nil || *body.ParallelToolCalls

@@ -24,6 +24,8 @@ type Stats struct {
 	// the latency the simulator's own load adds, which a load test on
 	// the same machine must not count as its client's.
 	PacedLate LateCounts `json:"paced_late"`
+	// Refused counts the calls refused under #refuse, by status ("429").
+	Refused map[string]int64 `json:"refused,omitempty"`
 }
 
 // LateCounts is a histogram of lateness: Counts[i] frames were at most
@@ -44,7 +46,7 @@ type traffic struct {
 func (s *Simulator) Stats() Stats {
 	return Stats{
 		Connections: s.traffic.conns.Load(), Requests: s.traffic.requests.Load(), HTTP2Requests: s.traffic.h2.Load(),
-		PacedLate: s.traffic.late.snapshot(),
+		PacedLate: s.traffic.late.snapshot(), Refused: s.refusedByStatus(),
 	}
 }
 

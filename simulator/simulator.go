@@ -91,6 +91,7 @@ type Simulator struct {
 	responses *responsesState
 
 	traffic traffic // serving.go
+	refused refused // refuse.go
 }
 
 // New returns a Simulator with cfg's zero fields set to their defaults.

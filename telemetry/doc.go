@@ -171,7 +171,12 @@
 // brainwire.capture.confidence, brainwire.capture.time_to_outcome,
 // brainwire.capture.reasoning_chunks, brainwire.upstream.errors (by
 // error.type: HTTP status, timeout, connection, stream_broken, the run's
-// last_error code; and brainwire.upstream.error.source), the semantic
+// last_error code; brainwire.upstream.error.source; and
+// brainwire.upstream.error.retried: true for a failed attempt the retry
+// layer sent again, which the capture never saw, so that the false ones
+// are the errors that reached it; WrapCalls, above the retry layer, tells
+// them apart), brainwire.upstream.retries (calls sent again, by
+// gen_ai.operation.name and brainwire.upstream.retry.status), the semantic
 // conventions' gen_ai.client.operation.duration (invoke_agent,
 // execute_tool and each upstream operation) and gen_ai.client.token.usage,
 // the Application Insights exporter's sent and dropped counts, and the

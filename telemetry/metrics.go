@@ -35,38 +35,39 @@ const (
 
 // Attribute keys of this package.
 const (
-	AttrRunID             = attribute.Key("run_id")    // the capture's run id (COMPLETE's runId)
-	AttrThreadID          = attribute.Key("thread_id") // the capture's thread id
-	AttrChunkIndex        = attribute.Key("chunk_index")
-	AttrReasoningText     = attribute.Key("reasoning_text")
-	AttrFoundryRunID      = attribute.Key("foundry.run_id")
-	AttrFoundryThreadID   = attribute.Key("foundry.thread_id")
-	AttrFoundryRunStatus  = attribute.Key("foundry.run.status")
-	AttrKind              = attribute.Key("brainwire.capture.kind")
-	AttrOutcome           = attribute.Key("brainwire.capture.outcome")
-	AttrBucket            = attribute.Key("brainwire.capture.bucket")
-	AttrConfidence        = attribute.Key("brainwire.capture.confidence")
-	AttrChunkCount        = attribute.Key("brainwire.capture.reasoning_chunks")
-	AttrTimeToOutcomeMS   = attribute.Key("brainwire.capture.time_to_outcome_ms")
-	AttrInboxItemID       = attribute.Key("brainwire.inbox_item_id")
-	AttrQuestion          = attribute.Key("brainwire.capture.question")
-	AttrErrorMessage      = attribute.Key("brainwire.error.message")
-	AttrUpstreamErrSource = attribute.Key("brainwire.upstream.error.source")
-	AttrDropReason        = attribute.Key("brainwire.appinsights.drop_reason")
-	AttrTelemetryExporter = attribute.Key("brainwire.telemetry.exporter")    // otlp, console
-	AttrSpanDropReason    = attribute.Key("brainwire.telemetry.drop_reason") // queue_full, export_failed, shutdown
-	AttrEvalRunID         = attribute.Key("brainwire.eval.run_id")
-	AttrReasoningCut      = attribute.Key("brainwire.capture.reasoning_truncated")
-	AttrCorrectionKind    = attribute.Key("brainwire.correction.kind")
-	AttrCorrectionRepeat  = attribute.Key("brainwire.correction.repeat")
-	AttrAgentOutcome      = attribute.Key("brainwire.correction.agent_outcome")
-	AttrAgentBucket       = attribute.Key("brainwire.correction.agent_bucket")
-	AttrHumanBucket       = attribute.Key("brainwire.correction.human_bucket")
-	AttrFollowUpRound     = attribute.Key("brainwire.follow_up.round")
-	AttrFollowUpOutcome   = attribute.Key("brainwire.follow_up.outcome")
-	AttrFollowUpRunID     = attribute.Key("brainwire.follow_up.run_id")
-	AttrRetryStatus       = attribute.Key("brainwire.upstream.retry.status") // 429, 503, connection_reset, ...
-	AttrRetryWaitMS       = attribute.Key("brainwire.upstream.retry.wait_ms")
+	AttrRunID              = attribute.Key("run_id")    // the capture's run id (COMPLETE's runId)
+	AttrThreadID           = attribute.Key("thread_id") // the capture's thread id
+	AttrChunkIndex         = attribute.Key("chunk_index")
+	AttrReasoningText      = attribute.Key("reasoning_text")
+	AttrFoundryRunID       = attribute.Key("foundry.run_id")
+	AttrFoundryThreadID    = attribute.Key("foundry.thread_id")
+	AttrFoundryRunStatus   = attribute.Key("foundry.run.status")
+	AttrKind               = attribute.Key("brainwire.capture.kind")
+	AttrOutcome            = attribute.Key("brainwire.capture.outcome")
+	AttrBucket             = attribute.Key("brainwire.capture.bucket")
+	AttrConfidence         = attribute.Key("brainwire.capture.confidence")
+	AttrChunkCount         = attribute.Key("brainwire.capture.reasoning_chunks")
+	AttrTimeToOutcomeMS    = attribute.Key("brainwire.capture.time_to_outcome_ms")
+	AttrInboxItemID        = attribute.Key("brainwire.inbox_item_id")
+	AttrQuestion           = attribute.Key("brainwire.capture.question")
+	AttrErrorMessage       = attribute.Key("brainwire.error.message")
+	AttrUpstreamErrSource  = attribute.Key("brainwire.upstream.error.source")
+	AttrUpstreamErrRetried = attribute.Key("brainwire.upstream.error.retried") // a failed attempt sent again
+	AttrDropReason         = attribute.Key("brainwire.appinsights.drop_reason")
+	AttrTelemetryExporter  = attribute.Key("brainwire.telemetry.exporter")    // otlp, console
+	AttrSpanDropReason     = attribute.Key("brainwire.telemetry.drop_reason") // queue_full, export_failed, shutdown
+	AttrEvalRunID          = attribute.Key("brainwire.eval.run_id")
+	AttrReasoningCut       = attribute.Key("brainwire.capture.reasoning_truncated")
+	AttrCorrectionKind     = attribute.Key("brainwire.correction.kind")
+	AttrCorrectionRepeat   = attribute.Key("brainwire.correction.repeat")
+	AttrAgentOutcome       = attribute.Key("brainwire.correction.agent_outcome")
+	AttrAgentBucket        = attribute.Key("brainwire.correction.agent_bucket")
+	AttrHumanBucket        = attribute.Key("brainwire.correction.human_bucket")
+	AttrFollowUpRound      = attribute.Key("brainwire.follow_up.round")
+	AttrFollowUpOutcome    = attribute.Key("brainwire.follow_up.outcome")
+	AttrFollowUpRunID      = attribute.Key("brainwire.follow_up.run_id")
+	AttrRetryStatus        = attribute.Key("brainwire.upstream.retry.status") // 429, 503, connection_reset, ...
+	AttrRetryWaitMS        = attribute.Key("brainwire.upstream.retry.wait_ms")
 )
 
 // EventRetry is the event on the client span of a call sent again.
@@ -117,7 +118,7 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 	in.replays = newCounter(MetricReplays, "{capture}",
 		"Repeated capture requests (same Idempotency-Key) answered with the first one's outcome, by outcome and kind: no agent ran, nothing was filed, and brainwire.captures does not count them.")
 	in.upstreamErrs = newCounter(MetricUpstreamErrors, "{error}",
-		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors; by type, where they showed and agent version.")
+		"Errors from the agent service: HTTP statuses, transport failures, failed runs, in-stream errors; by type, where they showed, whether the call was sent again after it (retried: the caller never saw it) and agent version.")
 	in.retries = newCounter(MetricUpstreamRetries, "{retry}",
 		"Calls to the agent service sent again after it refused them for a moment or the connection failed before its answer, by operation, what refused it (the status, or the connection's failure) and agent version.")
 	in.corrections = newCounter(MetricCorrections, "{correction}",

@@ -269,7 +269,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 	switch ev.Kind {
 	case brainwire.AgentRunStatus:
 		if ev.Status == brainwire.RunFailed {
-			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run")
+			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run", false)
 		}
 		c.mu.Lock()
 		cs := c.stream
@@ -278,7 +278,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
 	case brainwire.AgentError:
-		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream")
+		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream", false)
 	}
 }
 
@@ -562,16 +562,11 @@ func orDefault(s, def string) string {
 	return def
 }
 
-// upstreamError counts one error from the agent service, by the version
-// of the agent the capture in ctx ran.
-func (t *Telemetry) upstreamError(ctx context.Context, errType, source string) {
-	t.countUpstreamError(ctx, captureFrom(ctx), errType, source)
-}
-
 // countUpstreamError counts one error from the agent service during
-// capture c (nil: none known).
-func (t *Telemetry) countUpstreamError(ctx context.Context, c *capture, errType, source string) {
-	kv := []attribute.KeyValue{semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source)}
+// capture c (nil: none known); retried when it was a failed attempt the
+// retry layer sent again, so that the caller never saw it.
+func (t *Telemetry) countUpstreamError(ctx context.Context, c *capture, errType, source string, retried bool) {
+	kv := []attribute.KeyValue{semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source), AttrUpstreamErrRetried.Bool(retried)}
 	if c != nil {
 		kv = append(kv, c.versionAttr...)
 	}

@@ -94,7 +94,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		typ := transportErrorType(ctx, err)
 		if typ != "canceled" {
-			t.upstreamError(ctx, typ, "http")
+			t.attemptFailed(ctx, typ)
 		}
 		cs.finish(typ, err)
 		return nil, err
@@ -102,7 +102,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
 	if resp.StatusCode >= 400 {
 		code := strconv.Itoa(resp.StatusCode)
-		t.upstreamError(ctx, code, "http")
+		t.attemptFailed(ctx, code)
 		cs.errType = code
 	}
 	if cs.capture != nil && isEventStream(resp.Header) {
@@ -137,12 +137,85 @@ func (t *Telemetry) Resend(ctx context.Context, op string, count int, reason str
 	if !t.enabled {
 		return ctx
 	}
+	if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+		a.settle(t, true)
+	}
 	kv := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), AttrRetryStatus.String(reason)}
 	if c := captureFrom(ctx); c != nil {
 		kv = append(kv, c.versionAttr...)
 	}
 	t.inst.retries.Add(ctx, 1, metric.WithAttributes(kv...))
 	return context.WithValue(ctx, resendKey{}, resend{count: count, reason: reason, wait: wait})
+}
+
+// WrapCalls returns a RoundTripper that follows each call to the agent
+// service through a retry layer below it (next) down to WrapTransport's:
+// an attempt that failed is counted in brainwire.upstream.errors once its
+// fate is known, retried when the retry layer sends the call again
+// (Resend), else when the call returns to its caller, having reached it.
+// Without it, every failed attempt counts as one that reached the caller.
+func (t *Telemetry) WrapCalls(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return callTransport{t: t, next: next}
+}
+
+type callTransport struct {
+	t    *Telemetry
+	next http.RoundTripper
+}
+
+func (ct callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	a := &attempts{}
+	resp, err := ct.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), attemptsKey{}, a)))
+	a.settle(ct.t, false)
+	return resp, err
+}
+
+type attemptsKey struct{}
+
+// attempts is one call's failed attempt not counted yet: the last one, as
+// the retry layer decides on each before it sends the next.
+type attempts struct {
+	mu      sync.Mutex
+	pending *failedAttempt
+	settled bool // the call returned: later failures count at once
+}
+
+type failedAttempt struct {
+	ctx     context.Context
+	errType string
+}
+
+// attemptFailed counts a failed attempt, or leaves it to its call's
+// attempts when a WrapCalls above is still deciding.
+func (t *Telemetry) attemptFailed(ctx context.Context, errType string) {
+	if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+		a.mu.Lock()
+		if !a.settled {
+			a.pending = &failedAttempt{ctx: ctx, errType: errType}
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+	}
+	t.countUpstreamError(ctx, captureFrom(ctx), errType, "http", false)
+}
+
+// settle counts the pending failed attempt, sent again (retried) or the
+// call's answer; a call that returned settles for good.
+func (a *attempts) settle(t *Telemetry, retried bool) {
+	a.mu.Lock()
+	p := a.pending
+	a.pending = nil
+	if !retried {
+		a.settled = true
+	}
+	a.mu.Unlock()
+	if p != nil {
+		t.countUpstreamError(p.ctx, captureFrom(p.ctx), p.errType, "http", retried)
+	}
 }
 
 // clientSpan is one upstream call's span, ended once.
@@ -242,7 +315,7 @@ func (b *spanBody) Read(p []byte) (int, error) {
 			cs.errType = transportErrorType(cs.ctx, err)
 			if cs.errType != "canceled" {
 				cs.errType = "stream_broken"
-				cs.t.upstreamError(cs.ctx, cs.errType, "http")
+				cs.t.countUpstreamError(cs.ctx, captureFrom(cs.ctx), cs.errType, "http", false)
 			}
 		}
 		if !cs.stream {

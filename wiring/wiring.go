@@ -113,6 +113,11 @@ func New(cfg Config) (*server.Server, error) {
 	// Above the recorder and telemetry, below the provider's auth: each
 	// attempt is recorded and has its span.
 	rt = policy.Transport(rt)
+	if tel := cfg.Telemetry; tel != nil && tel.Enabled() {
+		// Above the retries: a failed attempt counts as retried or as the
+		// call's answer once they have decided.
+		rt = tel.WrapCalls(rt)
+	}
 	sc.Observer = observers
 	sc.WrapTools = around(wrapTools, sc.WrapTools)
 	sc.Middleware = around(middleware, sc.Middleware)

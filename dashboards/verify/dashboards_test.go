@@ -245,7 +245,7 @@ func scrapeCollector(t *testing.T) emitted {
 			}
 		}
 		if e.names["brainwire_upstream_errors_total"] && e.names["brainwire_follow_ups_total"] && e.names["brainwire_appinsights_items_sent_total"] &&
-			e.names["brainwire_capture_confidence_bucket"] {
+			e.names["brainwire_capture_confidence_bucket"] && e.names["brainwire_upstream_retries_total"] && e.names["brainwire_capture_replays_total"] {
 			return e
 		}
 		if time.Now().After(deadline) {

@@ -6,14 +6,17 @@
 // TestMain builds brainwire from this checkout and runs a scripted
 // workload with processes of its own: the simulator (`brainwire sim`), two
 // `brainwire serve` replicas on one store, one of them restarted with new
-// instructions halfway, and two `brainwire eval` runs. Their traces go to
+// instructions halfway, and two `brainwire eval` runs; some captures
+// are refused by the simulator (#refuse), so that serve retries them, and
+// some are sent with an Idempotency-Key and repeated to the other
+// replica, which replays them. Their traces go to
 // an in-process OTLP receiver, their Application Insights items to an
 // in-process ingestion endpoint, and their metrics through the
 // OpenTelemetry Collector's own OTLP receiver and Prometheus exporter (the
 // components and version the compose file runs) to a real Prometheus,
 // started with the compose file's feature flags. The truth is what the
 // phones, the inbox and the evaluations saw, with each run's measurements
-// from its trace. Then:
+// from its trace, and the simulator's count of what it refused. Then:
 //
 //   - TestTuningTruth runs every panel's query, under every selection of
 //     the variables it honours (each service; All, each value and two at

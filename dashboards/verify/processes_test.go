@@ -191,15 +191,21 @@ type phoneEvents struct {
 	bucket     string
 	confidence float64
 	runID      string
+	// replayed: the answer was the first capture's, replayed for a
+	// repeat of its Idempotency-Key (Idempotent-Replayed: true).
+	replayed bool
 }
 
-// post sends a capture (or follow-up) as the phone does and reads its
-// stream to the end.
-func post(ctx context.Context, base, path string, body map[string]any) (phoneEvents, error) {
+// post sends a capture (or follow-up) as the phone does, with an
+// Idempotency-Key when key is not empty, and reads its stream to the end.
+func post(ctx context.Context, base, path string, body map[string]any, key string) (phoneEvents, error) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", `"`+key+`"`)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return phoneEvents{}, err
@@ -209,7 +215,7 @@ func post(ctx context.Context, base, path string, body map[string]any) (phoneEve
 		msg, _ := io.ReadAll(resp.Body)
 		return phoneEvents{}, fmt.Errorf("POST %s: %s %s", path, resp.Status, msg)
 	}
-	var ev phoneEvents
+	ev := phoneEvents{replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "data: ")

@@ -143,6 +143,10 @@ func timeToOutcome(r run) (float64, bool) {
 	return float64(r.ttoMS) / 1000, false
 }
 
+// upstreamErrors is the panel of errors that reached the capture (A) and
+// failed attempts sent again (B).
+const upstreamErrors = "Upstream errors in range: reached the capture, and retried"
+
 var panels = []panelTruth{
 	{title: "Outcome rate by version", honours: allVars, by: []string{"gen_ai_agent_version", "brainwire_capture_outcome"}, kind: ratio,
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
@@ -275,12 +279,42 @@ var panels = []panelTruth{
 			}
 			return rows, true
 		}},
-	{title: "Upstream errors in range", honours: byRun, by: []string{"error_type", "brainwire_upstream_error_source"}, kind: counts,
+	{title: upstreamErrors, ref: 0, honours: byRun, by: []string{"error_type", "brainwire_upstream_error_source"}, kind: counts,
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
 			rows := map[string]float64{}
 			for _, e := range tr.upstream {
-				if sel.has("job", e.job) && sel.has("version", e.version) {
+				if !e.retried && sel.has("job", e.job) && sel.has("version", e.version) {
 					rows[key(e.errType, e.source)]++
+				}
+			}
+			return rows, true
+		}},
+	{title: upstreamErrors, ref: 1, honours: byRun, by: []string{"error_type"}, kind: counts,
+		want: func(tr *truth, sel selection) (map[string]float64, bool) {
+			rows := map[string]float64{}
+			for _, e := range tr.upstream {
+				if e.retried && sel.has("job", e.job) && sel.has("version", e.version) {
+					rows[e.errType]++
+				}
+			}
+			return rows, true
+		}},
+	{title: "Upstream retries in range", honours: byRun, by: []string{"gen_ai_operation_name", "brainwire_upstream_retry_status"}, kind: counts,
+		want: func(tr *truth, sel selection) (map[string]float64, bool) {
+			rows := map[string]float64{}
+			for _, r := range tr.retries {
+				if sel.has("job", r.job) && sel.has("version", r.version) {
+					rows[key(r.op, r.status)]++
+				}
+			}
+			return rows, true
+		}},
+	{title: "Replayed captures in range", honours: []string{"job", "outcome", "kind"}, by: []string{"brainwire_capture_outcome", "brainwire_capture_kind"}, kind: counts,
+		want: func(tr *truth, sel selection) (map[string]float64, bool) {
+			rows := map[string]float64{}
+			for _, r := range tr.replays {
+				if sel.has("job", r.job) && sel.has("outcome", r.outcome) && sel.has("kind", r.kind) {
+					rows[key(r.outcome, r.kind)]++
 				}
 			}
 			return rows, true

@@ -63,9 +63,26 @@ type toolError struct {
 	at                          time.Time
 }
 
+// upstreamError is an error from the agent service: one that reached the
+// capture, or a failed attempt sent again (retried), which it never saw.
 type upstreamError struct {
 	job, version, errType, source string
+	retried                       bool
 	at                            time.Time
+}
+
+// upstreamRetry is a call to the agent service sent again after the
+// service refused it.
+type upstreamRetry struct {
+	job, version, op, status string
+	at                       time.Time
+}
+
+// replay is a repeat of a capture's Idempotency-Key answered with the
+// first capture's outcome.
+type replay struct {
+	job, outcome, kind string
+	at                 time.Time
 }
 
 // truth is everything the workload did, from what the phones, the inbox
@@ -77,9 +94,14 @@ type truth struct {
 	followUps   []followUp
 	toolErrors  []toolError
 	upstream    []upstreamError
-	v1, v2      string      // the two instructions versions
-	aiItems     []time.Time // when Application Insights accepted each item the serve replicas sent
-	evalRuns    []string
+	retries     []upstreamRetry
+	replays     []replay
+	// ranAgain are repeats of a capture that filed nothing: they ran
+	// afresh instead of replaying.
+	ranAgain int
+	v1, v2   string      // the two instructions versions
+	aiItems  []time.Time // when Application Insights accepted each item the serve replicas sent
+	evalRuns []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
 	// between the two rounds, when one replica restarts and the other has
@@ -96,6 +118,8 @@ func (tr *truth) since(t time.Time) *truth {
 	out.followUps = from(tr.followUps, t, func(f followUp) time.Time { return f.at })
 	out.toolErrors = from(tr.toolErrors, t, func(e toolError) time.Time { return e.at })
 	out.upstream = from(tr.upstream, t, func(e upstreamError) time.Time { return e.at })
+	out.retries = from(tr.retries, t, func(e upstreamRetry) time.Time { return e.at })
+	out.replays = from(tr.replays, t, func(e replay) time.Time { return e.at })
 	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
 	return &out
 }
@@ -133,6 +157,10 @@ type workload struct {
 	// expected tool errors and upstream errors, by run id.
 	wantToolErrors map[string]string
 	wantUpstream   map[string]bool
+	// wantResends are the retries each refused run's trace must show.
+	wantResends map[string]int
+	// keyN numbers the Idempotency-Keys the phones send.
+	keyN int
 }
 
 type phoneRun struct {
@@ -169,7 +197,7 @@ var texts = []string{
 func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	w := &workload{s: s, ctx: ctx, tr: &truth{start: time.Now()}, dataDir: filepath.Join(s.dir, "data"),
 		phone: map[string]phoneRun{}, judged: map[string]bool{}, byText: map[string][]filedItem{},
-		wantToolErrors: map[string]string{}, wantUpstream: map[string]bool{}}
+		wantToolErrors: map[string]string{}, wantUpstream: map[string]bool{}, wantResends: map[string]int{}}
 	errands, err := filepath.Abs(filepath.Join(root, "eval", "testdata", "instructions-errands.txt"))
 	if err != nil {
 		return nil, err
@@ -213,6 +241,15 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	if err := w.correctRound1(a, bb); err != nil {
 		return nil, err
 	}
+	// Refusals only on B, and replays answered by B: A's series of
+	// them are born in round 2.
+	if err := w.refusals(bb); err != nil {
+		return nil, err
+	}
+	asked, err := w.replays1(a, bb)
+	if err != nil {
+		return nil, err
+	}
 	// B is restarted with new instructions, as a person ships them.
 	if err := bb.p.stop(); err != nil {
 		return nil, err
@@ -232,6 +269,12 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 		return nil, err
 	}
 	if err := w.correctRound2(a, bb); err != nil {
+		return nil, err
+	}
+	if err := w.refusals(a, bb); err != nil {
+		return nil, err
+	}
+	if err := w.replays2(bb, a, asked); err != nil {
 		return nil, err
 	}
 	// Two evaluations of the new instructions against the agent's own.
@@ -302,12 +345,16 @@ func (w *workload) startReplica(name, instructionsFile, version string) (*replic
 	return r, waitHealthy(p, r.base)
 }
 
-// capture sends one capture to r and remembers what the phone saw.
-func (w *workload) capture(r *replica, path string, body map[string]any, kind, text string) (phoneEvents, error) {
+// capture sends one capture to r (with an Idempotency-Key when key is not
+// empty) and remembers what the phone saw; a replay is not a capture.
+func (w *workload) capture(r *replica, path string, body map[string]any, kind, text, key string) (phoneEvents, error) {
 	at := time.Now()
-	ev, err := post(w.ctx, r.base, path, body)
+	ev, err := post(w.ctx, r.base, path, body, key)
 	if err != nil {
 		return ev, fmt.Errorf("%s %q: %w", r.name, text, err)
+	}
+	if ev.replayed {
+		return ev, fmt.Errorf("%s %q: replayed, want a capture", r.name, text)
 	}
 	out := strings.ToLower(ev.outcome)
 	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
@@ -331,7 +378,7 @@ func (w *workload) round(send func(*replica, string) bool, replicas ...*replica)
 			if send != nil && !send(r, text) {
 				continue
 			}
-			ev, err := w.capture(r, "/api/capture", map[string]any{"text": text}, "text", text)
+			ev, err := w.capture(r, "/api/capture", map[string]any{"text": text}, "text", text, "")
 			if err != nil {
 				return err
 			}
@@ -378,15 +425,22 @@ func (w *workload) recategorize(it filedItem, via *replica, bucket string) error
 
 // followUp answers a misunderstood item's question through via.
 func (w *workload) followUp(it filedItem, via *replica, round int, text string) (string, error) {
+	out, _, err := w.followUpKeyed(it, via, round, text, "")
+	return out, err
+}
+
+// followUpKeyed is followUp with an Idempotency-Key (none when key is
+// empty); it returns the request's body too, for a repeat.
+func (w *workload) followUpKeyed(it filedItem, via *replica, round int, text, key string) (string, map[string]any, error) {
 	var before inboxItem
 	if err := call(w.ctx, "GET", via.base+"/api/inbox/"+it.id, "", &before); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	at := time.Now()
-	ev, err := w.capture(via, "/api/capture/follow-up", map[string]any{"inbox_item_id": it.id, "follow_up_text": text,
-		"follow_up_round": round}, "follow_up", text)
+	body := map[string]any{"inbox_item_id": it.id, "follow_up_text": text, "follow_up_round": round}
+	ev, err := w.capture(via, "/api/capture/follow-up", body, "follow_up", text, key)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	out := strings.ToLower(ev.outcome)
 	f := followUp{job: "brainwire", version: before.AgentRun.AgentVersion, agentOutcome: before.AgentRun.Outcome, round: round, outcome: out, at: at}
@@ -394,7 +448,7 @@ func (w *workload) followUp(it filedItem, via *replica, round int, text string) 
 		f.bucket = ev.bucket
 	}
 	w.tr.followUps = append(w.tr.followUps, f)
-	return out, nil
+	return out, body, nil
 }
 
 // correctRound1: people move and confirm what the agent filed, think
@@ -449,6 +503,142 @@ func (w *workload) correctRound1(a, b *replica) error {
 	}
 	_, err = w.followUp(gym, other(gym.r), 1, "Renew the gym membership")
 	return err
+}
+
+// refusedTexts are captures whose calls the simulator refuses (#refuse):
+// each call once with 429, which serve's retries hide from the phone; the
+// first call three times with 503, which outlasts them (serve sends a
+// call again twice), so that the phone gets the error.
+var refusedTexts = []struct{ text, status string }{
+	{"#refuse:429 Pay the water bill", "429"},
+	{"#refuse:503:3 Call the plumber about the leak", "503"},
+}
+
+// refusals sends the refused captures to each replica. What the
+// simulator refused (its stats, before and after each capture, one at a
+// time) and what the phone saw are the truth: every refusal but one
+// that ended the capture in an error was sent again. The simulator
+// refuses only calls that create a response, create_response to
+// brainwire.
+func (w *workload) refusals(replicas ...*replica) error {
+	for _, r := range replicas {
+		for _, rt := range refusedTexts {
+			before, err := w.simStats()
+			if err != nil {
+				return err
+			}
+			at := time.Now()
+			ev, err := w.capture(r, "/api/capture", map[string]any{"text": rt.text}, "text", rt.text, "")
+			if err != nil {
+				return err
+			}
+			after, err := w.simStats()
+			if err != nil {
+				return err
+			}
+			refused := int(after.Refused[rt.status] - before.Refused[rt.status])
+			reached := 0
+			if strings.EqualFold(ev.outcome, "error") {
+				reached = 1
+			}
+			if refused == 0 || (rt.status == "503") != (reached == 1) {
+				return fmt.Errorf("%s %q: refused %d times, the phone saw %s", r.name, rt.text, refused, ev.outcome)
+			}
+			for range refused - reached {
+				w.tr.retries = append(w.tr.retries, upstreamRetry{job: "brainwire", version: r.version, op: "create_response", status: rt.status, at: at})
+				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", retried: true, at: at})
+			}
+			if reached == 1 {
+				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", at: at})
+			}
+			w.wantResends[ev.runID] = refused - reached
+		}
+	}
+	return nil
+}
+
+// simStats reads the simulator's counts.
+func (w *workload) simStats() (simulator.Stats, error) {
+	var st simulator.Stats
+	return st, call(w.ctx, "GET", w.simURL+simulator.StatsPath, "", &st)
+}
+
+// replays1: phones send captures with an Idempotency-Key to a and, their
+// streams broken, send them again to b, which replays them. It returns
+// the misunderstood item one of them made, for a keyed follow-up later.
+func (w *workload) replays1(a, b *replica) (filedItem, error) {
+	if _, err := w.keyedAndRepeated(a, b, "Renew the car insurance before Friday"); err != nil {
+		return filedItem{}, err
+	}
+	ev, err := w.keyedAndRepeated(a, b, "zxcv asdf qwerty")
+	if err != nil {
+		return filedItem{}, err
+	}
+	if !strings.EqualFold(ev.outcome, "misunderstood") || ev.itemID == "" {
+		return filedItem{}, fmt.Errorf("keyed capture %q: %s, want a misunderstood item", "zxcv asdf qwerty", ev.outcome)
+	}
+	return filedItem{id: ev.itemID, outcome: "misunderstood", r: a}, nil
+}
+
+// replays2 repeats keyed captures the other way round, a capture that
+// ended in an error (its repeat runs afresh), and a keyed follow-up that
+// answers asked's question.
+func (w *workload) replays2(b, a *replica, asked filedItem) error {
+	for _, text := range []string{"Renew the car insurance before Friday", "#fail Email the landlord"} {
+		if _, err := w.keyedAndRepeated(b, a, text); err != nil {
+			return err
+		}
+	}
+	key := w.newKey()
+	text := "I meant: call my friend Sam about his birthday"
+	out, body, err := w.followUpKeyed(asked, b, 1, text, key)
+	if err != nil {
+		return err
+	}
+	if out != "classified" {
+		return fmt.Errorf("keyed follow-up: %s, want classified", out)
+	}
+	return w.repeat(a, "/api/capture/follow-up", body, "follow_up", text, key, phoneEvents{outcome: out})
+}
+
+func (w *workload) newKey() string {
+	w.keyN++
+	return fmt.Sprintf("verify-%d", w.keyN)
+}
+
+// keyedAndRepeated captures text on first with a new Idempotency-Key and
+// sends the same request again to second.
+func (w *workload) keyedAndRepeated(first, second *replica, text string) (phoneEvents, error) {
+	key := w.newKey()
+	body := map[string]any{"text": text}
+	ev, err := w.capture(first, "/api/capture", body, "text", text, key)
+	if err != nil {
+		return ev, err
+	}
+	return ev, w.repeat(second, "/api/capture", body, "text", text, key, ev)
+}
+
+// repeat sends a request again with its key to r: a repeat of a capture
+// that filed something is replayed (the first one's outcome and run, no
+// run of its own); one of a capture that ended in an error runs afresh.
+func (w *workload) repeat(r *replica, path string, body map[string]any, kind, text, key string, first phoneEvents) error {
+	out := strings.ToLower(first.outcome)
+	if out == "error" {
+		w.tr.ranAgain++
+		_, err := w.capture(r, path, body, kind, text, key)
+		return err
+	}
+	at := time.Now()
+	ev, err := post(w.ctx, r.base, path, body, key)
+	if err != nil {
+		return fmt.Errorf("%s: repeat of %q: %w", r.name, text, err)
+	}
+	if !ev.replayed || !strings.EqualFold(ev.outcome, out) || (first.runID != "" && ev.runID != first.runID) {
+		return fmt.Errorf("%s: repeat of %q: replayed %v, %s run %s; want the first capture's %s run %s replayed",
+			r.name, text, ev.replayed, ev.outcome, ev.runID, out, first.runID)
+	}
+	w.tr.replays = append(w.tr.replays, replay{job: "brainwire", outcome: out, kind: kind, at: at})
+	return nil
 }
 
 // correctRound2 judges captures of both versions after the restart.
@@ -638,6 +828,31 @@ func (w *workload) fromSpans(spans map[string]*telemetrytest.Span) error {
 	if len(got) != len(w.wantToolErrors) {
 		return fmt.Errorf("tool errors in %d runs, want %d", len(got), len(w.wantToolErrors))
 	}
+	// Every attempt sent again has its own client span, with
+	// http.request.resend_count: those of each refused run must be the
+	// retries the simulator's refusals and the phone say, and no other run
+	// has any.
+	resends := map[string]int{}
+	for _, sp := range w.s.traces.Spans() {
+		r := runOfTrace[hex.EncodeToString(sp.TraceId)]
+		if r == nil || telemetrytest.Attr(sp.Attributes, "http.request.resend_count") == nil {
+			continue
+		}
+		if sp.Name != "create_response" {
+			return fmt.Errorf("run %s: %s sent again; the simulator refuses only create_response", r.runID, sp.Name)
+		}
+		resends[r.runID]++
+	}
+	for id, n := range resends {
+		if w.wantResends[id] != n {
+			return fmt.Errorf("run %s: %d attempts sent again, want %d", id, n, w.wantResends[id])
+		}
+	}
+	for id, n := range w.wantResends {
+		if resends[id] != n {
+			return fmt.Errorf("run %s: %d attempts sent again, want %d", id, resends[id], n)
+		}
+	}
 	for _, r := range w.tr.runs {
 		if w.wantUpstream[r.runID] {
 			w.tr.upstream = append(w.tr.upstream, upstreamError{job: r.job, version: r.version, errType: "server_error", source: "run", at: r.at})
@@ -679,6 +894,25 @@ func (w *workload) covers() error {
 	}
 	if len(w.tr.toolErrors) == 0 || len(w.tr.upstream) == 0 || len(w.tr.followUps) < 3 {
 		missing = append(missing, "tool errors, upstream errors and follow-ups")
+	}
+	for _, rt := range w.tr.retries {
+		seen["retry "+rt.version+" "+rt.status] = true
+	}
+	for _, e := range w.tr.upstream {
+		seen[fmt.Sprintf("upstream %s %s %v", e.source, e.errType, e.retried)] = true
+	}
+	for _, r := range w.tr.replays {
+		seen["replay "+r.kind] = true
+	}
+	for _, want := range []string{"retry " + w.tr.v1 + " 429", "retry " + w.tr.v1 + " 503", "retry " + w.tr.v2 + " 429", "retry " + w.tr.v2 + " 503",
+		"upstream http 503 true", "upstream http 503 false", "upstream http 429 true", "upstream run server_error false",
+		"replay text", "replay follow_up"} {
+		if !seen[want] {
+			missing = append(missing, want)
+		}
+	}
+	if w.tr.ranAgain == 0 {
+		missing = append(missing, "a repeat of a capture that ended in an error")
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("the workload does not cover %v", missing)

@@ -601,11 +601,7 @@ func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error 
 	for _, th := range all[:min(limit, len(all))] {
 		page = append(page, th.obj)
 	}
-	list := foundrywire.List{Object: "list", Data: page, HasMore: len(all) > len(page)}
-	if len(page) > 0 {
-		list.FirstID, list.LastID = page[0].ID, page[len(page)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, list)
+	return writeList(w, page, len(all) > len(page), func(th foundrywire.Thread) string { return th.ID })
 }
 
 // deleteThread forgets a thread, its messages and its runs.
@@ -658,11 +654,7 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threa
 		}
 	}
 	page := all[:min(limit, len(all))]
-	list := foundrywire.List{Object: "list", Data: page, HasMore: len(all) > len(page)}
-	if len(page) > 0 {
-		list.FirstID, list.LastID = page[0].ID, page[len(page)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, list)
+	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
 }
 
 func (s *Simulator) listRuns(w http.ResponseWriter, threadID string) error {
@@ -679,9 +671,14 @@ func (s *Simulator) listRuns(w http.ResponseWriter, threadID string) error {
 		}
 	}
 	s.mu.Unlock()
-	list := foundrywire.List{Object: "list", Data: runs}
-	if len(runs) > 0 {
-		list.FirstID, list.LastID = runs[0].ID, runs[len(runs)-1].ID
+	return writeList(w, runs, false, func(r foundrywire.Run) string { return r.ID })
+}
+
+// writeList answers a page of a list call, naming its first and last ids.
+func writeList[T any](w http.ResponseWriter, page []T, hasMore bool, id func(T) string) error {
+	list := foundrywire.List{Object: "list", Data: page, HasMore: hasMore}
+	if len(page) > 0 {
+		list.FirstID, list.LastID = id(page[0]), id(page[len(page)-1])
 	}
 	return writeJSON(w, http.StatusOK, list)
 }

@@ -72,12 +72,14 @@ type refused struct {
 	byStatus map[string]int64
 }
 
-// refuse answers the call known as key with r's status when it has been
-// refused fewer than r.times times; nil when it is to be served.
-func (s *Simulator) refuse(r refusal, key [sha256.Size]byte) *httpError {
+// refuse answers the call call names (callKey, asked only under #refuse)
+// with r's status when it has been refused fewer than r.times times; nil
+// when it is to be served.
+func (s *Simulator) refuse(r refusal, call func() [sha256.Size]byte) *httpError {
 	if r.times == 0 {
 		return nil
 	}
+	key := call()
 	rf := &s.refused
 	rf.mu.Lock()
 	defer rf.mu.Unlock()

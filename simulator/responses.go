@@ -603,7 +603,7 @@ func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) err
 	if err := decode(w, req, &body, false); err != nil {
 		return err
 	}
-	t, err := s.prepareResponse(&body, callKey(req, &body))
+	t, err := s.prepareResponse(&body, func() [sha256.Size]byte { return callKey(req, &body) })
 	if err != nil {
 		return err
 	}
@@ -617,7 +617,7 @@ func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) err
 
 // prepareResponse checks the request against what the service holds and
 // plans the response.
-func (s *Simulator) prepareResponse(body *responseRequest, call [sha256.Size]byte) (*responseTurn, error) {
+func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.Size]byte) (*responseTurn, error) {
 	if body.Background {
 		return nil, badRequest("background", "Background responses are not supported by the simulator.")
 	}

@@ -285,7 +285,8 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 // made, among the project's newest threads. Found, its runs are cancelled
 // and it is deleted, and the create counts as not taken: sent again, it
 // starts afresh, where the lost run would otherwise have run on unheard,
-// waiting for tool outputs until it expired.
+// waiting for tool outputs until it expired. A run that cannot be
+// cancelled is an error: the call is then not sent again.
 func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 	var threads struct {
 		Data []struct {
@@ -315,12 +316,13 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 				}
 			}
 		}
+		// With its runs stopped the thread is only clutter: a service that
+		// will not delete it yet (a run still cancelling) does not keep
+		// the capture from going on.
 		var deleted struct {
 			Deleted bool `json:"deleted"`
 		}
-		if err := c.do(op(ctx, OpDeleteThread, th.ID, ""), http.MethodDelete, c.url("threads", th.ID), nil, &deleted); err != nil {
-			return false, fmt.Errorf("deleting thread %s: %w", th.ID, err)
-		}
+		_ = c.do(op(ctx, OpDeleteThread, th.ID, ""), http.MethodDelete, c.url("threads", th.ID), nil, &deleted)
 		return false, nil
 	}
 	return false, nil

@@ -214,8 +214,19 @@ func TestALostThreadAndRunIsUndone(t *testing.T) {
 	thread := func(id string, created int64, md map[string]any) map[string]any {
 		return map[string]any{"id": id, "object": "thread", "created_at": created, "metadata": md, "tool_resources": map[string]any{}}
 	}
-	for _, taken := range []bool{false, true} {
-		t.Run(fmt.Sprintf("taken %v", taken), func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		taken bool
+		// deleted answers the thread's deletion: a service may refuse
+		// it while the cancelled run winds down, which changes nothing.
+		deleted scripttest.Response
+	}{
+		{"none", false, scripttest.Response{}},
+		{"done", true, foundrytest.JSON(http.StatusOK, `{"id":"thread_lost","object":"thread.deleted","deleted":true}`)},
+		{"refused", true, foundrytest.Error(http.StatusBadRequest, "invalid_request_error", "Cannot delete thread thread_lost while it has an active run.")},
+	} {
+		taken := c.taken
+		t.Run(fmt.Sprintf("taken %v, deletion %s", taken, c.name), func(t *testing.T) {
 			var firstReq atomic.Pointer[scripttest.Request]
 			script := []scripttest.Call{
 				{Method: first.Method, Path: first.Path, Response: scripttest.Respond(func(r scripttest.Request) scripttest.Response {
@@ -237,7 +248,7 @@ func TestALostThreadAndRunIsUndone(t *testing.T) {
 				script = append(script,
 					foundrytest.Expect("GET /threads/thread_lost/runs", foundrytest.JSON(http.StatusOK, foundrytest.List(lost.Object("requires_action")))),
 					foundrytest.Expect("POST /threads/thread_lost/runs/run_lost/cancel", foundrytest.JSON(http.StatusOK, lost.Object("cancelling"))),
-					foundrytest.Expect("DELETE /threads/thread_lost", foundrytest.JSON(http.StatusOK, `{"id":"thread_lost","object":"thread.deleted","deleted":true}`)),
+					foundrytest.Expect("DELETE /threads/thread_lost", c.deleted),
 				)
 			}
 			script = append(script, classic.calls...)

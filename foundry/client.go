@@ -8,6 +8,8 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/brainwire/brainwire"
@@ -288,44 +290,64 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 // waiting for tool outputs until it expired. A run that cannot be
 // cancelled is an error: the call is then not sent again.
 func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
-	var threads struct {
-		Data []struct {
-			ID       string            `json:"id"`
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
+	var threads []tagged
+	if err := c.newest(ctx, OpListThreads, "", &threads, "threads"); err != nil {
+		return false, err
 	}
-	u := c.url("threads") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
-	if err := c.do(op(ctx, OpListThreads, "", ""), http.MethodGet, u, nil, &threads); err != nil {
-		return false, fmt.Errorf("listing threads: %w", err)
-	}
-	for _, th := range threads.Data {
-		if th.Metadata[MetadataCall] != key {
-			continue
-		}
-		var runs struct {
-			Data []Run `json:"data"`
-		}
-		u := c.url("threads", th.ID, "runs") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
-		if err := c.do(op(ctx, OpListRuns, th.ID, ""), http.MethodGet, u, nil, &runs); err != nil {
-			return false, fmt.Errorf("listing runs of thread %s: %w", th.ID, err)
-		}
-		for _, r := range runs.Data {
-			if !r.Status.Terminal() && r.Status != brainwire.RunCancelling {
-				if _, err := c.CancelRun(ctx, th.ID, r.ID); err != nil {
-					return false, err
-				}
-			}
-		}
-		// With its runs stopped the thread is only clutter: a service that
-		// will not delete it yet (a run still cancelling) does not keep
-		// the capture from going on.
-		var deleted struct {
-			Deleted bool `json:"deleted"`
-		}
-		_ = c.do(op(ctx, OpDeleteThread, th.ID, ""), http.MethodDelete, c.url("threads", th.ID), nil, &deleted)
+	i := slices.IndexFunc(threads, func(th tagged) bool { return th.Metadata[MetadataCall] == key })
+	if i < 0 {
 		return false, nil
 	}
+	th := threads[i].ID
+	var runs []Run
+	if err := c.newest(ctx, OpListRuns, th, &runs, "threads", th, "runs"); err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if !r.Status.Terminal() && r.Status != brainwire.RunCancelling {
+			if _, err := c.CancelRun(ctx, th, r.ID); err != nil {
+				return false, err
+			}
+		}
+	}
+	// With its runs stopped the thread is only clutter: a service that
+	// will not delete it yet (a run still cancelling) does not keep the
+	// capture from going on.
+	var deleted struct {
+		Deleted bool `json:"deleted"`
+	}
+	_ = c.do(op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
 	return false, nil
+}
+
+// tagged is what a lookup reads of a listed thread, run or message.
+type tagged struct {
+	ID       string            `json:"id"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// newest reads the lookupDepth newest entries of a list (the project's
+// threads, a thread's runs or messages), named by its path segments, into
+// data.
+func (c *Client) newest(ctx context.Context, opName, threadID string, data any, segments ...string) error {
+	list := struct {
+		Data any `json:"data"`
+	}{Data: data}
+	u := c.url(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
+	if err := c.do(op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+		return fmt.Errorf("listing %s: %w", strings.Join(segments, "/"), err)
+	}
+	return nil
+}
+
+// hasTagged says whether an entry tagged key is among the newest of the
+// list segments name.
+func (c *Client) hasTagged(ctx context.Context, opName, threadID, key string, segments ...string) (bool, error) {
+	var entries []tagged
+	if err := c.newest(ctx, opName, threadID, &entries, segments...); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(entries, func(e tagged) bool { return e.Metadata[MetadataCall] == key }), nil
 }
 
 // CreateRun starts a streamed run on an existing thread
@@ -395,39 +417,13 @@ func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, output
 
 // tookRun says whether a run tagged key is among the thread's newest.
 func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error) {
-	var list struct {
-		Data []struct {
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
-	}
-	u := c.url("threads", threadID, "runs") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
-	if err := c.do(op(ctx, OpListRuns, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
-		return false, fmt.Errorf("listing runs of thread %s: %w", threadID, err)
-	}
-	for _, r := range list.Data {
-		if r.Metadata[MetadataCall] == key {
-			return true, nil
-		}
-	}
-	return false, nil
+	return c.hasTagged(ctx, OpListRuns, threadID, key, "threads", threadID, "runs")
 }
 
 // tookMessage says whether a message tagged key is among the thread's
 // newest.
 func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, error) {
-	var list struct {
-		Data []ThreadMessage `json:"data"`
-	}
-	u := c.url("threads", threadID, "messages") + "&order=desc&limit=" + fmt.Sprint(lookupDepth)
-	if err := c.do(op(ctx, OpListMessages, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
-		return false, fmt.Errorf("listing messages of thread %s: %w", threadID, err)
-	}
-	for _, m := range list.Data {
-		if m.Metadata[MetadataCall] == key {
-			return true, nil
-		}
-	}
-	return false, nil
+	return c.hasTagged(ctx, OpListMessages, threadID, key, "threads", threadID, "messages")
 }
 
 // CreateThread creates a thread holding messages (POST /threads).

@@ -182,19 +182,7 @@ func TestResponsesEndToEnd(t *testing.T) {
 	t.Cleanup(phone.Close)
 	post := func(path, ctype string, body []byte) string {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, phone.URL+path, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+phoneKey)
-		req.Header.Set("Content-Type", ctype)
-		resp, err := phone.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
+		return postAs(t, phone, path, ctype, body)
 	}
 	checkChunks := func(runID string, want []string) {
 		t.Helper()

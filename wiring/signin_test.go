@@ -1,6 +1,7 @@
 package wiring_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -88,12 +89,20 @@ func phoneOn(t *testing.T, st *sqlite.Store, agent func(http.RoundTripper) (brai
 // phoneNow is the phone servers' clock.
 var phoneNow = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
-// postStream posts body to path as the phone and returns the stream.
+// postStream posts a JSON body to path as the phone and returns the
+// stream.
 func postStream(t *testing.T, phone *httptest.Server, path, body string) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, phone.URL+path, strings.NewReader(body))
+	return postAs(t, phone, path, "application/json", []byte(body))
+}
+
+// postAs posts body of type ctype to path as the phone and returns the
+// stream, failing the test on any status but 200.
+func postAs(t *testing.T, phone *httptest.Server, path, ctype string, body []byte) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, phone.URL+path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+phoneKey)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ctype)
 	resp, err := phone.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,12 @@ const (
 // A key stands until Until: while running, that is the claim's lease (a
 // replica that died mid-run does not hold the key forever; a repeat then
 // takes it over), once done, KeyLifetime after the outcome.
+//
+// The outcome is kept the moment the capture is filed, not when its run
+// ends: the filing settles the key (Filing.Key). A replica that dies after
+// filing therefore leaves the key done, or, on a store that cannot write
+// both at once, the filed item carrying the key (InboxItem.FiledUnder),
+// where the claim that takes the key over finds it (TookOver, ItemID).
 type IdempotencyKey struct {
 	UserID string
 	Key    string
@@ -40,6 +46,55 @@ type IdempotencyKey struct {
 	Until time.Time // when it lapses
 	// Replay is what the phone was told, once done.
 	Replay *Replay
+	// ItemID is the inbox item the key's capture files: for a new capture
+	// the id its item is created with, chosen by the first claim and kept
+	// by every claim that takes over a lapsed running claim of the same
+	// request, so that all the runs under the key file one item (a store
+	// holds one item per id); for a follow-up, the item it refiles.
+	ItemID string
+	// TookOver is set on a claim ClaimKey granted by taking over a lapsed
+	// running claim of the same request: that run may have filed before it
+	// died, and the item ItemID then says so (FiledUnder).
+	TookOver bool
+}
+
+// Replacing is claim k as it replaces old, a key of the same name that no
+// longer stands: a lapsed running claim of the same request passes on its
+// item, which its run may have filed (TookOver).
+func (k IdempotencyKey) Replacing(old IdempotencyKey) IdempotencyKey {
+	if old.State == KeyRunning && old.Fingerprint == k.Fingerprint && old.ItemID != "" {
+		k.ItemID, k.TookOver = old.ItemID, true
+	}
+	return k
+}
+
+// Done is k settled by a capture filed as rp at now: what a filing keeps
+// under the key (Filing.Key) for repeats to replay for KeyLifetime.
+func (k IdempotencyKey) Done(rp Replay, now time.Time) IdempotencyKey {
+	k.State, k.At, k.Until, k.Replay, k.TookOver = KeyDone, now, now.Add(KeyLifetime), &rp, false
+	return k
+}
+
+// ErrKeyTakenOver refuses a filing whose run no longer holds its
+// Idempotency-Key: the claim lapsed and a repeat of the request took the
+// key over, so that repeat files the capture, not this run.
+var ErrKeyTakenOver = &Error{Code: EConflict, Message: "this capture's Idempotency-Key was taken over by a repeat of its request"}
+
+// KeyRecord is the Idempotency-Key an inbox item was filed under, and what
+// the filing's phone was told.
+type KeyRecord struct {
+	Key    string `json:"key"`
+	Replay Replay `json:"replay"`
+}
+
+// FiledUnderKey is the replay of the capture filed as it under key, or nil
+// when it was not filed under that key.
+func (it InboxItem) FiledUnderKey(key string) *Replay {
+	if it.FiledUnder == nil || it.FiledUnder.Key != key {
+		return nil
+	}
+	rp := it.FiledUnder.Replay
+	return &rp
 }
 
 // StandsAt reports whether k still holds its key at t.
@@ -120,8 +175,10 @@ type IdempotencyStore interface {
 	// ClaimKey stores k (KeyRunning) and returns it and true, unless a key
 	// of k.UserID named k.Key stands at k.At: then it returns that key and
 	// false. A key that no longer stands (a lapsed lease, a lifetime
-	// over) is replaced. Of any number of concurrent claims of one key,
-	// from any number of processes, exactly one gets it.
+	// over) is replaced; when it was a running claim of the same request
+	// (fingerprint), the new claim keeps its ItemID and is returned with
+	// TookOver set. Of any number of concurrent claims of one key, from
+	// any number of processes, exactly one gets it.
 	ClaimKey(ctx context.Context, k IdempotencyKey) (IdempotencyKey, bool, error)
 	// FinishKey replaces the running claim named k.Token with k
 	// (KeyDone, with its Replay and lifetime): EConflict when that claim

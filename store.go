@@ -78,8 +78,12 @@ type InboxItem struct {
 	// FollowUpClaim is the follow-up round being answered right now, if
 	// any: the store's business, not the phone's.
 	FollowUpClaim *FollowUpClaim `json:"-"`
-	CreatedAt     time.Time      `json:"createdAt"`
-	UpdatedAt     time.Time      `json:"updatedAt"`
+	// FiledUnder is the Idempotency-Key of the request that filed the item
+	// last, on a store that settles a key after its filing rather than
+	// with it (Filing.Key); the store's business too.
+	FiledUnder *KeyRecord `json:"-"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
 }
 
 // AgentRun records the agent run that filed an inbox item: which agent
@@ -153,7 +157,15 @@ type Filing struct {
 	// ClaimToken names the follow-up claim (FollowUpClaim.Token) the
 	// refile answers; see CheckRefile. The refiled item holds no claim.
 	ClaimToken string
-	Now        time.Time
+	// Key, when the request carried an Idempotency-Key, is that key as the
+	// filing settles it: the run's claim (Token) done with what the phone
+	// is told (IdempotencyKey.Done). A store writes it with the filing, in
+	// one transaction, and refuses the filing with ErrKeyTakenOver when the
+	// claim no longer holds the key; a store that cannot (the key and the
+	// item in different containers) records it on the item (FiledUnder)
+	// and settles the key right after.
+	Key *IdempotencyKey
+	Now time.Time
 }
 
 // FilesRecord reports whether the filing adds a bucket record: classified
@@ -188,6 +200,9 @@ func (f Filing) NewItem() InboxItem {
 	}
 	if f.FilesRecord() {
 		it.FiledRecordID = f.NewRecordID
+	}
+	if f.Key != nil && f.Key.Replay != nil {
+		it.FiledUnder = &KeyRecord{Key: f.Key.Key, Replay: *f.Key.Replay}
 	}
 	return it
 }
@@ -369,6 +384,14 @@ func (f Filing) Validate() error {
 	}
 	if f.AgentRun != nil && !finite(f.AgentRun.Confidence) {
 		return Errorf(EInvalid, "the agent run's confidence is not a number")
+	}
+	if k := f.Key; k != nil {
+		if err := k.Validate(); err != nil {
+			return err
+		}
+		if k.State != KeyDone || k.UserID != f.UserID {
+			return Errorf(EInvalid, "a filing settles its own user's idempotency key as done")
+		}
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ type inboxDoc struct {
 	FollowUpRounds     int                   `json:"followUpRounds"`
 	AgentRun           *brainwire.AgentRun   `json:"agentRun,omitempty"`
 	FollowUpClaim      *claimDoc             `json:"followUpClaim,omitempty"`
+	FiledUnder         *brainwire.KeyRecord  `json:"filedUnder,omitempty"`
 	CreatedAt          stamp                 `json:"createdAt"`
 	UpdatedAt          stamp                 `json:"updatedAt"`
 }
@@ -139,20 +140,21 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 		FiledRecordID:      it.FiledRecordID,
 		FoundryThreadID:    it.FoundryThreadID,
 		FollowUpRounds:     it.FollowUpRounds,
-		AgentRun:           copyRun(it.AgentRun),
+		AgentRun:           clone(it.AgentRun),
 		FollowUpClaim:      toClaimDoc(it.FollowUpClaim),
+		FiledUnder:         clone(it.FiledUnder),
 		CreatedAt:          stamp(it.CreatedAt),
 		UpdatedAt:          stamp(it.UpdatedAt),
 	}
 }
 
-// copyRun copies an agent run, so that documents share no memory with the
-// caller's items.
-func copyRun(r *brainwire.AgentRun) *brainwire.AgentRun {
-	if r == nil {
+// clone copies what p points to, so that documents share no memory with
+// the caller's items.
+func clone[T any](p *T) *T {
+	if p == nil {
 		return nil
 	}
-	c := *r
+	c := *p
 	return &c
 }
 
@@ -168,8 +170,9 @@ func (d inboxDoc) item() brainwire.InboxItem {
 		FiledRecordID:      d.FiledRecordID,
 		FoundryThreadID:    d.FoundryThreadID,
 		FollowUpRounds:     d.FollowUpRounds,
-		AgentRun:           copyRun(d.AgentRun),
+		AgentRun:           clone(d.AgentRun),
 		FollowUpClaim:      d.FollowUpClaim.claim(),
+		FiledUnder:         clone(d.FiledUnder),
 		CreatedAt:          d.CreatedAt.time(),
 		UpdatedAt:          d.UpdatedAt.time(),
 	}

@@ -39,6 +39,7 @@ type keyDoc struct {
 	At          stamp              `json:"at"`
 	Until       stamp              `json:"until"`
 	Replay      *brainwire.Replay  `json:"replay,omitempty"`
+	ItemID      string             `json:"itemId,omitempty"`
 	// TTL is the seconds after its last write the service deletes it.
 	TTL int64 `json:"ttl"`
 }
@@ -53,12 +54,12 @@ func keyID(key string) string {
 func toKeyDoc(k brainwire.IdempotencyKey) keyDoc {
 	ttl := int64(math.Ceil((k.Until.Sub(k.At) + keyTTLMargin).Seconds()))
 	return keyDoc{ID: keyID(k.Key), UserID: k.UserID, Key: k.Key, Fingerprint: k.Fingerprint, Token: k.Token,
-		State: k.State, At: stamp(k.At), Until: stamp(k.Until), Replay: k.Replay, TTL: ttl}
+		State: k.State, At: stamp(k.At), Until: stamp(k.Until), Replay: k.Replay, ItemID: k.ItemID, TTL: ttl}
 }
 
 func (d keyDoc) key() brainwire.IdempotencyKey {
 	return brainwire.IdempotencyKey{UserID: d.UserID, Key: d.Key, Fingerprint: d.Fingerprint, Token: d.Token,
-		State: d.State, At: d.At.time(), Until: d.Until.time(), Replay: d.Replay}
+		State: d.State, At: d.At.time(), Until: d.Until.time(), Replay: d.Replay, ItemID: d.ItemID}
 }
 
 // ClaimKey creates the key's document, which the service refuses (409)
@@ -66,15 +67,16 @@ func (d keyDoc) key() brainwire.IdempotencyKey {
 // no longer stands is taken over by a replace conditioned on its ETag, so
 // that of concurrent takeovers one wins too; the others read it again and
 // find it claimed.
-func (s *Store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bool, error) {
-	k.State, k.Replay = brainwire.KeyRunning, nil
-	if err := k.Validate(); err != nil {
+func (s *Store) ClaimKey(ctx context.Context, claim brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bool, error) {
+	claim.State, claim.Replay, claim.TookOver = brainwire.KeyRunning, nil, false
+	if err := claim.Validate(); err != nil {
 		return brainwire.IdempotencyKey{}, false, err
 	}
-	k = normalizeKey(k)
-	doc := toKeyDoc(k)
-	pk := azcosmos.NewPartitionKeyString(k.UserID)
+	claim = normalizeKey(claim)
+	pk := azcosmos.NewPartitionKeyString(claim.UserID)
 	for attempt := 1; ; attempt++ {
+		k := claim
+		doc := toKeyDoc(k)
 		err := s.create(ctx, s.keys, k.UserID, doc, "idempotency key", "idempotency key")
 		if err == nil {
 			return k, true, nil
@@ -91,7 +93,8 @@ func (s *Store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (brain
 		case old.StandsAt(k.At):
 			return old, false, nil
 		default:
-			err = s.replace(ctx, s.keys, pk, doc.ID, doc, etag, "taking over an idempotency key", "idempotency key")
+			k = k.Replacing(old)
+			err = s.replace(ctx, s.keys, pk, doc.ID, toKeyDoc(k), etag, "taking over an idempotency key", "idempotency key")
 			if err == nil {
 				return k, true, nil
 			}

@@ -22,13 +22,42 @@ import (
 // new bucket record, replaces the item only if it is unchanged since it was
 // read, deletes the new record if that fails, and only then deletes the
 // item's previous record.
+//
+// The filing's Idempotency-Key (f.Key) lives in another container, which
+// no transaction spans: the filing is refused (ErrKeyTakenOver) when the
+// key is no longer its run's as it starts, the item records the key
+// (FiledUnder), and the key is settled once the item is written. A
+// process that dies in between leaves the key running; the claim that
+// takes it over finds the item, and a run that lost its key in between
+// finds the item id taken (the claims of one request share it).
 func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
 	if err := validateFiling(f); err != nil {
 		return brainwire.InboxItem{}, err
 	}
-	if f.InboxItemID != "" {
-		return s.refile(ctx, f)
+	if f.Key != nil {
+		old, _, err := s.readKey(ctx, f.UserID, f.Key.Key)
+		switch {
+		case brainwire.ErrorCode(err) == brainwire.ENotFound, err == nil && (old.Token != f.Key.Token || old.State != brainwire.KeyRunning):
+			return brainwire.InboxItem{}, brainwire.ErrKeyTakenOver
+		case err != nil:
+			return brainwire.InboxItem{}, err
+		}
 	}
+	var item brainwire.InboxItem
+	var err error
+	if f.InboxItemID != "" {
+		item, err = s.refile(ctx, f)
+	} else {
+		item, err = s.fileNew(ctx, f)
+	}
+	if err == nil && f.Key != nil {
+		s.settleKey(ctx, *f.Key)
+	}
+	return item, err
+}
+
+// fileNew files f as a new Inbox item.
+func (s *Store) fileNew(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
 	item := f.NewItem()
 	undo, err := s.createRecord(ctx, item, f.Now)
 	if err != nil {
@@ -38,6 +67,18 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 		return brainwire.InboxItem{}, undo(err)
 	}
 	return normalizeItem(item), nil
+}
+
+// settleKey settles a filing's key once its item is written, also when the
+// filing's caller has gone. A failure is logged, not returned: the capture
+// is filed, and its item says under which key.
+func (s *Store) settleKey(ctx context.Context, k brainwire.IdempotencyKey) {
+	cctx, cancel := s.detached(ctx)
+	defer cancel()
+	if err := s.FinishKey(cctx, k); err != nil {
+		s.log.WarnContext(ctx, "cosmos: the idempotency key of a filed capture was not settled; its item records it",
+			"user_id", k.UserID, "inbox_item_id", k.ItemID, "error", err)
+	}
 }
 
 // refile files f onto the existing Inbox item f.InboxItemID.

@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, created_at, updated_at`
+	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, filed_under, created_at, updated_at`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
 )
 
@@ -28,7 +28,7 @@ type querier interface {
 }
 
 // File writes a filing in one transaction: a new item, or the refiled item,
-// with its bucket record.
+// with its bucket record, and settles its Idempotency-Key (f.Key).
 func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.InboxItem, err error) {
 	defer wrapErr(&err, "filing capture %s", filingID(f))
 	if err := validateFiling(f); err != nil {
@@ -58,10 +58,17 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 				return err
 			}
 		}
-		if item.FiledRecordID == "" {
-			return nil
+		if item.FiledRecordID != "" {
+			if err := insertRecord(ctx, tx, item.Record(item.UpdatedAt)); err != nil {
+				return err
+			}
 		}
-		return insertRecord(ctx, tx, item.Record(item.UpdatedAt))
+		if f.Key != nil {
+			// The key is settled with the filing: no moment exists when
+			// the capture is filed and its key still free to run it again.
+			return finishKey(ctx, tx, *f.Key)
+		}
+		return nil
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -116,6 +123,10 @@ func stored(it brainwire.InboxItem) brainwire.InboxItem {
 		c.At, c.Until = storedTime(c.At), storedTime(c.Until)
 		it.FollowUpClaim = &c
 	}
+	if it.FiledUnder != nil {
+		k := *it.FiledUnder
+		it.FiledUnder = &k
+	}
 	return it
 }
 
@@ -141,37 +152,28 @@ func storedClassification(c brainwire.Classification) brainwire.Classification {
 	return c
 }
 
-func encodeClassification(c *brainwire.Classification) (any, error) {
-	if c == nil {
+// encodeJSON is v as its column holds it: JSON text, or NULL for nil.
+func encodeJSON[T any](what string, v *T) (any, error) {
+	if v == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(c)
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encoding classification: %w", err)
+		return nil, fmt.Errorf("encoding %s: %w", what, err)
 	}
 	return string(b), nil
 }
 
-func decodeClassification(s sql.NullString) (*brainwire.Classification, error) {
+// decodeJSON reads a column encodeJSON wrote.
+func decodeJSON[T any](what string, s sql.NullString) (*T, error) {
 	if !s.Valid {
 		return nil, nil
 	}
-	var c brainwire.Classification
-	if err := json.Unmarshal([]byte(s.String), &c); err != nil {
-		return nil, fmt.Errorf("decoding classification: %w", err)
+	v := new(T)
+	if err := json.Unmarshal([]byte(s.String), v); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", what, err)
 	}
-	return &c, nil
-}
-
-func encodeAgentRun(r *brainwire.AgentRun) (any, error) {
-	if r == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("encoding agent run: %w", err)
-	}
-	return string(b), nil
+	return v, nil
 }
 
 // claimDoc is a follow-up claim as its column holds it.
@@ -186,53 +188,43 @@ func encodeClaim(c *brainwire.FollowUpClaim) (any, error) {
 	if c == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(claimDoc{Round: c.Round, Token: c.Token, At: c.At.UnixNano(), Until: c.Until.UnixNano()})
-	if err != nil {
-		return nil, fmt.Errorf("encoding follow-up claim: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeAgentRun(s sql.NullString) (*brainwire.AgentRun, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	var r brainwire.AgentRun
-	if err := json.Unmarshal([]byte(s.String), &r); err != nil {
-		return nil, fmt.Errorf("decoding agent run: %w", err)
-	}
-	return &r, nil
+	return encodeJSON("follow-up claim", &claimDoc{Round: c.Round, Token: c.Token, At: c.At.UnixNano(), Until: c.Until.UnixNano()})
 }
 
 func decodeClaim(s sql.NullString) (*brainwire.FollowUpClaim, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	var d claimDoc
-	if err := json.Unmarshal([]byte(s.String), &d); err != nil {
-		return nil, fmt.Errorf("decoding follow-up claim: %w", err)
+	d, err := decodeJSON[claimDoc]("follow-up claim", s)
+	if d == nil || err != nil {
+		return nil, err
 	}
 	return &brainwire.FollowUpClaim{Round: d.Round, Token: d.Token, At: time.Unix(0, d.At).UTC(), Until: time.Unix(0, d.Until).UTC()}, nil
 }
 
-const insertItemSQL = `INSERT INTO inbox (` + itemColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// itemColumnValues are the values of an item's columns that a write
+// encodes: classification, agent run, follow-up claim and key record.
+func itemColumnValues(it brainwire.InboxItem) (cls, run, claim, under any, err error) {
+	if cls, err = encodeJSON("classification", it.ClassificationMeta); err != nil {
+		return
+	}
+	if run, err = encodeJSON("agent run", it.AgentRun); err != nil {
+		return
+	}
+	if claim, err = encodeClaim(it.FollowUpClaim); err != nil {
+		return
+	}
+	under, err = encodeJSON("idempotency key record", it.FiledUnder)
+	return
+}
+
+const insertItemSQL = `INSERT INTO inbox (` + itemColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
-	cls, err := encodeClassification(it.ClassificationMeta)
-	if err != nil {
-		return err
-	}
-	run, err := encodeAgentRun(it.AgentRun)
-	if err != nil {
-		return err
-	}
-	claim, err := encodeClaim(it.FollowUpClaim)
+	cls, run, claim, under, err := itemColumnValues(it)
 	if err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, insertItemSQL,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, under, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
 	}
@@ -244,24 +236,16 @@ func insertItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
 
 // updateItem writes every mutable field of an existing item.
 func updateItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
-	cls, err := encodeClassification(it.ClassificationMeta)
-	if err != nil {
-		return err
-	}
-	run, err := encodeAgentRun(it.AgentRun)
-	if err != nil {
-		return err
-	}
-	claim, err := encodeClaim(it.FollowUpClaim)
+	cls, run, claim, under, err := itemColumnValues(it)
 	if err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `
 UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification = ?,
-	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, follow_up_claim = ?, updated_at = ?
+	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, follow_up_claim = ?, filed_under = ?, updated_at = ?
 WHERE user_id = ? AND id = ?`,
 		it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, it.UpdatedAt.UnixNano(),
+		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, under, it.UpdatedAt.UnixNano(),
 		it.UserID, it.ID)
 	if err != nil {
 		return fmt.Errorf("updating inbox item: %w", err)
@@ -272,7 +256,7 @@ WHERE user_id = ? AND id = ?`,
 const insertRecordSQL = `INSERT INTO bucket_records (` + recordColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertRecord(ctx context.Context, tx writeTx, r brainwire.BucketRecord) error {
-	cls, err := encodeClassification(r.ClassificationMeta)
+	cls, err := encodeJSON("classification", r.ClassificationMeta)
 	if err != nil {
 		return err
 	}
@@ -301,23 +285,28 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 		it               brainwire.InboxItem
 		source           string
 		cls, run, claim  sql.NullString
+		under            sql.NullString
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &claim, &created, &updated)
+		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &claim, &under, &created, &updated)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
 	it.Source = brainwire.CaptureKind(source)
 	it.CreatedAt = time.Unix(0, created).UTC()
 	it.UpdatedAt = time.Unix(0, updated).UTC()
-	if it.ClassificationMeta, err = decodeClassification(cls); err != nil {
-		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
+	it.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls)
+	if err == nil {
+		it.AgentRun, err = decodeJSON[brainwire.AgentRun]("agent run", run)
 	}
-	if it.AgentRun, err = decodeAgentRun(run); err != nil {
-		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
+	if err == nil {
+		it.FollowUpClaim, err = decodeClaim(claim)
 	}
-	if it.FollowUpClaim, err = decodeClaim(claim); err != nil {
+	if err == nil {
+		it.FiledUnder, err = decodeJSON[brainwire.KeyRecord]("idempotency key record", under)
+	}
+	if err != nil {
 		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
 	}
 	return it, nil
@@ -478,7 +467,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
 		item.UpdatedAt = storedTime(now)
 
-		cls, err := encodeClassification(&c)
+		cls, err := encodeJSON("classification", &c)
 		if err != nil {
 			return err
 		}
@@ -555,7 +544,7 @@ func (s *Store) GetBucketRecord(ctx context.Context, userID, bucket, id string) 
 		return brainwire.BucketRecord{}, err
 	}
 	r.CreatedAt = time.Unix(0, created).UTC()
-	if r.ClassificationMeta, err = decodeClassification(cls); err != nil {
+	if r.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls); err != nil {
 		return brainwire.BucketRecord{}, err
 	}
 	return r, nil

@@ -118,6 +118,13 @@ CREATE TABLE idempotency_keys (
 
 CREATE INDEX idempotency_keys_by_until ON idempotency_keys (until);
 `,
+	// 7: the inbox item an idempotency key's capture files
+	// (brainwire.IdempotencyKey.ItemID; '' on keys claimed before), and the
+	// key an item was filed under (JSON brainwire.KeyRecord; NULL when none).
+	`
+ALTER TABLE idempotency_keys ADD COLUMN item_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE inbox ADD COLUMN filed_under TEXT;
+`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

@@ -196,6 +196,9 @@ func newItem(f brainwire.Filing) brainwire.InboxItem {
 	if f.FilesRecord() {
 		it.FiledRecordID = f.NewRecordID
 	}
+	if f.Key != nil {
+		it.FiledUnder = &brainwire.KeyRecord{Key: f.Key.Key, Replay: *f.Key.Replay}
+	}
 	return it
 }
 
@@ -296,6 +299,11 @@ func diffItem(got, want brainwire.InboxItem, tol time.Duration) []string {
 		d = append(d, fmt.Sprintf("AgentRun = %s, want %s", runString(g), runString(w)))
 	}
 	d = append(d, diffClaim(got.FollowUpClaim, want.FollowUpClaim, tol)...)
+	switch g, w := got.FiledUnder, want.FiledUnder; {
+	case g == nil && w == nil:
+	case g == nil || w == nil || *g != *w:
+		d = append(d, fmt.Sprintf("FiledUnder = %+v, want %+v", g, w))
+	}
 	return d
 }
 

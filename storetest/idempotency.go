@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"reflect"
 	"sync"
 	"testing"
@@ -15,6 +16,10 @@ var keyTests = []test{
 	{"ConcurrentTakeovers", testKeyConcurrentTakeovers},
 	{"FinishReplays", testKeyFinishReplays},
 	{"LapsedClaimIsTakenOver", testKeyLapsedClaim},
+	{"TakeoverOfAnotherRequest", testKeyTakeoverOfAnotherRequest},
+	{"FilingSettlesTheKey", testKeyFilingSettles},
+	{"RefilingSettlesTheKey", testKeyRefilingSettles},
+	{"FilingRefusedOnceTakenOver", testKeyFilingTakenOver},
 	{"DoneKeyLapses", testKeyDoneLapses},
 	{"Release", testKeyRelease},
 	{"Users", testKeyUsers},
@@ -37,7 +42,7 @@ func (e *env) keys() brainwire.IdempotencyStore {
 // keyClaim returns a running claim of key made at at.
 func (e *env) keyClaim(key, fingerprint string, at time.Time) brainwire.IdempotencyKey {
 	return brainwire.IdempotencyKey{UserID: e.user, Key: key, Fingerprint: fingerprint, Token: newID("token"),
-		State: brainwire.KeyRunning, At: at, Until: at.Add(keyLease)}
+		State: brainwire.KeyRunning, At: at, Until: at.Add(keyLease), ItemID: newID("inbox")}
 }
 
 func (e *env) claimKey(k brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bool) {
@@ -180,6 +185,9 @@ func testKeyLapsedClaim(t *testing.T, e *env) {
 	if !ok {
 		t.Fatalf("a lapsed claim was not taken over: %+v", got)
 	}
+	// The dead run may have filed its item: the new claim files the same
+	// one, and knows to look for it.
+	over.ItemID, over.TookOver = k.ItemID, true
 	sameKey(t, "the new claim", got, over)
 	// The lapsed run can neither finish nor release the key any more.
 	if err := e.keys().FinishKey(e.ctx, finished(k, k.Until)); brainwire.ErrorCode(err) != brainwire.EConflict {
@@ -194,6 +202,111 @@ func testKeyLapsedClaim(t *testing.T, e *env) {
 	if err := e.keys().FinishKey(e.ctx, finished(over, k.Until.Add(2*time.Second))); err != nil {
 		t.Errorf("finishing the claim that took over: %v", err)
 	}
+}
+
+func testKeyTakeoverOfAnotherRequest(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	// The key reused for another request once the claim lapsed: nothing
+	// of the first request is passed on.
+	other := e.keyClaim("key", "another fp", k.Until)
+	got, ok := e.claimKey(other)
+	if !ok {
+		t.Fatalf("a lapsed claim was not taken over: %+v", got)
+	}
+	sameKey(t, "the claim of another request", got, other)
+	// Nor is anything of a finished key past its lifetime.
+	done := finished(other, k.Until)
+	if err := e.keys().FinishKey(e.ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	fresh := e.keyClaim("key", "another fp", done.Until)
+	if got, _ = e.claimKey(fresh); got.ItemID != fresh.ItemID || got.TookOver {
+		t.Errorf("a claim after a finished key's lifetime: item %q, took over %v; want its own item %q", got.ItemID, got.TookOver, fresh.ItemID)
+	}
+}
+
+// keyedFiling is f filed under k, as a capture's run files it: into k's
+// item, settling k with what the phone is told.
+func keyedFiling(f brainwire.Filing, k brainwire.IdempotencyKey) brainwire.Filing {
+	if f.InboxItemID == "" {
+		f.NewInboxID = k.ItemID
+	}
+	done := k.Done(brainwire.Replay{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1",
+		Outcome: brainwire.OutcomeOfStatus(f.Status), InboxItemID: k.ItemID, Bucket: f.Classification.Bucket,
+		Confidence: f.Classification.Confidence, UpstreamThreadID: f.FoundryThreadID}, f.Now)
+	f.Key = &done
+	return f
+}
+
+func testKeyFilingSettles(t *testing.T, e *env) {
+	for _, status := range []string{brainwire.StatusClassified, brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
+		t.Run(status, func(t *testing.T) {
+			k := e.keyClaim(newID("key"), "fp", at(0))
+			e.claimKey(k)
+			bucket := brainwire.BucketPeople
+			if status == brainwire.StatusUnresolved {
+				bucket = ""
+			}
+			f := keyedFiling(e.filing(status, bucket), k)
+			item := e.file(f)
+			checkItem(t, "the item filed under a key", item, newItem(f))
+			// A repeat, from now on, replays what the filing's phone was
+			// told: the key is done, or the item it names says so.
+			got, claimed := e.claimKey(e.keyClaim(k.Key, "fp", f.Now.Add(time.Second)))
+			switch {
+			case !claimed:
+				sameKey(t, "the key after its filing", got, *f.Key)
+			case got.TookOver && got.ItemID == item.ID:
+				if rp := e.get(item.ID).FiledUnderKey(k.Key); rp == nil || *rp != *f.Key.Replay {
+					t.Errorf("the key taken over names item %s, which replays %+v, want %+v", item.ID, rp, *f.Key.Replay)
+				}
+			default:
+				t.Errorf("a repeat after the filing claimed the key afresh: %+v", got)
+			}
+		})
+	}
+}
+
+func testKeyRefilingSettles(t *testing.T, e *env) {
+	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
+	k := e.keyClaim("key", "fp", at(5))
+	k.ItemID = before.ID
+	e.claimKey(k)
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.InboxItemID, f.FollowUpRound = before.ID, 1
+	f = keyedFiling(f, k)
+	item, err := e.s.File(e.ctx, f)
+	if err != nil {
+		t.Fatalf("File: %v", err)
+	}
+	checkItem(t, "the item refiled under a key", e.get(item.ID), refiledItem(before, f))
+	if got, claimed := e.claimKey(e.keyClaim("key", "fp", f.Now.Add(time.Second))); claimed && !got.TookOver {
+		t.Errorf("a repeat after the refiling claimed the key afresh: %+v", got)
+	}
+}
+
+func testKeyFilingTakenOver(t *testing.T, e *env) {
+	k := e.keyClaim("key", "fp", at(0))
+	e.claimKey(k)
+	over, _ := e.claimKey(e.keyClaim("key", "fp", k.Until))
+	// The first run comes back to life and files: the key is no longer
+	// its own, so the filing is the repeat's to make.
+	f := keyedFiling(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin), k)
+	f.Now = k.Until.Add(time.Second)
+	if _, err := e.s.File(e.ctx, f); !errors.Is(err, brainwire.ErrKeyTakenOver) {
+		t.Fatalf("filing under a key taken over: %v, want ErrKeyTakenOver", err)
+	}
+	if _, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Errorf("the refused filing left item %s: %v", f.NewInboxID, err)
+	}
+	if _, err := e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketAdmin, f.NewRecordID); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Errorf("the refused filing left its bucket record: %v", err)
+	}
+	// The run holding the key files it.
+	f2 := keyedFiling(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin), over)
+	f2.Now = f.Now.Add(time.Second)
+	e.file(f2)
 }
 
 func testKeyDoneLapses(t *testing.T, e *env) {

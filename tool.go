@@ -37,6 +37,11 @@ type ToolResult struct {
 	// while the agent ran: that code. The agent is told only that the
 	// filing failed; the client is told why.
 	Superseded string
+	// Fatal is a failure no answer of the agent can mend (the
+	// transcription service failing, the capture's Idempotency-Key taken
+	// over by a repeat of its request): the loop ends the run with it
+	// once the round's results are told, and the capture ends in it.
+	Fatal error
 }
 
 // FileCaptureResult is file_capture's answer: the JSON the agent gets, and
@@ -51,6 +56,30 @@ type FileCaptureResult struct {
 	Question string `json:"-"`
 }
 
+// DefaultQuestion is asked when the agent marks a capture misunderstood
+// without saying what it wants to know.
+const DefaultQuestion = "Could you tell me a bit more about what you meant?"
+
+// Result is what the phone is told of the filing f, made in the agent
+// conversation upstreamThreadID: the outcome its status stands for
+// (unresolved for a status file_capture does not give), the item, bucket
+// and confidence, and a misunderstood capture's question.
+func (f *FileCaptureResult) Result(upstreamThreadID string) CaptureResult {
+	r := CaptureResult{Outcome: OutcomeOfStatus(f.Status), InboxItemID: f.ItemID, Bucket: f.Bucket,
+		Confidence: f.Confidence, UpstreamThreadID: upstreamThreadID}
+	switch r.Outcome {
+	case OutcomeClassified, OutcomeLowConfidence:
+	case OutcomeMisunderstood:
+		r.Question = f.Question
+		if r.Question == "" {
+			r.Question = DefaultQuestion
+		}
+	default:
+		r.Outcome = OutcomeUnresolved
+	}
+	return r
+}
+
 // ToolDefinition describes one function tool to the agent.
 type ToolDefinition struct {
 	Name        string
@@ -60,8 +89,8 @@ type ToolDefinition struct {
 
 // ToolSet is the set of tools one capture offers the agent. Call must be safe
 // for concurrent use: a run may ask for several tools at once. Tool failures
-// are reported in the ToolResult (IsError) for the agent to handle; Call never
-// fails the run.
+// are reported in the ToolResult (IsError) for the agent to handle; only a
+// result's Fatal ends the run.
 type ToolSet interface {
 	Definitions() []ToolDefinition
 	Call(ctx context.Context, call ToolCall) ToolResult

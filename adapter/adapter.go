@@ -31,7 +31,7 @@ import (
 
 // DefaultQuestion is asked when the agent marks a capture misunderstood
 // without saying what it wants to know.
-const DefaultQuestion = "Could you tell me a bit more about what you meant?"
+const DefaultQuestion = brainwire.DefaultQuestion
 
 // The codes of ERROR that are not application error codes.
 const (
@@ -160,24 +160,15 @@ func (a *Adapter) fileResult(ev brainwire.AgentEvent, out []brainwire.CaptureEve
 		// is the capture's outcome.
 		return out
 	}
+	// What the phone is told is what the filing kept under the request's
+	// Idempotency-Key for its repeats (FileCaptureResult.Result).
+	told := f.Result(ev.Tool.ThreadID)
 	r := &a.res
-	r.InboxItemID, r.Bucket, r.Confidence = f.ItemID, f.Bucket, f.Confidence
-	if ev.Tool.ThreadID != "" {
-		r.UpstreamThreadID = ev.Tool.ThreadID
+	r.InboxItemID, r.Bucket, r.Confidence, r.Question = told.InboxItemID, told.Bucket, told.Confidence, told.Question
+	if told.UpstreamThreadID != "" {
+		r.UpstreamThreadID = told.UpstreamThreadID
 	}
-	switch f.Status {
-	case brainwire.StatusClassified:
-		return a.sendOutcome(brainwire.OutcomeClassified, out)
-	case brainwire.StatusPending:
-		return a.sendOutcome(brainwire.OutcomeLowConfidence, out)
-	case brainwire.StatusMisunderstood:
-		r.Question = f.Question
-		if r.Question == "" {
-			r.Question = DefaultQuestion
-		}
-		return a.sendOutcome(brainwire.OutcomeMisunderstood, out)
-	}
-	return a.sendOutcome(brainwire.OutcomeUnresolved, out)
+	return a.sendOutcome(told.Outcome, out)
 }
 
 func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {

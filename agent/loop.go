@@ -50,7 +50,8 @@ func NewLoop(p brainwire.Provider, opts ...Option) *Loop {
 // to their definitions). It yields the events of each response of the
 // run; when a response asks for tools, it runs them (CallTools), yields
 // one AgentToolResult per call in the order of the calls, and continues
-// the run with their results, until a response ends the run.
+// the run with their results, until a response ends the run or a tool's
+// result is Fatal, which ends it with that error.
 //
 // A failure is yielded once as a zero Event with the error, and ends the
 // sequence; once ctx has ended, the error says so (errors.Is(err,
@@ -145,6 +146,12 @@ func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.Too
 			ev := brainwire.AgentEvent{Kind: brainwire.AgentToolResult, ThreadID: threadID, RunID: runID, Tool: call, Result: results[i]}
 			if !yield(ev, nil) {
 				return nil
+			}
+		}
+		for _, res := range results {
+			if res.Fatal != nil {
+				// The agent cannot mend it: the run stops here.
+				return fmt.Errorf("%s: %s: %w", run, res.Name, res.Fatal)
 			}
 		}
 		if err := l.open(func() error { return run.Continue(results) }); err != nil {

@@ -68,6 +68,7 @@ func TestEmulator(t *testing.T) {
 		{"Validation", testValidation},
 		{"Conformance", testConformance},
 		{"KeyDocuments", testKeyDocuments},
+		{"FilingRacesATakeover", testFilingRacesATakeover},
 		{"CheckSetup", testCheckSetup},
 		{"CheckSetupMissingContainer", testCheckSetupMissingContainer},
 		{"CheckSetupUnreachable", testCheckSetupUnreachable},

@@ -3,12 +3,15 @@ package cosmos
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/tools"
 )
 
 // A key is one document in the user's partition, named by the key's hash
@@ -45,5 +48,64 @@ func testKeyDocuments(t *testing.T, e *emulator) {
 	}
 	if d := raw(); d["state"] != "done" || d["ttl"] != brainwire.KeyLifetime.Seconds()+60 {
 		t.Errorf("finished key document: %v", d)
+	}
+}
+
+// Two runs of one request race around a takeover: the first checked its
+// claim, then stalled just before writing its item, long enough for its
+// claim to lapse and a repeat, on another replica, to take the key over
+// and file. The first, woken, finds the item id taken (the claims of one
+// request share it) and tells its phone what the repeat filed: one item,
+// one outcome.
+func testFilingRacesATakeover(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	f := newFaults()
+	a := e.open(t, storeOptions{faults: f})
+	b := e.open(t, storeOptions{database: a.dbName, noEnsure: true})
+	var n int
+	deps := func(s brainwire.Store) tools.Deps {
+		return tools.Deps{Store: s, AgentName: "Classifier", Now: func() time.Time { return baseTime },
+			NewID: func() string { n++; return fmt.Sprintf("id-%d", n) }}
+	}
+	c := brainwire.Capture{Kind: brainwire.KindText, UserID: "alice", ThreadID: "thread-1", RunID: "run-1", Text: "Plan the garden"}
+	claim := brainwire.IdempotencyKey{UserID: "alice", Key: "k1", Fingerprint: "fp", Token: "first", State: brainwire.KeyRunning,
+		At: baseTime, Until: baseTime.Add(time.Minute), ItemID: "item-of-k1"}
+	if _, ok, err := a.ClaimKey(ctx, claim); err != nil || !ok {
+		t.Fatalf("ClaimKey: %v, %v", ok, err)
+	}
+	call := func(bucket string) brainwire.ToolCall {
+		return brainwire.ToolCall{ID: "call_1", Name: brainwire.ToolFileCapture, ThreadID: "thread_up",
+			Arguments: json.RawMessage(`{"text":"Plan the garden","bucket":"` + bucket + `","confidence":0.9,"status":"classified"}`)}
+	}
+
+	var second brainwire.ToolResult
+	f.add(&fault{method: http.MethodPost, path: "/colls/Inbox/docs", before: func(*http.Request) {
+		took := claim
+		took.Token, took.At, took.Until = "second", claim.Until, claim.Until.Add(time.Minute)
+		got, ok, err := b.ClaimKey(ctx, took)
+		if err != nil || !ok || !got.TookOver || got.ItemID != claim.ItemID {
+			t.Errorf("the repeat's claim: %+v, %v, %v; want the lapsed claim's item, taken over", got, ok, err)
+			return
+		}
+		set := tools.New(deps(b), c)
+		set.FileUnder(got)
+		second = set.Call(ctx, call(brainwire.BucketIdeas))
+	}})
+	set := tools.New(deps(a), c)
+	set.FileUnder(claim)
+	first := set.Call(ctx, call(brainwire.BucketProjects))
+
+	if second.IsError || second.Filed == nil || second.Filed.ItemID != claim.ItemID || second.Filed.Bucket != brainwire.BucketIdeas {
+		t.Fatalf("the repeat's filing: %+v", second)
+	}
+	if first.IsError || first.Filed == nil || *first.Filed != *second.Filed {
+		t.Errorf("the first run's filing: %+v (%s), want the repeat's %+v", first.Filed, first.Output, second.Filed)
+	}
+	if n := countAll(t, a, "alice"); n["Inbox"] != 1 || n[brainwire.BucketIdeas] != 1 || len(n) != 2 {
+		t.Errorf("documents = %v, want the repeat's item and its Ideas record", n)
+	}
+	k, _, err := a.readKey(ctx, "alice", "k1")
+	if err != nil || k.State != brainwire.KeyDone || k.Replay == nil || k.Replay.InboxItemID != claim.ItemID || k.Replay.Bucket != brainwire.BucketIdeas {
+		t.Errorf("the key: %+v, %v; want done, replaying the repeat's filing", k, err)
 	}
 }

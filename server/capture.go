@@ -218,6 +218,9 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	// The filing keeps where the run is traced, for later corrections.
 	c.Trace, _ = brainwire.RunTraceFrom(ctx)
 	set := tools.New(s.toolDeps(), c)
+	if hold != nil {
+		set.FileUnder(hold.key)
+	}
 	var toolSet brainwire.ToolSet = set
 	if s.cfg.WrapTools != nil {
 		toolSet = s.cfg.WrapTools(toolSet)
@@ -284,7 +287,7 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 	default:
 		log.Info("capture ended", attrs...)
 	}
-	hold.settle(r.Context(), c, res)
+	hold.ended(r.Context(), c, res, set.KeySettled())
 	return res
 }
 

@@ -64,10 +64,20 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 	}
 	defer hold.release(r.Context())
 	if c, err = s.claimFollowUp(r, c, req.InboxItemID); err != nil {
+		// The round may be refused because this very request refiled the
+		// item, on a replica that died before its key said so.
+		if rp := s.filedUnder(r.Context(), hold.claim()); rp != nil && brainwire.ErrorCode(err) == brainwire.EConflict {
+			hold.finish(r.Context(), c.RunID, *rp)
+			s.replay(w, r, *rp, newEncoder)
+			return
+		}
 		writeError(w, err)
 		return
 	}
-	res := s.runCapture(w, r, c, newEncoder(c), nil) // settled below, after the round
+	if hold != nil {
+		hold.afterRound = true
+	}
+	res := s.runCapture(w, r, c, newEncoder(c), hold)
 	if !res.Outcome.Filed() {
 		// Nothing was filed: give the round back so the person can try
 		// again, also when they went away (hence a context of its own).

@@ -34,9 +34,12 @@ const (
 	// maxIdempotencyKey bounds a key, in characters.
 	maxIdempotencyKey = 255
 	// keyLeaseGrace is how long a running claim outlives the run timeout:
-	// time to file and record the outcome. Only a replica that died
-	// mid-run leaves a claim to lapse; a repeat then takes it over.
-	keyLeaseGrace = 30 * time.Second
+	// time to keep an unresolved capture and give the key back. Only a
+	// replica that died or stalled mid-run leaves a claim to lapse; a
+	// repeat then takes it over. A capture filed before is not filed
+	// again, however long the replica stalled: the filing settled the key
+	// (brainwire.Filing.Key), and a run that lost its key cannot file.
+	keyLeaseGrace = 10 * time.Second
 	// keyRetryAfter is the Retry-After of a 409 for a key whose capture
 	// is still running: captures take seconds.
 	keyRetryAfter = 3 * time.Second
@@ -178,12 +181,18 @@ func (f *fingerprint) String() string {
 }
 
 // keyHold is a request's claim on its Idempotency-Key while its capture
-// runs; nil for a request without one. settle records how the capture
-// ended; release gives the key back, unless settled.
+// runs; nil for a request without one. The capture's filing settles the
+// key (tools.Set.FileUnder); settle records how a capture that filed
+// nothing ended; release gives the key back, unless settled.
 type keyHold struct {
 	s       *Server
 	key     brainwire.IdempotencyKey
 	settled bool
+	// filed says the capture's filing settled the key.
+	filed bool
+	// afterRound is set on a follow-up's hold: it is settled after the
+	// follow-up's round is given back, not when the capture ends.
+	afterRound bool
 }
 
 // holdKey claims the request's Idempotency-Key for capture c, before
@@ -201,12 +210,25 @@ func (s *Server) holdKey(w http.ResponseWriter, r *http.Request, c brainwire.Cap
 	}
 	now := s.cfg.Now()
 	claim := brainwire.IdempotencyKey{UserID: c.UserID, Key: key, Fingerprint: fp.String(), Token: uuid.NewString(),
-		State: brainwire.KeyRunning, At: now, Until: now.Add(s.cfg.RunTimeout + keyLeaseGrace)}
+		State: brainwire.KeyRunning, At: now, Until: now.Add(s.cfg.RunTimeout + keyLeaseGrace), ItemID: s.cfg.NewID()}
+	if c.FollowUp != nil {
+		claim.ItemID = c.FollowUp.Item.ID
+	}
 	got, claimed, err := s.keys.ClaimKey(r.Context(), claim)
 	switch {
 	case err != nil:
 		writeError(w, err)
 		return nil, false
+	case claimed && got.TookOver:
+		// The run that held the key before may have filed the capture
+		// and died before the key said so: its item does.
+		if rp := s.filedUnder(r.Context(), got); rp != nil {
+			hold := &keyHold{s: s, key: got}
+			hold.finish(r.Context(), c.RunID, *rp)
+			s.replay(w, r, *rp, newEncoder)
+			return nil, false
+		}
+		return &keyHold{s: s, key: got}, true
 	case claimed:
 		return &keyHold{s: s, key: got}, true
 	case got.Fingerprint != claim.Fingerprint:
@@ -219,6 +241,30 @@ func (s *Server) holdKey(w http.ResponseWriter, r *http.Request, c brainwire.Cap
 		writeError(w, brainwire.Errorf(brainwire.EConflict, "a request with this Idempotency-Key is still running; try again in a few seconds"))
 	}
 	return nil, false
+}
+
+// claim is the hold's claim, the zero key without one.
+func (h *keyHold) claim() brainwire.IdempotencyKey {
+	if h == nil {
+		return brainwire.IdempotencyKey{}
+	}
+	return h.key
+}
+
+// filedUnder is the replay of the capture filed under key k (its item
+// records it), or nil when none was, as far as the store can tell.
+func (s *Server) filedUnder(ctx context.Context, k brainwire.IdempotencyKey) *brainwire.Replay {
+	if k.ItemID == "" {
+		return nil
+	}
+	item, err := s.cfg.Store.GetInboxItem(ctx, k.UserID, k.ItemID)
+	if err != nil {
+		if brainwire.ErrorCode(err) != brainwire.ENotFound {
+			s.log.Error("looking for the item of an idempotency key taken over", "inbox_item_id", k.ItemID, "user", k.UserID, "error", err)
+		}
+		return nil
+	}
+	return item.FiledUnderKey(k.Key)
 }
 
 // replay answers a repeated request with its capture's outcome, in the
@@ -242,28 +288,53 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, rp brainwire.Rep
 		"outcome", res.Outcome, "inbox_item_id", res.InboxItemID)
 }
 
-// settle records how capture c ended under the key: its outcome to replay
-// when it reached the store, else the key goes back for a retry to run
-// afresh. Done also when the client has gone, hence a context of its own.
+// ended is told how capture c ended under the key, and whether its filing
+// settled the key: it settles the key, unless the hold is afterRound.
+func (h *keyHold) ended(ctx context.Context, c brainwire.Capture, res brainwire.CaptureResult, filed bool) {
+	if h == nil {
+		return
+	}
+	h.filed = filed
+	if !h.afterRound {
+		h.settle(ctx, c, res)
+	}
+}
+
+// settle records how capture c ended under the key, unless its filing
+// did: its outcome to replay when it reached the store, else the key goes
+// back for a retry to run afresh. Done also when the client has gone,
+// hence a context of its own.
 func (h *keyHold) settle(ctx context.Context, c brainwire.Capture, res brainwire.CaptureResult) {
 	if h == nil || h.settled {
 		return
 	}
 	h.settled = true
+	if h.filed {
+		return
+	}
+	if rp := brainwire.ReplayOf(c, res); rp != nil {
+		// Filed, but not settled by its filing: a run of the same request
+		// filed it before this one (tools.Set adopts that filing).
+		h.finish(ctx, c.RunID, *rp)
+		return
+	}
 	s := h.s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keySettleTimeout)
 	defer cancel()
-	if rp := brainwire.ReplayOf(c, res); rp != nil {
-		k := h.key
-		now := s.cfg.Now()
-		k.State, k.At, k.Until, k.Replay = brainwire.KeyDone, now, now.Add(brainwire.KeyLifetime), rp
-		if err := s.keys.FinishKey(ctx, k); err != nil {
-			s.log.Error("recording the capture's outcome under its idempotency key", "run_id", c.RunID, "user", h.key.UserID, "error", err)
-		}
-		return
-	}
 	if err := s.keys.ReleaseKey(ctx, h.key.UserID, h.key.Key, h.key.Token); err != nil {
 		s.log.Error("releasing the idempotency key", "run_id", c.RunID, "user", h.key.UserID, "error", err)
+	}
+}
+
+// finish records rp, what the key's capture told its phone, for repeats
+// to replay.
+func (h *keyHold) finish(ctx context.Context, runID string, rp brainwire.Replay) {
+	h.settled = true
+	s := h.s
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keySettleTimeout)
+	defer cancel()
+	if err := s.keys.FinishKey(ctx, h.key.Done(rp, s.cfg.Now())); err != nil {
+		s.log.Error("recording the capture's outcome under its idempotency key", "run_id", runID, "user", h.key.UserID, "error", err)
 	}
 }
 

@@ -412,3 +412,67 @@ func TestIdempotencyKeyOfAStalledReplicaIsTakenOver(t *testing.T) {
 		t.Errorf("%d inbox items, want the one the second replica filed", len(items))
 	}
 }
+
+// A replica that stalls (or dies) after filing a capture, before its run
+// ends, leaves nothing for a repeat to file again: the filing settled the
+// key, so the phone's repeat on another replica, even once the claim's
+// lease is over, replays the item the phone was told of.
+func TestIdempotencyKeyOfAReplicaStalledAfterFilingReplays(t *testing.T) {
+	const key, body = "b8a1d0c2-7e4f-4a3b-8c9d-0e1f2a3b4c5d", `{"text":"Call Sarah about the offsite"}`
+	c := classify(ft.FileCaptureCall("call_1", "Call Sarah about the offsite", "People", 0.9, "classified"), 2)
+	gate := ft.NewGate()
+	t.Cleanup(gate.Open)
+	a := newHarness(t, []ft.Call{
+		ft.Expect("POST /threads/runs", ft.Stream(c.Stream()...)),
+		ft.Expect(submitPath(), ft.Stream(append([]ft.Event{gate.Hold()}, c.Continuation()...)...)),
+	}, withRunTimeout(time.Minute))
+
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/api/capture", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := a.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The phone hears its outcome; the replica then stalls before its run
+	// ends (the agent's closing words never come).
+	var told string
+	br := bufio.NewReader(resp.Body)
+	for told == "" {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the outcome: %v", err)
+		}
+		if strings.Contains(line, `"type":"CLASSIFIED"`) {
+			told = strings.TrimSpace(strings.TrimPrefix(line, "data: "))
+		}
+	}
+	select {
+	case <-gate.Reached():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first replica's run never stalled")
+	}
+
+	// The second replica, on the same store, once the claim has lapsed.
+	var n atomic.Int64
+	cfg := server.Config{Keys: server.Keys{testKey: testUser}, Store: a.store, RunTimeout: time.Minute,
+		NewID: func() string { return fmt.Sprintf("b%d", n.Add(1)) },
+		Now:   func() time.Time { return fixedNow.Add(time.Hour) }}
+	withSimulator(t)(&cfg)
+	sb, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvB := httptest.NewServer(sb.Handler())
+	t.Cleanup(srvB.Close)
+	b := &harness{t: t, srv: srvB, store: a.store}
+	again := b.sendKeyed(testKey, "/api/capture", "application/json", body, key)
+	if again.replayed != "true" || !strings.Contains(again.body, told) {
+		t.Fatalf("the repeat after the first replica filed and stalled: %d %q\n%s\nwant the replay of %s", again.status, again.replayed, again.body, told)
+	}
+	if items := a.inbox(testUser); len(items) != 1 {
+		t.Errorf("%d inbox items, want the one the first replica filed", len(items))
+	}
+}

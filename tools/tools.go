@@ -38,6 +38,10 @@ type Set struct {
 	mu         sync.Mutex // serializes filing so one capture files once
 	filedID    string
 	transcript string
+	// key is the request's claim on its Idempotency-Key (FileUnder);
+	// settled says a filing settled it.
+	key     *brainwire.IdempotencyKey
+	settled bool
 }
 
 // New returns the tools for one capture.
@@ -46,6 +50,23 @@ func New(deps Deps, c brainwire.Capture) *Set {
 		panic("tools: Deps.NewID and Deps.Now are required")
 	}
 	return &Set{deps: deps, capture: c}
+}
+
+// FileUnder makes the capture's filing settle k, the request's claim on
+// its Idempotency-Key, with what the phone is told (brainwire.Filing.Key);
+// a new capture is filed as the key's item (k.ItemID). Call it before the
+// run starts.
+func (s *Set) FileUnder(k brainwire.IdempotencyKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = &k
+}
+
+// KeySettled reports whether a filing settled the key FileUnder gave.
+func (s *Set) KeySettled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settled
 }
 
 // FiledItemID returns the inbox item the capture was filed as, if any.
@@ -93,6 +114,11 @@ func (s *Set) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolR
 		res.Filed = f
 	}
 	res.Output = string(b)
+	if err != nil && errors.Is(err, brainwire.ErrKeyTakenOver) {
+		// A repeat of the request runs the capture now: this run must not
+		// file it, nor tell its phone anything but that.
+		res.Fatal = err
+	}
 	return res
 }
 
@@ -103,9 +129,12 @@ type toolError struct {
 	Valid   []string `json:"valid_values,omitempty"`
 	// superseded is ToolResult.Superseded: for the server, not the agent.
 	superseded string
+	// err is the failure, when it was not the tool's own.
+	err error
 }
 
 func (e *toolError) Error() string { return e.Code + ": " + e.Message }
+func (e *toolError) Unwrap() error { return e.err }
 
 type fileCaptureArgs struct {
 	Text       string   `json:"text"`
@@ -159,18 +188,81 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	if fu := s.capture.FollowUp; fu != nil {
 		f.InboxItemID, f.FollowUpRound, f.ClaimToken = fu.Item.ID, fu.Round, fu.ClaimToken
 	}
+	filed := &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: filingID(f), Status: status, Question: a.Question}
+	f, filed = s.underKey(f, filed)
 	item, err := s.deps.Store.File(ctx, f)
 	if err != nil {
-		te := &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err)}
+		if adopted := s.adopt(ctx, f, err); adopted != nil {
+			return adopted, nil
+		}
+		te := &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err), err: err}
 		// A follow-up's item refuses the filing when a person changed or
 		// deleted it meanwhile: their edit won, nothing went wrong.
-		if code := brainwire.ErrorCode(err); s.capture.FollowUp != nil && (code == brainwire.EConflict || code == brainwire.ENotFound) {
+		if code := brainwire.ErrorCode(err); s.capture.FollowUp != nil && !errors.Is(err, brainwire.ErrKeyTakenOver) &&
+			(code == brainwire.EConflict || code == brainwire.ENotFound) {
 			te.superseded = code
 		}
 		return nil, te
 	}
+	s.filed(item.ID, f)
+	filed.ItemID = item.ID
+	return filed, nil
+}
+
+// filingID is the item f files.
+func filingID(f brainwire.Filing) string {
+	if f.InboxItemID != "" {
+		return f.InboxItemID
+	}
+	return f.NewInboxID
+}
+
+// underKey is f made under the request's Idempotency-Key, if it has one:
+// a new capture is filed as the key's item, and the filing settles the key
+// with what the phone will be told of it (filed, the tool's answer). Call
+// with s.mu held.
+func (s *Set) underKey(f brainwire.Filing, filed *brainwire.FileCaptureResult) (brainwire.Filing, *brainwire.FileCaptureResult) {
+	if s.key == nil {
+		return f, filed
+	}
+	if f.InboxItemID == "" && s.key.ItemID != "" {
+		f.NewInboxID = s.key.ItemID
+		filed.ItemID = f.NewInboxID
+	}
+	if rp := brainwire.ReplayOf(s.capture, filed.Result(f.FoundryThreadID)); rp != nil {
+		done := s.key.Done(*rp, f.Now)
+		f.Key = &done
+	}
+	return f, filed
+}
+
+// filed records that the capture was filed as item id by f. Call with
+// s.mu held.
+func (s *Set) filed(id string, f brainwire.Filing) {
+	s.filedID = id
+	s.settled = s.settled || f.Key != nil
+}
+
+// adopt is the filing a run of the same request made of this capture,
+// when f found its item taken (err): a run that held the key before this
+// one filed it and died or stalled before the key said so. This run then
+// tells what that one filed, and files nothing. Nil when err is anything
+// else. Call with s.mu held.
+func (s *Set) adopt(ctx context.Context, f brainwire.Filing, err error) *brainwire.FileCaptureResult {
+	if f.Key == nil || f.InboxItemID != "" || brainwire.ErrorCode(err) != brainwire.EConflict || errors.Is(err, brainwire.ErrKeyTakenOver) {
+		return nil
+	}
+	item, gerr := s.deps.Store.GetInboxItem(ctx, f.UserID, f.NewInboxID)
+	if gerr != nil {
+		return nil
+	}
+	rp := item.FiledUnderKey(f.Key.Key)
+	if rp == nil {
+		return nil
+	}
 	s.filedID = item.ID
-	return &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: conf, ItemID: item.ID, Status: status, Question: a.Question}, nil
+	return &brainwire.FileCaptureResult{Bucket: rp.Bucket, Confidence: rp.Confidence, ItemID: item.ID,
+		Status: item.Status, Question: rp.Question}
 }
 
 // KeepUnresolved stores the capture as an unresolved inbox item, in no
@@ -187,11 +279,15 @@ func (s *Set) KeepUnresolved(ctx context.Context, threadID string) (string, erro
 	}
 	f := s.filing(brainwire.StatusUnresolved, "", 0, s.rawText(""), threadID)
 	f.Title = titleFor("", f.RawText)
+	f, _ = s.underKey(f, &brainwire.FileCaptureResult{ItemID: f.NewInboxID, Status: brainwire.StatusUnresolved})
 	item, err := s.deps.Store.File(ctx, f)
 	if err != nil {
+		if adopted := s.adopt(ctx, f, err); adopted != nil {
+			return adopted.ItemID, nil
+		}
 		return "", fmt.Errorf("keeping the unresolved capture: %w", err)
 	}
-	s.filedID = item.ID
+	s.filed(item.ID, f)
 	return item.ID, nil
 }
 

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -434,5 +435,75 @@ func TestKeepUnresolvedStoreFailure(t *testing.T) {
 	id, err := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "x"}).KeepUnresolved(context.Background(), "")
 	if id != "" || err == nil || !strings.Contains(err.Error(), "keeping the unresolved capture") {
 		t.Fatalf("KeepUnresolved on a closed store = %q, %v", id, err)
+	}
+}
+
+// keyClaim claims an Idempotency-Key on deps' store for user u1.
+func keyClaim(t *testing.T, deps Deps, token string, at time.Time) brainwire.IdempotencyKey {
+	t.Helper()
+	k := brainwire.IdempotencyKey{UserID: "u1", Key: "key-1", Fingerprint: "fp", Token: token, State: brainwire.KeyRunning,
+		At: at, Until: at.Add(time.Minute), ItemID: "item-of-key-1"}
+	got, ok, err := deps.Store.(brainwire.IdempotencyStore).ClaimKey(context.Background(), k)
+	if err != nil || !ok {
+		t.Fatalf("ClaimKey: %+v, %v, %v", got, ok, err)
+	}
+	return got
+}
+
+// A filing under the request's Idempotency-Key is the key's item, and
+// settles the key with what the phone is told of it, in one write.
+func TestFilingUnderAKeySettlesIt(t *testing.T) {
+	for _, c := range []struct {
+		name, args string
+		want       brainwire.Replay
+	}{
+		{"classified", `{"text":"x","bucket":"People","confidence":0.92,"status":"classified"}`,
+			brainwire.Replay{Outcome: brainwire.OutcomeClassified, Bucket: "People", Confidence: 0.92}},
+		{"misunderstood", `{"text":"x","bucket":"Ideas","confidence":0.2,"status":"misunderstood"}`,
+			brainwire.Replay{Outcome: brainwire.OutcomeMisunderstood, Bucket: "Ideas", Confidence: 0.2, Question: brainwire.DefaultQuestion}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			deps := newDeps(t)
+			k := keyClaim(t, deps, "t1", now)
+			capture := brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", ThreadID: "thread-1", RunID: "run-1", Text: "Call mom"}
+			set := New(deps, capture)
+			set.FileUnder(k)
+			res := set.Call(context.Background(), call(brainwire.ToolFileCapture, c.args))
+			if res.IsError || res.Filed.ItemID != k.ItemID || !set.KeySettled() {
+				t.Fatalf("filing: %+v (%s), settled %v; want item %s", res.Filed, res.Output, set.KeySettled(), k.ItemID)
+			}
+			got, claimed, err := deps.Store.(brainwire.IdempotencyStore).ClaimKey(context.Background(),
+				brainwire.IdempotencyKey{UserID: "u1", Key: "key-1", Fingerprint: "fp", Token: "t2", At: now.Add(time.Hour), Until: now.Add(2 * time.Hour)})
+			want := c.want
+			want.Kind, want.ThreadID, want.RunID, want.InboxItemID, want.UpstreamThreadID = brainwire.KindText, "thread-1", "run-1", k.ItemID, "thread_up"
+			if err != nil || claimed || got.State != brainwire.KeyDone || got.Replay == nil || *got.Replay != want {
+				t.Fatalf("a repeat finds %+v (replay %+v), claimed %v, %v; want done, replaying %+v", got, got.Replay, claimed, err, want)
+			}
+			// And it is what the phone is told (the adapter's reading).
+			if told := brainwire.ReplayOf(capture, res.Filed.Result("thread_up")); *told != want {
+				t.Errorf("the phone is told %+v, the key replays %+v", *told, want)
+			}
+		})
+	}
+}
+
+// A run whose claim lapsed and was taken over by a repeat of its request
+// files nothing: the repeat files the capture. The failure ends the run.
+func TestFilingUnderAKeyTakenOverIsFatal(t *testing.T) {
+	deps := newDeps(t)
+	first := keyClaim(t, deps, "t1", now)
+	keyClaim(t, deps, "t2", first.Until)
+	set := New(deps, brainwire.Capture{Kind: brainwire.KindText, UserID: "u1", Text: "Call mom"})
+	set.FileUnder(first)
+	res := set.Call(context.Background(), call(brainwire.ToolFileCapture, `{"text":"x","bucket":"People","confidence":0.92,"status":"classified"}`))
+	if !res.IsError || !errors.Is(res.Fatal, brainwire.ErrKeyTakenOver) || res.Superseded != "" {
+		t.Fatalf("filing under a key taken over: %+v, want a fatal error", res)
+	}
+	page, err := deps.Store.ListInbox(context.Background(), "u1", brainwire.ListOptions{})
+	if err != nil || len(page.Items) != 0 {
+		t.Errorf("inbox: %v, %v; want empty", page.Items, err)
+	}
+	if id, err := set.KeepUnresolved(context.Background(), "thread_up"); id != "" || !errors.Is(err, brainwire.ErrKeyTakenOver) {
+		t.Errorf("keeping it unresolved: %q, %v; want ErrKeyTakenOver", id, err)
 	}
 }

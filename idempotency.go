@@ -3,6 +3,8 @@ package brainwire
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // KeyLifetime is how long a finished capture's Idempotency-Key replays its
@@ -47,10 +49,10 @@ type IdempotencyKey struct {
 	// Replay is what the phone was told, once done.
 	Replay *Replay
 	// ItemID is the inbox item the key's capture files: for a new capture
-	// the id its item is created with, chosen by the first claim and kept
-	// by every claim that takes over a lapsed running claim of the same
-	// request, so that all the runs under the key file one item (a store
-	// holds one item per id); for a follow-up, the item it refiles.
+	// the id its item is created with, the same for every claim of one
+	// request (ItemIDOf), so that all the runs under the key file one item
+	// (a store holds one item per id); for a follow-up, the item it
+	// refiles.
 	ItemID string
 	// TookOver is set on a claim ClaimKey granted by taking over a lapsed
 	// running claim of the same request: that run may have filed before it
@@ -59,13 +61,22 @@ type IdempotencyKey struct {
 }
 
 // Replacing is claim k as it replaces old, a key of the same name that no
-// longer stands: a lapsed running claim of the same request passes on its
-// item, which its run may have filed (TookOver).
+// longer stands: TookOver when old was a running claim of the same
+// request, whose run may have filed before it died.
 func (k IdempotencyKey) Replacing(old IdempotencyKey) IdempotencyKey {
-	if old.State == KeyRunning && old.Fingerprint == k.Fingerprint && old.ItemID != "" {
-		k.ItemID, k.TookOver = old.ItemID, true
-	}
+	k.TookOver = old.State == KeyRunning && old.Fingerprint == k.Fingerprint
 	return k
+}
+
+// itemIDSpace is the name space of ItemIDOf's ids.
+var itemIDSpace = uuid.MustParse("5b0f6d1e-9c1a-4a51-8a8e-3c2f7e4d9a10")
+
+// ItemIDOf is the inbox item id of the new capture a user's request files
+// under an Idempotency-Key: a name-based UUID of the user, the key and the
+// request's fingerprint, so that whichever run of the request files it,
+// however its claims came and went, it is one item.
+func ItemIDOf(userID, key, fingerprint string) string {
+	return uuid.NewSHA1(itemIDSpace, []byte(userID+"\x00"+key+"\x00"+fingerprint)).String()
 }
 
 // Done is k settled by a capture filed as rp at now: what a filing keeps
@@ -176,9 +187,9 @@ type IdempotencyStore interface {
 	// of k.UserID named k.Key stands at k.At: then it returns that key and
 	// false. A key that no longer stands (a lapsed lease, a lifetime
 	// over) is replaced; when it was a running claim of the same request
-	// (fingerprint), the new claim keeps its ItemID and is returned with
-	// TookOver set. Of any number of concurrent claims of one key, from
-	// any number of processes, exactly one gets it.
+	// (fingerprint), the new claim is returned with TookOver set. Of any
+	// number of concurrent claims of one key, from any number of
+	// processes, exactly one gets it.
 	ClaimKey(ctx context.Context, k IdempotencyKey) (IdempotencyKey, bool, error)
 	// FinishKey replaces the running claim named k.Token with k
 	// (KeyDone, with its Replay and lifetime): EConflict when that claim

@@ -210,7 +210,8 @@ func (s *Server) holdKey(w http.ResponseWriter, r *http.Request, c brainwire.Cap
 	}
 	now := s.cfg.Now()
 	claim := brainwire.IdempotencyKey{UserID: c.UserID, Key: key, Fingerprint: fp.String(), Token: uuid.NewString(),
-		State: brainwire.KeyRunning, At: now, Until: now.Add(s.cfg.RunTimeout + keyLeaseGrace), ItemID: s.cfg.NewID()}
+		State: brainwire.KeyRunning, At: now, Until: now.Add(s.cfg.RunTimeout + keyLeaseGrace)}
+	claim.ItemID = brainwire.ItemIDOf(claim.UserID, claim.Key, claim.Fingerprint)
 	if c.FollowUp != nil {
 		claim.ItemID = c.FollowUp.Item.ID
 	}

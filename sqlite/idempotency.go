@@ -20,8 +20,7 @@ const sweepBatch = 100
 // ClaimKey claims an idempotency key in one write transaction, which holds
 // the database's write lock from its start: two claims, even from two
 // processes on the same file, cannot both find the key free. Each claim
-// also deletes a few keys that have lapsed, but not the claim's own: a
-// lapsed running claim of the same request passes its item on.
+// also deletes a few keys that have lapsed, once it has read its own.
 func (s *Store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (_ brainwire.IdempotencyKey, claimed bool, err error) {
 	defer wrapErr(&err, "claiming idempotency key")
 	k.State, k.Replay, k.TookOver = brainwire.KeyRunning, nil, false
@@ -42,8 +41,7 @@ func (s *Store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (_ bra
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE rowid IN
-			(SELECT rowid FROM idempotency_keys WHERE until <= ? AND NOT (user_id = ? AND key = ?) LIMIT ?)`,
-			k.At.UnixNano(), k.UserID, k.Key, sweepBatch); err != nil {
+			(SELECT rowid FROM idempotency_keys WHERE until <= ? LIMIT ?)`, k.At.UnixNano(), sweepBatch); err != nil {
 			return fmt.Errorf("sweeping lapsed keys: %w", err)
 		}
 		claimed = true

@@ -41,6 +41,13 @@ func FixCosmosRead(req *http.Request, resp *http.Response) (*http.Response, erro
 // Cosmos client (a whole `brainwire serve`).
 func CosmosProxy(t testing.TB, addr string) string {
 	t.Helper()
+	return CosmosProxyHook(t, addr, nil)
+}
+
+// CosmosProxyHook is CosmosProxy calling hook, when not nil, with every
+// request before it goes on: a test can hold it, or stop its sender there.
+func CosmosProxyHook(t testing.TB, addr string, hook func(*http.Request)) string {
+	t.Helper()
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
 	var self string // the proxy's host:port
 	rp.ModifyResponse = func(resp *http.Response) error {
@@ -60,7 +67,14 @@ func CosmosProxy(t testing.TB, addr string) string {
 		_, err := FixCosmosRead(resp.Request, resp)
 		return err
 	}
-	srv := httptest.NewServer(rp)
+	var h http.Handler = rp
+	if hook != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hook(r)
+			rp.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	self = srv.Listener.Addr().String()
 	return srv.URL

@@ -46,7 +46,8 @@ func CosmosProxy(t testing.TB, addr string) string {
 
 // CosmosProxyHook is CosmosProxy calling hook, when not nil, with every
 // request before it goes on: a test can hold it, or stop its sender there.
-func CosmosProxyHook(t testing.TB, addr string, hook func(*http.Request)) string {
+// A request the hook drops goes no further: its sender gets a 502.
+func CosmosProxyHook(t testing.TB, addr string, hook func(r *http.Request) (drop bool)) string {
 	t.Helper()
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
 	var self string // the proxy's host:port
@@ -70,7 +71,10 @@ func CosmosProxyHook(t testing.TB, addr string, hook func(*http.Request)) string
 	var h http.Handler = rp
 	if hook != nil {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hook(r)
+			if hook(r) {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
 			rp.ServeHTTP(w, r)
 		})
 	}

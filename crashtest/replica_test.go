@@ -1,0 +1,205 @@
+package crashtest
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The brainwire binary the tests run, built once per test binary.
+var (
+	flagBinary = flag.String("crash.binary", "", "run this brainwire binary instead of building ./cmd/brainwire")
+	buildOnce  sync.Once
+	binPath    string
+	buildErr   error
+)
+
+// brainwireBinary builds ./cmd/brainwire, once, unless -crash.binary names
+// one.
+func brainwireBinary(t *testing.T) string {
+	t.Helper()
+	if *flagBinary != "" {
+		return *flagBinary
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "brainwire-crash-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "brainwire")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/brainwire").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// replica is one `brainwire serve` process, started again at the same
+// address after it is killed.
+type replica struct {
+	name string
+	bin  string
+	args []string
+	env  []string
+	addr string
+	logs *os.File // every run's output, appended
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	stopped bool
+}
+
+// newReplica makes replica name listening on a free port with env over a
+// clean environment, not yet started.
+func newReplica(t *testing.T, name string, env map[string]string, args ...string) *replica {
+	t.Helper()
+	addr := freeAddr(t)
+	logs, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := []string{"BRAINWIRE_ADDR=" + addr}
+	for _, kv := range os.Environ() {
+		// Nothing of the machine's own configuration.
+		if !strings.HasPrefix(kv, "BRAINWIRE_") && !strings.HasPrefix(kv, "AZURE_") && !strings.HasPrefix(kv, "OTEL_") &&
+			!strings.HasPrefix(kv, "COSMOS_") && !strings.HasPrefix(kv, "ADK_") && !strings.HasPrefix(kv, "OPENAI_") &&
+			!strings.HasPrefix(kv, "APPLICATIONINSIGHTS_") {
+			full = append(full, kv)
+		}
+	}
+	for k, v := range env {
+		full = append(full, k+"="+v)
+	}
+	r := &replica{name: name, bin: brainwireBinary(t), args: args, env: full, addr: addr, logs: logs}
+	t.Cleanup(func() {
+		r.kill()
+		logs.Close()
+	})
+	return r
+}
+
+func (r *replica) base() string { return "http://" + r.addr }
+
+// start runs serve and waits until it listens.
+func (r *replica) start() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cmd := exec.Command(r.bin, append([]string{"serve"}, r.args...)...)
+	cmd.Env = r.env
+	cmd.Stdout, cmd.Stderr = r.logs, r.logs
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", r.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	r.cmd, r.exited, r.stopped = cmd, exited, false
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", r.addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited before it listened:\n%s", r.name, r.tail())
+		case <-time.After(25 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not listen on %s within 90 s:\n%s", r.name, r.addr, r.tail())
+		}
+	}
+}
+
+// kill ends the process at once (SIGKILL): nothing of it runs after.
+func (r *replica) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.exited
+	r.cmd, r.stopped = nil, false
+}
+
+// stop freezes the process (SIGSTOP): its connections stay open, and
+// nothing answers on them until cont.
+func (r *replica) stop() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.stopped {
+		return false
+	}
+	r.stopped = r.cmd.Process.Signal(syscall.SIGSTOP) == nil
+	return r.stopped
+}
+
+func (r *replica) cont() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd != nil && r.stopped {
+		_ = r.cmd.Process.Signal(syscall.SIGCONT)
+		r.stopped = false
+	}
+}
+
+// up reports whether the process runs and is not stopped.
+func (r *replica) up() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cmd != nil && !r.stopped
+}
+
+// tail is the end of the replica's output but its reasoning chunks (the
+// log is their sink without telemetry), for failure messages.
+func (r *replica) tail() string {
+	b, _ := os.ReadFile(r.logs.Name())
+	var keep [][]byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`msg="reasoning chunk"`)) {
+			keep = append(keep, line)
+		}
+	}
+	if len(keep) > 60 {
+		keep = keep[len(keep)-60:]
+	}
+	return string(bytes.Join(keep, []byte("\n")))
+}
+
+// freeAddr is a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -20,6 +20,7 @@
 //	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation (items: up to 20 messages)
 //	GET  /conversations/{id}         a conversation
+//	GET  /conversations/{id}/items   its items, newest first (limit, order, after)
 //	GET  /models, /models/{id}       the simulated model (Config.Model)
 //	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1
 //	                                 the simulated Foundry agent, DefaultAgentName version 1
@@ -45,8 +46,10 @@
 // numbers from 0. Reasoning summaries and message deltas are paced by
 // Config.ChunkDelay. A client that leaves mid-stream abandons the
 // response: it ends cancelled, and its conversation gains nothing.
-// Conversations take a response's items when it completes. State is
-// bounded like threads (least recently used evicted).
+// Conversations take a response's items (its input, then its output) when
+// it completes, so that a client whose answer was lost can look them up;
+// a conversation keeps its newest 256. State is bounded like threads
+// (least recently used evicted).
 //
 // # Protocol
 //

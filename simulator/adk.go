@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -48,7 +49,10 @@ func adkInvalid(loc []any, msg string) *adkError {
 
 // adkSession is one conversation of the ADK face. Guarded by Simulator.mu.
 type adkSession struct {
-	key      string
+	key string
+	// obj is the session as GET answers it: its events are the messages
+	// the server took and the agent's events but the partial ones, as
+	// ADK records them (at most maxSessionEvents, the oldest dropped).
 	obj      adkwire.Session
 	messages []*message // the user's messages
 
@@ -104,6 +108,8 @@ func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.runSSE(w, req) })
 	case len(seg) == 5 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.createSession(w, req, seg[1], seg[3]) })
+	case len(seg) == 6 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
+		return adkMethod(req.Method, http.MethodGet, func() error { return s.getSession(w, seg[1], seg[3], seg[5]) })
 	}
 	return adkDetail(http.StatusNotFound, "Not Found")
 }
@@ -165,6 +171,24 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 	s.adk.byKey[key] = ss
 	s.accountADK(ss, len(ss.obj.State))
 	return writeJSON(w, http.StatusOK, ss.obj)
+}
+
+// getSession answers a session with its events, as the server does for
+// any app: 404 when it has none of that id.
+func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) error {
+	s.mu.Lock()
+	ss, ok := s.adk.byKey[sessionKey(app, user, id)]
+	var obj adkwire.Session
+	if ok {
+		s.adk.lru.MoveToFront(ss.elem)
+		obj = ss.obj
+		obj.Events = slices.Clone(obj.Events)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return adkDetail(http.StatusNotFound, "Session not found")
+	}
+	return writeJSON(w, http.StatusOK, obj)
 }
 
 // accountADK adds n bytes to a session's share and evicts least recently

@@ -217,7 +217,12 @@
 //
 //	GET  /list-apps                             ["brainwire_classifier"] (?detailed=true: the app's info)
 //	POST /apps/{app}/users/{user}/sessions      create a session (body {"sessionId"?, "state"?}); 409 if the id exists
+//	GET  /apps/{app}/users/{user}/sessions/{id} the session and its events; 404 if there is none
 //	POST /run_sse                               run the agent: {appName, userId, sessionId, newMessage, streaming, stateDelta?}
+//
+// A session records, as the server does, each message it takes from the
+// user (an event of the author "user") and each of the agent's events but
+// the partial ones, the newest 256 kept.
 //
 // A /run_sse answer is "data: <event JSON>" frames (camelCase, no null
 // members) and then the end of the body. Each model call streams one

@@ -3,6 +3,7 @@ package simulator
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +32,8 @@ func isADKPath(p string) bool {
 // adkError is a non-2xx answer in FastAPI's shape: {"detail": ...}.
 type adkError struct {
 	status int
-	detail any // a string, or a validation error list
+	detail any         // a string, or a validation error list
+	header http.Header // sent with it (a refusal's retry-after-ms)
 }
 
 func (e *adkError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
@@ -87,6 +89,9 @@ func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
 		var ae *adkError
 		if !errors.As(err, &ae) {
 			ae = adkDetail(http.StatusInternalServerError, "internal simulator error")
+		}
+		for k, v := range ae.header {
+			w.Header()[k] = v
 		}
 		_ = writeJSON(w, ae.status, map[string]any{"detail": ae.detail}) // the client is gone if this fails
 	}
@@ -229,6 +234,11 @@ type adkResponse struct {
 	Response json.RawMessage
 }
 
+// key is what a call is known by without an Idempotency-Key.
+func (r *adkRunRequest) key() any {
+	return []any{r.app, r.user, r.session, r.message.texts, r.message.responses}
+}
+
 func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, error) {
 	var raw map[string]json.RawMessage
 	if err := decode(w, req, &raw, false); err != nil {
@@ -353,6 +363,16 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
 	}
 	s.adk.lru.MoveToFront(ss.elem)
+	// A text starts a new run; function responses go on with the paused
+	// one.
+	refuse := ss.magic.refuse
+	if len(r.message.texts) > 0 {
+		refuse = parseMagic(strings.Join(r.message.texts, "\n")).refuse
+	}
+	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r.key()) }); he != nil {
+		s.mu.Unlock()
+		return &adkError{status: he.status, detail: he.message, header: he.header}
+	}
 	frames := s.planADK(ss, r.message)
 	s.mu.Unlock()
 	s.streamADK(req.Context(), w, frames, r.streaming)

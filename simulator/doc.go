@@ -191,16 +191,17 @@
 //	#incomplete      Responses face: a reasoning summary, then
 //	                 response.incomplete (max_output_tokens); the
 //	                 threads/runs face ignores it
-//	#refuse:S[:N]    Responses face: every call of the run that creates a
-//	                 response (the first, and each with tool outputs) is
-//	                 refused N times (1 without N, at most 10) with status S
-//	                 (408, 429, 500, 502, 503 or 504) before it is served: the
+//	#refuse:S[:N]    every call of the run, the one that starts it (a
+//	                 response, a thread and run or a run, a run_sse with the
+//	                 text) and each carrying its tool outputs, is refused N
+//	                 times (1 without N, at most 10) with status S (408,
+//	                 429, 500, 502, 503 or 504) before it is served: the
 //	                 service's error body (429: rate_limit_exceeded, 503:
-//	                 service_unavailable, ...), retry-after-ms: 5 and
-//	                 Retry-After: 1, nothing changed. A call is known across
-//	                 its attempts by its Idempotency-Key, else by its body.
-//	                 Stats counts the refusals by status; the threads/runs
-//	                 face ignores it
+//	                 service_unavailable, ...; the ADK face's
+//	                 {"detail": ...}), retry-after-ms: 5 and Retry-After: 1,
+//	                 nothing changed. A call is known across its attempts
+//	                 by its Idempotency-Key, else by its body. Stats counts
+//	                 the refusals by status
 //
 // Without file_capture among the run's tools, or with tool_choice "none",
 // the agent answers in text only. A file_capture output that is an error

@@ -473,3 +473,29 @@ func TestALostAnswerIsLookedUpOnTheSimulator(t *testing.T) {
 		})
 	}
 }
+
+// TestARefusalOfTheSimulatorIsLookedUpAndSentAgain: the simulator
+// refuses each call of a run once under #refuse, with a status a gateway
+// answers in front of a service that may have done the call (502, 504)
+// or one that says it did not (429). The calls that may have been done
+// are looked up, found not taken, and sent again: the capture ends with
+// its outcome, filed once, on every face.
+func TestARefusalOfTheSimulatorIsLookedUpAndSentAgain(t *testing.T) {
+	for _, f := range simFaces() {
+		for _, status := range []string{"502", "504", "429"} {
+			t.Run(f.name+" "+status, func(t *testing.T) {
+				got, items, calls := simCapture(t, f, "Call Sarah about the offsite #refuse:"+status, nil)
+				if !strings.Contains(got, `"type":"CLASSIFIED"`) || len(items) != 1 {
+					t.Fatalf("the phone got:\n%s\nfiled %d items; want CLASSIFIED, one item", got, len(items))
+				}
+				l := calls.lookedUp()
+				switch {
+				case status == "429" && len(l) != 0:
+					t.Errorf("lookups answered %v; want none after a 429", l)
+				case status != "429" && !slices.Equal(l, []int{http.StatusOK, http.StatusOK}):
+					t.Errorf("lookups answered %v after a %s; want each of the 2 refused calls looked up (200)", l, status)
+				}
+			})
+		}
+	}
+}

@@ -3,11 +3,13 @@ package simulator
 import (
 	"container/list"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -30,7 +32,8 @@ func isADKPath(p string) bool {
 // adkError is a non-2xx answer in FastAPI's shape: {"detail": ...}.
 type adkError struct {
 	status int
-	detail any // a string, or a validation error list
+	detail any         // a string, or a validation error list
+	header http.Header // sent with it (a refusal's retry-after-ms)
 }
 
 func (e *adkError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
@@ -48,7 +51,10 @@ func adkInvalid(loc []any, msg string) *adkError {
 
 // adkSession is one conversation of the ADK face. Guarded by Simulator.mu.
 type adkSession struct {
-	key      string
+	key string
+	// obj is the session as GET answers it: its events are the messages
+	// the server took and the agent's events but the partial ones, as
+	// ADK records them (at most maxSessionEvents, the oldest dropped).
 	obj      adkwire.Session
 	messages []*message // the user's messages
 
@@ -84,6 +90,9 @@ func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
 		if !errors.As(err, &ae) {
 			ae = adkDetail(http.StatusInternalServerError, "internal simulator error")
 		}
+		for k, v := range ae.header {
+			w.Header()[k] = v
+		}
 		_ = writeJSON(w, ae.status, map[string]any{"detail": ae.detail}) // the client is gone if this fails
 	}
 }
@@ -104,6 +113,8 @@ func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.runSSE(w, req) })
 	case len(seg) == 5 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.createSession(w, req, seg[1], seg[3]) })
+	case len(seg) == 6 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
+		return adkMethod(req.Method, http.MethodGet, func() error { return s.getSession(w, seg[1], seg[3], seg[5]) })
 	}
 	return adkDetail(http.StatusNotFound, "Not Found")
 }
@@ -167,6 +178,24 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 	return writeJSON(w, http.StatusOK, ss.obj)
 }
 
+// getSession answers a session with its events, as the server does for
+// any app: 404 when it has none of that id.
+func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) error {
+	s.mu.Lock()
+	ss, ok := s.adk.byKey[sessionKey(app, user, id)]
+	var obj adkwire.Session
+	if ok {
+		s.adk.lru.MoveToFront(ss.elem)
+		obj = ss.obj
+		obj.Events = slices.Clone(obj.Events)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return adkDetail(http.StatusNotFound, "Session not found")
+	}
+	return writeJSON(w, http.StatusOK, obj)
+}
+
 // accountADK adds n bytes to a session's share and evicts least recently
 // used sessions beyond the limits; the caller holds s.mu.
 func (s *Simulator) accountADK(ss *adkSession, n int) {
@@ -203,6 +232,11 @@ type adkResponse struct {
 	ID       string
 	Name     string
 	Response json.RawMessage
+}
+
+// key is what a call is known by without an Idempotency-Key.
+func (r *adkRunRequest) key() any {
+	return []any{r.app, r.user, r.session, r.message.texts, r.message.responses}
 }
 
 func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, error) {
@@ -329,6 +363,16 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
 	}
 	s.adk.lru.MoveToFront(ss.elem)
+	// A text starts a new run; function responses go on with the paused
+	// one.
+	refuse := ss.magic.refuse
+	if len(r.message.texts) > 0 {
+		refuse = parseMagic(strings.Join(r.message.texts, "\n")).refuse
+	}
+	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r.key()) }); he != nil {
+		s.mu.Unlock()
+		return &adkError{status: he.status, detail: he.message, header: he.header}
+	}
 	frames := s.planADK(ss, r.message)
 	s.mu.Unlock()
 	s.streamADK(req.Context(), w, frames, r.streaming)

@@ -492,3 +492,77 @@ func TestADKWithTheProvider(t *testing.T) {
 		t.Fatalf("follow-up on %s filed %s", again, tools.calls[0].Arguments)
 	}
 }
+
+// TestADKSession: a session reads back with its events, as the server
+// records them: each message it took from the user (author "user"), and
+// each of the agent's events but the partial ones, in order, under the
+// run's invocation id. Another user's session of that id is not found.
+func TestADKSession(t *testing.T) {
+	c := newADK(t, simulator.Config{})
+	session := c.session()
+	get := func(user, id string) (int, adkSession) {
+		t.Helper()
+		status, _, b := c.do(http.MethodGet, "/apps/brainwire_classifier/users/"+user+"/sessions/"+id, nil)
+		var s adkSession
+		if status == http.StatusOK {
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatalf("session %s: %v", b, err)
+			}
+		}
+		return status, s
+	}
+	if status, s := get("u-1", session); status != http.StatusOK || s.ID != session || s.AppName != "brainwire_classifier" ||
+		s.UserID != "u-1" || len(s.Events) != 0 {
+		t.Fatalf("a new session: %d %+v", status, s)
+	}
+	evs, _ := c.run(runBody(session, text("Call mom about her birthday")))
+	call := evs[len(evs)-1].calls()[0]
+	c.run(runBody(session, functionResponses(adkFiled(call, "People", "classified"))))
+
+	_, s := get("u-1", session)
+	var got []string
+	for _, ev := range s.Events {
+		if ev.partial() {
+			t.Errorf("a partial event in the session: %v", ev)
+		}
+		if ev["invocationId"] != evs[0]["invocationId"] {
+			t.Errorf("event of invocation %v; want %v", ev["invocationId"], evs[0]["invocationId"])
+		}
+		kind := fmt.Sprint(ev["author"])
+		for _, p := range ev.parts() {
+			switch {
+			case p["functionCall"] != nil:
+				kind += " call"
+			case p["functionResponse"] != nil:
+				kind += " response " + fmt.Sprint(p["functionResponse"].(map[string]any)["id"])
+			case p["thought"] == true:
+				kind += " thought"
+			default:
+				kind += " " + fmt.Sprint(p["text"])
+			}
+		}
+		got = append(got, kind)
+	}
+	want := []string{"user Call mom about her birthday", "classifier thought call", "user response " + fmt.Sprint(call["id"]), "classifier Filed to People."}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s.Events[1]["id"] != evs[len(evs)-1]["id"] {
+		t.Errorf("the recorded model event is %v; the streamed one %v", s.Events[1]["id"], evs[len(evs)-1]["id"])
+	}
+	if status, _ := get("u-2", session); status != http.StatusNotFound {
+		t.Errorf("another user's session: %d", status)
+	}
+	if status, _, b := c.do(http.MethodGet, "/apps/brainwire_classifier/users/u-1/sessions/nope", nil); status != http.StatusNotFound ||
+		string(b) != `{"detail":"Session not found"}` {
+		t.Errorf("an unknown session: %d %s", status, b)
+	}
+}
+
+// adkSession is a session as GET answers it, decoded loosely.
+type adkSession struct {
+	ID      string     `json:"id"`
+	AppName string     `json:"appName"`
+	UserID  string     `json:"userId"`
+	Events  []adkEvent `json:"events"`
+}

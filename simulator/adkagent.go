@@ -39,15 +39,63 @@ func (s *Simulator) planADK(ss *adkSession, m adkMessage) []adkFrame {
 	case len(m.responses) > 0:
 		p.resume(m.responses)
 	default:
-		p.start(strings.Join(m.texts, "\n"))
+		p.start(m.texts)
 	}
 	return p.frames
 }
 
+// maxSessionEvents bounds the events a session keeps; the oldest go
+// first.
+const maxSessionEvents = 4 * maxThreadMessages
+
+// record appends an event to the session, as the server does with each
+// message it takes and each event of the agent but the partial ones.
+func (p *adkPlan) record(ev adkwire.Event) {
+	ss := p.ss
+	now := p.s.cfg.Now()
+	ev.Timestamp = adkwire.Time(now)
+	ss.obj.Events = append(ss.obj.Events, ev)
+	ss.obj.LastUpdateTime = adkwire.Time(now)
+	n := eventBytes(ev)
+	if over := len(ss.obj.Events) - maxSessionEvents; over > 0 {
+		for _, old := range ss.obj.Events[:over] {
+			n -= eventBytes(old)
+		}
+		ss.obj.Events = slices.Delete(ss.obj.Events, 0, over)
+	}
+	p.s.accountADK(ss, n)
+}
+
+// eventBytes is about what an event holds, for eviction.
+func eventBytes(ev adkwire.Event) int {
+	n := 256
+	if ev.Content != nil {
+		for _, part := range ev.Content.Parts {
+			n += len(part.Text)
+			if part.FunctionCall != nil {
+				n += len(part.FunctionCall.Args)
+			}
+			if part.FunctionResponse != nil {
+				if raw, ok := part.FunctionResponse.Response.(json.RawMessage); ok {
+					n += len(raw)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// userEvent records the message the server took from the user.
+func (p *adkPlan) userEvent(parts []adkwire.Part) {
+	p.record(adkwire.Event{Content: &adkwire.Content{Parts: parts, Role: "user"}, InvocationID: p.ss.invocation,
+		Author: "user", ID: p.s.uuid()})
+}
+
 // start runs the agent on the user's new message. Calls still waiting
 // from an abandoned run are dropped, as ADK prunes orphaned calls.
-func (p *adkPlan) start(text string) {
+func (p *adkPlan) start(texts []string) {
 	ss := p.ss
+	text := strings.Join(texts, "\n")
 	m := &message{text: text, obj: foundrywire.Message{Role: "user"}}
 	m.audioURL, _ = splitAudio(text)
 	if ss.context == 0 {
@@ -63,6 +111,11 @@ func (p *adkPlan) start(text string) {
 	ss.pending, ss.stage, ss.audio = nil, stageNone, nil
 	ss.magic, ss.retried, ss.longDone = parseMagic(text), false, false
 	p.s.accountADK(ss, len(text))
+	parts := make([]adkwire.Part, len(texts))
+	for i, t := range texts {
+		parts[i] = adkwire.Part{Text: t}
+	}
+	p.userEvent(parts)
 
 	if m.audioURL != "" {
 		// The URL may carry a signature, so the thoughts (kept in telemetry) do not repeat it.
@@ -103,6 +156,11 @@ func (p *adkPlan) resume(responses []adkResponse) {
 		return
 	}
 	calls := ss.pending
+	parts := make([]adkwire.Part, len(responses))
+	for i, r := range responses {
+		parts[i] = adkwire.Part{FunctionResponse: &adkwire.FunctionResponse{ID: r.ID, Name: r.Name, Response: r.Response}}
+	}
+	p.userEvent(parts)
 	for _, c := range calls {
 		c.output = string(byID[c.id].Response)
 		ss.context += tokens(c.output)
@@ -238,6 +296,7 @@ func (p *adkPlan) modelCall(thoughts, texts []string, calls []*toolCall, errCode
 	if errCode != "" {
 		ev.FinishReason, ev.ErrorCode, ev.ErrorMessage = errCode, errCode, errMsg
 	}
+	p.record(*ev)
 	p.frames = append(p.frames, adkFrame{ev: ev})
 }
 

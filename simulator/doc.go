@@ -20,6 +20,7 @@
 //	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation (items: up to 20 messages)
 //	GET  /conversations/{id}         a conversation
+//	GET  /conversations/{id}/items   its items, newest first (limit, order, after)
 //	GET  /models, /models/{id}       the simulated model (Config.Model)
 //	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1
 //	                                 the simulated Foundry agent, DefaultAgentName version 1
@@ -45,8 +46,10 @@
 // numbers from 0. Reasoning summaries and message deltas are paced by
 // Config.ChunkDelay. A client that leaves mid-stream abandons the
 // response: it ends cancelled, and its conversation gains nothing.
-// Conversations take a response's items when it completes. State is
-// bounded like threads (least recently used evicted).
+// Conversations take a response's items (its input, then its output) when
+// it completes, so that a client whose answer was lost can look them up;
+// a conversation keeps its newest 256. State is bounded like threads
+// (least recently used evicted).
 //
 // # Protocol
 //
@@ -188,16 +191,17 @@
 //	#incomplete      Responses face: a reasoning summary, then
 //	                 response.incomplete (max_output_tokens); the
 //	                 threads/runs face ignores it
-//	#refuse:S[:N]    Responses face: every call of the run that creates a
-//	                 response (the first, and each with tool outputs) is
-//	                 refused N times (1 without N, at most 10) with status S
-//	                 (408, 429, 500, 502, 503 or 504) before it is served: the
+//	#refuse:S[:N]    every call of the run, the one that starts it (a
+//	                 response, a thread and run or a run, a run_sse with the
+//	                 text) and each carrying its tool outputs, is refused N
+//	                 times (1 without N, at most 10) with status S (408,
+//	                 429, 500, 502, 503 or 504) before it is served: the
 //	                 service's error body (429: rate_limit_exceeded, 503:
-//	                 service_unavailable, ...), retry-after-ms: 5 and
-//	                 Retry-After: 1, nothing changed. A call is known across
-//	                 its attempts by its Idempotency-Key, else by its body.
-//	                 Stats counts the refusals by status; the threads/runs
-//	                 face ignores it
+//	                 service_unavailable, ...; the ADK face's
+//	                 {"detail": ...}), retry-after-ms: 5 and Retry-After: 1,
+//	                 nothing changed. A call is known across its attempts
+//	                 by its Idempotency-Key, else by its body. Stats counts
+//	                 the refusals by status
 //
 // Without file_capture among the run's tools, or with tool_choice "none",
 // the agent answers in text only. A file_capture output that is an error
@@ -214,7 +218,12 @@
 //
 //	GET  /list-apps                             ["brainwire_classifier"] (?detailed=true: the app's info)
 //	POST /apps/{app}/users/{user}/sessions      create a session (body {"sessionId"?, "state"?}); 409 if the id exists
+//	GET  /apps/{app}/users/{user}/sessions/{id} the session and its events; 404 if there is none
 //	POST /run_sse                               run the agent: {appName, userId, sessionId, newMessage, streaming, stateDelta?}
+//
+// A session records, as the server does, each message it takes from the
+// user (an event of the author "user") and each of the agent's events but
+// the partial ones, the newest 256 kept.
 //
 // A /run_sse answer is "data: <event JSON>" frames (camelCase, no null
 // members) and then the end of the body. Each model call streams one

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -470,6 +471,9 @@ func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request)
 	if err != nil {
 		return err
 	}
+	if err := s.refuse(newRefusal(msgs, nil), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	th := s.newThread(body.Thread.Metadata)
 	s.addMessages(th, msgs)
@@ -502,6 +506,10 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, threadID
 	if active := th.activeRun(); active != nil {
 		s.mu.Unlock()
 		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
+	}
+	if err := s.refuse(newRefusal(msgs, newestUser(th)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+		s.mu.Unlock()
+		return err
 	}
 	s.addMessages(th, msgs)
 	r := s.startRun(th, spec)
@@ -727,6 +735,11 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 		err = checkOutputs(r, len(body.ToolOutputs), func(i int) (string, json.RawMessage) {
 			return body.ToolOutputs[i].ToolCallID, body.ToolOutputs[i].Output
 		})
+	}
+	if err == nil {
+		if he := s.refuse(r.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
+			err = he
+		}
 	}
 	if err != nil {
 		s.mu.Unlock()

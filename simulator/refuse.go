@@ -12,10 +12,10 @@ import (
 )
 
 // MagicRefuse, followed by a status and optionally a count
-// (#refuse:429, #refuse:503:3), has the Responses face refuse each call
-// of the run that creates a response that many times (once without a
-// count) before it serves it, as a throttled or briefly unavailable
-// service does.
+// (#refuse:429, #refuse:503:3), has the simulator refuse each call of the
+// run (the one that starts it and each carrying tool outputs, on every
+// face) that many times (once without a count) before it serves it, as a
+// throttled or briefly unavailable service does.
 const MagicRefuse = "#refuse:"
 
 // RefusalWait is the wait a refusal asks for (retry-after-ms), short so
@@ -115,6 +115,20 @@ func (s *Simulator) refusedByStatus() map[string]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// newRefusal is the #refuse of a run whose newest message from the user
+// is the newest of msgs, else before (nil: none).
+func newRefusal(msgs []*message, before *message) refusal {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].obj.Role == "user" {
+			return parseMagic(msgs[i].text).refuse
+		}
+	}
+	if before == nil {
+		return refusal{}
+	}
+	return parseMagic(before.text).refuse
 }
 
 // callKey is what a call is known by across its attempts: its

@@ -2,7 +2,9 @@ package simulator_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,5 +83,101 @@ func TestRefuseRefusesEachCallOfTheRun(t *testing.T) {
 	}
 	if stats.Refused["429"] != 4 || len(stats.Refused) != 1 {
 		t.Errorf("refused %v; want 429: 4", stats.Refused)
+	}
+}
+
+// refusedAnswer checks an answer is a refusal with the wait the
+// simulator asks for, its body holding want.
+func refusedAnswer(t *testing.T, what string, status int, h http.Header, body []byte, wantStatus int, want string) {
+	t.Helper()
+	if status != wantStatus || h.Get("retry-after-ms") != "5" || h.Get("Retry-After") != "1" || !strings.Contains(string(body), want) {
+		t.Fatalf("%s: %d retry-after-ms %q Retry-After %q %s; want %d, a wait of 5 ms and %s",
+			what, status, h.Get("retry-after-ms"), h.Get("Retry-After"), body, wantStatus, want)
+	}
+}
+
+// TestRefuseOnTheClassicFace: under #refuse:503:2 the thread-and-run
+// create, and then its tool outputs, are each refused twice with the
+// service's error body before they are served, and nothing is made
+// before then; a run on an existing thread follows its new message's
+// #refuse.
+func TestRefuseOnTheClassicFace(t *testing.T) {
+	c, sim := newSim(t, simulator.Config{})
+	post := func(path string, body map[string]any) (int, http.Header, []byte) {
+		t.Helper()
+		resp := c.request(context.Background(), http.MethodPost, path, body)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	threads := func() int {
+		t.Helper()
+		var list struct{ Data []json.RawMessage }
+		c.call(http.MethodGet, "/threads", nil, http.StatusOK, &list)
+		return len(list.Data)
+	}
+	first := map[string]any{"assistant_id": testAgent, "thread": map[string]any{"messages": []any{userMessage("#refuse:503:2 Pay the electricity bill")}},
+		"tools": json.RawMessage(testTools), "stream": true}
+	for i := range 2 {
+		status, h, b := post("/threads/runs", first)
+		refusedAnswer(t, fmt.Sprintf("create, attempt %d", i+1), status, h, b, http.StatusServiceUnavailable, `"code":"service_unavailable"`)
+	}
+	if n := threads(); n != 0 {
+		t.Fatalf("%d threads after the refusals; want none", n)
+	}
+	run, calls := pendingCalls(t, c.stream("/threads/runs", first))
+	outputs := map[string]any{"tool_outputs": toolOutputs(map[string]string{calls[0].ID: `{"ok":true}`}), "stream": true}
+	submit := "/threads/" + run.ThreadID + "/runs/" + run.ID + "/submit_tool_outputs"
+	for i := range 2 {
+		status, h, b := post(submit, outputs)
+		refusedAnswer(t, fmt.Sprintf("tool outputs, attempt %d", i+1), status, h, b, http.StatusServiceUnavailable, `"code":"service_unavailable"`)
+	}
+	if r := lastRun(t, c.stream(submit, outputs)); r.Status != "completed" {
+		t.Fatalf("the run after its outputs: %s", r.Status)
+	}
+
+	next := map[string]any{"assistant_id": testAgent, "additional_messages": []any{userMessage("and the rent #refuse:429")},
+		"tools": json.RawMessage(testTools), "stream": true}
+	status, h, b := post("/threads/"+run.ThreadID+"/runs", next)
+	refusedAnswer(t, "a run on the thread", status, h, b, http.StatusTooManyRequests, `"code":"rate_limit_exceeded"`)
+	pendingCalls(t, c.stream("/threads/"+run.ThreadID+"/runs", next))
+	if got := sim.Stats().Refused; got["503"] != 4 || got["429"] != 1 {
+		t.Errorf("refused %v; want 503: 4, 429: 1", got)
+	}
+}
+
+// TestRefuseOnTheADKFace: under #refuse:502:2 a run_sse with the text,
+// and then the one with its function responses, are each refused twice
+// ({"detail": ...}, with the wait) before they are served, and the
+// session takes nothing before then.
+func TestRefuseOnTheADKFace(t *testing.T) {
+	c := newADK(t, simulator.Config{})
+	session := c.session()
+	events := func() int {
+		t.Helper()
+		_, _, b := c.do(http.MethodGet, "/apps/brainwire_classifier/users/u-1/sessions/"+session, nil)
+		var s adkSession
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("session %s: %v", b, err)
+		}
+		return len(s.Events)
+	}
+	first := runBody(session, text("#refuse:502:2 Pay the electricity bill"))
+	for i := range 2 {
+		status, h, b := c.do(http.MethodPost, "/run_sse", first)
+		refusedAnswer(t, fmt.Sprintf("the text, attempt %d", i+1), status, h, b, http.StatusBadGateway, `{"detail":"The service received`)
+	}
+	if n := events(); n != 0 {
+		t.Fatalf("the session has %d events after the refusals; want none", n)
+	}
+	evs, _ := c.run(first)
+	call := evs[len(evs)-1].calls()[0]
+	next := runBody(session, functionResponses(adkFiled(call, "Admin", "classified")))
+	for i := range 2 {
+		status, h, b := c.do(http.MethodPost, "/run_sse", next)
+		refusedAnswer(t, fmt.Sprintf("the function response, attempt %d", i+1), status, h, b, http.StatusBadGateway, `"detail"`)
+	}
+	if evs, errFrame := c.run(next); errFrame != "" || len(evs) == 0 {
+		t.Fatalf("the function response served: %v %s", evs, errFrame)
 	}
 }

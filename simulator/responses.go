@@ -27,6 +27,7 @@ import (
 //	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation
 //	GET  /conversations/{id}         a conversation
+//	GET  /conversations/{id}/items   its items, newest first (limit, order, after)
 //	GET  /models[/{model}]           the simulated model
 //	GET  {project}/agents/{name}[/versions/{v}]?api-version=v1   the simulated Foundry agent
 //	GET  {project}/deployments/{name}?api-version=v1            the simulated model's deployment
@@ -95,8 +96,11 @@ type conversation struct {
 	session *session
 	last    *storedResponse // the last completed response, whose calls may be pending
 	active  bool            // a response in it is streaming
-	bytes   int
-	elem    *list.Element
+	items   []convItem      // what its responses took in and gave out (responses_items.go)
+	// itemBytes is the text its items hold; bytes that and its session's.
+	itemBytes int
+	bytes     int
+	elem      *list.Element
 }
 
 // storedResponse is a response and what the agent knew when it ended.
@@ -215,12 +219,14 @@ func (st *responsesState) conversation(id string) (*conversation, bool) {
 	return c, ok
 }
 
-// commit replaces a conversation's session after a completed response.
-func (st *responsesState) commit(c *conversation, sess *session, last *storedResponse) {
+// commit replaces a conversation's session after a completed response,
+// and adds the response's items to its own.
+func (st *responsesState) commit(c *conversation, sess *session, last *storedResponse, items []convItem) {
 	if _, ok := st.conversations[c.obj.ID]; !ok {
 		return // evicted meanwhile
 	}
-	size := sess.size()
+	c.itemBytes += c.addItems(items)
+	size := sess.size() + c.itemBytes
 	st.bytes -= c.bytes
 	c.session, c.last, c.bytes = sess, last, size
 	st.touch(lruEntry{conv: c}, size, &c.elem, nil)
@@ -255,6 +261,8 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 		return method(m, http.MethodPost, func() error { return s.createConversation(w, req) })
 	case len(seg) == 2 && seg[0] == "conversations":
 		return method(m, http.MethodGet, func() error { return s.getConversation(w, seg[1]) })
+	case len(seg) == 3 && seg[0] == "conversations" && seg[2] == "items":
+		return method(m, http.MethodGet, func() error { return s.listConversationItems(w, req, seg[1]) })
 	case len(seg) == 1 && seg[0] == "models":
 		return method(m, http.MethodGet, func() error {
 			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
@@ -357,6 +365,7 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 		return badRequest("items", "A conversation can be created with at most 20 items.")
 	}
 	sess := &session{}
+	var input []inputItem
 	for i, raw := range body.Items {
 		in, err := parseInputItem(raw, fmt.Sprintf("items[%d]", i))
 		if err != nil {
@@ -366,15 +375,17 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 			return badRequest(fmt.Sprintf("items[%d]", i), "Only messages can start a conversation here.")
 		}
 		sess.add(in.message)
+		input = append(input, in)
 	}
 	st := s.responses
 	c := &conversation{
 		obj:     conversationObject{ID: s.cfg.NewID("conv"), Object: "conversation", CreatedAt: s.now(), Metadata: orDefault(body.Metadata, `{}`)},
 		session: sess,
 	}
+	c.itemBytes = c.addItems(s.inputItems(input))
 	st.mu.Lock()
 	st.conversations[c.obj.ID] = c
-	c.bytes = sess.size()
+	c.bytes = sess.size() + c.itemBytes
 	st.touch(lruEntry{conv: c}, c.bytes, &c.elem, nil)
 	obj := c.obj
 	st.mu.Unlock()
@@ -781,6 +792,9 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		conv.active = true
 	}
 	t := &responseTurn{resp: r, conv: conv, prev: prev, store: store}
+	if conv != nil {
+		t.input = s.inputItems(input)
+	}
 	prompt := 32 + tokens(instructions)
 	for _, tool := range tools {
 		prompt += tokens(string(tool))

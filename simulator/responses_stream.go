@@ -64,6 +64,7 @@ type responseTurn struct {
 	conv  *conversation
 	prev  *storedResponse
 	store bool
+	input []convItem // what it adds to its conversation before its output
 	plan  *responsePlan
 	final *responseswire.Response // the finished response, once built
 }
@@ -186,7 +187,7 @@ func (t *responseTurn) finish(s *Simulator, delivered bool) {
 	if t.conv != nil {
 		t.conv.active = false
 		if r.obj.Status == "completed" {
-			st.commit(t.conv, r.session, r)
+			st.commit(t.conv, r.session, r, append(t.input, outputItems(t.plan)...))
 		}
 	}
 	if t.store {

@@ -294,6 +294,90 @@ func TestResponsesClassifiedInAConversation(t *testing.T) {
 	}
 }
 
+// TestResponsesConversationItems: a conversation lists what its completed
+// responses took in and gave out, as the API does: newest first by
+// default, limit, order and after, in the list envelope.
+func TestResponsesConversationItems(t *testing.T) {
+	c, _ := newSim(t, simulator.Config{})
+	conv := c.newConversation()
+	type item struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		Role    string `json:"role"`
+		CallID  string `json:"call_id"`
+		Output  string `json:"output"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	type page struct {
+		Object  string  `json:"object"`
+		Data    []item  `json:"data"`
+		FirstID *string `json:"first_id"`
+		LastID  *string `json:"last_id"`
+		HasMore bool    `json:"has_more"`
+	}
+	list := func(query string) page {
+		t.Helper()
+		var p page
+		c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items"+query, nil, http.StatusOK, &p)
+		return p
+	}
+	if p := list(""); p.Object != "list" || len(p.Data) != 0 || p.FirstID != nil || p.LastID != nil || p.HasMore {
+		t.Fatalf("a new conversation's items: %+v", p)
+	}
+	r1 := final(t, c.respond(firstRequest(conv, "Call mom about her birthday on Sunday")))
+	cs := calls(t, r1)
+	c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, filed), "tools": responsesTools})
+
+	kinds := func(items []item) string {
+		var out []string
+		for _, it := range items {
+			k := it.Type
+			if it.Role != "" {
+				k += ":" + it.Role
+			}
+			out = append(out, k)
+		}
+		return strings.Join(out, " ")
+	}
+	asc := list("?order=asc")
+	if got := kinds(asc.Data); got != "message:user reasoning function_call function_call_output message:assistant" {
+		t.Fatalf("items, oldest first: %s", got)
+	}
+	user, out, closing := asc.Data[0], asc.Data[3], asc.Data[4]
+	if !strings.HasPrefix(user.ID, "msg_") || len(user.Content) != 1 || user.Content[0].Type != "input_text" ||
+		user.Content[0].Text != "Call mom about her birthday on Sunday" {
+		t.Errorf("the user's message: %+v", user)
+	}
+	if !strings.HasPrefix(out.ID, "fco_") || out.CallID != cs[0].CallID || out.Output != filed(cs[0]) {
+		t.Errorf("the function call's output: %+v", out)
+	}
+	if len(closing.Content) != 1 || closing.Content[0].Type != "output_text" || closing.Content[0].Text != "Filed to People." {
+		t.Errorf("the closing message: %+v", closing)
+	}
+	if *asc.FirstID != user.ID || *asc.LastID != closing.ID || asc.HasMore {
+		t.Errorf("envelope %v %v %v", *asc.FirstID, *asc.LastID, asc.HasMore)
+	}
+	desc := list("")
+	if len(desc.Data) != 5 || desc.Data[0].ID != closing.ID || desc.Data[4].ID != user.ID {
+		t.Errorf("by default, newest first: %s", kinds(desc.Data))
+	}
+	p := list("?limit=2")
+	if len(p.Data) != 2 || p.Data[0].ID != closing.ID || !p.HasMore || *p.LastID != out.ID {
+		t.Errorf("limit=2: %s, has_more %v", kinds(p.Data), p.HasMore)
+	}
+	p = list("?limit=2&after=" + *p.LastID)
+	if len(p.Data) != 2 || p.Data[0].Type != "function_call" || !p.HasMore {
+		t.Errorf("the next page: %s, has_more %v", kinds(p.Data), p.HasMore)
+	}
+
+	c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items?limit=0", nil, http.StatusBadRequest, nil)
+	c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items?order=up", nil, http.StatusBadRequest, nil)
+	c.call(http.MethodGet, responsesPath+"/conversations/conv_nope/items", nil, http.StatusNotFound, nil)
+}
+
 func TestResponsesMagic(t *testing.T) {
 	cases := []struct {
 		text  string
@@ -593,6 +677,11 @@ func TestResponsesDisconnect(t *testing.T) {
 			t.Fatalf("status %s", got.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	var items struct{ Data []json.RawMessage }
+	c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items", nil, http.StatusOK, &items)
+	if len(items.Data) != 0 {
+		t.Fatalf("the conversation holds %d items", len(items.Data))
 	}
 	// The conversation has no pending call: a new message is taken.
 	c.respond(firstRequest(conv, "Call mom about her birthday"))

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -304,5 +306,196 @@ func TestALostThreadAndRunIsUndoneOnTheSimulator(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&threads); err != nil || len(threads.Data) != 1 {
 		t.Fatalf("the service keeps %+v (%v); want one thread", threads.Data, err)
+	}
+}
+
+// simFace is one face of the simulator as the server reaches it, and the
+// calls of it that create on the service and that look a lost one up.
+type simFace struct {
+	name           string
+	create, lookup func(*http.Request) bool
+	agent          func(base string) func(http.RoundTripper) (brainwire.Provider, error)
+}
+
+func simFaces() []simFace {
+	post := func(suffix string) func(*http.Request) bool {
+		return func(r *http.Request) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, suffix)
+		}
+	}
+	return []simFace{
+		{
+			name:   "responses",
+			create: post("/responses"),
+			lookup: func(r *http.Request) bool {
+				return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/items")
+			},
+			agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+				project := base + simulator.ProjectPath
+				return wiring.Responses(project+"/openai/v1", project, responses.Agent{Model: simulator.DefaultModel, Instructions: "Classify."}, staticAuth)
+			},
+		},
+		{
+			name:   "adk",
+			create: post("/run_sse"),
+			lookup: func(r *http.Request) bool {
+				return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/sessions/")
+			},
+			agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+				return wiring.ADK(base, simulator.DefaultADKApp, nil)
+			},
+		},
+		{
+			name: "classic",
+			create: func(r *http.Request) bool {
+				return r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/cancel")
+			},
+			lookup: func(r *http.Request) bool {
+				return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/threads")
+			},
+			agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+				return wiring.Foundry(base+simulator.ProjectPath, simulator.DefaultAgentID, "", staticAuth)
+			},
+		},
+	}
+}
+
+// simCalls counts the calls a simulator answered that create, and keeps
+// the statuses of those that look up.
+type simCalls struct {
+	creates atomic.Int64
+	mu      sync.Mutex
+	lookups []int
+}
+
+func (c *simCalls) lookedUp() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]int(nil), c.lookups...)
+}
+
+// statusWriter keeps the status of the answer written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// simCapture runs one typed capture of text through wiring.New against a
+// new simulator's face, behind front, which serves each call (the
+// simulator's own answer when it returns false). It returns the phone's
+// SSE bytes and the inbox items filed.
+func simCapture(t *testing.T, f simFace, text string, front func(sim http.Handler, w http.ResponseWriter, r *http.Request) bool) (string, []brainwire.InboxItem, *simCalls) {
+	t.Helper()
+	sim := simulator.New(simulator.Config{ChunkDelay: -1})
+	calls := &simCalls{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.create(r) {
+			calls.creates.Add(1)
+		}
+		if front != nil && front(sim, w, r) {
+			return
+		}
+		if !f.lookup(r) {
+			sim.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		sim.ServeHTTP(sw, r)
+		calls.mu.Lock()
+		calls.lookups = append(calls.lookups, sw.status)
+		calls.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	st := openStore(t)
+	phone := phoneOn(t, st, f.agent(srv.URL), fastRetries, 0)
+	body, _ := json.Marshal(map[string]string{"text": text, "thread_id": "t-1", "run_id": "r-1"})
+	got := postStream(t, phone, "/api/capture", string(body))
+	page, err := st.ListInbox(context.Background(), "alice", brainwire.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, page.Items, calls
+}
+
+// TestALostAnswerIsLookedUpOnTheSimulator: in front of the simulator, a
+// gateway lets it take the call that carries a capture's tool outputs,
+// then loses the answer: a 502, a 504, or the connection cut. The
+// conversation (the session, the run) is asked whether it took the
+// outputs; it did, so they are not sent again, and the phone gets what
+// it gets without the fault, the capture filed once.
+func TestALostAnswerIsLookedUpOnTheSimulator(t *testing.T) {
+	const text = "Call Sarah about the offsite"
+	for _, f := range simFaces() {
+		t.Run(f.name, func(t *testing.T) {
+			want, _, _ := simCapture(t, f, text, nil)
+			if !strings.Contains(want, `"type":"CLASSIFIED"`) {
+				t.Fatalf("the capture without faults:\n%s", want)
+			}
+			for _, fault := range []string{"502", "504", "cut"} {
+				t.Run(fault, func(t *testing.T) {
+					var creates atomic.Int64
+					front := func(sim http.Handler, w http.ResponseWriter, r *http.Request) bool {
+						if !f.create(r) || creates.Add(1) != 2 {
+							return false
+						}
+						sim.ServeHTTP(httptest.NewRecorder(), r) // taken, and its answer lost
+						switch fault {
+						case "502":
+							http.Error(w, "Bad Gateway", http.StatusBadGateway)
+						case "504":
+							http.Error(w, "Gateway Timeout", http.StatusGatewayTimeout)
+						default:
+							panic(http.ErrAbortHandler)
+						}
+						return true
+					}
+					got, items, calls := simCapture(t, f, text, front)
+					if got != want {
+						t.Errorf("the phone got:\n%s\nwant, as without the fault:\n%s", got, want)
+					}
+					if len(items) != 1 || items[0].Status != brainwire.StatusClassified {
+						t.Errorf("filed %+v; want one classified item", items)
+					}
+					if n, l := calls.creates.Load(), calls.lookedUp(); n != 2 || !slices.Equal(l, []int{http.StatusOK}) {
+						t.Errorf("%d calls creating, lookups answered %v; want the 2 of the capture, the lost one looked up once (200)", n, l)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestARefusalOfTheSimulatorIsLookedUpAndSentAgain: the simulator
+// refuses each call of a run once under #refuse, with a status a gateway
+// answers in front of a service that may have done the call (502, 504)
+// or one that says it did not (429). The calls that may have been done
+// are looked up, found not taken, and sent again: the capture ends with
+// its outcome, filed once, on every face.
+func TestARefusalOfTheSimulatorIsLookedUpAndSentAgain(t *testing.T) {
+	for _, f := range simFaces() {
+		for _, status := range []string{"502", "504", "429"} {
+			t.Run(f.name+" "+status, func(t *testing.T) {
+				got, items, calls := simCapture(t, f, "Call Sarah about the offsite #refuse:"+status, nil)
+				if !strings.Contains(got, `"type":"CLASSIFIED"`) || len(items) != 1 {
+					t.Fatalf("the phone got:\n%s\nfiled %d items; want CLASSIFIED, one item", got, len(items))
+				}
+				l := calls.lookedUp()
+				switch {
+				case status == "429" && len(l) != 0:
+					t.Errorf("lookups answered %v; want none after a 429", l)
+				case status != "429" && !slices.Equal(l, []int{http.StatusOK, http.StatusOK}):
+					t.Errorf("lookups answered %v after a %s; want each of the 2 refused calls looked up (200)", l, status)
+				}
+			})
+		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/conversations"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	oai "github.com/openai/openai-go/v3/responses"
 
@@ -21,11 +24,13 @@ import (
 // decoder and event union: no error, every event's type is the one it
 // was sent as, the deltas add up to the done texts, function calls and
 // usage read back from response.completed, and stored responses and
-// conversations decode into the SDK's types.
+// conversations, and a conversation's items page by page, decode into
+// the SDK's types.
 func TestSDKReadsTheSimulator(t *testing.T) {
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	t.Cleanup(sim.Close)
 	base := sim.URL + simulator.ProjectPath + "/openai/v1"
+	sdk := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("x"), option.WithHTTPClient(sim.Client()))
 	post := func(path string, body any) *http.Response {
 		t.Helper()
 		b, _ := json.Marshal(body)
@@ -137,6 +142,35 @@ func TestSDKReadsTheSimulator(t *testing.T) {
 					out = `{"error":"invalid_bucket","message":"unknown bucket"}`
 				}
 				r = respond(map[string]any{"conversation": c.ID, "input": answer(calls(r), out)})
+			}
+			// The conversation's items read through the SDK's pager, two a
+			// page: the person's message first, and every call answered.
+			pager := sdk.Conversations.Items.ListAutoPaging(t.Context(), c.ID,
+				conversations.ItemListParams{Limit: openai.Int(2), Order: conversations.ItemListParamsOrderAsc})
+			var items []conversations.ConversationItemUnion
+			for pager.Next() {
+				items = append(items, pager.Current())
+			}
+			if err := pager.Err(); err != nil {
+				t.Fatalf("the SDK failed on the conversation's items: %v", err)
+			}
+			if len(items) == 0 {
+				return // the response did not complete: the conversation took nothing
+			}
+			if m := items[0].AsMessage(); m.Role != "user" || len(m.Content) != 1 || m.Content[0].Type != "input_text" || m.Content[0].Text != text {
+				t.Errorf("the first item: %s", items[0].RawJSON())
+			}
+			pending := map[string]bool{}
+			for _, it := range items {
+				switch it.Type {
+				case "function_call":
+					pending[it.AsFunctionCall().CallID] = true
+				case "function_call_output":
+					delete(pending, it.AsFunctionCallOutput().CallID)
+				}
+			}
+			if len(pending) > 0 {
+				t.Errorf("calls without their output among the items: %v", pending)
 			}
 		})
 	}

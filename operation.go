@@ -14,6 +14,10 @@ type Operation struct {
 	// is about, when it is about one.
 	ThreadID string
 	RunID    string
+	// Service names the service called when it is not the agent's
+	// (transcription's "azure.ai.openai"); telemetry names it as the
+	// call's provider.
+	Service string
 
 	// NoRetry keeps the call from being sent again when the service
 	// refuses it for a moment: a health probe reports what it sees.

@@ -60,8 +60,12 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if named {
 			attrs = append(attrs, semconv.GenAIOperationNameKey.String(op.Name))
 		}
+		provider := t.agent.Provider
+		if op.Service != "" {
+			provider = op.Service
+		}
 		attrs = append(attrs,
-			semconv.GenAIProviderNameKey.String(t.agent.Provider),
+			semconv.GenAIProviderNameKey.String(provider),
 			httpspan.Method(req.Method),
 			semconv.URLFull(redactURL(req.URL)),
 		)

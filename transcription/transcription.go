@@ -43,6 +43,10 @@ const maxAnswerSize = 4 << 20
 // (brainwire.Operation): telemetry counts its retries under it.
 const OpTranscribe = "transcribe"
 
+// Service is the service the upload calls, as telemetry names a provider
+// (gen_ai.provider.name).
+const Service = "azure.ai.openai"
+
 // Config says which deployment to call and how.
 type Config struct {
 	// Endpoint is the resource's endpoint, e.g.
@@ -152,7 +156,7 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 	first := body.open()
 	defer first.Close()
 	// Named, so that what sends it again (and counts it) can say what it was.
-	req, err := http.NewRequestWithContext(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpTranscribe}), http.MethodPost, c.url, first)
+	req, err := http.NewRequestWithContext(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpTranscribe, Service: Service}), http.MethodPost, c.url, first)
 	if err != nil {
 		return "", fmt.Errorf("transcription: building the request: %w", err)
 	}

@@ -129,6 +129,20 @@ func New(cfg Config) (*server.Server, error) {
 	return server.New(sc)
 }
 
+// Upstream is the transport of a client of a service other than the
+// agent's (transcription) over base, stacked as the agent's is: each
+// attempt traced and counted by tel, refused attempts sent again as policy
+// says, and a failed attempt counted in brainwire.upstream.errors as
+// retried or as the call's answer once the retries decided. Without
+// telemetry (tel nil or off), policy's retries over base.
+func Upstream(tel *telemetry.Telemetry, policy retry.Policy, base http.RoundTripper) http.RoundTripper {
+	if tel == nil || !tel.Enabled() {
+		return policy.Transport(base)
+	}
+	policy.Observe = ObserveRetry(tel, policy.Observe)
+	return tel.WrapCalls(policy.Transport(tel.WrapTransport(base)))
+}
+
 // ObserveRetry has telemetry count a retry and mark the attempt it
 // sends, then next (if any) see it: the Observe of a retry.Policy, for
 // the agent service's calls and for the other upstream clients

@@ -59,9 +59,9 @@ func (c *credential) get() (azcore.TokenCredential, error) {
 	return c.cred, c.err
 }
 
-// observe, when set, is told of each refused upstream call sent again
+// upstream stacks the retries and telemetry of a client of an upstream service
 // (telemetry counts them).
-func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, observe func(context.Context, retry.Retry) context.Context, log *slog.Logger) (_ *backends, err error) {
+func openBackends(ctx context.Context, cfg config, getenv func(string) string, initDB bool, upstream func(retry.Policy, http.RoundTripper) http.RoundTripper, log *slog.Logger) (_ *backends, err error) {
 	b := &backends{}
 	defer func() {
 		if err != nil {
@@ -82,7 +82,7 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 	if local, ok := b.blobs.(*localblob.Store); ok {
 		b.closers = append(b.closers, sweepAudio(ctx, local, audioMaxAge(cfg), log))
 	}
-	if b.transcriber, err = openTranscriber(getenv, &cred, observe, log); err != nil {
+	if b.transcriber, err = openTranscriber(getenv, &cred, upstream, log); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -269,7 +269,7 @@ func sweepAudio(ctx context.Context, st *localblob.Store, maxAge time.Duration, 
 	return func() { cancel(); <-done }
 }
 
-func openTranscriber(getenv func(string) string, cred *credential, observe func(context.Context, retry.Retry) context.Context, log *slog.Logger) (brainwire.Transcriber, error) {
+func openTranscriber(getenv func(string) string, cred *credential, upstream func(retry.Policy, http.RoundTripper) http.RoundTripper, log *slog.Logger) (brainwire.Transcriber, error) {
 	endpoint, err := envURL(getenv, "AZURE_OPENAI_ENDPOINT")
 	if err != nil {
 		return nil, err
@@ -303,7 +303,7 @@ func openTranscriber(getenv func(string) string, cred *credential, observe func(
 		return nil, err
 	}
 	// A refused upload is sent again from the audio blob (its GetBody).
-	hc := &http.Client{Timeout: 2 * time.Minute, Transport: retry.Policy{Retries: retries, Observe: observe}.Transport(http.DefaultTransport)}
+	hc := &http.Client{Timeout: 2 * time.Minute, Transport: upstream(retry.Policy{Retries: retries}, http.DefaultTransport)}
 	t, err := transcription.New(tc, hc)
 	if err != nil {
 		return nil, err

@@ -106,7 +106,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 	// Deferred first, so it runs last: after the server has let running
 	// captures finish and the backends are closed.
 	defer tel.shutdown()
-	b, err := openBackends(ctx, cfg, getenv, f.initDB, tel.observeRetry(), log)
+	b, err := openBackends(ctx, cfg, getenv, f.initDB, tel.upstream, log)
 	if err != nil {
 		return err
 	}

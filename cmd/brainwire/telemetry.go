@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -126,12 +127,12 @@ func (s *telemetrySetup) shutdown() {
 	}
 }
 
-// observeRetry is the Observe of the retry layer under the clients
-// wiring.New does not build (transcription), so that their retries count
-// with the agent service's; nil with telemetry off.
-func (s *telemetrySetup) observeRetry() func(context.Context, retry.Retry) context.Context {
-	if s == nil || s.tel == nil || !s.tel.Enabled() {
-		return nil
+// upstream is the transport of the clients wiring.New does not build
+// (transcription), retried as policy says and followed by telemetry as
+// the agent service's calls are (wiring.Upstream).
+func (s *telemetrySetup) upstream(policy retry.Policy, base http.RoundTripper) http.RoundTripper {
+	if s == nil {
+		return wiring.Upstream(nil, policy, base)
 	}
-	return wiring.ObserveRetry(s.tel, nil)
+	return wiring.Upstream(s.tel, policy, base)
 }

@@ -53,3 +53,23 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// Failure is a capture's failure as its client is told of it, whole: a
+// code of the closed set every protocol sends (adapter.ErrorCode) and a
+// message for people, the cause kept for the log. The adapter words the
+// agent service's failures itself; a Failure is one of something else the
+// capture needs (its audio's transcription, its Idempotency-Key).
+type Failure struct {
+	Code    string
+	Message string
+	Err     error
+}
+
+func (f *Failure) Error() string {
+	if f.Err == nil {
+		return f.Message
+	}
+	return f.Message + ": " + f.Err.Error()
+}
+
+func (f *Failure) Unwrap() error { return f.Err }

@@ -55,6 +55,13 @@ type Adapter struct {
 	// person changed or deleted the item meanwhile (ToolResult.Superseded).
 	superseded string
 	res        brainwire.CaptureResult
+
+	// Keep, when set, keeps a new capture the agent's run left unfiled
+	// as an inbox item before the outcome is told, setting the item on
+	// the result (UNRESOLVED names it). A brainwire.Failure from it (the
+	// capture's words could not be had) ends the capture in that error
+	// instead; any other error leaves the outcome without an item.
+	Keep func(*brainwire.CaptureResult) error
 }
 
 // New returns an Adapter for one capture.
@@ -197,6 +204,13 @@ func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEven
 }
 
 func (a *Adapter) sendOutcome(o brainwire.Outcome, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+	if o == brainwire.OutcomeUnresolved && a.Keep != nil && a.res.InboxItemID == "" {
+		var f *brainwire.Failure
+		if err := a.Keep(&a.res); errors.As(err, &f) {
+			a.res.Err, a.res.ErrorType = err, ErrorType(err)
+			return a.fail(f.Message, f.Code, out)
+		}
+	}
 	if !a.stepDone {
 		a.stepDone = true
 		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureStepEnd, StepName: a.step})
@@ -229,13 +243,17 @@ func (a *Adapter) complete(out []brainwire.CaptureEvent) []brainwire.CaptureEven
 }
 
 // ErrorMessage is the phone-facing message for a stream that ended in err:
-// short, actionable, and free of internals.
+// short, actionable, and free of internals. A brainwire.Failure says its
+// own.
 func ErrorMessage(err error) string {
+	var f *brainwire.Failure
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "The agent took too long to respond"
 	case errors.Is(err, context.Canceled):
 		return "The capture was cancelled"
+	case errors.As(err, &f):
+		return f.Message
 	}
 	var e *brainwire.Error
 	switch {
@@ -250,15 +268,18 @@ func ErrorMessage(err error) string {
 }
 
 // ErrorCode is the clients' code for a stream that ended in err, as
-// ErrorMessage words it: CodeTimeout, CodeCanceled, EUpstreamAuth when
-// brainwire could not sign in, EUnavailable when the service could not be
-// reached, else EUpstream.
+// ErrorMessage words it: CodeTimeout, CodeCanceled, a brainwire.Failure's
+// own, EUpstreamAuth when brainwire could not sign in, EUnavailable when
+// the service could not be reached, else EUpstream.
 func ErrorCode(err error) string {
+	var f *brainwire.Failure
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return CodeTimeout
 	case errors.Is(err, context.Canceled):
 		return CodeCanceled
+	case errors.As(err, &f):
+		return f.Code
 	}
 	var e *brainwire.Error
 	switch {

@@ -241,12 +241,10 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 		// A client that cannot be written to is gone: stop the run.
 		onWriteError: cancel,
 		onOutcome: func(res *brainwire.CaptureResult) {
-			if res.Outcome == brainwire.OutcomeUnresolved && res.InboxItemID == "" {
-				keepUnresolved(ctx, set, res, log)
-			}
 			res.TimeToOutcome = s.cfg.Now().Sub(start)
 		},
 	}
+	p.adapter.Keep = func(res *brainwire.CaptureResult) error { return keepUnresolved(ctx, set, res, log) }
 	p.emit(p.adapter.Start(p.events[:0]))
 
 	runCtx, cancelRun := context.WithTimeout(ctx, s.cfg.RunTimeout)
@@ -293,16 +291,22 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 
 // keepUnresolved keeps a capture whose run filed nothing as an unresolved
 // inbox item, for a person to file, before its outcome goes out: the
-// outcome then names the item. When the store fails, the outcome goes out
-// without one, as it did before such captures were kept, rather than
-// turning a run that ended well into an ERROR.
-func keepUnresolved(ctx context.Context, set *tools.Set, res *brainwire.CaptureResult, log *slog.Logger) {
+// outcome then names the item. A voice capture's words are transcribed
+// first if the agent never did; when they cannot be, the Failure ends the
+// capture, keeping nothing. When the store fails, the outcome goes out
+// without an item rather than turning a run that ended well into an ERROR.
+func keepUnresolved(ctx context.Context, set *tools.Set, res *brainwire.CaptureResult, log *slog.Logger) error {
 	id, err := set.KeepUnresolved(ctx, res.UpstreamThreadID)
-	if err != nil {
+	var f *brainwire.Failure
+	switch {
+	case errors.As(err, &f):
+		return err
+	case err != nil:
 		log.Error("capture unresolved and not kept in the inbox", "error", err)
-		return
+		return err
 	}
 	res.InboxItemID = id
+	return nil
 }
 
 // pipeline routes one capture's events: all of them to the observer and to

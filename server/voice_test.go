@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,5 +330,79 @@ func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
 	}
 	if files, _ := os.ReadDir(dir); len(files) != 0 {
 		t.Fatalf("rejected uploads left %d files in the blob store", len(files))
+	}
+}
+
+// A voice capture whose audio cannot be transcribed (the service down,
+// refusing brainwire's credential, a gateway's page, unreachable) ends in
+// ERROR with a code the app can act on, keeps no item, and gives its
+// Idempotency-Key back: the phone's repeat with the same audio, once the
+// service is back, transcribes it and files the person's words.
+func TestVoiceCaptureWhoseTranscriptionFails(t *testing.T) {
+	audio := testaudio.WAV(t, "Call the plumber about the leak")
+	for _, c := range []struct {
+		name, code, message string
+		status              int // 0: the service cannot be reached
+		body                string
+	}{
+		{"503", brainwire.EUpstream, "The transcription service failed: Service unavailable, try again", 503,
+			`{"error":{"code":"503","message":"Service unavailable, try again"}}`},
+		{"401", brainwire.EUpstreamAuth, "brainwire could not sign in to the transcription service", 401,
+			`{"error":{"code":"401","message":"Access denied due to invalid subscription key"}}`},
+		{"502 page", brainwire.EUpstream, "The transcription service failed: it answered 502 Bad Gateway", 502,
+			"<html><head><title>502 Bad Gateway</title></head><body>nginx at gw-internal-7.corp (10.20.30.40)</body></html>"},
+		{"unreachable", brainwire.EUnavailable, "The transcription service could not be reached", 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var down atomic.Bool
+			down.Store(true)
+			svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if down.Load() {
+					w.WriteHeader(c.status)
+					io.WriteString(w, c.body)
+					return
+				}
+				_, _, _ = r.FormFile("file")
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"text":"Call the plumber about the leak."}`)
+			}))
+			t.Cleanup(svc.Close)
+			endpoint := svc.URL
+			if c.status == 0 {
+				// Nothing listens there.
+				gone := httptest.NewServer(http.NotFoundHandler())
+				endpoint = gone.URL
+				gone.Close()
+			}
+			tr, err := transcription.New(transcription.Config{Endpoint: endpoint, Deployment: "whisper", APIKey: "test-key"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blobs, _ := localblob.New(t.TempDir())
+			h := newHarness(t, nil, withSimulator(t), withBlobs(blobs), withTranscriber(tr))
+
+			ct, body := voiceBody(t, "note.wav", "audio/wav", audio)
+			const key = "7c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
+			first := h.sendKeyed(testKey, "/api/capture/voice", ct, body, key)
+			want := fmt.Sprintf(`{"type":"ERROR","message":%q,"code":%q}`, c.message, c.code)
+			if first.status != http.StatusOK || !strings.Contains(first.body, want) || strings.Contains(first.body, "10.20.30.40") {
+				t.Fatalf("the capture: %d\n%s\nwant %s", first.status, first.body, want)
+			}
+			if items := h.inbox(testUser); len(items) != 0 {
+				t.Fatalf("items kept of a capture whose words were never had: %+v", items)
+			}
+			if c.status == 0 {
+				return // the service stays unreachable
+			}
+			down.Store(false)
+			again := h.sendKeyed(testKey, "/api/capture/voice", ct, body, key)
+			if again.replayed != "" || !strings.Contains(again.body, `"inboxItemId":"`) || strings.Contains(again.body, `"ERROR"`) {
+				t.Fatalf("the repeat once the service is back: %d %q\n%s\nwant it run afresh", again.status, again.replayed, again.body)
+			}
+			it, err := h.store.GetInboxItem(context.Background(), testUser, itemID(t, again.body))
+			if err != nil || it.RawText != "Call the plumber about the leak." {
+				t.Errorf("the item: %+v, %v; want the person's words", it, err)
+			}
+		})
 	}
 }

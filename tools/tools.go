@@ -114,10 +114,9 @@ func (s *Set) Call(ctx context.Context, call brainwire.ToolCall) brainwire.ToolR
 		res.Filed = f
 	}
 	res.Output = string(b)
-	if err != nil && errors.Is(err, brainwire.ErrKeyTakenOver) {
-		// A repeat of the request runs the capture now: this run must not
-		// file it, nor tell its phone anything but that.
-		res.Fatal = err
+	var te *toolError
+	if errors.As(err, &te) && te.fatal != nil {
+		res.Fatal = te.fatal
 	}
 	return res
 }
@@ -131,6 +130,8 @@ type toolError struct {
 	superseded string
 	// err is the failure, when it was not the tool's own.
 	err error
+	// fatal is ToolResult.Fatal: the capture cannot go on.
+	fatal *brainwire.Failure
 }
 
 func (e *toolError) Error() string { return e.Code + ": " + e.Message }
@@ -177,6 +178,9 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 		a.Bucket = ""
 	}
 
+	if f := s.words(ctx); f != nil {
+		return nil, &toolError{Code: "transcription_failed", Message: "the capture's audio could not be transcribed", err: f, fatal: f}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.filedID != "" {
@@ -196,6 +200,11 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 			return adopted, nil
 		}
 		te := &toolError{Code: "store_failed", Message: "the capture could not be filed: " + brainwire.ErrorMessage(err), err: err}
+		if errors.Is(err, brainwire.ErrKeyTakenOver) {
+			// A repeat of the request runs the capture now: this run
+			// must not file it, nor tell its phone anything but that.
+			te.fatal = keyTakenOver(err)
+		}
 		// A follow-up's item refuses the filing when a person changed or
 		// deleted it meanwhile: their edit won, nothing went wrong.
 		if code := brainwire.ErrorCode(err); s.capture.FollowUp != nil && !errors.Is(err, brainwire.ErrKeyTakenOver) &&
@@ -207,6 +216,12 @@ func (s *Set) fileCapture(ctx context.Context, call brainwire.ToolCall) (any, er
 	s.filed(item.ID, f)
 	filed.ItemID = item.ID
 	return filed, nil
+}
+
+// keyTakenOver is what a run's client is told when a repeat of its request
+// took its Idempotency-Key over.
+func keyTakenOver(err error) *brainwire.Failure {
+	return &brainwire.Failure{Code: brainwire.EConflict, Message: "A repeat of this request is running the capture", Err: err}
 }
 
 // filingID is the item f files.
@@ -272,6 +287,11 @@ func (s *Set) adopt(ctx context.Context, f brainwire.Filing, err error) *brainwi
 // the capture was filed, or it is a follow-up, whose misunderstood item
 // stays as it was.
 func (s *Set) KeepUnresolved(ctx context.Context, threadID string) (string, error) {
+	if s.capture.FollowUp == nil && s.FiledItemID() == "" {
+		if f := s.words(ctx); f != nil {
+			return "", f
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.filedID != "" || s.capture.FollowUp != nil {
@@ -284,6 +304,9 @@ func (s *Set) KeepUnresolved(ctx context.Context, threadID string) (string, erro
 	if err != nil {
 		if adopted := s.adopt(ctx, f, err); adopted != nil {
 			return adopted.ItemID, nil
+		}
+		if errors.Is(err, brainwire.ErrKeyTakenOver) {
+			return "", keyTakenOver(err)
 		}
 		return "", fmt.Errorf("keeping the unresolved capture: %w", err)
 	}
@@ -385,28 +408,89 @@ func (s *Set) transcribeAudio(ctx context.Context, call brainwire.ToolCall) (any
 	if s.capture.AudioURL == "" || a.BlobURL != s.capture.AudioURL {
 		return nil, &toolError{Code: "unknown_blob", Message: "blob_url is not this capture's audio"}
 	}
-	if s.deps.Blobs == nil || s.deps.Transcriber == nil {
-		return nil, &toolError{Code: "transcription_unavailable", Message: "transcription is not configured on this server"}
-	}
-	rc, info, err := s.deps.Blobs.Open(ctx, a.BlobURL)
+	text, err := s.transcribe(ctx)
 	if err != nil {
-		return nil, &toolError{Code: "audio_unavailable", Message: "the audio could not be read: " + brainwire.ErrorMessage(err)}
+		return nil, err
+	}
+	return TranscribeResult{Text: text}, nil
+}
+
+// transcribe turns the capture's audio into the person's words, once: a
+// later call returns them again. Audio the service refused is a tool
+// error for the agent to handle; any other failure (the service down,
+// refusing brainwire's credential, failing) is fatal to the capture, which
+// must not go on without the person's words: a *toolError whose fatal is
+// a brainwire.Failure.
+func (s *Set) transcribe(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	text := s.transcript
+	s.mu.Unlock()
+	if text != "" {
+		return text, nil
+	}
+	if s.deps.Blobs == nil || s.deps.Transcriber == nil {
+		return "", &toolError{Code: "transcription_unavailable", Message: "transcription is not configured on this server"}
+	}
+	url := s.capture.AudioURL
+	rc, info, err := s.deps.Blobs.Open(ctx, url)
+	if err != nil {
+		return "", &toolError{Code: "audio_unavailable", Message: "the audio could not be read: " + brainwire.ErrorMessage(err), err: err,
+			fatal: &brainwire.Failure{Code: brainwire.EUnavailable, Message: "The capture's audio could not be read", Err: err}}
 	}
 	defer rc.Close()
 	audio := blobAudio{ReadCloser: rc, size: info.Size, reopen: func() (io.ReadCloser, error) {
-		rc, _, err := s.deps.Blobs.Open(ctx, a.BlobURL)
+		rc, _, err := s.deps.Blobs.Open(ctx, url)
 		return rc, err
 	}}
-	text, err := s.deps.Transcriber.Transcribe(ctx, audio, info.Name, info.ContentType)
+	text, err = s.deps.Transcriber.Transcribe(ctx, audio, info.Name, info.ContentType)
 	if err != nil {
-		code := "transcription_failed"
-		if brainwire.ErrorCode(err) == brainwire.EInvalid {
-			code = "invalid_audio"
+		te := &toolError{Code: "transcription_failed", Message: brainwire.ErrorMessage(err), err: err}
+		switch code := brainwire.ErrorCode(err); {
+		case code == brainwire.EInvalid:
+			te.Code = "invalid_audio"
+		case ctx.Err() == nil:
+			te.fatal = transcriptionFailure(code, err)
 		}
-		return nil, &toolError{Code: code, Message: brainwire.ErrorMessage(err)}
+		return "", te
 	}
 	s.mu.Lock()
 	s.transcript = text
 	s.mu.Unlock()
-	return TranscribeResult{Text: text}, nil
+	return text, nil
+}
+
+// transcriptionFailure is what a capture's client is told when its audio
+// could not be transcribed, by the transcription error's code.
+func transcriptionFailure(code string, err error) *brainwire.Failure {
+	f := &brainwire.Failure{Code: brainwire.EUpstream, Err: err}
+	switch code {
+	case brainwire.EUpstreamAuth:
+		f.Code, f.Message = code, "brainwire could not sign in to the transcription service"
+	case brainwire.EUnavailable, brainwire.EInternal:
+		f.Code, f.Message = brainwire.EUnavailable, "The transcription service could not be reached"
+	default:
+		f.Message = "The transcription service failed"
+		if msg := brainwire.ErrorMessage(err); strings.HasPrefix(msg, "the transcription service failed: ") {
+			f.Message += ": " + textcut.Ellipsis(strings.TrimPrefix(msg, "the transcription service failed: "), 200)
+		}
+	}
+	return f
+}
+
+// words makes sure a voice capture's words are known before it is filed:
+// an agent that files (or leaves unfiled) a voice capture without having
+// transcribed it would otherwise leave an item without the person's
+// words. It fails only when the capture cannot go on (the transcription
+// service failing); audio the service refused is filed with the agent's
+// words, as it would have been.
+func (s *Set) words(ctx context.Context) *brainwire.Failure {
+	if s.capture.Kind != brainwire.KindVoice || s.capture.AudioURL == "" {
+		return nil
+	}
+	_, err := s.transcribe(ctx)
+	var te *toolError
+	if errors.As(err, &te) {
+		return te.fatal
+	}
+	return nil
 }

@@ -408,8 +408,8 @@ func TestKeepUnresolved(t *testing.T) {
 	}
 }
 
-// TestKeepUnresolvedVoice keeps the transcript of a voice capture, and
-// nothing but an empty text when the agent never asked for one.
+// TestKeepUnresolvedVoice keeps the transcript of a voice capture, made
+// then if the agent never asked for one.
 func TestKeepUnresolvedVoice(t *testing.T) {
 	ctx := context.Background()
 	deps := newDeps(t)
@@ -417,15 +417,54 @@ func TestKeepUnresolvedVoice(t *testing.T) {
 	heard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
 	heard.Call(ctx, call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
 	unheard := New(deps, brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url})
-	for s, want := range map[*Set]string{heard: "hmm what was it", unheard: ""} {
+	for _, s := range []*Set{heard, unheard} {
 		id, err := s.KeepUnresolved(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		item, err := deps.Store.GetInboxItem(ctx, "u1", id)
-		if err != nil || item.RawText != want || item.Source != brainwire.KindVoice || item.Status != brainwire.StatusUnresolved {
-			t.Errorf("kept voice capture %+v, %v; want text %q", item, err, want)
+		if err != nil || item.RawText != "hmm what was it" || item.Source != brainwire.KindVoice || item.Status != brainwire.StatusUnresolved {
+			t.Errorf("kept voice capture %+v, %v; want its words", item, err)
 		}
+	}
+}
+
+// A voice capture whose words cannot be had is neither kept nor filed
+// with words that are not the person's: the capture ends in a Failure
+// that says why, for the phone to try again.
+func TestVoiceWithoutItsWordsIsNotKept(t *testing.T) {
+	for _, c := range []struct {
+		name, code string
+		status     int
+		body       string
+	}{
+		{"service down", brainwire.EUpstream, http.StatusServiceUnavailable, `{"error":{"code":"503","message":"Service unavailable"}}`},
+		{"credential refused", brainwire.EUpstreamAuth, http.StatusUnauthorized, `{"error":{"code":"401","message":"Access denied"}}`},
+		{"gateway page", brainwire.EUpstream, http.StatusBadGateway, "<html><body>502 Bad Gateway at 10.20.30.40</body></html>"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			deps := newDeps(t)
+			url := withAudio(t, &deps, "call the plumber")
+			deps.Transcriber = transcriptionServer(t, c.status, c.body)
+			capture := brainwire.Capture{Kind: brainwire.KindVoice, UserID: "u1", AudioURL: url}
+			res := New(deps, capture).Call(ctx, call(brainwire.ToolTranscribeAudio, fmt.Sprintf(`{"blob_url":%q}`, url)))
+			var f *brainwire.Failure
+			if !res.IsError || !errors.As(res.Fatal, &f) || f.Code != c.code || strings.Contains(f.Message, "10.20.30.40") {
+				t.Fatalf("transcribe_audio: %s, fatal %v; want a Failure with code %s and no page in it", res.Output, res.Fatal, c.code)
+			}
+			res = New(deps, capture).Call(ctx, call(brainwire.ToolFileCapture, `{"text":"x","bucket":"Admin","confidence":0.9,"status":"classified"}`))
+			if !res.IsError || !errors.As(res.Fatal, &f) || f.Code != c.code {
+				t.Errorf("file_capture before any transcript: %s, fatal %v", res.Output, res.Fatal)
+			}
+			id, err := New(deps, capture).KeepUnresolved(ctx, "")
+			if id != "" || !errors.As(err, &f) || f.Code != c.code {
+				t.Errorf("KeepUnresolved: %q, %v; want a Failure with code %s", id, err, c.code)
+			}
+			if page, _ := deps.Store.ListInbox(ctx, "u1", brainwire.ListOptions{}); len(page.Items) != 0 {
+				t.Errorf("items kept: %+v", page.Items)
+			}
+		})
 	}
 }
 

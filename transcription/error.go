@@ -14,12 +14,18 @@ import (
 
 // APIError is a non-2xx answer of the transcription service. It unwraps to
 // a *brainwire.Error: EInvalid when the service refused the audio itself,
-// EUpstream for everything else (credentials, throttling, outages).
+// EUpstreamAuth when it refused brainwire's credential (401, 403),
+// EUpstream for everything else (throttling, outages), with a message fit
+// for people: the service's own words only when it answered its JSON
+// error, never a proxy's page.
 type APIError struct {
 	StatusCode int
 	Code       string // the service's error.code, when it gave one
 	Type       string // the service's error.type, when it gave one
 	Message    string // the service's error.message, or the start of the body
+	// JSON says whether Message is the service's own, from its JSON
+	// error, rather than a proxy's text or page.
+	JSON bool
 	// RetryAfter is how long the service asked callers to wait (429, 503);
 	// zero when it did not say.
 	RetryAfter time.Duration
@@ -36,10 +42,23 @@ func (e *APIError) Error() string {
 
 // Unwrap returns the application error for the answer.
 func (e *APIError) Unwrap() error {
-	if e.AudioRejected() {
-		return brainwire.Errorf(brainwire.EInvalid, "the transcription service could not use the audio: %s", e.Message)
+	said := e.said()
+	switch {
+	case e.AudioRejected():
+		return brainwire.Errorf(brainwire.EInvalid, "the transcription service could not use the audio: %s", said)
+	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
+		return brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the transcription service")
 	}
-	return brainwire.Errorf(brainwire.EUpstream, "the transcription service failed (%d): %s", e.StatusCode, e.Message)
+	return brainwire.Errorf(brainwire.EUpstream, "the transcription service failed: %s", said)
+}
+
+// said is what the service said, as far as people may read it: its own
+// message, else its status.
+func (e *APIError) said() string {
+	if e.JSON && e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("it answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 }
 
 // AudioRejected reports whether the service refused the audio itself — a
@@ -69,6 +88,7 @@ func newAPIError(resp *http.Response) *APIError {
 		Code:       a.Code,
 		Type:       a.Type,
 		Message:    a.Message,
+		JSON:       a.JSON && a.Message != "",
 		RetryAfter: retryAfter(resp.Header, time.Now()),
 		RequestID:  resp.Header.Get("apim-request-id"),
 	}

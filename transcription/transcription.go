@@ -170,11 +170,11 @@ func (c *Client) Transcribe(ctx context.Context, audio io.Reader, filename, cont
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		msg := "the transcription service could not be reached"
+		app := brainwire.Errorf(brainwire.EUnavailable, "the transcription service could not be reached")
 		if errors.Is(err, context.DeadlineExceeded) {
-			msg = "the transcription service did not answer in time"
+			app = brainwire.Errorf(brainwire.EUpstream, "the transcription service did not answer in time")
 		}
-		return "", fmt.Errorf("transcription: %w: %w", brainwire.Errorf(brainwire.EUpstream, "%s", msg), err)
+		return "", fmt.Errorf("transcription: %w: %w", app, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -311,7 +311,7 @@ func (c *Client) authorize(ctx context.Context, req *http.Request) error {
 	tok, err := c.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{TokenScope}})
 	if err != nil {
 		return fmt.Errorf("transcription: getting a token: %w: %w",
-			brainwire.Errorf(brainwire.EUnavailable, "no credential for the transcription service"), err)
+			brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the transcription service"), err)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok.Token)
 	return nil

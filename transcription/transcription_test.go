@@ -255,8 +255,8 @@ func TestTokenFailure(t *testing.T) {
 		cfg.TokenCredential = &fakeCredential{err: errors.New("no managed identity")}
 	})
 	_, err := c.Transcribe(t.Context(), strings.NewReader("x"), "a.wav", "audio/wav")
-	if brainwire.ErrorCode(err) != brainwire.EUnavailable || !strings.Contains(err.Error(), "no managed identity") {
-		t.Errorf("err = %v, want code %s wrapping the credential's error", err, brainwire.EUnavailable)
+	if brainwire.ErrorCode(err) != brainwire.EUpstreamAuth || !strings.Contains(err.Error(), "no managed identity") {
+		t.Errorf("err = %v, want code %s wrapping the credential's error", err, brainwire.EUpstreamAuth)
 	}
 	if n := len(svc.calls()); n != 0 {
 		t.Errorf("%d requests sent without a token", n)
@@ -356,8 +356,10 @@ func TestServiceErrors(t *testing.T) {
 		body        string
 		wantCode    string // brainwire code
 		wantAPICode string
-		wantMessage string
-		wantRetry   [2]time.Duration // inclusive range
+		wantMessage string // in the error, for the log
+		// wantSaid is in the message people read; wantMessage when empty.
+		wantSaid  string
+		wantRetry [2]time.Duration // inclusive range
 	}{
 		{
 			name:        "invalid file (OpenAI shape)",
@@ -394,16 +396,18 @@ func TestServiceErrors(t *testing.T) {
 			name:        "wrong key",
 			status:      401,
 			body:        `{"error":{"code":"401","message":"Access denied due to invalid subscription key or wrong API endpoint."}}`,
-			wantCode:    brainwire.EUpstream,
+			wantCode:    brainwire.EUpstreamAuth,
 			wantAPICode: "401",
 			wantMessage: "Access denied",
+			wantSaid:    "brainwire could not sign in to the transcription service",
 		},
 		{
 			name:        "bad token (gateway shape)",
 			status:      401,
 			body:        `{"statusCode":401,"message":"Unauthorized. Access token is missing, invalid, audience is incorrect, or have expired."}`,
-			wantCode:    brainwire.EUpstream,
+			wantCode:    brainwire.EUpstreamAuth,
 			wantMessage: "Access token is missing",
+			wantSaid:    "brainwire could not sign in to the transcription service",
 		},
 		{
 			name:        "no such deployment",
@@ -440,6 +444,7 @@ func TestServiceErrors(t *testing.T) {
 			body:        "<html>\n<body>Service   Unavailable</body></html>",
 			wantCode:    brainwire.EUpstream,
 			wantMessage: "<html> <body>Service Unavailable</body></html>",
+			wantSaid:    "the transcription service failed: it answered 503 Service Unavailable",
 			wantRetry:   [2]time.Duration{20 * time.Second, 30 * time.Second},
 		},
 		{
@@ -448,6 +453,7 @@ func TestServiceErrors(t *testing.T) {
 			body:        "upstream connect error or disconnect/reset before headers",
 			wantCode:    brainwire.EUpstream,
 			wantMessage: "upstream connect error",
+			wantSaid:    "the transcription service failed: it answered 500 Internal Server Error",
 		},
 		{
 			name:        "bad gateway, no body",
@@ -479,8 +485,17 @@ func TestServiceErrors(t *testing.T) {
 			if !strings.Contains(apiErr.Message, tc.wantMessage) {
 				t.Errorf("message = %q, want it to contain %q", apiErr.Message, tc.wantMessage)
 			}
-			if !strings.Contains(brainwire.ErrorMessage(err), tc.wantMessage) {
-				t.Errorf("ErrorMessage = %q, want it to contain %q", brainwire.ErrorMessage(err), tc.wantMessage)
+			// People read the service's own words, never a proxy's page:
+			// that stays in the error, for the log.
+			said := tc.wantSaid
+			if said == "" {
+				said = tc.wantMessage
+			}
+			if !strings.Contains(brainwire.ErrorMessage(err), said) {
+				t.Errorf("ErrorMessage = %q, want it to contain %q", brainwire.ErrorMessage(err), said)
+			}
+			if !strings.Contains(err.Error(), tc.wantMessage) {
+				t.Errorf("err = %q, want it to contain %q", err, tc.wantMessage)
 			}
 			if r := apiErr.RetryAfter; r < tc.wantRetry[0] || r > tc.wantRetry[1] {
 				t.Errorf("RetryAfter = %v, want %v..%v", r, tc.wantRetry[0], tc.wantRetry[1])
@@ -570,8 +585,8 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Transcribe(t.Context(), strings.NewReader("a"), "a.wav", "audio/wav")
-	if brainwire.ErrorCode(err) != brainwire.EUpstream {
-		t.Errorf("err = %v, want code %s", err, brainwire.EUpstream)
+	if brainwire.ErrorCode(err) != brainwire.EUnavailable {
+		t.Errorf("err = %v, want code %s", err, brainwire.EUnavailable)
 	}
 }
 

@@ -71,6 +71,13 @@ func (k IdempotencyKey) Replacing(old IdempotencyKey) IdempotencyKey {
 // itemIDSpace is the name space of ItemIDOf's ids.
 var itemIDSpace = uuid.MustParse("5b0f6d1e-9c1a-4a51-8a8e-3c2f7e4d9a10")
 
+// RecordIDOf is the id of the bucket record of the new capture filed as
+// item itemID under an Idempotency-Key: the same for every run of the
+// request, so that a run finds what one before it left half-written.
+func RecordIDOf(itemID string) string {
+	return uuid.NewSHA1(itemIDSpace, []byte("record\x00"+itemID)).String()
+}
+
 // ItemIDOf is the inbox item id of the new capture a user's request files
 // under an Idempotency-Key: a name-based UUID of the user, the key and the
 // request's fingerprint, so that whichever run of the request files it,
@@ -80,9 +87,11 @@ func ItemIDOf(userID, key, fingerprint string) string {
 }
 
 // Done is k settled by a capture filed as rp at now: what a filing keeps
-// under the key (Filing.Key) for repeats to replay for KeyLifetime.
+// under the key (Filing.Key) for repeats to replay for KeyLifetime. It
+// keeps TookOver: a store that cannot file in one write cleans up after
+// the run before this one (the Cosmos DB store).
 func (k IdempotencyKey) Done(rp Replay, now time.Time) IdempotencyKey {
-	k.State, k.At, k.Until, k.Replay, k.TookOver = KeyDone, now, now.Add(KeyLifetime), &rp, false
+	k.State, k.At, k.Until, k.Replay = KeyDone, now, now.Add(KeyLifetime), &rp
 	return k
 }
 

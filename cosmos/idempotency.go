@@ -20,10 +20,13 @@ import (
 // TTL is on, with no default expiry).
 const KeysContainer = "IdempotencyKeys"
 
-// keyTTLMargin is how long past its Until the service keeps a key
-// document. Expiry is also checked on every read (Until), so the service
-// deleting it late, or never (the test emulator does not expire
-// documents), changes nothing.
+// keyTTLMargin is how long past its Until the service keeps a finished
+// key's document. Expiry is also checked on every read (Until), so the
+// service deleting it late, or never (the test emulator does not expire
+// documents), changes nothing. A running claim's document stays a
+// KeyLifetime past its lease: the repeat of a request whose replica died
+// then takes it over, knowing that a run may have left something behind
+// (brainwire.IdempotencyKey.TookOver).
 const keyTTLMargin = time.Minute
 
 var _ brainwire.IdempotencyStore = (*Store)(nil)
@@ -52,7 +55,11 @@ func keyID(key string) string {
 }
 
 func toKeyDoc(k brainwire.IdempotencyKey) keyDoc {
-	ttl := int64(math.Ceil((k.Until.Sub(k.At) + keyTTLMargin).Seconds()))
+	margin := keyTTLMargin
+	if k.State == brainwire.KeyRunning {
+		margin = brainwire.KeyLifetime
+	}
+	ttl := int64(math.Ceil((k.Until.Sub(k.At) + margin).Seconds()))
 	return keyDoc{ID: keyID(k.Key), UserID: k.UserID, Key: k.Key, Fingerprint: k.Fingerprint, Token: k.Token,
 		State: k.State, At: stamp(k.At), Until: stamp(k.Until), Replay: k.Replay, ItemID: k.ItemID, TTL: ttl}
 }

@@ -37,7 +37,7 @@ func testKeyDocuments(t *testing.T, e *emulator) {
 		return d
 	}
 	d := raw()
-	if d["key"] != key || d["userId"] != "alice" || d["state"] != "running" || d["ttl"] != 150.0 {
+	if d["key"] != key || d["userId"] != "alice" || d["state"] != "running" || d["ttl"] != 90.0+86400 {
 		t.Errorf("running key document: %v", d)
 	}
 	k.State, k.At, k.Until = brainwire.KeyDone, baseTime.Add(time.Second), baseTime.Add(time.Second+brainwire.KeyLifetime)

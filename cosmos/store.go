@@ -58,8 +58,21 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 
 // fileNew files f as a new Inbox item.
 func (s *Store) fileNew(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
+	if f.Key != nil && f.Key.TookOver {
+		if err := s.afterTakeover(ctx, f); err != nil {
+			return brainwire.InboxItem{}, err
+		}
+	}
 	item := f.NewItem()
 	undo, err := s.createRecord(ctx, item, f.Now)
+	if f.Key != nil && statusOf(err) == http.StatusConflict {
+		// The record's id is the capture's: a run of the same request
+		// wrote it and died before the item.
+		if err := s.afterTakeover(ctx, f); err != nil {
+			return brainwire.InboxItem{}, err
+		}
+		undo, err = s.createRecord(ctx, item, f.Now)
+	}
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -67,6 +80,31 @@ func (s *Store) fileNew(ctx context.Context, f brainwire.Filing) (brainwire.Inbo
 		return brainwire.InboxItem{}, undo(err)
 	}
 	return normalizeItem(item), nil
+}
+
+// afterTakeover clears the way for f, a new capture's filing under a key
+// that was taken over: the run that held it may have died between writing
+// the capture's bucket record and its item (every run of the request
+// writes the same ids). An item it wrote is the capture, filed: EConflict,
+// and the caller tells what it holds. A record it wrote alone, in
+// whichever bucket, goes, so that the capture is in one bucket once.
+func (s *Store) afterTakeover(ctx context.Context, f brainwire.Filing) error {
+	switch _, _, err := s.readItem(ctx, f.UserID, f.NewInboxID); {
+	case err == nil:
+		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", f.NewInboxID)
+	case brainwire.ErrorCode(err) != brainwire.ENotFound:
+		return err
+	}
+	if f.NewRecordID == "" {
+		return nil
+	}
+	pk := azcosmos.NewPartitionKeyString(f.UserID)
+	for _, b := range brainwire.Buckets {
+		if _, err := s.buckets[b].DeleteItem(ctx, pk, f.NewRecordID, nil); err != nil && statusOf(err) != http.StatusNotFound {
+			return opErr("deleting "+recordDoing(b, f.NewRecordID)+" left by a run that died", "bucket record", err)
+		}
+	}
+	return nil
 }
 
 // settleKey settles a filing's key once its item is written, also when the

@@ -37,6 +37,12 @@ var (
 		agent: func(r *http.Request, body []byte) bool { return responses(r, body, false) }}
 	afterFiling = killPoint{name: "AfterTheFiling", filed: true,
 		agent: func(r *http.Request, body []byte) bool { return responses(r, body, true) }}
+	// The bucket record is written, the item not yet: Cosmos DB keeps
+	// them in different containers.
+	betweenRecordAndItem = killPoint{name: "BetweenRecordAndItem",
+		store: func(r *http.Request, body []byte) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/colls/Inbox/docs")
+		}}
 	// The item is written, the key not yet settled: Cosmos DB keeps them
 	// in different containers.
 	betweenFilingAndSettling = killPoint{name: "BetweenFilingAndSettling", filed: true,
@@ -59,7 +65,7 @@ func TestKillPoints(t *testing.T) {
 		})
 	}
 	emulator := cosmosEmulator(t)
-	for _, p := range []killPoint{beforeFiling, betweenFilingAndSettling, afterFiling} {
+	for _, p := range []killPoint{beforeFiling, betweenRecordAndItem, betweenFilingAndSettling, afterFiling} {
 		t.Run("Cosmos/"+p.name, func(t *testing.T) {
 			t.Parallel()
 			var hook atomic.Pointer[func(*http.Request, []byte) bool]

@@ -3,6 +3,7 @@ package crashtest
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +32,18 @@ func brainwireBinary(t *testing.T) string {
 		return *flagBinary
 	}
 	buildOnce.Do(func() {
+		// The binary is built from the whole module, which go test does
+		// not know this test depends on: looking at every source file
+		// tells it, so that a cached result never stands for another build.
+		_ = filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "go.sum")) {
+				_, _ = os.Stat(path)
+			}
+			if err == nil && d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+				return filepath.SkipDir
+			}
+			return nil
+		})
 		dir, err := os.MkdirTemp("", "brainwire-crash-")
 		if err != nil {
 			buildErr = err

@@ -241,7 +241,7 @@ func (s *Set) underKey(f brainwire.Filing, filed *brainwire.FileCaptureResult) (
 		return f, filed
 	}
 	if f.InboxItemID == "" && s.key.ItemID != "" {
-		f.NewInboxID = s.key.ItemID
+		f.NewInboxID, f.NewRecordID = s.key.ItemID, brainwire.RecordIDOf(s.key.ItemID)
 		filed.ItemID = f.NewInboxID
 	}
 	if rp := brainwire.ReplayOf(s.capture, filed.Result(f.FoundryThreadID)); rp != nil {

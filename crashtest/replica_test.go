@@ -3,8 +3,8 @@ package crashtest
 import (
 	"bytes"
 	"flag"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"

@@ -68,9 +68,15 @@ func cosmosStore(t *testing.T, addr, database string, hook func(*http.Request) (
 	}
 }
 
-func TestCrashSQLite(t *testing.T) { crash(t, sqliteStore(t)) }
+func TestCrashSQLite(t *testing.T) {
+	t.Parallel()
+	crash(t, sqliteStore(t))
+}
 
-func TestCrashCosmos(t *testing.T) { crash(t, cosmosStore(t, cosmosEmulator(t), "crash", nil)) }
+func TestCrashCosmos(t *testing.T) {
+	t.Parallel()
+	crash(t, cosmosStore(t, cosmosEmulator(t), "crash", nil))
+}
 
 // texts are what the phones' captures say, each made unique by its
 // number.

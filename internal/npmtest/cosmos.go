@@ -78,8 +78,10 @@ func CosmosProxyHook(t testing.TB, addr string, hook func(r *http.Request) (drop
 			rp.ServeHTTP(w, r)
 		})
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	// Its address is known before it serves: the rewrite reads it.
+	srv := httptest.NewUnstartedServer(h)
 	self = srv.Listener.Addr().String()
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -35,27 +35,35 @@ type Capture struct {
 // streams sharing a few HTTP/2 connections without TLS, as an ingress
 // that speaks HTTP/2 to its replicas forwards them.
 type phone struct {
-	addr    string // host:port
-	key     string
-	body    []byte // the capture's JSON
-	request []byte // the whole HTTP/1.1 request (without h2c)
+	addr string // host:port
+	key  string
+	body []byte // the capture's JSON
+	// request is the whole HTTP/1.1 request (without h2c), but for the
+	// blank line that ends its header and the body, unless keyed.
+	request []byte
+	// keyed, each capture has an Idempotency-Key: keys' prefix, then the
+	// capture's name.
+	keyed string
 	dialer  net.Dialer
 	dials   *counter
 	h2c     *http.Client // nil: a connection per capture
 	url     string       // the capture route's, with h2c
 }
 
-func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, error) {
+func newPhone(addr, path, key, text string, h2c, keyed bool, dials *counter) (*phone, error) {
 	body, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return nil, err
 	}
 	p := &phone{addr: addr, key: key, body: body, dials: dials}
+	if keyed {
+		// Keys of this run only: the server may keep an earlier run's.
+		p.keyed = fmt.Sprintf("load-%d-", time.Now().UnixNano())
+	}
 	if !h2c {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
-			"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n", path, addr, key, len(body))
-		b.Write(body)
+			"Accept: text/event-stream\r\nContent-Length: %d\r\n", path, addr, key, len(body))
 		p.request = b.Bytes()
 	} else {
 		tr := &http.Transport{
@@ -76,13 +84,14 @@ func newPhone(addr, path, key, text string, h2c bool, dials *counter) (*phone, e
 	return p, nil
 }
 
-// capture runs one capture that was due at start, within timeout.
-func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Duration) Capture {
+// capture runs one capture, named name (its key's end), that was due at
+// start, within timeout.
+func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Duration, name string) Capture {
 	var c Capture
 	ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
 	defer cancel()
 	if p.h2c != nil {
-		return p.captureH2C(ctx, start)
+		return p.captureH2C(ctx, start, name)
 	}
 	p.dials.add(1)
 	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
@@ -93,7 +102,13 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
-	if _, err := conn.Write(p.request); err != nil {
+	req := make([]byte, 0, len(p.request)+len(p.body)+64)
+	req = append(req, p.request...)
+	if p.keyed != "" {
+		req = append(req, "Idempotency-Key: "+p.keyed+name+"\r\n"...)
+	}
+	req = append(append(req, "\r\n"...), p.body...)
+	if _, err := conn.Write(req); err != nil {
 		c.Err = "write request: " + errKind(err)
 		return c
 	}
@@ -109,7 +124,7 @@ func (p *phone) capture(ctx context.Context, start time.Time, timeout time.Durat
 
 // captureH2C runs one capture as a stream on the shared HTTP/2
 // connections; the stream is reset once COMPLETE is read.
-func (p *phone) captureH2C(ctx context.Context, start time.Time) Capture {
+func (p *phone) captureH2C(ctx context.Context, start time.Time, name string) Capture {
 	var c Capture
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(p.body))
 	if err != nil {
@@ -119,6 +134,9 @@ func (p *phone) captureH2C(ctx context.Context, start time.Time) Capture {
 	req.Header.Set("Authorization", "Bearer "+p.key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if p.keyed != "" {
+		req.Header.Set("Idempotency-Key", p.keyed+name)
+	}
 	resp, err := p.h2c.Do(req)
 	if err != nil {
 		c.Err = "request: " + errKind(err)

@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/bench/floor"
 	"github.com/brainwire/brainwire/bench/load"
 	"github.com/brainwire/brainwire/foundry"
@@ -236,5 +238,60 @@ func TestRunRefusesARemoteServer(t *testing.T) {
 		if _, err := load.Run(context.Background(), load.Config{Addr: addr, N: 1}); err == nil {
 			t.Errorf("%s: no error", addr)
 		}
+	}
+}
+
+// TestKeyedCapturesAreEachTheirOwn runs keyed captures (-keyed) as
+// phones that retry send them: each carries a key of its own, so that
+// every capture of every round is filed, none replayed.
+func TestKeyedCapturesAreEachTheirOwn(t *testing.T) {
+	ctx := t.Context()
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
+	defer sim.Close()
+	path := filepath.Join(t.TempDir(), "brainwire.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := wiring.New(wiring.Config{
+		Server: server.Config{Keys: server.Keys{key: "load"}, Store: st, KeepAlive: -1},
+		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
+			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phones := httptest.NewUnstartedServer(srv.Handler())
+	phones.Config.Protocols = new(http.Protocols)
+	phones.Config.Protocols.SetHTTP1(true)
+	phones.Config.Protocols.SetUnencryptedHTTP2(true)
+	phones.Start()
+	defer phones.Close()
+	const n = 10
+	for _, h2c := range []bool{false, true} {
+		rep, err := load.Run(ctx, load.Config{Addr: strings.TrimPrefix(phones.URL, "http://"), Key: key, Keyed: true,
+			N: n, Rounds: 2, Ramp: 10 * time.Millisecond, Timeout: 30 * time.Second, Settle: -1, PhonesH2C: h2c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Rounds {
+			if r.ErrorCount() != 0 || r.Outcomes["CLASSIFIED"] != n {
+				t.Fatalf("h2c %v, round %d: errors %v, outcomes %v", h2c, r.Index, r.Errors, r.Outcomes)
+			}
+		}
+	}
+	page, err := st.ListInbox(ctx, "load", brainwire.ListOptions{Limit: brainwire.MaxPageSize})
+	if err != nil || len(page.Items) != 4*n {
+		t.Errorf("%d items filed (%v), want one per capture: %d", len(page.Items), err, 4*n)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var keys int
+	if err := db.QueryRow(`SELECT count(*) FROM idempotency_keys WHERE state = 'done'`).Scan(&keys); err != nil || keys != 4*n {
+		t.Errorf("%d keys settled (%v), want one per capture: %d", keys, err, 4*n)
 	}
 }

@@ -31,6 +31,9 @@ type Config struct {
 	// replica does (the server must accept h2c: BRAINWIRE_H2C); otherwise
 	// each capture has an HTTP/1.1 connection of its own.
 	PhonesH2C bool
+	// Keyed sends each capture with an Idempotency-Key of its own, as
+	// phones that retry do.
+	Keyed bool
 
 	N      int           // captures per round
 	Rounds int           // rounds; the first warms up (1 when 0)
@@ -191,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	dials := &counter{}
-	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, cfg.PhonesH2C, dials)
+	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +432,7 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 				}
 			}
 			streams.inc()
-			captures[i] = ph.capture(ctx, due, cfg.Timeout)
+			captures[i] = ph.capture(ctx, due, cfg.Timeout, fmt.Sprintf("%d-%d", index, i))
 			streams.dec()
 		})
 	}

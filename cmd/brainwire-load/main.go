@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Text, "text", load.DefaultText, "capture text (#long:50: 50 reasoning chunks before the tool call)")
 	fs.StringVar(&cfg.Addr, "addr", "", "drive this running server (host:port) instead of starting one")
 	fs.StringVar(&cfg.Key, "key", "", "API key, with -addr")
+	fs.BoolVar(&cfg.Keyed, "keyed", false, "send each capture with an Idempotency-Key of its own, as phones that retry do")
 	fs.BoolVar(&cfg.PhonesH2C, "phones-h2c", false, "send the captures as streams on a few shared HTTP/2 connections without TLS, as an ingress speaking HTTP/2 to the replica does (the server is started with BRAINWIRE_H2C=true)")
 	fs.IntVar(&cfg.Server, "server-pid", 0, "with -addr: the server's pid, to measure it")
 	fs.StringVar(&stack.Brainwire, "brainwire", "", "the brainwire binary (built from ./cmd/brainwire when empty)")

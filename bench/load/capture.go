@@ -43,11 +43,11 @@ type phone struct {
 	request []byte
 	// keyed, each capture has an Idempotency-Key: keys' prefix, then the
 	// capture's name.
-	keyed string
-	dialer  net.Dialer
-	dials   *counter
-	h2c     *http.Client // nil: a connection per capture
-	url     string       // the capture route's, with h2c
+	keyed  string
+	dialer net.Dialer
+	dials  *counter
+	h2c    *http.Client // nil: a connection per capture
+	url    string       // the capture route's, with h2c
 }
 
 func newPhone(addr, path, key, text string, h2c, keyed bool, dials *counter) (*phone, error) {

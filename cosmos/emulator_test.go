@@ -69,6 +69,7 @@ func TestEmulator(t *testing.T) {
 		{"Conformance", testConformance},
 		{"KeyDocuments", testKeyDocuments},
 		{"FilingRacesATakeover", testFilingRacesATakeover},
+		{"KeyedItemWriteLosesItsAnswer", testKeyedItemWriteLosesItsAnswer},
 		{"CheckSetup", testCheckSetup},
 		{"CheckSetupMissingContainer", testCheckSetupMissingContainer},
 		{"CheckSetupUnreachable", testCheckSetupUnreachable},
@@ -173,6 +174,7 @@ type fault struct {
 	n            int
 	before       func(*http.Request) // runs before the request goes out (or fails)
 	err          error               // fail the request with this instead of sending it
+	lose         error               // send the request, then fail it with this: its answer is lost
 }
 
 func newFaults() *faults { return &faults{} }
@@ -222,6 +224,10 @@ func (f *faults) Do(req *http.Request) (*http.Response, error) {
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, err
+	}
+	if hit != nil && hit.lose != nil {
+		resp.Body.Close()
+		return nil, hit.lose
 	}
 	return npmtest.FixCosmosRead(req, resp)
 }

@@ -3,6 +3,7 @@ package cosmos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -107,5 +108,36 @@ func testFilingRacesATakeover(t *testing.T, e *emulator) {
 	k, _, err := a.readKey(ctx, "alice", "k1")
 	if err != nil || k.State != brainwire.KeyDone || k.Replay == nil || k.Replay.InboxItemID != claim.ItemID || k.Replay.Bucket != brainwire.BucketIdeas {
 		t.Errorf("the key: %+v, %v; want done, replaying the repeat's filing", k, err)
+	}
+}
+
+// A keyed filing whose item write reached the service but whose answer was
+// lost keeps its bucket record: the item is there, filed under the key, and
+// the run tells what it filed. Without a key, nothing says the item is the
+// filing's, and the record goes as before.
+func testKeyedItemWriteLosesItsAnswer(t *testing.T, e *emulator) {
+	ctx := context.Background()
+	f := newFaults()
+	s := e.open(t, storeOptions{faults: f})
+	claim := brainwire.IdempotencyKey{UserID: "alice", Key: "k1", Fingerprint: "fp", Token: "t1", State: brainwire.KeyRunning,
+		At: baseTime, Until: baseTime.Add(time.Minute), ItemID: brainwire.ItemIDOf("alice", "k1", "fp")}
+	if _, ok, err := s.ClaimKey(ctx, claim); err != nil || !ok {
+		t.Fatalf("ClaimKey: %v, %v", ok, err)
+	}
+	f.add(&fault{method: http.MethodPost, path: "/colls/Inbox/docs", lose: errors.New("connection reset by peer")})
+	set := tools.New(tools.Deps{Store: s, AgentName: "Classifier", Now: func() time.Time { return baseTime },
+		NewID: func() string { return "unused" }}, brainwire.Capture{Kind: brainwire.KindText, UserID: "alice", RunID: "run-1", Text: "Plan the garden"})
+	set.FileUnder(claim)
+	res := set.Call(ctx, brainwire.ToolCall{ID: "call_1", Name: brainwire.ToolFileCapture, ThreadID: "thread_up",
+		Arguments: json.RawMessage(`{"text":"Plan the garden","bucket":"Projects","confidence":0.9,"status":"classified"}`)})
+	if res.IsError || res.Filed == nil || res.Filed.ItemID != claim.ItemID || res.Filed.Bucket != brainwire.BucketProjects {
+		t.Fatalf("the filing: %+v (%s), want item %s told as filed", res.Filed, res.Output, claim.ItemID)
+	}
+	item := mustGetItem(t, s, "alice", claim.ItemID)
+	if !recordExists(t, s, "alice", brainwire.BucketProjects, item.FiledRecordID) {
+		t.Errorf("the item's record %s is gone", item.FiledRecordID)
+	}
+	if n := countAll(t, s, "alice"); n["Inbox"] != 1 || n[brainwire.BucketProjects] != 1 {
+		t.Errorf("documents = %v, want the item and its record", n)
 	}
 }

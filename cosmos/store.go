@@ -77,9 +77,33 @@ func (s *Store) fileNew(ctx context.Context, f brainwire.Filing) (brainwire.Inbo
 		return brainwire.InboxItem{}, err
 	}
 	if err := s.create(ctx, s.inbox, f.UserID, toInboxDoc(item), "inbox item "+item.ID, "inbox item"); err != nil {
+		if f.Key != nil && s.filedAfterAll(ctx, item) {
+			// The item is there, filed under the key: the write's answer
+			// was lost (the client sent it again and met it), or another
+			// run of the request wrote it. Its record stays.
+			return brainwire.InboxItem{}, err
+		}
 		return brainwire.InboxItem{}, undo(err)
 	}
 	return normalizeItem(item), nil
+}
+
+// filedAfterAll reports whether want, an item a keyed filing failed to
+// write, is in the store all the same, filed under that key and linked to
+// the record the filing wrote (every run of the request writes the same
+// ids). When it cannot tell, it says so too: a record left alone is
+// cleared by the next run of the request (afterTakeover); a record taken
+// from a filed item is lost for good.
+func (s *Store) filedAfterAll(ctx context.Context, want brainwire.InboxItem) bool {
+	cctx, cancel := s.detached(ctx)
+	defer cancel()
+	d, _, err := s.readItem(cctx, want.UserID, want.ID)
+	if err != nil {
+		return brainwire.ErrorCode(err) != brainwire.ENotFound
+	}
+	got := d.item()
+	return got.FiledUnder != nil && want.FiledUnder != nil && got.FiledUnder.Key == want.FiledUnder.Key &&
+		got.FiledRecordID == want.FiledRecordID && recordOf(d) == recordOf(toInboxDoc(want))
 }
 
 // afterTakeover clears the way for f, a new capture's filing under a key

@@ -15,28 +15,25 @@ import (
 
 // killPoint is a moment of a capture's run at which its replica dies:
 // when the replica sends the agent service (agent) or the store (store)
-// the call that says so.
+// the call that says so, or when the phone has heard its outcome (heard).
 type killPoint struct {
 	name  string
 	agent func(r *http.Request, body []byte) bool
 	store func(r *http.Request, body []byte) bool
+	heard bool
 	// filed says the replica filed the capture before it died: the
 	// phone's repeat replays it, else it runs afresh.
 	filed bool
 }
 
-// responses reports whether r creates a response; with outputs, one that
-// carries the tools' results, which the replica sends once it has filed.
-func responses(r *http.Request, body []byte, outputs bool) bool {
-	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses") &&
-		bytes.Contains(body, []byte(`"function_call_output"`)) == outputs
-}
-
 var (
+	// The capture's first response is asked for: nothing is filed yet.
 	beforeFiling = killPoint{name: "BeforeTheFiling",
-		agent: func(r *http.Request, body []byte) bool { return responses(r, body, false) }}
-	afterFiling = killPoint{name: "AfterTheFiling", filed: true,
-		agent: func(r *http.Request, body []byte) bool { return responses(r, body, true) }}
+		agent: func(r *http.Request, body []byte) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses")
+		}}
+	// The capture is filed and its phone told, the agent's run goes on.
+	afterFiling = killPoint{name: "AfterTheFiling", filed: true, heard: true}
 	// The bucket record is written, the item not yet: Cosmos DB keeps
 	// them in different containers.
 	betweenRecordAndItem = killPoint{name: "BetweenRecordAndItem",
@@ -108,19 +105,18 @@ func killAt(t *testing.T, p killPoint, st store, setStoreHook func(func(*http.Re
 
 	var once sync.Once
 	died := make(chan struct{})
+	kill := func() (fired bool) {
+		once.Do(func() {
+			a.kill()
+			close(died)
+			fired = true
+		})
+		return fired
+	}
 	die := func(at func(*http.Request, []byte) bool) func(*http.Request, []byte) bool {
 		return func(r *http.Request, body []byte) bool {
-			if at == nil || !at(r, body) {
-				return false
-			}
-			fired := false
-			once.Do(func() {
-				a.kill()
-				close(died)
-				fired = true
-			})
 			// The dead replica's call goes no further.
-			return fired
+			return at != nil && at(r, body) && kill()
 		}
 	}
 	agent.setHook(die(p.agent))
@@ -132,6 +128,9 @@ func killAt(t *testing.T, p killPoint, st store, setStoreHook func(func(*http.Re
 	client := &http.Client{}
 	ctx := context.Background()
 	first := send(ctx, client, a.base(), c, 30*time.Second)
+	if p.heard && first.outcome != "" {
+		kill()
+	}
 	select {
 	case <-died:
 	case <-time.After(30 * time.Second):

@@ -258,13 +258,14 @@ func (s *Set) filed(id string, f brainwire.Filing) {
 	s.settled = s.settled || f.Key != nil
 }
 
-// adopt is the filing a run of the same request made of this capture,
-// when f found its item taken (err): a run that held the key before this
-// one filed it and died or stalled before the key said so. This run then
-// tells what that one filed, and files nothing. Nil when err is anything
-// else. Call with s.mu held.
+// adopt is the filing of this capture that f, failing with err, found in
+// the store under the request's key: a run that held the key before this
+// one filed it and died or stalled before the key said so (f found its
+// item taken), or f itself was written and only its answer lost. This run
+// then tells what was filed, and files nothing. Nil when the store holds
+// no such filing. Call with s.mu held.
 func (s *Set) adopt(ctx context.Context, f brainwire.Filing, err error) *brainwire.FileCaptureResult {
-	if f.Key == nil || f.InboxItemID != "" || brainwire.ErrorCode(err) != brainwire.EConflict || errors.Is(err, brainwire.ErrKeyTakenOver) {
+	if f.Key == nil || f.InboxItemID != "" || errors.Is(err, brainwire.ErrKeyTakenOver) {
 		return nil
 	}
 	item, gerr := s.deps.Store.GetInboxItem(ctx, f.UserID, f.NewInboxID)

@@ -56,28 +56,64 @@ func NewLoop(p brainwire.Provider, opts ...Option) *Loop {
 // A failure is yielded once as a zero Event with the error, and ends the
 // sequence; once ctx has ended, the error says so (errors.Is(err,
 // ctx.Err())). However the sequence ends, the run is closed before Run
-// returns: a consumer that stops iterating stops the run upstream.
+// returns (after the failure is yielded): a consumer that stops iterating
+// stops the run upstream.
 func (l *Loop) Run(ctx context.Context, req brainwire.RunRequest, tools brainwire.ToolSet) iter.Seq2[brainwire.AgentEvent, error] {
 	return func(yield func(brainwire.AgentEvent, error) bool) {
 		if tools != nil {
 			req.Tools = tools.Definitions()
 		}
+		// The run is started apart, so that the consumer hears as soon as
+		// ctx ends: a provider may have to see its first request through
+		// past ctx's end (to learn the run it created, so that it can stop
+		// it), which the consumer need not wait for. Run waits for it.
+		starting := l.start(ctx, req)
 		var run brainwire.Run
-		err := l.open(func() (err error) {
-			run, err = l.provider.Start(ctx, req)
-			return err
-		})
+		var err error
+		select {
+		case s := <-starting:
+			run, err, starting = s.run, s.err, nil
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 		if err == nil {
 			err = l.drive(ctx, run, tools, yield)
-			run.Close()
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				err = fmt.Errorf("agent %s stopped: %w", name(run), ctx.Err())
 			}
+			// Told before the run is closed: closing may wait on the
+			// service (a cancel), which the consumer need not.
 			yield(brainwire.AgentEvent{}, err)
 		}
+		if starting != nil {
+			run = (<-starting).run
+		}
+		if run != nil {
+			run.Close()
+		}
 	}
+}
+
+// started is how a run's start went.
+type started struct {
+	run brainwire.Run
+	err error
+}
+
+// start starts the run in the background.
+func (l *Loop) start(ctx context.Context, req brainwire.RunRequest) chan started {
+	ch := make(chan started, 1)
+	go func() {
+		var s started
+		s.err = l.open(func() (err error) {
+			s.run, err = l.provider.Start(ctx, req)
+			return err
+		})
+		ch <- s
+	}()
+	return ch
 }
 
 // drive reads run's responses and runs the tools they ask for until the

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,8 +102,9 @@ func trackedProvider(t *testing.T, srv *foundrytest.Server, opts ...foundry.Prov
 }
 
 type runResult struct {
-	evs []brainwire.AgentEvent
-	err error
+	evs   []brainwire.AgentEvent
+	err   error
+	errAt time.Time // when err was yielded
 }
 
 // runAsync runs p in the background; the channel gets what it yielded
@@ -115,7 +115,7 @@ func runAsync(ctx context.Context, p *foundry.Provider, req brainwire.RunRequest
 		var res runResult
 		for ev, err := range runAgent(ctx, p, req, tools) {
 			if err != nil {
-				res.err = err
+				res.err, res.errAt = err, time.Now()
 				continue
 			}
 			res.evs = append(res.evs, ev)
@@ -201,9 +201,9 @@ func abandonedRuns(r foundrytest.Run, rest ...foundrytest.Event) []abandonedRun 
 }
 
 // A capture that goes away after the request creating its run was sent,
-// before the stream named the run, still gets the run cancelled: the
-// stream is read on until the run's id comes, and nothing read then is
-// yielded.
+// before the stream named the run, is told so at once, and still gets
+// the run cancelled: as the run is closed, the stream is read on until
+// the run's id comes, and nothing read then is yielded.
 func TestRunAbandonedBeforeTheRunIsNamed(t *testing.T) {
 	const cancelTimeout = 5 * time.Second
 	r := foundrytest.NewRun("thread_1", "run_1")
@@ -220,6 +220,7 @@ func TestRunAbandonedBeforeTheRunIsNamed(t *testing.T) {
 				t.Fatal("the client hung up on the request creating the run")
 			case <-time.After(100 * time.Millisecond):
 			}
+			opened := time.Now()
 			g.Open()
 			res := await(t, done, "Run to return")
 			if took := time.Since(gone); took >= cancelTimeout {
@@ -229,8 +230,8 @@ func TestRunAbandonedBeforeTheRunIsNamed(t *testing.T) {
 			if len(res.evs) != 0 {
 				t.Errorf("yielded %s to a consumer gone", kinds(res.evs))
 			}
-			if !errors.Is(res.err, context.Canceled) || !strings.Contains(res.err.Error(), "run_1") {
-				t.Errorf("error %v", res.err)
+			if !errors.Is(res.err, context.Canceled) || !res.errAt.Before(opened) {
+				t.Errorf("error %v, yielded %v after the capture went away, %v before the stream went on", res.err, res.errAt.Sub(gone), opened.Sub(res.errAt))
 			}
 			cancels := srv.Cancels()
 			if len(cancels) != 1 || cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {

@@ -161,6 +161,8 @@ type run struct {
 	// (waiting), the request outlives ctx.
 	pending *linger.Linger
 	waiting bool
+	// reading is a read of the stream left going when ctx ended first.
+	reading chan streamRead
 
 	threadID string
 	runID    string
@@ -172,44 +174,79 @@ type run struct {
 // closed there; once the run is terminal or waiting for tool outputs, a
 // connection that breaks before done loses nothing.
 //
-// Once ctx has ended, a stream that creates the run is read on, without
-// returning events, only until it names the run, so that the run can be
-// cancelled; Next then returns ctx's error.
+// Once ctx has ended, Next returns its error at once, also while a stream
+// that creates the run has not named it yet: Close then reads on, for the
+// cancel timeout at most, to name the run and cancel it.
 func (r *run) Next() (brainwire.AgentEvent, error) {
-	for {
-		ev, err := r.stream.Next()
-		if err != nil {
-			return brainwire.AgentEvent{}, r.end(err)
+	ev, err := r.read(r.ctx.Done())
+	if err != nil {
+		if r.waiting && r.ctx.Err() != nil {
+			return brainwire.AgentEvent{}, r.ctx.Err()
 		}
-		if ev.ThreadID != "" {
-			r.threadID = ev.ThreadID
-		}
-		if ev.RunID != "" {
-			r.runID = ev.RunID
-		}
-		if ev.Kind == brainwire.AgentRunStatus {
-			r.status = ev.Status
-		}
-		if r.waiting {
-			if r.runID != "" && r.threadID != "" {
-				// Named: from now on the request ends with ctx.
-				r.waiting = false
-				r.pending.Unhold()
-			}
-			if r.ctx.Err() != nil {
-				if r.waiting {
-					continue // nobody to tell
-				}
-				// The decoder has read the whole run object: a run that
-				// is already over (its status event not yet returned)
-				// needs no cancel.
-				r.status = r.stream.Status()
-				r.closeStream()
-				return brainwire.AgentEvent{}, r.ctx.Err()
-			}
-		}
-		return ev, nil
+		return brainwire.AgentEvent{}, r.end(err)
 	}
+	if r.waiting && r.runID != "" && r.threadID != "" {
+		// Named: from now on the request ends with ctx.
+		r.waiting = false
+		r.pending.Unhold()
+	}
+	if err := r.ctx.Err(); err != nil && r.pending != nil {
+		// The decoder has read the whole run object: a run that is
+		// already over (its status event not yet returned) needs no
+		// cancel.
+		r.status = r.stream.Status()
+		r.closeStream()
+		return brainwire.AgentEvent{}, err
+	}
+	return ev, nil
+}
+
+// read returns the stream's next event, noting the run's ids and state.
+// While the stream has not named the run, its request outlives ctx (it
+// lingers), so its read is waited for only until done: a read left going
+// is the next read's.
+func (r *run) read(done <-chan struct{}) (brainwire.AgentEvent, error) {
+	var ev brainwire.AgentEvent
+	var err error
+	if !r.waiting {
+		ev, err = r.stream.Next()
+	} else {
+		if r.reading == nil {
+			ch := make(chan streamRead, 1)
+			s := r.stream
+			go func() {
+				ev, err := s.Next()
+				ch <- streamRead{ev, err}
+			}()
+			r.reading = ch
+		}
+		select {
+		case got := <-r.reading:
+			r.reading = nil
+			ev, err = got.ev, got.err
+		case <-done:
+			return brainwire.AgentEvent{}, r.ctx.Err()
+		}
+	}
+	if err != nil {
+		return ev, err
+	}
+	if ev.ThreadID != "" {
+		r.threadID = ev.ThreadID
+	}
+	if ev.RunID != "" {
+		r.runID = ev.RunID
+	}
+	if ev.Kind == brainwire.AgentRunStatus {
+		r.status = ev.Status
+	}
+	return ev, nil
+}
+
+// streamRead is one read of a stream, made apart from its reader.
+type streamRead struct {
+	ev  brainwire.AgentEvent
+	err error
 }
 
 // end closes the stream that ended in err and says why.
@@ -247,10 +284,23 @@ func (r *run) Continue(results []brainwire.ToolResult) error {
 }
 
 // Close closes the open stream, and cancels the run if it is known and
-// still going. The cancel call has its own short deadline, so that it
-// also works when ctx is already done, and its failures are ignored: the
-// run expires upstream anyway.
+// still going. A stream that creates the run and has not named it yet is
+// read on first, while its request lingers (the cancel timeout after ctx
+// ended), so that the run can be named and cancelled. The cancel call has
+// its own short deadline, so that it also works when ctx is already done,
+// and its failures are ignored: the run expires upstream anyway.
 func (r *run) Close() {
+	for r.waiting && r.stream != nil && (r.runID == "" || r.threadID == "") {
+		// Each read ends by the request's lingering context at the latest.
+		if _, err := r.read(nil); err != nil {
+			break
+		}
+	}
+	if r.waiting && r.stream != nil {
+		// The decoder has read the whole run object: a run that is
+		// already over needs no cancel.
+		r.status = r.stream.Status()
+	}
 	r.closeStream()
 	if r.runID == "" || r.threadID == "" || r.status.Terminal() || r.status == brainwire.RunCancelling {
 		return

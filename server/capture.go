@@ -256,6 +256,9 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 			if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 				runErr = fmt.Errorf("run timed out after %s: %w", s.cfg.RunTimeout, context.DeadlineExceeded)
 			}
+			// The client hears it now, not once the run is closed
+			// upstream (a cancel call of its own).
+			p.emit(p.adapter.Finish(runErr, p.events[:0]))
 			break
 		}
 		obs.ProviderEvent(ev)

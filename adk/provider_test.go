@@ -279,6 +279,14 @@ func TestRunFaults(t *testing.T) {
 			wantDetail: "it answered 502 Bad Gateway",
 		},
 		{
+			name: "an error frame that says nothing",
+			script: []adktest.Call{sessionCreated(), adktest.Expect("POST /run_sse", adktest.Stream(cut.Partials()[0],
+				adktest.Frame{Data: `{"error":{"upstream":"10.0.0.7"}}`}))},
+			wantLast:   `text_chunk [e-1] "one"`,
+			wantErr:    `decoding event {"error":{"upstream":"10.0.0.7"}}`,
+			wantDetail: "the agent server sent an event brainwire cannot read",
+		},
+		{
 			name:       "a proxy answers with a page",
 			script:     []adktest.Call{sessionCreated(), adktest.Expect("POST /run_sse", adktest.Raw(200, "text/html", "<html>Sign in</html>"))},
 			wantErr:    "expected an event stream, got text/html: <html>Sign in</html>",

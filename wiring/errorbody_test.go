@@ -12,8 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adktest"
+	"github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/internal/scripttest"
 	"github.com/brainwire/brainwire/internal/syncbuf"
+	rt "github.com/brainwire/brainwire/responses/responsestest"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
 	"github.com/brainwire/brainwire/wiring"
@@ -152,6 +155,37 @@ func TestAGatewayPageStaysOffThePhone(t *testing.T) {
 					}
 				})
 			}
+		})
+	}
+}
+
+// TestAnErrorEventOfAGatewayStaysOffThePhone: an error event in the
+// service's stream whose data is not the service's JSON error (a gateway's
+// page) is not the service's words: the phone gets a fixed sentence, the
+// log and the capture's span the page.
+func TestAnErrorEventOfAGatewayStaysOffThePhone(t *testing.T) {
+	page := gatewayPage(http.StatusBadGateway)
+	conv := rt.InConversation("conv_1")
+	run := foundrytest.NewRun("thread_1", "run_1")
+	scripts := map[string][]scripttest.Call{
+		"responses": {
+			rt.Expect("POST /conversations", rt.JSON(200, `{"id":"conv_1","object":"conversation","created_at":1741290958,"metadata":{}}`)),
+			rt.Expect("POST /responses", rt.Stream(append(rt.NewTurn("resp_1", conv).Reasoning("rs_1", "It names ").Events(),
+				rt.Event{Name: "error", Data: page})...)),
+		},
+		"classic": {
+			foundrytest.Expect("POST /threads/runs", foundrytest.Stream(run.ThreadCreated(), run.Created(), run.InProgress(),
+				foundrytest.Event{Name: "error", Data: page})),
+		},
+		"adk": {
+			adktest.Expect("POST /apps/{app}/users/{user}/sessions", adktest.JSON(200, adktest.Session("s-1", "classifier", "alice"))),
+			adktest.Expect("POST /run_sse", adktest.Stream(adktest.Frame{Data: page})),
+		},
+	}
+	for _, u := range upstreams() {
+		t.Run(u.name, func(t *testing.T) {
+			agent, _ := u.serve(t, scripts[u.name])
+			observe(t, agent).capture(t, "")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package adk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,31 +9,40 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire/internal/agenterr"
+	"github.com/brainwire/brainwire/internal/azerror"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // maxErrorBody bounds how much of an unexpected answer is read.
 const maxErrorBody = 64 << 10
 
-// maxErrorText bounds the text kept from a body or frame that is not the
-// expected JSON.
+// maxErrorText bounds the server's own message kept from an error body or
+// frame.
 const maxErrorText = agenterr.MaxText
 
 // APIError is a non-2xx answer of the API server, as every provider
-// reports one: Message holds the server's detail. It carries the
-// brainwire code EUpstream: errors.As(err, new(*brainwire.Error))
-// succeeds on it.
+// reports one: Message holds the server's own words, Body an answer that
+// held none. It carries the brainwire code EUpstream:
+// errors.As(err, new(*brainwire.Error)) succeeds on it.
 type APIError = agenterr.APIError
 
-// readAPIError builds the APIError of a non-2xx response. FastAPI answers
-// {"detail": "<message>"}, or for a body that fails validation (422)
-// {"detail": [{"loc": [...], "msg": "...", ...}]}; anything else (a
-// proxy's page) is kept as the start of its text.
+// readAPIError builds the APIError of a non-2xx response. The Python API
+// server (FastAPI) answers {"detail": "<message>"}, or for a body that
+// fails validation (422) {"detail": [{"loc": [...], "msg": "...", ...}]};
+// the TypeScript one {"error": "<message>"}; a gateway in front may answer
+// a JSON error of its own ({"error": {"message": ...}}). Those are the
+// service's words. Anything else (a proxy's page) is kept as Body, for the
+// log only.
 func readAPIError(resp *http.Response) *APIError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &APIError{Service: "adk", StatusCode: resp.StatusCode, Message: detailText(raw)}
+	e := &APIError{Service: "adk", StatusCode: resp.StatusCode, Message: detailText(raw)}
+	if e.Message == "" {
+		e.Body = agenterr.BodyText(raw)
+	}
+	return e
 }
 
+// detailText is the message of an error body, or "" when it holds none.
 func detailText(raw []byte) string {
 	var body struct {
 		Detail json.RawMessage `json:"detail"`
@@ -58,7 +68,7 @@ func detailText(raw []byte) string {
 			return textcut.Ellipsis(strings.Join(msgs, "; "), maxErrorText)
 		}
 	}
-	return agenterr.BodyText(raw)
+	return textcut.Ellipsis(azerror.Read(bytes.NewReader(raw)).Message, maxErrorText)
 }
 
 // upstreamError marks a failure of the agent server with the brainwire

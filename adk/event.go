@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
@@ -207,32 +208,37 @@ func decodeJSON(data []byte) (Event, error) {
 		ev.SkipSummarization = w.Actions.SkipSummarization
 	}
 	if len(w.Error) > 0 && string(w.Error) != "null" {
-		ev.Err = &StreamError{Message: errorText(w.Error)}
+		msg, ok := errorText(w.Error)
+		ev.Err = &StreamError{Message: msg}
 		if d := w.ErrorDetails; d != nil {
 			ev.Err.Type = d.ErrorType
 			if d.ErrorMessage != "" {
-				ev.Err.Message = d.ErrorMessage
+				ev.Err.Message, ok = d.ErrorMessage, true
 			}
+		}
+		if !ok {
+			// Not the server's words: a frame brainwire cannot read.
+			return Event{}, errors.New("its error is neither a message nor an object with one")
 		}
 	}
 	return ev, nil
 }
 
 // errorText reads the "error" member: a string (what ADK sends), or an
-// object with a message (what a proxy in between might send), or else
-// the JSON itself.
-func errorText(raw json.RawMessage) string {
+// object with a message (what a proxy in between might send); ok is false
+// for anything else.
+func errorText(raw json.RawMessage) (msg string, ok bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s
+		return s, true
 	}
 	var obj struct {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
-		return obj.Message
+		return obj.Message, true
 	}
-	return textcut.Ellipsis(string(raw), maxErrorText)
+	return "", false
 }
 
 // legacyErrorPrefix starts the error frame of API servers before 1.23,
@@ -264,7 +270,7 @@ func decodePayload(data []byte) (Event, error) {
 	if se, ok := legacyError(data); ok {
 		return Event{Err: se}, nil
 	}
-	return Event{}, &malformedError{payload: textcut.Ellipsis(strings.ToValidUTF8(string(data), "\uFFFD"), 120), err: err}
+	return Event{}, &malformedError{payload: agenterr.BodyText(data), err: err}
 }
 
 // malformedError is a payload that is neither an event nor an error frame.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 )
 
 // ProviderName is what Provider.Name returns: the GenAI semantic
@@ -55,16 +56,18 @@ func (p *Provider) Name() string { return ProviderName }
 func (p *Provider) App() string { return p.app }
 
 // Ping checks that the server answers and serves the app, for health
-// checks (GET /list-apps): an app it does not list reads as ENotFound.
+// checks (GET /list-apps): an app it does not list, or a 404 to the list,
+// reads as ENotFound.
 func (p *Provider) Ping(ctx context.Context) error {
+	notServed := fmt.Sprintf("the agent server does not serve the app %s", p.app)
 	apps, err := p.client.ListApps(ctx)
 	if err != nil {
-		return err
+		return agenterr.NotFound(err, notServed)
 	}
 	if !slices.Contains(apps, p.app) {
 		return &upstreamError{
 			Code: brainwire.ENotFound,
-			Msg:  fmt.Sprintf("the agent server does not serve the app %s", p.app),
+			Msg:  notServed,
 			Err:  fmt.Errorf("the ADK API server lists %q, not %s", apps, p.app),
 		}
 	}

@@ -3,6 +3,7 @@ package foundry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,7 +79,8 @@ func TestClientStreamWantsEventStream(t *testing.T) {
 }
 
 func TestAPIErrorBodies(t *testing.T) {
-	long := strings.Repeat("é", 400) // 800 bytes, cut on a rune boundary
+	long := strings.Repeat("é", 2100) // 4200 bytes, cut on a rune boundary
+	longMessage := strings.Repeat("é", 300)
 	tests := []struct {
 		name string
 		resp foundrytest.Response
@@ -89,8 +91,12 @@ func TestAPIErrorBodies(t *testing.T) {
 		{"nulls and numbers", foundrytest.JSON(400, `{"error":{"message":"Bad","type":null,"param":null,"code":400}}`),
 			foundry.APIError{Service: "foundry", StatusCode: 400, Message: "Bad", Code: "400"}},
 		{"error string", foundrytest.JSON(403, `{"error":"Forbidden"}`), foundry.APIError{Service: "foundry", StatusCode: 403, Message: "Forbidden"}},
+		{"long message", foundrytest.JSON(400, `{"error":{"message":"`+longMessage+`"}}`),
+			foundry.APIError{Service: "foundry", StatusCode: 400, Message: longMessage[:512] + "…"}},
+		{"no message", foundrytest.JSON(500, `{"error":{"code":"server_error"}}`),
+			foundry.APIError{Service: "foundry", StatusCode: 500, Code: "server_error", Body: `{"error":{"code":"server_error"}}`}},
 		{"empty", foundrytest.Raw(503, "text/plain", ""), foundry.APIError{Service: "foundry", StatusCode: 503}},
-		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{Service: "foundry", StatusCode: 500, Message: long[:512] + "…"}},
+		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{Service: "foundry", StatusCode: 500, Body: long[:4096] + "…"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,9 +115,18 @@ func TestAPIErrorBodies(t *testing.T) {
 			if tt.want.StatusCode == http.StatusForbidden {
 				code = brainwire.EUpstreamAuth
 			}
+			// People get the service's own message, or only the status:
+			// never the body.
+			msg := tt.want.Message
+			if msg == "" {
+				msg = fmt.Sprintf("it answered %d %s", tt.want.StatusCode, http.StatusText(tt.want.StatusCode))
+			}
+			if code == brainwire.EUpstreamAuth {
+				msg = "brainwire could not sign in to the agent service"
+			}
 			var be *brainwire.Error
-			if !errors.As(err, &be) || be.Code != code || be.Message == "" {
-				t.Fatalf("brainwire error %+v", be)
+			if !errors.As(err, &be) || be.Code != code || be.Message != msg {
+				t.Fatalf("brainwire error %+v, want %s %q", be, code, msg)
 			}
 			if !strings.Contains(err.Error(), "getting run r") {
 				t.Fatalf("error %q", err)

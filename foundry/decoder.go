@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/jsonscan"
 	"github.com/brainwire/brainwire/sse"
 )
@@ -22,7 +23,8 @@ import (
 // preceded by AgentUsage (usage is taken from the run only, never from
 // steps, so it is never counted twice); every non-empty text value of a
 // thread.message.delta becomes an AgentTextChunk; the error event becomes
-// AgentError. Step events and unknown events are skipped.
+// AgentError, or when it is not the service's JSON error, the stream's
+// failure. Step events and unknown events are skipped.
 type Decoder struct {
 	sr       *sse.Reader
 	threadID string
@@ -122,8 +124,12 @@ func (d *Decoder) Next() (brainwire.AgentEvent, error) {
 			}
 		case "error":
 			d.sawError = true
+			code, message, ok := errorPayload(sev.Data)
+			if !ok {
+				return d.fail(unreadableError(sev.Data))
+			}
 			ev := d.event(brainwire.AgentError)
-			ev.ErrorCode, ev.ErrorMessage = errorPayload(sev.Data)
+			ev.ErrorCode, ev.ErrorMessage = code, message
 			return ev, nil
 		case "done":
 			d.err = io.EOF
@@ -222,27 +228,34 @@ func (d *Decoder) run(name, data []byte) (brainwire.AgentEvent, error) {
 }
 
 // errorPayload reads the error event, whose payload has no published
-// schema: JSON with a message (top-level or under "error") if present,
-// else the raw text.
-func errorPayload(data []byte) (code, message string) {
+// schema: JSON with a message or a code (top-level or under "error"), the
+// service's words; ok is false for anything else (a gateway's page, plain
+// text), which is no message for people.
+func errorPayload(data []byte) (code, message string, ok bool) {
 	var v map[string]any
-	if json.Unmarshal(data, &v) == nil {
-		if inner, ok := v["error"].(map[string]any); ok {
-			code, message = scalar(inner["code"]), scalar(inner["message"])
-		} else if s, ok := v["error"].(string); ok {
-			message = s
-		}
-		if message == "" {
-			message = scalar(v["message"])
-		}
-		if code == "" {
-			code = scalar(v["code"])
-		}
-		if message != "" {
-			return code, message
-		}
+	if json.Unmarshal(data, &v) != nil {
+		return "", "", false
 	}
-	return code, strings.TrimSpace(string(data))
+	if inner, ok := v["error"].(map[string]any); ok {
+		code, message = scalar(inner["code"]), scalar(inner["message"])
+	} else if s, ok := v["error"].(string); ok {
+		message = s
+	}
+	if message == "" {
+		message = scalar(v["message"])
+	}
+	if code == "" {
+		code = scalar(v["code"])
+	}
+	return code, message, code != "" || message != ""
+}
+
+// unreadableError is the failure of a stream whose error event is not the
+// service's JSON error: people are told that much, and the payload is kept
+// in the error, for the log and telemetry.
+func unreadableError(data []byte) error {
+	return &upstreamError{Msg: "the agent service reported an error brainwire cannot read",
+		Err: fmt.Errorf("error event: %s", agenterr.BodyText(data))}
 }
 
 func scalar(v any) string {

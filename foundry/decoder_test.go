@@ -304,14 +304,15 @@ func TestDecoder(t *testing.T) {
 			},
 		},
 		{
-			name:  "error event with text",
-			input: stream(foundrytest.ErrorEvent(`Internal server error`), foundrytest.Done()),
-			kinds: "error",
-			check: func(t *testing.T, evs []brainwire.AgentEvent) {
-				if evs[0].ErrorMessage != "Internal server error" {
-					t.Errorf("error event %+v", evs[0])
-				}
-			},
+			name:   "error event with text",
+			input:  stream(r.InProgress(), foundrytest.ErrorEvent(`Internal server error at 10.0.0.7`), foundrytest.Done()),
+			kinds:  "run_status:in_progress",
+			errHas: "error event: Internal server error at 10.0.0.7",
+		},
+		{
+			name:   "error event with JSON that says nothing",
+			input:  stream(foundrytest.ErrorEvent(`{"upstream":"10.0.0.7"}`), foundrytest.Done()),
+			errHas: `error event: {"upstream":"10.0.0.7"}`,
 		},
 		{
 			name:  "events after done are not read",

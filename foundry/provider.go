@@ -261,6 +261,9 @@ func (r *run) end(err error) error {
 		return r.ctx.Err()
 	case err == io.EOF, r.status.Terminal(), r.status == brainwire.RunRequiresAction:
 		return io.EOF
+	case errors.As(err, new(*upstreamError)):
+		// The decoder has said what people are told.
+		return fmt.Errorf("reading events of run %s: %w", runID, err)
 	}
 	return &upstreamError{
 		Msg: "the agent service's event stream broke off",

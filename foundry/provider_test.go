@@ -351,7 +351,7 @@ func TestRunAPIErrors(t *testing.T) {
 		{
 			name: "not json",
 			resp: foundrytest.Raw(http.StatusBadGateway, "text/html", "<html>Bad gateway</html>"),
-			want: foundry.APIError{Service: "foundry", StatusCode: 502, Message: "<html>Bad gateway</html>"},
+			want: foundry.APIError{Service: "foundry", StatusCode: 502, Body: "<html>Bad gateway</html>"},
 		},
 		{
 			name: "top-level message",
@@ -372,12 +372,17 @@ func TestRunAPIErrors(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", *apiErr, tt.want)
 			}
 			// A refused credential is brainwire's failure to sign in,
-			// told as such; the service's words stay in the error.
+			// told as such; a body that is not the service's JSON error
+			// is told only by its status. The service's words, or the
+			// body, stay in the error.
 			code, msg := brainwire.EUpstream, tt.want.Message
-			if tt.want.StatusCode == http.StatusUnauthorized {
+			switch {
+			case tt.want.StatusCode == http.StatusUnauthorized:
 				code, msg = brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"
+			case msg == "":
+				msg = "it answered 502 Bad Gateway"
 			}
-			if brainwire.ErrorCode(err) != code || brainwire.ErrorMessage(err) != msg || !strings.Contains(err.Error(), tt.want.Message) {
+			if brainwire.ErrorCode(err) != code || brainwire.ErrorMessage(err) != msg || !strings.Contains(err.Error(), tt.want.Message+tt.want.Body) {
 				t.Fatalf("brainwire code %q message %q", brainwire.ErrorCode(err), brainwire.ErrorMessage(err))
 			}
 			if len(srv.Cancels()) != 0 {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -31,7 +31,8 @@ import (
 //     reported) and AgentRunStatus failed or incomplete with the error or
 //     the reason;
 //   - the error event (type "error", or a payload with a top-level
-//     "error") becomes AgentError.
+//     "error") becomes AgentError, or when it is not the service's JSON
+//     error, the stream's failure.
 //
 // Events are dispatched on their event: name, or on data.type when the
 // frame has no name. Unknown types are skipped. Every event carries the
@@ -143,8 +144,12 @@ func (d *Decoder) Next() (brainwire.AgentEvent, error) {
 			}
 		case eventError:
 			d.sawError, d.terminal = true, true
+			code, message, ok := errorPayload(sev.Data)
+			if !ok {
+				return d.fail(unreadableError(sev.Data))
+			}
 			ev := d.event(brainwire.AgentError)
-			ev.ErrorCode, ev.ErrorMessage = errorPayload(sev.Data)
+			ev.ErrorCode, ev.ErrorMessage = code, message
 			d.queue = append(d.queue, ev)
 		}
 		if len(d.queue) > 0 {
@@ -297,32 +302,39 @@ func (d *Decoder) call(it OutputItem) {
 }
 
 // errorPayload reads an error event: the API's flat {"code","message"}, or
-// an {"error":{...}} or {"error":"..."} as proxies and older servers send;
-// else the raw text.
-func errorPayload(data []byte) (code, message string) {
+// an {"error":{...}} or {"error":"..."} as proxies and older servers send,
+// the service's words; ok is false for anything else (a gateway's page,
+// plain text, JSON with neither), which is no message for people.
+func errorPayload(data []byte) (code, message string, ok bool) {
 	var v struct {
 		Code    lenientString   `json:"code"`
 		Message lenientString   `json:"message"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(data, &v) == nil {
-		code, message = string(v.Code), string(v.Message)
-		var inner struct {
-			Code    lenientString `json:"code"`
-			Message lenientString `json:"message"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(v.Error, &inner) == nil:
-			code, message = orDefault(string(inner.Code), code), orDefault(string(inner.Message), message)
-		case json.Unmarshal(v.Error, &s) == nil:
-			message = orDefault(s, message)
-		}
-		if message != "" {
-			return code, message
-		}
+	if json.Unmarshal(data, &v) != nil {
+		return "", "", false
 	}
-	return code, strings.TrimSpace(string(data))
+	code, message = string(v.Code), string(v.Message)
+	var inner struct {
+		Code    lenientString `json:"code"`
+		Message lenientString `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(v.Error, &inner) == nil:
+		code, message = orDefault(string(inner.Code), code), orDefault(string(inner.Message), message)
+	case json.Unmarshal(v.Error, &s) == nil:
+		message = orDefault(s, message)
+	}
+	return code, message, code != "" || message != ""
+}
+
+// unreadableError is the failure of a stream whose error event is not the
+// service's JSON error: people are told that much, and the payload is kept
+// in the error, for the log and telemetry.
+func unreadableError(data []byte) error {
+	return &upstreamError{Msg: "the agent service reported an error brainwire cannot read",
+		Err: fmt.Errorf("error event: %s", agenterr.BodyText(data))}
 }
 
 func orDefault(s, def string) string {

@@ -249,6 +249,18 @@ error (rate_limit_exceeded: Slow down.) [ resp_1]
 			err:  "decoding response.output_text.delta event",
 		},
 		{
+			name: "an error event with a gateway's page",
+			body: "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n" +
+				"event: error\ndata: <html><body>502 Bad Gateway: 10.0.0.7</body></html>\n\n",
+			want: "run_status in_progress [ r]\n",
+			err:  "error event: <html><body>502 Bad Gateway: 10.0.0.7</body></html>",
+		},
+		{
+			name: "an error event whose JSON says nothing",
+			body: "event: error\ndata: {\"type\":\"error\",\"upstream\":\"10.0.0.7\"}\n\n",
+			err:  `error event: {"type":"error","upstream":"10.0.0.7"}`,
+		},
+		{
 			name: "a malformed response object",
 			body: "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":7}}\n\n",
 			err:  "decoding response.completed event",

@@ -243,6 +243,10 @@ func (r *run) Next() (brainwire.AgentEvent, error) {
 		if err == io.EOF {
 			return brainwire.AgentEvent{}, io.EOF
 		}
+		if errors.As(err, new(*upstreamError)) {
+			// The decoder has said what people are told.
+			return brainwire.AgentEvent{}, fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err)
+		}
 		return brainwire.AgentEvent{}, &upstreamError{
 			Msg: "the agent service's event stream broke off",
 			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),

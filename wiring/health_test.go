@@ -210,6 +210,31 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 	}
 }
 
+// TestHealthADKWithoutListApps: an ADK API server that answers /list-apps
+// with 404 does not know the app, as the README's not_found says, whether
+// the 404 is FastAPI's (a Python server at another path) or Express's page
+// (the TypeScript one).
+func TestHealthADKWithoutListApps(t *testing.T) {
+	var adk healthMode
+	for _, m := range healthModes() {
+		if m.name == "ADK app" {
+			adk = m
+		}
+	}
+	for name, answer := range map[string]scripttest.Response{
+		"FastAPI": adktest.Detail(http.StatusNotFound, "Not Found"),
+		"Express": adktest.Raw(http.StatusNotFound, "text/html; charset=utf-8",
+			"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot GET /list-apps</pre>\n</body>\n</html>\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, rep := getHealth(t, adk.open(t, []scripttest.Response{answer}, false, nil))
+			if a := rep.Backends.Agent; status != http.StatusServiceUnavailable || a.Failed != "not_found" {
+				t.Fatalf("health %d %+v, want 503 with the agent failed: not_found", status, rep)
+			}
+		})
+	}
+}
+
 // opNames records the operation each call to the agent service is named
 // by on its context.
 type opNames struct {

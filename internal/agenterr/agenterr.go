@@ -17,8 +17,12 @@ import (
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
-// MaxText bounds the text kept from a body that is not the expected JSON.
+// MaxText bounds the service's own message kept from its JSON error.
 const MaxText = 512
+
+// MaxBody bounds the text kept from an answer that held no message of the
+// service's (a gateway's page, plain text), for the log and telemetry.
+const MaxBody = 4 << 10
 
 // Error is a failure of the agent service (a broken or malformed stream,
 // a run that cannot go on): Msg is for people, Err the cause.
@@ -72,15 +76,24 @@ func NotFound(err error, msg string) error {
 // service, whose bodies are {"error":{"message","type","param","code"}}
 // (ReadAPIError), or an ADK API server, whose detail is the Message. It
 // carries the brainwire code EUpstream (EUpstreamAuth for 401 and 403):
-// errors.As(err, new(*brainwire.Error)) succeeds on it.
+// errors.As(err, new(*brainwire.Error)) succeeds on it, with the service's
+// own message, or only the status when it gave none.
 type APIError struct {
 	// Service names the client in Error ("foundry", "responses", "adk").
 	Service    string
 	StatusCode int
 	Code       string
-	Message    string
-	Type       string
-	Param      string
+	// Message is the service's own words, from its JSON error; "" when
+	// the answer held none.
+	Message string
+	Type    string
+	Param   string
+	// Body is the start of an answer that held no message of the
+	// service's (a gateway's HTML page, plain text), at most MaxBody
+	// bytes. It is in Error, for the log and telemetry, and never in what
+	// people are told: a gateway's page may name internal hosts and
+	// addresses.
+	Body string
 }
 
 func (e *APIError) Error() string {
@@ -93,8 +106,11 @@ func (e *APIError) Error() string {
 	if e.Code != "" {
 		b.WriteString(" (" + e.Code + ")")
 	}
-	if e.Message != "" {
+	switch {
+	case e.Message != "":
 		b.WriteString(": " + e.Message)
+	case e.Body != "":
+		b.WriteString(": " + e.Body)
 	}
 	return b.String()
 }
@@ -112,25 +128,26 @@ func (e *APIError) As(target any) bool {
 	}
 	msg := e.Message
 	if msg == "" {
-		msg = fmt.Sprintf("the agent service answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+		msg = strings.TrimSpace(fmt.Sprintf("it answered %d %s", e.StatusCode, http.StatusText(e.StatusCode)))
 	}
 	*t = &brainwire.Error{Code: brainwire.EUpstream, Message: msg}
 	return true
 }
 
 // ReadAPIError builds the APIError of service's non-2xx response from its
-// body, falling back to the raw body.
+// body: the message of its JSON error, or else the body itself as Body.
 func ReadAPIError(service string, resp *http.Response) *APIError {
 	a := azerror.Read(resp.Body)
-	e := &APIError{Service: service, StatusCode: resp.StatusCode, Message: a.Message, Type: a.Type, Param: a.Param, Code: a.Code}
-	if e.Message == "" && e.Code == "" {
-		e.Message = BodyText(a.Raw)
+	e := &APIError{Service: service, StatusCode: resp.StatusCode, Message: textcut.Ellipsis(a.Message, MaxText),
+		Type: a.Type, Param: a.Param, Code: a.Code}
+	if e.Message == "" {
+		e.Body = BodyText(a.Raw)
 	}
 	return e
 }
 
-// BodyText is the start of a body that is not the expected JSON, as a
-// message.
+// BodyText is the start of a body or event that is not the service's JSON
+// error, for the log and telemetry: at most MaxBody bytes, valid UTF-8.
 func BodyText(b []byte) string {
-	return textcut.Ellipsis(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), MaxText)
+	return textcut.Ellipsis(strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"), MaxBody)
 }

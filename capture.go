@@ -251,6 +251,9 @@ type CaptureEvent struct {
 	// Code is the Error's code for clients, one of a closed set every
 	// protocol sends alike (adapter.ErrorCode); ErrorType is telemetry's.
 	Code string
+	// RetryAfter is how long a busy service asked to wait (Error with
+	// code busy), when it said.
+	RetryAfter time.Duration
 	// ThreadID and RunID are the capture's ids (Outcome, Complete).
 	ThreadID string
 	RunID    string
@@ -274,4 +277,10 @@ type ReasoningChunk struct {
 	// AfterOutcome is set on text that came once the outcome was sent:
 	// what the agent says to the person about it, not how it got there.
 	AfterOutcome bool
+}
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up, as clients
+// are told it; 0 when the service did not say.
+func (ev *CaptureEvent) RetryAfterSeconds() int64 {
+	return int64((ev.RetryAfter + time.Second - 1) / time.Second)
 }

@@ -3,6 +3,7 @@ package brainwire
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Application error codes. The HTTP layer maps them to statuses in one place.
@@ -15,6 +16,7 @@ const (
 	EUpstream     = "upstream"      // the agent service failed or answered badly
 	EUpstreamAuth = "upstream_auth" // brainwire's own credential for the agent service is missing or refused
 	EUnavailable  = "unavailable"   // a backend is not configured or not reachable
+	EBusy         = "busy"          // a service asked brainwire to come back later (429), its retries spent
 	EInternal     = "internal"      // anything else
 )
 
@@ -22,6 +24,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter is how long the service asked callers to wait (EBusy),
+	// when it said.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("brainwire: %s: %s", e.Code, e.Message) }
@@ -62,7 +67,10 @@ func ErrorMessage(err error) string {
 type Failure struct {
 	Code    string
 	Message string
-	Err     error
+	// RetryAfter is how long the service asked callers to wait (EBusy),
+	// when it said.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (f *Failure) Error() string {

@@ -24,6 +24,7 @@ package adapter
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/textcut"
@@ -148,7 +149,7 @@ func (a *Adapter) Finish(err error, out []brainwire.CaptureEvent) []brainwire.Ca
 	}
 	out = a.Start(out)
 	if err != nil {
-		return a.fail(ErrorMessage(err), ErrorCode(err), out)
+		return a.failWith(ErrorMessage(err), ErrorCode(err), RetryAfter(err), out)
 	}
 	if a.res.Outcome == "" {
 		// The stream ended cleanly without a terminal run state.
@@ -208,7 +209,7 @@ func (a *Adapter) sendOutcome(o brainwire.Outcome, out []brainwire.CaptureEvent)
 		var f *brainwire.Failure
 		if err := a.Keep(&a.res); errors.As(err, &f) {
 			a.res.Err, a.res.ErrorType = err, ErrorType(err)
-			return a.fail(f.Message, f.Code, out)
+			return a.failWith(f.Message, f.Code, f.RetryAfter, out)
 		}
 	}
 	if !a.stepDone {
@@ -223,12 +224,17 @@ func (a *Adapter) sendOutcome(o brainwire.Outcome, out []brainwire.CaptureEvent)
 // the outcome was sent is not the phone's concern: the capture was filed,
 // so it just completes.
 func (a *Adapter) fail(msg, code string, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
+	return a.failWith(msg, code, 0, out)
+}
+
+// failWith is fail, telling how long a busy service asked to wait.
+func (a *Adapter) failWith(msg, code string, retryAfter time.Duration, out []brainwire.CaptureEvent) []brainwire.CaptureEvent {
 	if a.res.Outcome == "" {
 		a.res.Outcome, a.res.ErrorMessage = brainwire.OutcomeError, msg
 		if a.res.ErrorType == "" {
 			a.res.ErrorType = "capture_error"
 		}
-		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Code: code, Result: &a.res})
+		out = append(out, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: msg, Code: code, RetryAfter: retryAfter, Result: &a.res})
 	}
 	return a.complete(out)
 }
@@ -259,9 +265,9 @@ func ErrorMessage(err error) string {
 	switch {
 	case !errors.As(err, &e):
 		return "The agent service could not be reached"
-	case e.Code == brainwire.EUpstreamAuth:
-		// brainwire's own credential: nothing the person can retry away,
-		// and not the network.
+	case e.Code == brainwire.EUpstreamAuth, e.Code == brainwire.EBusy:
+		// brainwire's own credential (nothing the person can retry away,
+		// and not the network), or a service asking for time: said whole.
 		return e.Message
 	}
 	return upstreamMessage("The agent service failed", e.Message)
@@ -269,8 +275,9 @@ func ErrorMessage(err error) string {
 
 // ErrorCode is the clients' code for a stream that ended in err, as
 // ErrorMessage words it: CodeTimeout, CodeCanceled, a brainwire.Failure's
-// own, EUpstreamAuth when brainwire could not sign in, EUnavailable when
-// the service could not be reached, else EUpstream.
+// own, EUpstreamAuth when brainwire could not sign in, EBusy when the
+// service asked to be called later and the retries are spent,
+// EUnavailable when the service could not be reached, else EUpstream.
 func ErrorCode(err error) string {
 	var f *brainwire.Failure
 	switch {
@@ -285,10 +292,27 @@ func ErrorCode(err error) string {
 	switch {
 	case !errors.As(err, &e):
 		return brainwire.EUnavailable
-	case e.Code == brainwire.EUpstreamAuth:
-		return brainwire.EUpstreamAuth
+	case e.Code == brainwire.EUpstreamAuth, e.Code == brainwire.EBusy:
+		return e.Code
 	}
 	return brainwire.EUpstream
+}
+
+// RetryAfter is how long the busy service err came from asked to wait,
+// when it said: a brainwire.Failure's or brainwire.Error's. Zero for a
+// timeout or a cancellation, whatever the cause.
+func RetryAfter(err error) time.Duration {
+	var f *brainwire.Failure
+	var e *brainwire.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return 0
+	case errors.As(err, &f):
+		return f.RetryAfter
+	case errors.As(err, &e):
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // supersededMessage tells the client why a follow-up filed nothing when a

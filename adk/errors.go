@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/retryafter"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
@@ -22,7 +24,7 @@ const maxErrorText = agenterr.MaxText
 
 // APIError is a non-2xx answer of the API server, as every provider
 // reports one: Message holds the server's own words, Body an answer that
-// held none. It carries the brainwire code EUpstream:
+// held none. It carries the brainwire code EUpstream (EBusy for 429):
 // errors.As(err, new(*brainwire.Error)) succeeds on it.
 type APIError = agenterr.APIError
 
@@ -39,6 +41,7 @@ func readAPIError(resp *http.Response) *APIError {
 	if e.Message == "" {
 		e.Body = agenterr.BodyText(raw)
 	}
+	e.RetryAfter, _ = retryafter.Parse(resp.Header, time.Now())
 	return e
 }
 

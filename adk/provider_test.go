@@ -395,14 +395,16 @@ func waitGone(t *testing.T, srv *adktest.Server) {
 
 func TestPing(t *testing.T) {
 	tests := []struct {
-		name    string
-		resp    adktest.Response
-		wantErr string
+		name     string
+		resp     adktest.Response
+		wantErr  string
+		wantCode string
 	}{
-		{"the app is served", adktest.JSON(200, []string{"other", app}), ""},
-		{"the app is missing", adktest.JSON(200, []string{"other"}), `lists ["other"], not brainwire_classifier`},
-		{"the server fails", adktest.Detail(500, "boom"), "500 Internal Server Error: boom"},
-		{"the answer is not JSON", adktest.Raw(200, "text/html", "<html>"), "decoding response: invalid character"},
+		{"the app is served", adktest.JSON(200, []string{"other", app}), "", ""},
+		{"the app is missing", adktest.JSON(200, []string{"other"}), `lists ["other"], not brainwire_classifier`, brainwire.ENotFound},
+		{"no such route", adktest.Detail(404, "Not Found"), "404 Not Found", brainwire.ENotFound},
+		{"the server fails", adktest.Detail(500, "boom"), "500 Internal Server Error: boom", brainwire.EUpstream},
+		{"the answer is not JSON", adktest.Raw(200, "text/html", "<html>"), "decoding response: invalid character", brainwire.EUpstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -410,6 +412,9 @@ func TestPing(t *testing.T) {
 			err := newProvider(t, srv).Ping(t.Context())
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if got := brainwire.ErrorCode(err); got != tt.wantCode {
+				t.Errorf("code %q, want %q", got, tt.wantCode)
 			}
 		})
 	}

@@ -110,19 +110,19 @@ func TestAPIErrorBodies(t *testing.T) {
 			if *apiErr != tt.want {
 				t.Fatalf("got %+v\nwant %+v", *apiErr, tt.want)
 			}
-			// A refused credential is brainwire's failure to sign in.
-			code := brainwire.EUpstream
-			if tt.want.StatusCode == http.StatusForbidden {
-				code = brainwire.EUpstreamAuth
-			}
 			// People get the service's own message, or only the status:
 			// never the body.
-			msg := tt.want.Message
+			code, msg := brainwire.EUpstream, tt.want.Message
 			if msg == "" {
 				msg = fmt.Sprintf("it answered %d %s", tt.want.StatusCode, http.StatusText(tt.want.StatusCode))
 			}
-			if code == brainwire.EUpstreamAuth {
-				msg = "brainwire could not sign in to the agent service"
+			switch tt.want.StatusCode {
+			case http.StatusForbidden:
+				// A refused credential is brainwire's failure to sign in.
+				code, msg = brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"
+			case http.StatusTooManyRequests:
+				// A service asking to be called later is busy.
+				code, msg = brainwire.EBusy, "The agent service is busy; try again later"
 			}
 			var be *brainwire.Error
 			if !errors.As(err, &be) || be.Code != code || be.Message != msg {

@@ -464,7 +464,13 @@ func (s *Set) transcribe(ctx context.Context) (string, error) {
 // could not be transcribed, by the transcription error's code.
 func transcriptionFailure(code string, err error) *brainwire.Failure {
 	f := &brainwire.Failure{Code: brainwire.EUpstream, Err: err}
+	var e *brainwire.Error
 	switch code {
+	case brainwire.EBusy:
+		f.Code, f.Message = code, "The transcription service is busy; try again later"
+		if errors.As(err, &e) {
+			f.RetryAfter = e.RetryAfter
+		}
 	case brainwire.EUpstreamAuth:
 		f.Code, f.Message = code, "brainwire could not sign in to the transcription service"
 	case brainwire.EUnavailable, brainwire.EInternal:

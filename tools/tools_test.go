@@ -441,6 +441,7 @@ func TestVoiceWithoutItsWordsIsNotKept(t *testing.T) {
 		{"service down", brainwire.EUpstream, http.StatusServiceUnavailable, `{"error":{"code":"503","message":"Service unavailable"}}`},
 		{"credential refused", brainwire.EUpstreamAuth, http.StatusUnauthorized, `{"error":{"code":"401","message":"Access denied"}}`},
 		{"gateway page", brainwire.EUpstream, http.StatusBadGateway, "<html><body>502 Bad Gateway at 10.20.30.40</body></html>"},
+		{"busy", brainwire.EBusy, http.StatusTooManyRequests, `{"error":{"code":"429","message":"Rate limit is exceeded."}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -9,13 +9,15 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/retryafter"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
 // APIError is a non-2xx answer of the transcription service. It unwraps to
 // a *brainwire.Error: EInvalid when the service refused the audio itself,
-// EUpstreamAuth when it refused brainwire's credential (401, 403),
-// EUpstream for everything else (throttling, outages), with a message fit
+// EUpstreamAuth when it refused brainwire's credential (401, 403), EBusy
+// when it asked to be called later (429), EUpstream for everything else
+// (outages, a deployment that cannot transcribe), with a message fit
 // for people: the service's own words only when it answered its JSON
 // error, never a proxy's page.
 type APIError struct {
@@ -48,6 +50,8 @@ func (e *APIError) Unwrap() error {
 		return brainwire.Errorf(brainwire.EInvalid, "the transcription service could not use the audio: %s", said)
 	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
 		return brainwire.Errorf(brainwire.EUpstreamAuth, "brainwire could not sign in to the transcription service")
+	case e.StatusCode == http.StatusTooManyRequests:
+		return &brainwire.Error{Code: brainwire.EBusy, Message: "the transcription service is busy", RetryAfter: e.RetryAfter}
 	}
 	return brainwire.Errorf(brainwire.EUpstream, "the transcription service failed: %s", said)
 }
@@ -89,7 +93,7 @@ func newAPIError(resp *http.Response) *APIError {
 		Type:       a.Type,
 		Message:    a.Message,
 		JSON:       a.JSON && a.Message != "",
-		RetryAfter: retryAfter(resp.Header, time.Now()),
+		RetryAfter: retryAfter(resp.Header),
 		RequestID:  resp.Header.Get("apim-request-id"),
 	}
 	if !a.JSON {
@@ -103,18 +107,8 @@ func newAPIError(resp *http.Response) *APIError {
 	return e
 }
 
-// retryAfter reads Azure's retry-after-ms, or the standard Retry-After in
-// seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseInt(h.Get("retry-after-ms"), 10, 64); err == nil && ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+// retryAfter is the wait the answer asks for, zero when it asks none.
+func retryAfter(h http.Header) time.Duration {
+	d, _ := retryafter.Parse(h, time.Now())
+	return d
 }

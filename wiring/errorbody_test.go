@@ -133,8 +133,9 @@ func captureSpanText(spans []sdktrace.ReadOnlySpan) string {
 
 // TestAGatewayPageStaysOffThePhone answers a capture's first call with a
 // gateway's HTML page (400, and 429 and 503 on every try): the phone is
-// told the status in a fixed sentence, and only the log and the capture's
-// span get the page, with the hosts and addresses it names.
+// told the status in a fixed sentence (for 429, that the service is busy),
+// and only the log and the capture's span get the page, with the hosts and
+// addresses it names.
 func TestAGatewayPageStaysOffThePhone(t *testing.T) {
 	for _, u := range upstreams() {
 		t.Run(u.name, func(t *testing.T) {
@@ -149,7 +150,11 @@ func TestAGatewayPageStaysOffThePhone(t *testing.T) {
 					}
 					agent, requests := u.serve(t, script)
 					o := observe(t, agent)
-					o.capture(t, fmt.Sprintf("The agent service failed: it answered %d %s", status, http.StatusText(status)))
+					want := fmt.Sprintf("The agent service failed: it answered %d %s", status, http.StatusText(status))
+					if status == http.StatusTooManyRequests {
+						want = "The agent service is busy; try again later"
+					}
+					o.capture(t, want)
 					if n := len(requests()); n != len(script) {
 						t.Errorf("sent %d times; want %d", n, len(script))
 					}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,8 +130,9 @@ func TestARefusedCallIsInvisibleToThePhone(t *testing.T) {
 }
 
 // TestARefusalThatOutlastsTheRetriesIsAnError refuses the first call
-// every time: the phone gets ERROR with the service's message, then
-// COMPLETE, after the call was sent 1 + Retries times.
+// every time: the phone gets ERROR with the code busy and how long the
+// service asked to wait, then COMPLETE, after the call was sent
+// 1 + Retries times.
 func TestARefusalThatOutlastsTheRetriesIsAnError(t *testing.T) {
 	for _, u := range upstreams() {
 		t.Run(u.name, func(t *testing.T) {
@@ -142,14 +144,52 @@ func TestARefusalThatOutlastsTheRetriesIsAnError(t *testing.T) {
 
 `
 			frames := strings.Split(strings.TrimSuffix(got, want), "\n\n")
-			if !strings.HasSuffix(got, want) || len(frames) < 2 || !strings.HasPrefix(frames[len(frames)-2], `data: {"type":"ERROR"`) ||
-				!strings.Contains(frames[len(frames)-2], "Rate limit is exceeded.") {
-				t.Errorf("the phone got:\n%s\nwant the service's message in ERROR, then COMPLETE", got)
+			if !strings.HasSuffix(got, want) || len(frames) < 2 ||
+				frames[len(frames)-2] != `data: {"type":"ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":1}` {
+				t.Errorf("the phone got:\n%s\nwant ERROR saying the service is busy, then COMPLETE", got)
 			}
 			if n := len(requests()); n != 3 {
 				t.Errorf("sent %d times; want 3", n)
 			}
 		})
+	}
+}
+
+// A refusal asking for a wait longer than the run has left is not waited
+// for, on any service, for a capture's streamed calls too (their context
+// outlives the capture to drain the stream, and carries its deadline):
+// the phone hears at once that the service is busy, and for how long it
+// asked, where it would have waited out the run timeout. An absurd hint
+// is a long wait too, never a negative one sent again at once.
+func TestARefusalAskingForLongerThanTheRunIsNotWaitedFor(t *testing.T) {
+	const runTimeout = 20 * time.Second
+	for _, u := range upstreams() {
+		for _, hint := range []struct{ header, value, seconds string }{
+			{"Retry-After", "3600", "3600"},
+			{"retry-after-ms", "90000", "90"},
+			{"Retry-After", "99999999999", "86400"},
+			{"retry-after-ms", "1e30", "86400"},
+		} {
+			t.Run(u.name+"/"+hint.header+" "+hint.value, func(t *testing.T) {
+				// The capture's first streamed call: its context lingers.
+				i := slices.IndexFunc(u.calls, func(c scripttest.Call) bool {
+					return strings.HasSuffix(c.Path, "/responses") || strings.HasSuffix(c.Path, "/threads/runs") || strings.HasSuffix(c.Path, "/run_sse")
+				})
+				refuse := scripttest.Call{Method: u.calls[i].Method, Path: u.calls[i].Path,
+					Response: scripttest.JSON(429, `{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`).WithHeader(hint.header, hint.value)}
+				agent, requests := u.serve(t, append(slices.Clone(u.calls[:i]), refuse))
+				start := time.Now()
+				got := phoneCapture(t, agent, retry.Policy{Retries: 2}, runTimeout)
+				took := time.Since(start)
+				want := `data: {"type":"ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":` + hint.seconds + `}`
+				if !strings.Contains(got, want) {
+					t.Fatalf("the phone got:\n%s\nwant %s", got, want)
+				}
+				if took > runTimeout/2 || len(requests()) != i+1 {
+					t.Errorf("the phone heard after %v and %d calls; want at once, the refused call sent once", took.Round(time.Millisecond), len(requests()))
+				}
+			})
+		}
 	}
 }
 

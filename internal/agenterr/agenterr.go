@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/retryafter"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
@@ -75,7 +77,8 @@ func NotFound(err error, msg string) error {
 // APIError is a non-2xx answer of an agent service: an Azure or OpenAI
 // service, whose bodies are {"error":{"message","type","param","code"}}
 // (ReadAPIError), or an ADK API server, whose detail is the Message. It
-// carries the brainwire code EUpstream (EUpstreamAuth for 401 and 403):
+// carries the brainwire code EUpstream (EUpstreamAuth for 401 and 403,
+// EBusy for 429):
 // errors.As(err, new(*brainwire.Error)) succeeds on it, with the service's
 // own message, or only the status when it gave none.
 type APIError struct {
@@ -94,6 +97,9 @@ type APIError struct {
 	// people are told: a gateway's page may name internal hosts and
 	// addresses.
 	Body string
+	// RetryAfter is how long the service asked callers to wait, when it
+	// said (retry-after-ms, Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -115,15 +121,24 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
+// BusyMessage is what people are told when the agent service asked
+// brainwire to come back later and brainwire's retries are spent.
+const BusyMessage = "The agent service is busy; try again later"
+
 // As lets the error be read as a *brainwire.Error: EUpstreamAuth when the
-// service refused brainwire's credential (401, 403), else EUpstream.
+// service refused brainwire's credential (401, 403), EBusy when it asked
+// to be called later (429), with how long it asked for, else EUpstream.
 func (e *APIError) As(target any) bool {
 	t, ok := target.(**brainwire.Error)
 	if !ok {
 		return false
 	}
-	if e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden {
+	switch e.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden:
 		*t = &brainwire.Error{Code: brainwire.EUpstreamAuth, Message: SignInMessage}
+		return true
+	case http.StatusTooManyRequests:
+		*t = &brainwire.Error{Code: brainwire.EBusy, Message: BusyMessage, RetryAfter: e.RetryAfter}
 		return true
 	}
 	msg := e.Message
@@ -143,6 +158,7 @@ func ReadAPIError(service string, resp *http.Response) *APIError {
 	if e.Message == "" {
 		e.Body = BodyText(a.Raw)
 	}
+	e.RetryAfter, _ = retryafter.Parse(resp.Header, time.Now())
 	return e
 }
 

@@ -28,15 +28,27 @@ type Linger struct {
 }
 
 // New returns a context that ends when parent does, or, should parent end
-// while the Linger is held, grace later. It carries parent's values.
+// while the Linger is held, grace later. It carries parent's values, and
+// parent's deadline as its Deadline: what decides by the deadline (a wait
+// before a call is sent again: is there time for it?) decides by the
+// caller's, though the context may outlive it.
 func New(parent context.Context, grace time.Duration) (context.Context, *Linger) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	l := &Linger{parent: parent, cancel: cancel, grace: grace}
 	// Never unregistered: a released context still ends with parent, as
 	// a request made with parent would.
 	context.AfterFunc(parent, l.parentEnded)
-	return ctx, l
+	return callersDeadline{ctx, parent}, l
 }
+
+// callersDeadline is a lingering context: its own end, its caller's
+// deadline.
+type callersDeadline struct {
+	context.Context
+	caller context.Context
+}
+
+func (c callersDeadline) Deadline() (time.Time, bool) { return c.caller.Deadline() }
 
 func (l *Linger) parentEnded() {
 	l.mu.Lock()

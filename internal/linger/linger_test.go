@@ -67,3 +67,29 @@ func TestItCarriesItsParentsValues(t *testing.T) {
 		t.Fatal("the parent's value is lost")
 	}
 }
+
+// The caller's deadline is the lingering context's Deadline, though it
+// does not end it: a held context outlives it by the grace period.
+func TestItCarriesItsCallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		ctx, l := New(parent, 5*time.Second)
+		want, _ := parent.Deadline()
+		if dl, ok := ctx.Deadline(); !ok || !dl.Equal(want) {
+			t.Fatalf("Deadline = %v, %v; want the caller's, %v", dl, ok, want)
+		}
+		l.Hold()
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		if ctx.Err() != nil {
+			t.Fatal("a held context ended with its caller's deadline")
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if ctx.Err() == nil {
+			t.Fatal("a held context outlived its grace period")
+		}
+		l.Release()
+	})
+}

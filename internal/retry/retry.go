@@ -24,6 +24,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
+	"github.com/brainwire/brainwire/internal/retryafter"
 )
 
 // Defaults of Policy, as the OpenAI SDKs retry.
@@ -286,28 +287,12 @@ func (t *transport) wait(n int, resp *http.Response) time.Duration {
 	return time.Duration(float64(d) * (1 - 0.25*j()))
 }
 
-// asked is the wait the answer asks for: retry-after-ms (Azure's and
-// OpenAI's), else Retry-After in seconds or as an HTTP date.
+// asked is the wait the answer asks for (retryafter.Parse).
 func asked(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
-	if v := resp.Header.Get("retry-after-ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := resp.Header.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.Duration(s * float64(time.Second)), s >= 0
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
+	return retryafter.Parse(resp.Header, now)
 }
 
 // drained reads what is left of a failed answer's body (at most maxDrain

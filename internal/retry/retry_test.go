@@ -147,6 +147,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		{"date", []string{"Retry-After", now.Add(5 * time.Second).Format(http.TimeFormat)}, 5 * time.Second},
 		{"ms before seconds", []string{"retry-after-ms", "250", "Retry-After", "3"}, 250 * time.Millisecond},
 		{"capped", []string{"Retry-After", "3600"}, retry.DefaultMaxWait},
+		// Absurd hints are long waits, never negative ones sent at once.
+		{"1e30 milliseconds", []string{"retry-after-ms", "1e30"}, retry.DefaultMaxWait},
+		{"99999999999 seconds", []string{"Retry-After", "99999999999"}, retry.DefaultMaxWait},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, url := start(t, status(429, tc.header...), status(200))
@@ -196,17 +199,21 @@ func equal(a, b []time.Duration) bool {
 }
 
 func TestAWaitPastTheDeadlineIsNotStarted(t *testing.T) {
-	svc, url := start(t, status(429, "Retry-After", "30"), status(200))
-	sl := &sleeps{}
-	p := retry.Policy{Retries: 2, Sleep: sl.sleep}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	resp, err := post(t, ctx, p.Transport(nil), url)
-	if err != nil || resp.StatusCode != 429 {
-		t.Fatalf("got %v, %v; want the 429", resp, err)
-	}
-	if n, w := len(svc.sent()), sl.waits(); n != 1 || len(w) != 0 {
-		t.Errorf("sent %d times after waits %v; want once, no wait", n, w)
+	for _, hint := range [][]string{{"Retry-After", "30"}, {"retry-after-ms", "1e30"}, {"Retry-After", "99999999999"}} {
+		t.Run(hint[0]+": "+hint[1], func(t *testing.T) {
+			svc, url := start(t, status(429, hint...), status(200))
+			sl := &sleeps{}
+			p := retry.Policy{Retries: 2, Sleep: sl.sleep}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			resp, err := post(t, ctx, p.Transport(nil), url)
+			if err != nil || resp.StatusCode != 429 {
+				t.Fatalf("got %v, %v; want the 429", resp, err)
+			}
+			if n, w := len(svc.sent()), sl.waits(); n != 1 || len(w) != 0 {
+				t.Errorf("sent %d times after waits %v; want once, no wait", n, w)
+			}
+		})
 	}
 }
 

@@ -151,6 +151,10 @@ func (e *Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 		if ev.Code != "" {
 			dst = stringField(dst, "code", ev.Code)
 		}
+		if n := ev.RetryAfterSeconds(); n > 0 {
+			dst = jsonw.Field(dst, "retryAfterSeconds", false)
+			dst = strconv.AppendInt(dst, n, 10)
+		}
 		dst = closeFrame(dst)
 	case brainwire.CaptureComplete:
 		e.ended = true

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/agui/aguitest"
@@ -182,6 +183,14 @@ func TestEncodeSequences(t *testing.T) {
 			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"r-1-text-1","delta":"line\nbreak\u2028"}`,
 			`{"type":"TEXT_MESSAGE_END","messageId":"r-1-text-1"}`,
 			`{"type":"RUN_FINISHED","threadId":"t-1","runId":"r-1","result":{"outcome":"low_confidence","inboxItemId":"i2","bucket":"Ideas","confidence":0.4}}`,
+		}},
+		{"busy: RUN_ERROR says how long to wait", capture, Options{}, []brainwire.CaptureEvent{
+			{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
+			{Type: brainwire.CaptureError, Message: "The agent service is busy; try again later", Code: brainwire.EBusy, RetryAfter: 30 * time.Second}, complete(),
+		}, []string{
+			`{"type":"RUN_STARTED","threadId":"t-1","runId":"r-1"}`,
+			`{"type":"STEP_STARTED","stepName":"Classifying"}`,
+			`{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":30}`,
 		}},
 	}
 	for _, c := range cases {

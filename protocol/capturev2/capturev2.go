@@ -6,6 +6,8 @@
 package capturev2
 
 import (
+	"strconv"
+
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/jsonw"
 )
@@ -46,6 +48,10 @@ func (Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 		if ev.Code != "" {
 			dst = jsonw.Field(dst, "code", false)
 			dst = jsonw.String(dst, ev.Code)
+		}
+		if n := ev.RetryAfterSeconds(); n > 0 {
+			dst = jsonw.Field(dst, "retryAfterSeconds", false)
+			dst = strconv.AppendInt(dst, n, 10)
 		}
 	case brainwire.CaptureComplete:
 		dst = open(dst, typeComplete)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire"
 )
@@ -31,6 +32,12 @@ func TestEncodeMatchesContract(t *testing.T) {
 			`{"type":"ERROR","message":"Agent run failed","code":"upstream"}`},
 		{"sign-in error", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
 			`{"type":"ERROR","message":"brainwire could not sign in to the agent service","code":"upstream_auth"}`},
+		{"busy", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "The agent service is busy; try again later", Code: brainwire.EBusy, RetryAfter: 3600 * time.Second},
+			`{"type":"ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":3600}`},
+		{"busy, a part of a second asked", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "The agent service is busy; try again later", Code: brainwire.EBusy, RetryAfter: 40 * time.Millisecond},
+			`{"type":"ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":1}`},
+		{"busy, nothing asked", brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "The agent service is busy; try again later", Code: brainwire.EBusy},
+			`{"type":"ERROR","message":"The agent service is busy; try again later","code":"busy"}`},
 		{"complete", brainwire.CaptureEvent{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
 			`{"type":"COMPLETE","threadId":"thread-1","runId":"run-1"}`},
 	}

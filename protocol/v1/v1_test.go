@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire"
 )
@@ -73,6 +74,8 @@ func TestEncodeSequences(t *testing.T) {
 			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"The agent run failed","code":"upstream"}`}},
 		{"sign-in failure", []brainwire.CaptureEvent{start, {Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth}, done},
 			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"brainwire could not sign in to the agent service","code":"upstream_auth"}`}},
+		{"busy", []brainwire.CaptureEvent{start, {Type: brainwire.CaptureError, Message: "The agent service is busy; try again later", Code: brainwire.EBusy, RetryAfter: 90 * time.Second}, done},
+			[]string{runStarted, stepStarted, `{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":90}`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -151,7 +151,7 @@ func TestAGUIFailures(t *testing.T) {
 		{"connection reset", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(cut...))},
 			nil, "The agent service failed: the agent service's event stream broke off", brainwire.EUpstream},
 		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},
-			nil, "The agent service failed: Too many requests.", brainwire.EUpstream},
+			nil, "The agent service is busy; try again later", brainwire.EBusy},
 		{"hang past the run timeout", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), ft.Hang()))},
 			[]option{withRunTimeout(300 * time.Millisecond)}, "The agent took too long to respond", "timeout"},
 	}

@@ -285,6 +285,10 @@ func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, c brainwire.
 		log.Warn("capture ended: client went away", attrs...)
 	case runErr != nil:
 		log.Error("capture ended: run failed", append(attrs, "error", runErr)...)
+	case res.Outcome == brainwire.OutcomeError:
+		// The service said why in its stream (an error event, a failed
+		// run): the phone has its words, the log has them too.
+		log.Error("capture ended: run failed", append(attrs, "error_type", res.ErrorType, "error", res.ErrorMessage)...)
 	default:
 		log.Info("capture ended", attrs...)
 	}

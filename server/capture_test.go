@@ -296,7 +296,7 @@ func TestCaptureNon2xx(t *testing.T) {
 	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests, retry later."))})
 	want := strings.Join([]string{
 		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service failed: Too many requests, retry later.","code":"upstream"}`,
+		`{"type":"ERROR","message":"The agent service is busy; try again later","code":"busy"}`,
 		complete,
 	}, "\n")
 	if got := payloads(h.capture("x")); got != want {

@@ -66,7 +66,7 @@ func TestLegacyCaptureOutcomes(t *testing.T) {
 		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("server_error", "Sorry."), ft.Done()))},
 			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent run failed: Sorry.","code":"upstream"}`}, 0},
 		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},
-			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent service failed: Too many requests.","code":"upstream"}`}, 0},
+			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy"}`}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -158,8 +158,13 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 			took, lerr := op.Took(ctx)
 			if lerr != nil {
 				// The service cannot tell: not sending again is what
-				// cannot do the create twice.
-				return resp, err
+				// cannot do the create twice. Why it could not tell is
+				// the failure's: the log and telemetry show it.
+				closeBody(resp)
+				return nil, &agenterr.Error{
+					Msg: "the agent service's answer was lost, and whether it took the request could not be told",
+					Err: fmt.Errorf("%s: its answer was lost (%s), and looking it up failed: %w", op.Name, reason, lerr),
+				}
 			}
 			if took {
 				closeBody(resp)

@@ -265,7 +265,8 @@ func TestALostAnswerIsLookedUpNotRepeated(t *testing.T) {
 		{"reset, taken", reset, true, nil, 1, false},
 		{"reset, not taken", reset, false, nil, 2, true},
 		{"502, taken", status(502), true, nil, 1, false},
-		{"504, lookup fails", status(504), false, errors.New("cannot tell"), 1, false},
+		{"504, lookup fails", status(504), false, errors.New("listing the conversation's items: 503 Service Unavailable"), 1, false},
+		{"reset, lookup fails", reset, false, errors.New("listing the conversation's items: connection refused"), 1, false},
 		{"429 is never looked up", status(429, "retry-after-ms", "0"), true, nil, 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,6 +287,12 @@ func TestALostAnswerIsLookedUpNotRepeated(t *testing.T) {
 			var be *brainwire.Error
 			if tc.took && tc.sends == 1 && (!errors.As(err, &be) || be.Code != brainwire.EUpstream || !strings.Contains(be.Message, "answer was lost")) {
 				t.Errorf("error %v; want an upstream error saying the answer was lost", err)
+			}
+			// A lookup that failed is why the call was not sent again: the
+			// error says so, for the log.
+			if tc.lookup != nil && (!errors.Is(err, tc.lookup) || !errors.As(err, &be) || be.Code != brainwire.EUpstream ||
+				!strings.Contains(be.Message, "could not be told")) {
+				t.Errorf("error %v; want it to say the answer was lost and why the lookup failed", err)
 			}
 		})
 	}

@@ -68,6 +68,30 @@ func cosmosStore(t *testing.T, addr, database string, hook func(*http.Request) (
 	}
 }
 
+// startReplicas starts replicas a and b of serve on st, with their data in
+// dataDir (SQLite, the audio) and the settings in envs over the phones'
+// key and the run timeout.
+func startReplicas(t *testing.T, st store, dataDir string, envs ...map[string]string) (a, b *replica) {
+	t.Helper()
+	env := map[string]string{
+		"BRAINWIRE_DATA_DIR":    dataDir,
+		"BRAINWIRE_API_KEYS":    phoneKey + ":" + phoneUser,
+		"BRAINWIRE_RUN_TIMEOUT": runTimeout.String(),
+	}
+	for _, e := range append(envs, st.env) {
+		maps.Copy(env, e)
+	}
+	a = newReplica(t, "a", env, st.first...)
+	if err := a.start(); err != nil {
+		t.Fatal(err)
+	}
+	b = newReplica(t, "b", env)
+	if err := b.start(); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 func TestCrashSQLite(t *testing.T) {
 	t.Parallel()
 	crash(t, sqliteStore(t))
@@ -102,23 +126,7 @@ func crash(t *testing.T, st store) {
 	agent, agentEnv := agentService(t, faultRates{refuse: 0.04, reset: 0.02, lose: 0.02, stall: 0.03, maxStall: runTimeout + time.Second}, rng.Uint64())
 	speech, tr, trEnv := transcriptionService(t, faultRates{refuse: 0.1, reset: 0.03, lose: 0.02, stall: 0.02, maxStall: 2 * time.Second}, rng.Uint64())
 	dataDir := t.TempDir()
-	env := map[string]string{
-		"BRAINWIRE_DATA_DIR":       dataDir,
-		"BRAINWIRE_API_KEYS":       phoneKey + ":" + phoneUser,
-		"BRAINWIRE_RUN_TIMEOUT":    runTimeout.String(),
-		"BRAINWIRE_UPLOAD_TIMEOUT": uploadTimeout.String(),
-	}
-	maps.Copy(env, agentEnv)
-	maps.Copy(env, trEnv)
-	maps.Copy(env, st.env)
-	a := newReplica(t, "a", env, st.first...)
-	if err := a.start(); err != nil {
-		t.Fatal(err)
-	}
-	b := newReplica(t, "b", env)
-	if err := b.start(); err != nil {
-		t.Fatal(err)
-	}
+	a, b := startReplicas(t, st, dataDir, agentEnv, trEnv, map[string]string{"BRAINWIRE_UPLOAD_TIMEOUT": uploadTimeout.String()})
 	replicas := []*replica{a, b}
 
 	caps := make([]*capture, *flagCaptures)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -87,21 +86,7 @@ func TestKillPoints(t *testing.T) {
 func killAt(t *testing.T, p killPoint, st store, setStoreHook func(func(*http.Request, []byte) bool)) {
 	agent, agentEnv := agentService(t, faultRates{}, 1)
 	dataDir := t.TempDir()
-	env := map[string]string{
-		"BRAINWIRE_DATA_DIR":    dataDir,
-		"BRAINWIRE_API_KEYS":    phoneKey + ":" + phoneUser,
-		"BRAINWIRE_RUN_TIMEOUT": runTimeout.String(),
-	}
-	maps.Copy(env, agentEnv)
-	maps.Copy(env, st.env)
-	a := newReplica(t, "a", env, st.first...)
-	if err := a.start(); err != nil {
-		t.Fatal(err)
-	}
-	b := newReplica(t, "b", env)
-	if err := b.start(); err != nil {
-		t.Fatal(err)
-	}
+	a, b := startReplicas(t, st, dataDir, agentEnv)
 
 	var once sync.Once
 	died := make(chan struct{})

@@ -380,19 +380,9 @@ func TestIdempotencyKeyOfAStalledReplicaIsTakenOver(t *testing.T) {
 
 	// The second replica, on the same store, at a time when a claim made
 	// at the first's would still hold, then when it has lapsed.
-	var n, later atomic.Int64
+	var later atomic.Int64
 	later.Store(int64(time.Minute))
-	cfg := server.Config{Keys: server.Keys{testKey: testUser}, Store: a.store, RunTimeout: time.Minute,
-		NewID: func() string { return fmt.Sprintf("b%d", n.Add(1)) },
-		Now:   func() time.Time { return fixedNow.Add(time.Duration(later.Load())) }}
-	withSimulator(t)(&cfg)
-	sb, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvB := httptest.NewServer(sb.Handler())
-	t.Cleanup(srvB.Close)
-	b := &harness{t: t, srv: srvB, store: a.store}
+	b := a.secondReplica(func() time.Time { return fixedNow.Add(time.Duration(later.Load())) })
 	if got := b.sendKeyed(testKey, "/api/capture", "application/json", body, key); got.status != http.StatusConflict {
 		t.Fatalf("a repeat while the claim holds: %d %s, want 409", got.status, got.body)
 	}
@@ -456,18 +446,7 @@ func TestIdempotencyKeyOfAReplicaStalledAfterFilingReplays(t *testing.T) {
 	}
 
 	// The second replica, on the same store, once the claim has lapsed.
-	var n atomic.Int64
-	cfg := server.Config{Keys: server.Keys{testKey: testUser}, Store: a.store, RunTimeout: time.Minute,
-		NewID: func() string { return fmt.Sprintf("b%d", n.Add(1)) },
-		Now:   func() time.Time { return fixedNow.Add(time.Hour) }}
-	withSimulator(t)(&cfg)
-	sb, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvB := httptest.NewServer(sb.Handler())
-	t.Cleanup(srvB.Close)
-	b := &harness{t: t, srv: srvB, store: a.store}
+	b := a.secondReplica(func() time.Time { return fixedNow.Add(time.Hour) })
 	again := b.sendKeyed(testKey, "/api/capture", "application/json", body, key)
 	if again.replayed != "true" || !strings.Contains(again.body, told) {
 		t.Fatalf("the repeat after the first replica filed and stalled: %d %q\n%s\nwant the replay of %s", again.status, again.replayed, again.body, told)
@@ -475,4 +454,21 @@ func TestIdempotencyKeyOfAReplicaStalledAfterFilingReplays(t *testing.T) {
 	if items := a.inbox(testUser); len(items) != 1 {
 		t.Errorf("%d inbox items, want the one the first replica filed", len(items))
 	}
+}
+
+// secondReplica is another server on h's store, with its clock now and
+// the simulator upstream: a replica the phone's repeat reaches.
+func (h *harness) secondReplica(now func() time.Time) *harness {
+	h.t.Helper()
+	var n atomic.Int64
+	cfg := server.Config{Keys: server.Keys{testKey: testUser}, Store: h.store, RunTimeout: time.Minute,
+		NewID: func() string { return fmt.Sprintf("b%d", n.Add(1)) }, Now: now}
+	withSimulator(h.t)(&cfg)
+	s, err := server.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	h.t.Cleanup(srv.Close)
+	return &harness{t: h.t, srv: srv, store: h.store}
 }

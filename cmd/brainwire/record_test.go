@@ -91,7 +91,7 @@ func TestRecordFaultsAndVoice(t *testing.T) {
 		want string
 	}{
 		{[]string{"-name", "cut", "-cut", "1:8", "-text", "Finish the launch deck"}, `"message":"The agent service failed: the agent service's event stream broke off"`},
-		{[]string{"-name", "throttled", "-retries", "0", "-http-error", "1:429", "-text", "Finish the launch deck"}, "Rate limit is exceeded"},
+		{[]string{"-name", "throttled", "-retries", "0", "-http-error", "1:429", "-text", "Finish the launch deck"}, `"code":"busy","retryAfterSeconds":20}`},
 		{[]string{"-name", "voice", "-transcript", "Call my sister about the tickets"}, `"stepName":"Processing"`},
 		{[]string{"-name", "utf8", "-split-utf8", "4", "-text", "Lunch with 李明 🍜 on Sunday"}, `"type":"CLASSIFIED"`},
 	} {

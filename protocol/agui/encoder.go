@@ -152,8 +152,12 @@ func (e *Encoder) Encode(dst []byte, ev brainwire.CaptureEvent) []byte {
 			dst = stringField(dst, "code", ev.Code)
 		}
 		if n := ev.RetryAfterSeconds(); n > 0 {
-			dst = jsonw.Field(dst, "retryAfterSeconds", false)
-			dst = strconv.AppendInt(dst, n, 10)
+			// RUN_ERROR has no field of its own for it: the event's
+			// metadata is where AG-UI takes what is the sender's own.
+			dst = jsonw.Field(dst, "metadata", false)
+			dst = append(dst, '{')
+			dst = jsonw.Field(dst, "retryAfterSeconds", true)
+			dst = append(strconv.AppendInt(dst, n, 10), '}')
 		}
 		dst = closeFrame(dst)
 	case brainwire.CaptureComplete:

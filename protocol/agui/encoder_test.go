@@ -190,7 +190,7 @@ func TestEncodeSequences(t *testing.T) {
 		}, []string{
 			`{"type":"RUN_STARTED","threadId":"t-1","runId":"r-1"}`,
 			`{"type":"STEP_STARTED","stepName":"Classifying"}`,
-			`{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":30}`,
+			`{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy","metadata":{"retryAfterSeconds":30}}`,
 		}},
 	}
 	for _, c := range cases {

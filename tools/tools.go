@@ -476,10 +476,10 @@ func transcriptionFailure(code string, err error) *brainwire.Failure {
 	case brainwire.EUnavailable, brainwire.EInternal:
 		f.Code, f.Message = brainwire.EUnavailable, "The transcription service could not be reached"
 	default:
-		f.Message = "The transcription service failed"
-		if msg := brainwire.ErrorMessage(err); strings.HasPrefix(msg, "the transcription service failed: ") {
-			f.Message += ": " + textcut.Ellipsis(strings.TrimPrefix(msg, "the transcription service failed: "), 200)
-		}
+		// The transcription client words its failures for people ("the
+		// transcription service failed: …", "… did not answer in time").
+		msg := textcut.Ellipsis(brainwire.ErrorMessage(err), 240)
+		f.Message = strings.ToUpper(msg[:1]) + msg[1:]
 	}
 	return f
 }

@@ -53,7 +53,9 @@ type Policy struct {
 	// up to a quarter of it at random; DefaultBackoff and
 	// DefaultMaxBackoff when 0. A wait the service asks for
 	// (retry-after-ms, Retry-After) is taken instead, up to MaxWait
-	// (DefaultMaxWait when 0).
+	// (DefaultMaxWait when 0). A call whose wait, or the wait its service
+	// asked for, would outlast the deadline of the request's context is
+	// not sent again: its answer is returned at once.
 	Backoff, MaxBackoff, MaxWait time.Duration
 
 	// Observe, when set, is told of each call about to be sent again and
@@ -145,9 +147,10 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 		if reason == "" || n >= t.p.Retries {
 			return resp, err
 		}
-		wait := t.wait(n, resp)
-		if dl, ok := ctx.Deadline(); ok && !t.now().Add(wait).Before(dl) {
-			// The run would be over before the call went out again.
+		wait, asked := t.wait(n, resp)
+		if dl, ok := ctx.Deadline(); ok && !t.now().Add(max(wait, asked)).Before(dl) {
+			// The run would be over before the call went out again, or
+			// before the service said it would take it.
 			return resp, err
 		}
 		resp = drained(resp)
@@ -265,14 +268,15 @@ func connReason(err error) string {
 }
 
 // wait is how long to wait before the (n+1)-th resend: what the service
-// asked for, else the backoff.
-func (t *transport) wait(n int, resp *http.Response) time.Duration {
+// asked for, up to MaxWait, else the backoff; and what the service asked
+// for (0 when it did not say).
+func (t *transport) wait(n int, resp *http.Response) (wait, asked time.Duration) {
 	maxWait := t.p.MaxWait
 	if maxWait <= 0 {
 		maxWait = DefaultMaxWait
 	}
-	if d, ok := asked(resp, t.now()); ok {
-		return min(d, maxWait)
+	if d, ok := askedFor(resp, t.now()); ok {
+		return min(d, maxWait), d
 	}
 	base, most := t.p.Backoff, t.p.MaxBackoff
 	if base <= 0 {
@@ -289,11 +293,11 @@ func (t *transport) wait(n int, resp *http.Response) time.Duration {
 	if j == nil {
 		j = mrand.Float64
 	}
-	return time.Duration(float64(d) * (1 - 0.25*j()))
+	return time.Duration(float64(d) * (1 - 0.25*j())), 0
 }
 
-// asked is the wait the answer asks for (retryafter.Parse).
-func asked(resp *http.Response, now time.Time) (time.Duration, bool) {
+// askedFor is the wait the answer asks for (retryafter.Parse).
+func askedFor(resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}

@@ -356,3 +356,28 @@ func TestNoRetriesIsTheTransportItself(t *testing.T) {
 		t.Errorf("Policy{}.Transport wrapped the transport")
 	}
 }
+
+// A wait the service asks for past the run's deadline is not started even
+// when the wait brainwire would take (MaxWait) fits: the service said it
+// would refuse the call until then.
+func TestAnAskedWaitPastTheDeadlineIsNotStarted(t *testing.T) {
+	for _, header := range [][]string{
+		{"Retry-After", "3600"},
+		{"retry-after-ms", "300000"},
+	} {
+		t.Run(header[0], func(t *testing.T) {
+			svc, url := start(t, status(429, header...), status(200))
+			sl := &sleeps{}
+			p := retry.Policy{Retries: 2, Sleep: sl.sleep}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			resp, err := post(t, ctx, p.Transport(nil), url)
+			if err != nil || resp.StatusCode != 429 {
+				t.Fatalf("got %v, %v; want the 429", resp, err)
+			}
+			if n, w := len(svc.sent()), sl.waits(); n != 1 || len(w) != 0 {
+				t.Errorf("sent %d times after waits %v; want once, no wait", n, w)
+			}
+		})
+	}
+}

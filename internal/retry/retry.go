@@ -177,6 +177,10 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 				}
 			}
 		}
+		if dl, ok := ctx.Deadline(); ok && !t.now().Before(dl) {
+			// The lookup took what was left of the run.
+			return resp, err
+		}
 		body, berr := reopen(req)
 		if berr != nil {
 			return resp, err

@@ -381,3 +381,24 @@ func TestAnAskedWaitPastTheDeadlineIsNotStarted(t *testing.T) {
 		})
 	}
 }
+
+// A lookup that takes what was left of the run sends nothing again.
+func TestALookupPastTheDeadlineSendsNothingAgain(t *testing.T) {
+	svc, url := start(t, status(502), status(200))
+	now := time.Now()
+	clock := now
+	op := brainwire.Operation{Name: "create_message", Took: func(context.Context) (bool, error) {
+		clock = now.Add(time.Minute)
+		return false, nil
+	}}
+	p := retry.Policy{Retries: 2, Sleep: (&sleeps{}).sleep, Now: func() time.Time { return clock }, Backoff: time.Millisecond}
+	ctx, cancel := context.WithDeadline(brainwire.WithOperation(t.Context(), op), now.Add(30*time.Second))
+	defer cancel()
+	resp, err := post(t, ctx, p.Transport(nil), url)
+	if err != nil || resp.StatusCode != 502 {
+		t.Fatalf("got %v, %v; want the 502", resp, err)
+	}
+	if n := len(svc.sent()); n != 1 {
+		t.Errorf("sent %d times; want once", n)
+	}
+}

@@ -155,7 +155,9 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 		}
 		resp = drained(resp)
 		if err := t.sleep(ctx, wait); err != nil {
-			return resp, err
+			// An answer with an error is no answer (net/http drops it).
+			closeBody(resp)
+			return nil, err
 		}
 		if mayHaveDone && op.Took != nil {
 			took, lerr := op.Took(ctx)

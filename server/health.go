@@ -53,7 +53,7 @@ func agentFailure(err error) string {
 		return failureCredentials
 	case brainwire.ENotFound:
 		return failureNotFound
-	case brainwire.EUpstream:
+	case brainwire.EUpstream, brainwire.EBusy:
 		return failureUpstream
 	}
 	return failureUnreachable

@@ -162,8 +162,10 @@ func healthModes() []healthMode {
 // TestHealthReachesTheAgentService: for every way of naming the agent,
 // /health asks the agent service, and says which check failed: the service
 // not there, brainwire's credential refused or not to be had, the agent
-// (deployment, model, app) unknown.
+// (deployment, model, app) unknown, the service answering otherwise (busy,
+// 429: a service that answers).
 func TestHealthReachesTheAgentService(t *testing.T) {
+	busy := refused(http.StatusTooManyRequests)
 	for _, m := range healthModes() {
 		t.Run(m.name, func(t *testing.T) {
 			cases := []struct {
@@ -177,6 +179,7 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 				{"the service stopped", nil, true, nil, "unreachable"},
 				{"the credential refused", &m.refused, false, nil, "credentials"},
 				{"the agent unknown", &m.unknown, false, nil, "not_found"},
+				{"the service busy", &busy, false, nil, "upstream"},
 			}
 			if m.entra {
 				cases = append(cases, struct {

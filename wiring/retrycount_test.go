@@ -18,15 +18,18 @@ import (
 )
 
 // TestRetriedAttemptsAreCountedApart refuses a capture's first call once
-// (the retry hides it from the phone), and another capture's first call
-// every time (the third refusal reaches the phone): brainwire.upstream.errors
-// counts each refusal, retried when the call was sent again after it, and
-// the retried ones are the retries brainwire.upstream.retries counts.
+// (the retry hides it from the phone), another capture's first call every
+// time (the third refusal reaches the phone), and a third's once asking
+// for a wait past the run (the refusal reaches the phone at once):
+// brainwire.upstream.errors counts each refusal, retried when the call
+// was sent again after it, and the retried ones are the retries
+// brainwire.upstream.retries counts.
 func TestRetriedAttemptsAreCountedApart(t *testing.T) {
 	for _, u := range upstreams() {
 		t.Run(u.name, func(t *testing.T) {
 			first := u.calls[0]
 			refuse := scripttest.Call{Method: first.Method, Path: first.Path, Response: refused(429)}
+			refuseLong := scripttest.Call{Method: first.Method, Path: first.Path, Response: refused(429).WithHeader("retry-after-ms", "3600000")}
 			for _, c := range []struct {
 				name          string
 				script        []scripttest.Call
@@ -35,6 +38,7 @@ func TestRetriedAttemptsAreCountedApart(t *testing.T) {
 			}{
 				{"refused once", append([]scripttest.Call{refuse}, u.calls...), `"type":"CLASSIFIED"`, 1, 0},
 				{"refused every time", []scripttest.Call{refuse, refuse, refuse}, `"type":"ERROR"`, 2, 1},
+				{"refused for longer than the run", []scripttest.Call{refuseLong}, `"code":"busy","retryAfterSeconds":3600}`, 0, 1},
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					reader := sdkmetric.NewManualReader()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/azerror"
+	"github.com/brainwire/brainwire/internal/retry"
 )
 
 // MaxJSON bounds a JSON answer (a stored response with its output, a
@@ -132,12 +133,19 @@ func (c Client) Do(ctx context.Context, method, url string, body, out any) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return c.ReadError(resp)
+		return c.readError(resp)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxJSON)).Decode(out); err != nil && !errors.Is(err, io.EOF) {
 		return &agenterr.Error{Msg: c.Who + "'s answer was not understood", Err: fmt.Errorf("decoding response: %w", err)}
 	}
 	return nil
+}
+
+// readError is the error of a non-2xx answer, as ReadError builds it,
+// with why the service could not tell whether it did the call, when the
+// answer is the call's for that reason (retry.WithLookup).
+func (c Client) readError(resp *http.Response) error {
+	return retry.WithLookup(c.ReadError(resp), resp)
 }
 
 // Stream POSTs body and returns the body of a 2xx event stream answer;
@@ -155,7 +163,7 @@ func (c Client) Stream(ctx context.Context, url string, body any) (io.ReadCloser
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
-		return nil, c.ReadError(resp)
+		return nil, c.readError(resp)
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); mt != "text/event-stream" {

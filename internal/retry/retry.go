@@ -163,13 +163,10 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 			took, lerr := op.Took(ctx)
 			if lerr != nil {
 				// The service cannot tell: not sending again is what
-				// cannot do the create twice. Why it could not tell is
-				// the failure's: the log and telemetry show it.
-				closeBody(resp)
-				return nil, &agenterr.Error{
-					Msg: "the agent service's answer was lost, and whether it took the request could not be told",
-					Err: fmt.Errorf("%s: its answer was lost (%s), and looking it up failed: %w", op.Name, reason, lerr),
-				}
+				// cannot do the create twice. Why it could not tell
+				// goes with the call's own failure: the log and
+				// telemetry show it.
+				return unsettled(resp, err, &LookupError{Op: op.Name, Reason: reason, Err: lerr})
 			}
 			if took {
 				closeBody(resp)
@@ -197,6 +194,70 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 		resp, err = t.next.RoundTrip(attempt)
 		reason, mayHaveDone = refused(ctx, resp, err)
 	}
+}
+
+// LookupError is the failure of asking the service whether it did a call
+// whose answer was lost (brainwire.Operation.Took). The call is then not
+// sent again: it fails as its last attempt did, with the LookupError in
+// its error's chain (WithLookup), so that the log says why the service
+// could not tell.
+//
+// Err, why the lookup failed, is not unwrapped: what the capture is told
+// stays decided by the call's own failure, not by the lookup's (a lookup
+// refused for want of a permission does not make an unreachable service
+// brainwire's failure to sign in).
+type LookupError struct {
+	// Op names the call looked up, Reason why its answer was lost (as
+	// Retry.Reason).
+	Op, Reason string
+	Err        error
+}
+
+func (e *LookupError) Error() string {
+	return e.Op + ": its answer was lost (" + e.Reason + "), and looking it up failed: " + e.Err.Error()
+}
+
+// Is matches what Err matches: errors.Is finds a lookup's cause, which
+// errors.As, deciding the capture's code, does not.
+func (e *LookupError) Is(target error) bool { return errors.Is(e.Err, target) }
+
+// lookupFailed is a call's failure (err) whose lookup failed: it reads as
+// err, and holds the lookup's failure after it.
+type lookupFailed struct {
+	err    error
+	lookup *LookupError
+}
+
+func (e *lookupFailed) Error() string   { return e.err.Error() + "; " + e.lookup.Error() }
+func (e *lookupFailed) Unwrap() []error { return []error{e.err, e.lookup} }
+
+// unsettled is the outcome of a call whose lookup failed (l): its last
+// attempt's error with l in its chain, or its last answer, carrying l in
+// its body for the client that reads the answer as an error (WithLookup).
+func unsettled(resp *http.Response, err error, l *LookupError) (*http.Response, error) {
+	if err != nil {
+		return nil, &lookupFailed{err: err, lookup: l}
+	}
+	resp.Body = &lookedUp{ReadCloser: resp.Body, lookup: l}
+	return resp, nil
+}
+
+// lookedUp is the body of an answer returned because its call's lookup
+// failed.
+type lookedUp struct {
+	io.ReadCloser
+	lookup *LookupError
+}
+
+// WithLookup returns err, the error a client made of resp, a failed
+// answer, with the failure of the lookup that left resp the call's answer
+// in its chain, when one did (the retry layer returns such an answer as it
+// came, its body unwrapped by what sits between); else err.
+func WithLookup(err error, resp *http.Response) error {
+	if l, ok := resp.Body.(*lookedUp); ok && err != nil {
+		return &lookupFailed{err: err, lookup: l.lookup}
+	}
+	return err
 }
 
 // NewKey returns a new Idempotency-Key: 26 random characters.

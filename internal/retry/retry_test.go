@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -292,11 +293,57 @@ func TestALostAnswerIsLookedUpNotRepeated(t *testing.T) {
 			if tc.took && tc.sends == 1 && (!errors.As(err, &be) || be.Code != brainwire.EUpstream || !strings.Contains(be.Message, "answer was lost")) {
 				t.Errorf("error %v; want an upstream error saying the answer was lost", err)
 			}
-			// A lookup that failed is why the call was not sent again: the
-			// error says so, for the log.
-			if tc.lookup != nil && (!errors.Is(err, tc.lookup) || !errors.As(err, &be) || be.Code != brainwire.EUpstream ||
-				!strings.Contains(be.Message, "could not be told")) {
-				t.Errorf("error %v; want it to say the answer was lost and why the lookup failed", err)
+		})
+	}
+}
+
+// A lookup that fails leaves the call failed as its last attempt did,
+// told to the capture alike, with why the service could not tell in the
+// error's chain: it is there for the log, and decides nothing (here it
+// would read as brainwire's failure to sign in).
+func TestAFailedLookupIsInTheChain(t *testing.T) {
+	refusedLookup := &brainwire.Error{Code: brainwire.EUpstreamAuth, Message: "brainwire could not sign in to the agent service"}
+	for _, tc := range []struct {
+		name  string
+		fault func(http.ResponseWriter)
+		code  string // what the call's failure reads as; "": no application error
+	}{
+		{"reset", reset, ""},
+		{"504", status(504), brainwire.EUpstream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, url := start(t, tc.fault, status(200))
+			op := brainwire.Operation{Name: "submit_tool_outputs", Took: func(context.Context) (bool, error) {
+				return false, fmt.Errorf("getting run r1: %w", refusedLookup)
+			}}
+			p := retry.Policy{Retries: 2, Sleep: (&sleeps{}).sleep}
+			resp, err := post(t, brainwire.WithOperation(t.Context(), op), p.Transport(nil), url)
+			if n := len(svc.sent()); n != 1 {
+				t.Errorf("sent %d times; want once", n)
+			}
+			if resp != nil {
+				// The client reads the answer as its error.
+				if resp.StatusCode != 504 {
+					t.Fatalf("answer %s; want the 504", resp.Status)
+				}
+				if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "Gateway Timeout") {
+					t.Errorf("the answer's body is %q; want the service's error", b)
+				}
+				err = retry.WithLookup(&brainwire.Error{Code: brainwire.EUpstream, Message: "Gateway Timeout"}, resp)
+			}
+			var l *retry.LookupError
+			if !errors.As(err, &l) || l.Op != "submit_tool_outputs" || !errors.Is(err, refusedLookup) {
+				t.Fatalf("error %v; want the lookup's failure in its chain", err)
+			}
+			if !strings.Contains(err.Error(), "submit_tool_outputs: its answer was lost ("+l.Reason+"), and looking it up failed: getting run r1") {
+				t.Errorf("error %q does not say why the lookup failed", err)
+			}
+			got := ""
+			if be := (*brainwire.Error)(nil); errors.As(err, &be) {
+				got = be.Code
+			}
+			if got != tc.code {
+				t.Errorf("the error reads as %q; want %q, as without the lookup", got, tc.code)
 			}
 		})
 	}

@@ -142,6 +142,15 @@ func TestH2CStreamResetCancelsTheRun(t *testing.T) {
 	if err != nil || !strings.Contains(line, `"STEP_START"`) {
 		t.Fatalf("first line %q, %v", line, err)
 	}
+	// STEP_START goes out before the run is asked for: a stream reset
+	// before then has no run to cancel.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.up.Find("POST /threads/runs")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run was never asked for")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel() // RST_STREAM; the connection stays up for the other streams
 	h.waitForCancel(upRun)
 }

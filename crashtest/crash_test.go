@@ -296,12 +296,15 @@ func (n *nemesis) kill(r *replica) error {
 	return r.start()
 }
 
-// killAfterFiling kills the next replica a phone hears an outcome from.
+// killAfterFiling kills the next replica a phone hears an outcome from,
+// or, should none come for a while (the last captures being done), one
+// at random.
 func (n *nemesis) killAfterFiling() error {
 	select {
 	case <-n.heardc: // heard before the plan came to this
 	default:
 	}
+	timeout := time.After(3 * time.Second)
 	for {
 		select {
 		case r := <-n.heardc:
@@ -310,8 +313,10 @@ func (n *nemesis) killAfterFiling() error {
 			}
 			n.afterFiling++
 			return n.kill(r)
+		case <-timeout:
+			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
 		case <-n.end:
-			return nil
+			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
 		}
 	}
 }

@@ -34,14 +34,16 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 	if err := validateFiling(f); err != nil {
 		return brainwire.InboxItem{}, err
 	}
+	var keyTag azcore.ETag // the claim's document, as the filing starts
 	if f.Key != nil {
-		old, _, err := s.readKey(ctx, f.UserID, f.Key.Key)
+		old, etag, err := s.readKey(ctx, f.UserID, f.Key.Key)
 		switch {
 		case brainwire.ErrorCode(err) == brainwire.ENotFound, err == nil && (old.Token != f.Key.Token || old.State != brainwire.KeyRunning):
 			return brainwire.InboxItem{}, brainwire.ErrKeyTakenOver
 		case err != nil:
 			return brainwire.InboxItem{}, err
 		}
+		keyTag = etag
 	}
 	var item brainwire.InboxItem
 	var err error
@@ -51,7 +53,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 		item, err = s.fileNew(ctx, f)
 	}
 	if err == nil && f.Key != nil {
-		s.settleKey(ctx, *f.Key)
+		s.settleKey(ctx, *f.Key, keyTag)
 	}
 	return item, err
 }
@@ -132,12 +134,15 @@ func (s *Store) afterTakeover(ctx context.Context, f brainwire.Filing) error {
 }
 
 // settleKey settles a filing's key once its item is written, also when the
-// filing's caller has gone. A failure is logged, not returned: the capture
-// is filed, and its item says under which key.
-func (s *Store) settleKey(ctx context.Context, k brainwire.IdempotencyKey) {
+// filing's caller has gone: the claim's document, unchanged since the
+// filing read it (etag), is replaced by the key done. A failure is logged,
+// not returned: the capture is filed, and its item says under which key.
+func (s *Store) settleKey(ctx context.Context, k brainwire.IdempotencyKey, etag azcore.ETag) {
 	cctx, cancel := s.detached(ctx)
 	defer cancel()
-	if err := s.FinishKey(cctx, k); err != nil {
+	doc := toKeyDoc(normalizeKey(k))
+	pk := azcosmos.NewPartitionKeyString(k.UserID)
+	if err := s.replace(cctx, s.keys, pk, doc.ID, doc, etag, "settling an idempotency key", "idempotency key"); err != nil {
 		s.log.WarnContext(ctx, "cosmos: the idempotency key of a filed capture was not settled; its item records it",
 			"user_id", k.UserID, "inbox_item_id", k.ItemID, "error", err)
 	}

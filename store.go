@@ -79,8 +79,8 @@ type InboxItem struct {
 	// any: the store's business, not the phone's.
 	FollowUpClaim *FollowUpClaim `json:"-"`
 	// FiledUnder is the Idempotency-Key of the request that filed the item
-	// last, on a store that settles a key after its filing rather than
-	// with it (Filing.Key); the store's business too.
+	// last (Filing.Key), where a claim that takes the key over finds what
+	// its dead run filed; the store's business too.
 	FiledUnder *KeyRecord `json:"-"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`

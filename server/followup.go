@@ -64,13 +64,6 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 	}
 	defer hold.release(r.Context())
 	if c, err = s.claimFollowUp(r, c, req.InboxItemID); err != nil {
-		// The round may be refused because this very request refiled the
-		// item, on a replica that died before its key said so.
-		if rp := s.filedUnder(r.Context(), hold.claim()); rp != nil && brainwire.ErrorCode(err) == brainwire.EConflict {
-			hold.finish(r.Context(), c.RunID, *rp)
-			s.replay(w, r, *rp, newEncoder)
-			return
-		}
 		writeError(w, err)
 		return
 	}

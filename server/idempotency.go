@@ -223,13 +223,11 @@ func (s *Server) holdKey(w http.ResponseWriter, r *http.Request, c brainwire.Cap
 	case claimed && got.TookOver:
 		// The run that held the key before may have filed the capture
 		// and died before the key said so: its item does.
-		if rp := s.filedUnder(r.Context(), got); rp != nil {
-			hold := &keyHold{s: s, key: got}
-			hold.finish(r.Context(), c.RunID, *rp)
-			s.replay(w, r, *rp, newEncoder)
+		hold := &keyHold{s: s, key: got}
+		if hold.replayFiled(w, r, c.RunID, newEncoder) {
 			return nil, false
 		}
-		return &keyHold{s: s, key: got}, true
+		return hold, true
 	case claimed:
 		return &keyHold{s: s, key: got}, true
 	case got.Fingerprint != claim.Fingerprint:
@@ -244,12 +242,20 @@ func (s *Server) holdKey(w http.ResponseWriter, r *http.Request, c brainwire.Cap
 	return nil, false
 }
 
-// claim is the hold's claim, the zero key without one.
-func (h *keyHold) claim() brainwire.IdempotencyKey {
+// replayFiled answers the request with the replay of the capture its key's
+// item says was filed under it, and settles the key so, when it was (a run
+// that held the key filed it and died before the key said so): true then.
+func (h *keyHold) replayFiled(w http.ResponseWriter, r *http.Request, runID string, newEncoder func(brainwire.Capture) encoder) bool {
 	if h == nil {
-		return brainwire.IdempotencyKey{}
+		return false
 	}
-	return h.key
+	rp := h.s.filedUnder(r.Context(), h.key)
+	if rp == nil {
+		return false
+	}
+	h.finish(r.Context(), runID, *rp)
+	h.s.replay(w, r, *rp, newEncoder)
+	return true
 }
 
 // filedUnder is the replay of the capture filed under key k (its item

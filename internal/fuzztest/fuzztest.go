@@ -1,7 +1,7 @@
 // Package fuzztest supports the fuzz targets of the packages that read
 // bytes from outside: seed inputs taken from what was really recorded (the
-// fixtures in fixtures/*.json and the service recordings in
-// shared/foundry-recordings), and a bound on how long one input may run.
+// fixtures in fixtures/*.json and the service recordings of
+// internal/recordings), and a bound on how long one input may run.
 package fuzztest
 
 import (
@@ -82,14 +82,8 @@ func SmallFixtures(tb testing.TB) [][]byte {
 }
 
 // Recordings returns the recorded streams of the real service, whole.
-// Without them it returns none, and under CI (where they must be present)
-// it fails, as internal/recordings does.
 func Recordings(tb testing.TB) [][]byte {
 	tb.Helper()
-	if _, ok := recordings.Lookup(); !ok && os.Getenv("CI") == "" {
-		tb.Log("shared/foundry-recordings not found beside the repository: no seeds from it")
-		return nil
-	}
 	var out [][]byte
 	for _, name := range recordings.Names {
 		out = append(out, recordings.Read(tb, name))

@@ -1,14 +1,16 @@
 // Package recordings locates recordings of real agent service streams that
 // tests use as parser test vectors: the Foundry Agent Service streams in
-// shared/foundry-recordings beside the repository, and the Responses API
-// streams from OpenAI and Azure OpenAI published in a Go module's test data
-// (published.go). Tests skip without them locally and fail under CI, where
-// they must be present.
+// this package's testdata/foundry (test assets of the Azure SDK for
+// Python, MIT-licensed: its README and LICENSE say where from), and the
+// Responses API streams from OpenAI and Azure OpenAI published in a Go
+// module's test data (published.go), which tests skip without locally and
+// fail without under CI.
 package recordings
 
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -19,37 +21,28 @@ var Names = []string{
 	"send_email_stream_response.txt",
 }
 
-// Lookup finds the recordings directory, looking in shared/ beside the
-// working directory and each of its parents.
+// Lookup returns the directory of the Foundry recordings, in this
+// package's source tree.
 func Lookup() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
 		return "", false
 	}
-	for {
-		p := filepath.Join(dir, "shared", "foundry-recordings")
-		if _, err := os.Stat(filepath.Join(p, Names[0])); err == nil {
-			return p, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
+	p := filepath.Join(filepath.Dir(file), "testdata", "foundry")
+	if _, err := os.Stat(filepath.Join(p, Names[0])); err != nil {
+		return "", false
 	}
+	return p, true
 }
 
-// Dir returns the recordings directory.
+// Dir returns the directory of the Foundry recordings.
 func Dir(t testing.TB) string {
 	t.Helper()
-	if p, ok := Lookup(); ok {
-		return p
+	p, ok := Lookup()
+	if !ok {
+		t.Fatal("the Foundry recordings are missing from internal/recordings/testdata/foundry")
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("shared/foundry-recordings not found beside the repository")
-	}
-	t.Skip("shared/foundry-recordings not found beside the repository")
-	return ""
+	return p
 }
 
 // Read returns one recording's bytes.

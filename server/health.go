@@ -65,6 +65,10 @@ type healthReport struct {
 	code     int
 	at       time.Time
 	cause    error // why it is degraded, for the log
+
+	// Simulator is true when captures go to the built-in keyword
+	// simulator: no model classifies them.
+	Simulator bool `json:"simulator,omitempty"`
 }
 
 // healthCache holds the last report and runs at most one check at a time.
@@ -158,7 +162,7 @@ func (s *Server) checkHealth() *healthReport {
 	if err != nil {
 		agent.Failed = agentFailure(err)
 	}
-	rep := &healthReport{Status: "ok", code: http.StatusOK, Backends: map[string]backendHealth{"agent": agent}}
+	rep := &healthReport{Status: "ok", Simulator: s.cfg.Simulator, code: http.StatusOK, Backends: map[string]backendHealth{"agent": agent}}
 	rep.Backends["store"], _ = check(ctx, "store", s.cfg.Store)
 	rep.Backends["audio_storage"], _ = check(ctx, "audio_storage", s.cfg.Blobs)
 	rep.Backends["transcription"], _ = check(ctx, "transcription", s.cfg.Transcriber)

@@ -71,6 +71,9 @@ type Config struct {
 	// speaks HTTP/2 to the replica: its captures then share a few
 	// connections, not one each.
 	H2C bool
+	// Simulator says that Provider is the built-in keyword simulator, not
+	// a model: /health reports it.
+	Simulator bool
 
 	// NewID and Now are replaceable so replays are deterministic.
 	NewID func() string

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -34,6 +35,10 @@ const (
 	simThreads   = "threads"   // the classic threads/runs API
 	simADK       = "adk"       // an ADK API server
 )
+
+// simulatorBanner is what serve says when captures go to the built-in
+// simulator, so that nobody takes its filings for a model's.
+const simulatorBanner = "captures go to the built-in keyword simulator, not a model (it files by keywords, offline)"
 
 // classicRetirement is when Microsoft retires the classic Agents API.
 const classicRetirement = "2027-03-31"
@@ -89,8 +94,54 @@ type adkConfig struct {
 	AuthHeader string
 }
 
+// The endpoints that choose the agent service. With none set, captures
+// go to the built-in keyword simulator.
+const (
+	envProject = "AZURE_AI_PROJECT_ENDPOINT"
+	envOpenAI  = "OPENAI_BASE_URL"
+	envADK     = "ADK_API_BASE_URL"
+)
+
+// agentSettings are the settings that mean something only beside an
+// endpoint, and the endpoints each belongs with. One given without its
+// endpoint is a configuration in part, refused at start: never a quiet
+// fall back to the simulator.
+var agentSettings = []struct {
+	name      string
+	endpoints []string
+}{
+	{"AZURE_AI_MODEL_DEPLOYMENT_NAME", []string{envProject, envOpenAI}},
+	{"AZURE_AI_AGENT_NAME", []string{envProject}},
+	{"AZURE_AI_AGENT_VERSION", []string{envProject}},
+	{"AZURE_AI_AGENT_ID", []string{envProject}},
+	{"AZURE_AI_AGENTS_API_VERSION", []string{envProject}},
+	{"OPENAI_MODEL", []string{envOpenAI}},
+	{"OPENAI_API_KEY", []string{envOpenAI}},
+	{"OPENAI_API_KEY_HEADER", []string{envOpenAI}},
+	{"ADK_APP_NAME", []string{envADK}},
+	{"ADK_AUTH_HEADER", []string{envADK}},
+}
+
+// checkPartial refuses an agent setting given without its endpoint.
+func checkPartial(getenv func(string) string) error {
+	for _, s := range agentSettings {
+		if getenv(s.name) == "" || slices.ContainsFunc(s.endpoints, func(e string) bool { return getenv(e) != "" }) {
+			continue
+		}
+		err := fmt.Errorf("%s is set, but %s is not", s.name, strings.Join(s.endpoints, " or "))
+		if getenv(envProject)+getenv(envOpenAI)+getenv(envADK) == "" {
+			err = fmt.Errorf("%w: set the agent service's endpoint, or unset %s to run the built-in keyword simulator", err, s.name)
+		}
+		return err
+	}
+	return nil
+}
+
 // loadAgentConfig reads which agent to run from the environment.
 func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
+	if err := checkPartial(getenv); err != nil {
+		return agentConfig{}, err
+	}
 	a := agentConfig{
 		Token:        getenv("AZURE_AI_PROJECT_TOKEN"),
 		APIKey:       getenv("OPENAI_API_KEY"),
@@ -100,13 +151,13 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		ADK:          adkConfig{App: getenv("ADK_APP_NAME"), AuthHeader: getenv("ADK_AUTH_HEADER")},
 	}
 	var err error
-	if a.Project, err = envURL(getenv, "AZURE_AI_PROJECT_ENDPOINT"); err != nil {
+	if a.Project, err = envURL(getenv, envProject); err != nil {
 		return a, err
 	}
-	if a.BaseURL, err = envURL(getenv, "OPENAI_BASE_URL"); err != nil {
+	if a.BaseURL, err = envURL(getenv, envOpenAI); err != nil {
 		return a, err
 	}
-	if a.ADK.BaseURL, err = envURL(getenv, "ADK_API_BASE_URL"); err != nil {
+	if a.ADK.BaseURL, err = envURL(getenv, envADK); err != nil {
 		return a, err
 	}
 	a.Project, a.ADK.BaseURL = strings.TrimRight(a.Project, "/"), strings.TrimRight(a.ADK.BaseURL, "/")
@@ -129,41 +180,33 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	if version != "" && name == "" {
 		return a, fmt.Errorf("AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME")
 	}
-
 	if a.ADK.AuthHeader != "" {
 		if _, _, err := adk.ParseHeader(a.ADK.AuthHeader); err != nil {
 			return a, fmt.Errorf("ADK_AUTH_HEADER: %w", err) // without the value, a secret
 		}
 	}
+	if n := count(a.Project, a.BaseURL, a.ADK.BaseURL); n > 1 {
+		return a, fmt.Errorf("set one agent service: %s (a Foundry project), %s (another Responses API endpoint) or %s (an ADK API server)", envProject, envOpenAI, envADK)
+	}
 	switch {
-	case a.ADK.BaseURL != "" && a.Project != "":
-		return a, fmt.Errorf("ADK_API_BASE_URL and AZURE_AI_PROJECT_ENDPOINT are both set: choose one agent service")
-	case a.ADK.BaseURL != "" && a.BaseURL != "":
-		return a, fmt.Errorf("ADK_API_BASE_URL and OPENAI_BASE_URL are both set: choose one agent service")
 	case a.ADK.BaseURL != "":
 		if a.ADK.App == "" {
-			return a, fmt.Errorf("ADK_APP_NAME is required when ADK_API_BASE_URL is set")
+			return a, fmt.Errorf("ADK_API_BASE_URL needs ADK_APP_NAME (the agent app)")
 		}
 		a.API = apiADK
-		return a, nil
-	case a.Project != "" && a.BaseURL != "":
-		return a, fmt.Errorf("set AZURE_AI_PROJECT_ENDPOINT (a Foundry project) or OPENAI_BASE_URL (another Responses API endpoint), not both")
 	case a.Project != "":
 		if n := count(name, model, a.AgentID); n != 1 {
-			return a, fmt.Errorf("with AZURE_AI_PROJECT_ENDPOINT, set one of AZURE_AI_MODEL_DEPLOYMENT_NAME (an agent brainwire defines), " +
+			return a, fmt.Errorf("AZURE_AI_PROJECT_ENDPOINT needs one of AZURE_AI_MODEL_DEPLOYMENT_NAME (an agent brainwire defines), " +
 				"AZURE_AI_AGENT_NAME (a Foundry agent) or AZURE_AI_AGENT_ID (a classic agent, threads/runs API)")
 		}
 		if a.AgentID != "" {
 			a.API = apiThreads
-			return a, nil
+			break
 		}
 		a.API, a.BaseURL = apiResponses, responses.ProjectBaseURL(a.Project)
 		a.Responses.Name = responses.ProviderNameFoundry
 		a.Responses.Agent = responses.Agent{Name: name, Version: version, Model: model}
 	case a.BaseURL != "":
-		if name != "" || a.AgentID != "" {
-			return a, fmt.Errorf("AZURE_AI_AGENT_NAME and AZURE_AI_AGENT_ID name agents of a Foundry project: set AZURE_AI_PROJECT_ENDPOINT instead of OPENAI_BASE_URL")
-		}
 		if model = envOr(getenv, "OPENAI_MODEL", model); model == "" {
 			return a, fmt.Errorf("OPENAI_BASE_URL needs OPENAI_MODEL (the model, or the Azure OpenAI deployment)")
 		}
@@ -182,6 +225,15 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		// flags pick (useSimulator again).
 		_ = a.useSimulator(simResponses)
 	}
+	// The Responses API's settings on another API would do nothing.
+	if a.API != apiResponses {
+		chooser := map[string]string{apiThreads: "AZURE_AI_AGENT_ID", apiADK: envADK}[a.API]
+		for _, v := range []string{"BRAINWIRE_RESPONSES_CHAINING", "BRAINWIRE_REASONING_SUMMARY", "BRAINWIRE_INSTRUCTIONS"} {
+			if getenv(v) != "" {
+				return a, fmt.Errorf("%s applies to the Responses API, and %s chooses another", v, chooser)
+			}
+		}
+	}
 	if a.API == apiResponses && a.Responses.Agent.Name == "" {
 		a.Instructions = instructions.Default()
 		if path := getenv("BRAINWIRE_INSTRUCTIONS"); path != "" {
@@ -190,6 +242,8 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 			}
 		}
 		a.Responses.Agent.Instructions = a.Instructions.Text
+	} else if getenv("BRAINWIRE_INSTRUCTIONS") != "" {
+		return a, fmt.Errorf("BRAINWIRE_INSTRUCTIONS are for an agent brainwire defines; the agent AZURE_AI_AGENT_NAME names has its own")
 	}
 	return a, nil
 }
@@ -361,8 +415,8 @@ func (a agentConfig) logActive(log *slog.Logger) {
 	}
 	switch {
 	case a.Sim != "":
-		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL): captures go to the built-in offline simulator "+
-			"(a deterministic keyword classifier, not an LLM)", append([]any{"api", what, "endpoint", orDefault(a.Project, a.ADK.BaseURL)}, attrs...)...)
+		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL): "+simulatorBanner,
+			append([]any{"api", what, "endpoint", orDefault(a.Project, a.ADK.BaseURL)}, attrs...)...)
 	default:
 		log.Info("agent: "+what, append([]any{"endpoint", orDefault(a.Project, orDefault(a.BaseURL, a.ADK.BaseURL))}, attrs...)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brainwire/brainwire/instructions"
 	"github.com/brainwire/brainwire/simulator"
@@ -91,43 +92,70 @@ func describeAgent(a agentConfig) string {
 	return s
 }
 
-func TestAgentConfigErrors(t *testing.T) {
-	for name, e := range map[string]map[string]string{
-		"two endpoints":        {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"},
-		"no agent":             {"AZURE_AI_PROJECT_ENDPOINT": project},
-		"two ways":             {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m"},
-		"classic and new":      {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "AZURE_AI_AGENT_ID": "asst_1"},
-		"version alone":        {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m", "AZURE_AI_AGENT_VERSION": "2"},
-		"compat without key":   {"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_MODEL": "m"},
-		"compat without model": {"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k"},
-		"compat with an agent": {"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "AZURE_AI_AGENT_NAME": "a"},
-		"bad chaining":         {"BRAINWIRE_RESPONSES_CHAINING": "threads"},
-		"bad summary":          {"BRAINWIRE_REASONING_SUMMARY": "verbose"},
-		"missing instructions": {"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m", "BRAINWIRE_INSTRUCTIONS": "/nonexistent/classifier.md"},
+// TestAgentConfigInPart: an agent setting given in part stops serve at
+// start and says what is missing; it never falls back to the simulator.
+func TestAgentConfigInPart(t *testing.T) {
+	openai := "https://api.openai.com/v1"
+	adk := "http://127.0.0.1:8001"
+	for _, c := range []struct {
+		env  map[string]string
+		says string
+	}{
+		// A setting without its endpoint.
+		{map[string]string{"AZURE_AI_MODEL_DEPLOYMENT_NAME": "m"}, "AZURE_AI_MODEL_DEPLOYMENT_NAME is set, but AZURE_AI_PROJECT_ENDPOINT or OPENAI_BASE_URL is not: set the agent service's endpoint, or unset"},
+		{map[string]string{"AZURE_AI_AGENT_NAME": "a"}, "AZURE_AI_AGENT_NAME is set, but AZURE_AI_PROJECT_ENDPOINT is not"},
+		{map[string]string{"AZURE_AI_AGENT_ID": "asst_1"}, "AZURE_AI_AGENT_ID is set, but AZURE_AI_PROJECT_ENDPOINT is not"},
+		{map[string]string{"AZURE_AI_AGENTS_API_VERSION": "v1"}, "AZURE_AI_AGENTS_API_VERSION is set, but AZURE_AI_PROJECT_ENDPOINT is not"},
+		{map[string]string{"OPENAI_MODEL": "m"}, "OPENAI_MODEL is set, but OPENAI_BASE_URL is not"},
+		{map[string]string{"OPENAI_API_KEY": "k"}, "OPENAI_API_KEY is set, but OPENAI_BASE_URL is not"},
+		{map[string]string{"ADK_APP_NAME": "a"}, "ADK_APP_NAME is set, but ADK_API_BASE_URL is not"},
+		{map[string]string{"ADK_AUTH_HEADER": "X-Key: k"}, "ADK_AUTH_HEADER is set, but ADK_API_BASE_URL is not"},
+		// A setting of one service beside another's endpoint.
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "OPENAI_MODEL": "m"}, "OPENAI_MODEL is set, but OPENAI_BASE_URL is not"},
+		{map[string]string{"OPENAI_BASE_URL": openai, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "AZURE_AI_AGENT_NAME": "a"}, "AZURE_AI_AGENT_NAME is set, but AZURE_AI_PROJECT_ENDPOINT is not"},
+		{map[string]string{"ADK_API_BASE_URL": adk, "ADK_APP_NAME": "a", "AZURE_AI_AGENT_ID": "asst_1"}, "AZURE_AI_AGENT_ID is set, but AZURE_AI_PROJECT_ENDPOINT is not"},
+		// An endpoint without the rest.
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project}, "AZURE_AI_PROJECT_ENDPOINT needs one of AZURE_AI_MODEL_DEPLOYMENT_NAME"},
+		{map[string]string{"OPENAI_BASE_URL": openai, "OPENAI_API_KEY": "k"}, "OPENAI_BASE_URL needs OPENAI_MODEL"},
+		{map[string]string{"OPENAI_BASE_URL": openai, "OPENAI_MODEL": "m"}, "OPENAI_BASE_URL needs OPENAI_API_KEY"},
+		{map[string]string{"ADK_API_BASE_URL": adk}, "ADK_API_BASE_URL needs ADK_APP_NAME"},
+		// Too much: two services, two ways, a half of a name.
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "OPENAI_BASE_URL": openai, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}, "set one agent service"},
+		{map[string]string{"ADK_API_BASE_URL": adk, "ADK_APP_NAME": "a", "AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": "asst_1"}, "set one agent service"},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m"}, "needs one of"},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "AZURE_AI_AGENT_ID": "asst_1"}, "needs one of"},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": "m", "AZURE_AI_AGENT_VERSION": "2"}, "AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME"},
+		// The Responses API's settings where they would do nothing.
+		{map[string]string{"ADK_API_BASE_URL": adk, "ADK_APP_NAME": "a", "BRAINWIRE_RESPONSES_CHAINING": "conversation"}, "BRAINWIRE_RESPONSES_CHAINING applies to the Responses API, and ADK_API_BASE_URL chooses another"},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": "asst_1", "BRAINWIRE_REASONING_SUMMARY": "off"}, "BRAINWIRE_REASONING_SUMMARY applies to the Responses API, and AZURE_AI_AGENT_ID chooses another"},
+		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": "a", "BRAINWIRE_INSTRUCTIONS": "classifier.md"}, "the agent AZURE_AI_AGENT_NAME names has its own"},
 	} {
-		if _, err := loadConfig(env(e)); err == nil {
-			t.Errorf("%s: accepted", name)
+		err := serveOnce(t, c.env)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v; want it to say %q", c.env, err, c.says)
 		}
 	}
 }
 
-// TestServeLogsTheActiveAgent: serve says which agent captures go to, and
+// TestServeSaysWhichAgent: serve says which agent captures go to, and
 // warns with the retirement date when it is the classic API's; /health
-// reaches the agent on each API.
-func TestServeLogsTheActiveAgent(t *testing.T) {
+// reaches the agent on each API and says when it is the simulator. serve
+// stops at once with nothing in flight, and says so.
+func TestServeSaysWhichAgent(t *testing.T) {
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	t.Cleanup(sim.Close)
 	project := sim.URL + simulator.ProjectPath
 	cases := []struct {
 		name string
 		env  map[string]string
+		sim  bool
 		want []string
 		not  []string
 	}{
-		{"the simulator", nil, []string{"built-in offline simulator", "agent defined by brainwire, through the Foundry project's Responses API", "instructions=built-in"}, []string{classicRetirement}},
-		{"a Foundry agent", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_PROJECT_TOKEN": "t", "AZURE_AI_AGENT_NAME": simulator.DefaultAgentName},
-			[]string{"agent: Foundry agent through the Responses API", "agent_name=brainwire-classifier-sim", "agent_version=latest"}, []string{classicRetirement, "simulator"}},
-		{"the classic API", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_PROJECT_TOKEN": "t", "AZURE_AI_AGENT_ID": simulator.DefaultAgentID},
+		{"the simulator", nil, true, []string{"built-in keyword simulator, not a model", "agent defined by brainwire, through the Foundry project's Responses API", "instructions=built-in"}, []string{classicRetirement}},
+		{"a Foundry agent", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_PROJECT_TOKEN": "t", "AZURE_AI_AGENT_NAME": simulator.DefaultAgentName}, false,
+			[]string{"agent: Foundry agent through the Responses API", "agent_name=brainwire-classifier-sim", "agent_version=latest"}, []string{classicRetirement, "keyword simulator"}},
+		{"the classic API", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_PROJECT_TOKEN": "t", "AZURE_AI_AGENT_ID": simulator.DefaultAgentID}, false,
 			[]string{"classic Agents API (threads/runs)", "retires on " + classicRetirement, "level=WARN"}, nil},
 	}
 	for _, c := range cases {
@@ -142,9 +170,18 @@ func TestServeLogsTheActiveAgent(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(health), `"agent":{"configured":true,"kind":"azure.ai.agents","reachable":true}`) {
 				t.Errorf("health %d %s", resp.StatusCode, health)
 			}
+			if sim := strings.Contains(string(health), `"simulator":true`); sim != c.sim {
+				t.Errorf("health says simulator %v, want %v: %s", sim, c.sim, health)
+			}
+			post(t, base, "/api/capture", `{"text":"Call mom about her birthday"}`)
+			begin := time.Now()
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
+			if took := time.Since(begin); took > time.Second {
+				t.Errorf("serve took %v to stop with nothing in flight", took)
+			}
+			c.want = append(c.want, `msg="brainwire stopped"`)
 			for _, w := range c.want {
 				if !strings.Contains(logs.String(), w) {
 					t.Errorf("the log does not say %q:\n%s", w, logs)

@@ -63,18 +63,14 @@ func TestLoadConfigFromEnvironment(t *testing.T) {
 
 func TestLoadConfigErrors(t *testing.T) {
 	for name, e := range map[string]map[string]string{
-		"short key":              {"BRAINWIRE_API_KEYS": "short"},
-		"bad timeout":            {"BRAINWIRE_RUN_TIMEOUT": "soon"},
-		"negative timeout":       {"BRAINWIRE_RUN_TIMEOUT": "-5"},
-		"endpoint without agent": {"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p"},
-		"bad agent refresh":      {"BRAINWIRE_AGENT_REFRESH": "often"},
-		"no uploads":             {"BRAINWIRE_MAX_UPLOADS": "0"},
-		"uploads not a number":   {"BRAINWIRE_MAX_UPLOADS": "many"},
-		"bad upload timeout":     {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
-		"h2c not a bool":         {"BRAINWIRE_H2C": "maybe"},
-		"adk without app":        {"ADK_API_BASE_URL": "http://127.0.0.1:8001"},
-		"adk and foundry": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
-			"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_ID": "asst_1"},
+		"short key":                {"BRAINWIRE_API_KEYS": "short"},
+		"bad timeout":              {"BRAINWIRE_RUN_TIMEOUT": "soon"},
+		"negative timeout":         {"BRAINWIRE_RUN_TIMEOUT": "-5"},
+		"bad agent refresh":        {"BRAINWIRE_AGENT_REFRESH": "often"},
+		"no uploads":               {"BRAINWIRE_MAX_UPLOADS": "0"},
+		"uploads not a number":     {"BRAINWIRE_MAX_UPLOADS": "many"},
+		"bad upload timeout":       {"BRAINWIRE_UPLOAD_TIMEOUT": "later"},
+		"h2c not a bool":           {"BRAINWIRE_H2C": "maybe"},
 		"adk header without value": {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "X-Api-Key"},
 	} {
 		if _, err := loadConfig(env(e)); err == nil {

@@ -76,6 +76,13 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 	if err != nil {
 		return err
 	}
+	// Deferred first, so it is said last, once everything has closed.
+	listened := false
+	defer func() {
+		if listened {
+			log.Info("brainwire stopped")
+		}
+	}()
 	if cfg.Agent.Sim == "" && len(f.simSet) > 0 {
 		return usageError{fmt.Sprintf("serve: %s set the built-in simulator, and an agent service is configured", strings.Join(f.simSet, ", "))}
 	}
@@ -111,14 +118,19 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		return err
 	}
 	defer b.close()
+	// The agent's connections close before the backends do: a simulator
+	// stopping waits for its clients' connections to go.
+	transport := cfg.Upstream.Transport()
+	defer transport.CloseIdleConnections()
 	// The server's settings come from the environment, its parts from the
 	// backends.
 	cfg.Server.Store, cfg.Server.Blobs, cfg.Server.Transcriber = b.store, b.blobs, b.transcriber
 	cfg.Server.Logger, cfg.Server.AgentName = log, agentName
+	cfg.Server.Simulator = cfg.Agent.Sim != ""
 	srv, err := wiring.New(wiring.Config{
 		Server:       cfg.Server,
 		Agent:        b.agent,
-		Upstream:     cfg.Upstream,
+		Transport:    transport,
 		Retry:        retry.Policy{Retries: cfg.Retries},
 		Telemetry:    tel.tel,
 		Recorder:     rec.recorder,
@@ -128,7 +140,11 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		return err
 	}
 	return srv.ListenAndServe(ctx, cfg.Addr, func(addr net.Addr) {
+		listened = true
 		log.Info("brainwire is listening", "addr", addr.String())
+		if cfg.Agent.Sim != "" {
+			fmt.Fprintf(stdout, "\nNo agent service configured: %s.\nREADME.md (The agent) says how to set one.\n", simulatorBanner)
+		}
 		if cfg.GeneratedKey != "" {
 			fmt.Fprintf(stdout, "\nNo BRAINWIRE_API_KEYS set: generated an API key for this run:\n\n  %s\n\n"+
 				"Try a capture:\n\n  curl -N http://%s/api/capture -H 'Authorization: Bearer %s' "+

@@ -41,7 +41,7 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		{"BRAINWIRE_PPROF_ADDR", map[string]string{"BRAINWIRE_PPROF_ADDR": "nowhere"}, "host:port"},
 		{"AZURE_AI_PROJECT_ENDPOINT", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_NAME": "a"}, "an https:// (or http://) URL"},
 		{"OPENAI_BASE_URL", map[string]string{"OPENAI_BASE_URL": "api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}, "an https:// (or http://) URL"},
-		{"OPENAI_API_KEY_HEADER", map[string]string{"OPENAI_API_KEY_HEADER": "api key"}, "a header name"},
+		{"OPENAI_API_KEY_HEADER", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m", "OPENAI_API_KEY_HEADER": "api key"}, "a header name"},
 		{"ADK_API_BASE_URL", map[string]string{"ADK_API_BASE_URL": "localhost:8001", "ADK_APP_NAME": "a"}, "an https:// (or http://) URL"},
 		{"COSMOS_ENDPOINT", map[string]string{"COSMOS_ENDPOINT": "cosmos.example", "COSMOS_KEY": "k"}, "an https:// (or http://) URL"},
 		{"AZURE_STORAGE_ACCOUNT_URL", map[string]string{"AZURE_STORAGE_ACCOUNT_URL": "account"}, "an https:// (or http://) URL"},

@@ -7,6 +7,7 @@
 //	brainwire eval     try instructions against a labelled corpus
 //	brainwire export-labels  write a labelled corpus from people's corrections
 //	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
+//	brainwire version  print the build's version and commit
 //
 // serve, record and eval are configured by the environment (README.md
 // lists every variable); the commands' own settings are their flags.
@@ -53,6 +54,7 @@ commands:
   eval    run a labelled corpus against the agent (or new -instructions) and report accuracy
   export-labels  write people's corrections from the store as a labelled corpus
   health  probe a running server's /health: exit 0 when it answers 200
+  version print the build's version and commit
 
 brainwire <command> -h (or brainwire help <command>) says what a command does and lists
 its flags. serve, record and eval are configured by the environment: README.md lists
@@ -79,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exportLabels(ctx, args[1:], getenv, stdout, stderr)
 	case "health":
 		return health(ctx, args[1:], getenv, stdout, stderr)
+	case "version":
+		return version(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) == 2 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {
 			// brainwire help CMD is brainwire CMD -h.

@@ -143,7 +143,7 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 	}
 	if endpoint == "" {
 		if initDB {
-			log.Info("--init-db: the SQLite store creates its schema on open")
+			log.Info("-init-db: the SQLite store creates its schema on open")
 		}
 		path := sqlitePath(cfg)
 		st, err := sqlite.Open(ctx, path)
@@ -168,9 +168,9 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 	if initDB {
 		if err := st.EnsureContainers(ctx); err != nil {
 			st.Close()
-			return nil, fmt.Errorf("--init-db: %w", err)
+			return nil, fmt.Errorf("-init-db: %w", err)
 		}
-		log.Info("--init-db: database and containers are in place")
+		log.Info("-init-db: database and containers are in place")
 	}
 	// A database the server cannot work with (missing containers, an
 	// Inbox without its composite index) is refused now, with what to run,

@@ -30,10 +30,10 @@ func (e exitCode) Error() string { return e.msg }
 const (
 	envServe = "Configuration is the environment: the agent service, the store, audio storage,\n" +
 		"transcription, telemetry, live recording and the server's own settings. Every\n" +
-		"variable is in README.md's tables (Configuration, The agent, Telemetry)."
+		"variable is in docs/configuration.md and docs/telemetry.md."
 	envAgent = "The agent service, transcription and telemetry are configured by the\n" +
-		"environment, as for serve: README.md's tables (Configuration, The agent,\n" +
-		"Telemetry) list every variable."
+		"environment, as for serve: docs/configuration.md and docs/telemetry.md list\n" +
+		"every variable."
 )
 
 // command is one of brainwire's commands: its flags and its help, one

@@ -40,7 +40,7 @@ error, nothing is created, and FILE is written once every case was read.`
 // envLabels is export-labels' environment note.
 const envLabels = "The store is configured by the environment, as for serve: Cosmos DB when\n" +
 	"COSMOS_ENDPOINT is set (COSMOS_KEY, COSMOS_DATABASE), else the SQLite file in\n" +
-	"BRAINWIRE_DATA_DIR (./data). README.md's tables list every variable."
+	"BRAINWIRE_DATA_DIR (./data). docs/configuration.md lists every variable."
 
 // labelMeta is where a label came from, kept in the case's meta: the
 // item's capture, the person's choice and the agent run it judges. The run

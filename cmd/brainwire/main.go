@@ -9,8 +9,9 @@
 //	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
 //	brainwire version  print the build's version and commit
 //
-// serve, record and eval are configured by the environment (README.md
-// lists every variable); the commands' own settings are their flags.
+// serve, record and eval are configured by the environment
+// (docs/configuration.md lists every variable); the commands' own settings
+// are their flags.
 package main
 
 import (
@@ -57,8 +58,8 @@ commands:
   version print the build's version and commit
 
 brainwire <command> -h (or brainwire help <command>) says what a command does and lists
-its flags. serve, record and eval are configured by the environment: README.md lists
-every variable.
+its flags. serve, record and eval are configured by the environment:
+docs/configuration.md lists every variable.
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

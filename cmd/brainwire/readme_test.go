@@ -43,29 +43,37 @@ func (r envRead) matches(name string) bool {
 
 // TestEveryVariableIsDocumented: every environment variable the module's
 // code reads (a call of a function whose name says env, getenv, envOr,
-// os.LookupEnv, ..., on a constant name) is documented in README.md, and
-// every BRAINWIRE_ variable README.md documents is read. A name the code
+// os.LookupEnv, ..., on a constant name) is documented in README.md or
+// docs/, and every BRAINWIRE_ variable they document is read. A name the code
 // builds from something other than constants is not seen.
 func TestEveryVariableIsDocumented(t *testing.T) {
 	reads := envReads(t)
 	if len(reads) < 40 {
 		t.Fatalf("found only %d reads: the scan is broken", len(reads))
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	docs, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	documented := documentedVariables(string(readme))
+	var text []byte
+	for _, name := range append([]string{filepath.Join(repoRoot, "README.md")}, docs...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = append(text, b...)
+	}
+	documented := documentedVariables(string(text))
 	names := map[string]bool{}
 	for _, r := range reads {
 		names[r.name] = true
 		if !slices.ContainsFunc(documented, r.matches) {
-			t.Errorf("%s reads %s, which README.md does not document", r.where, r.name)
+			t.Errorf("%s reads %s, which neither README.md nor docs/ documents", r.where, r.name)
 		}
 	}
 	for _, d := range documented {
 		if strings.HasPrefix(d, "BRAINWIRE_") && !slices.ContainsFunc(reads, func(r envRead) bool { return r.matches(d) }) {
-			t.Errorf("README.md documents %s, which no code reads", d)
+			t.Errorf("the docs document %s, which no code reads", d)
 		}
 	}
 	t.Logf("%d variables read", len(names))
@@ -237,10 +245,10 @@ func documentedVariables(readme string) []string {
 	return out
 }
 
-// TestREADMECaptureExample runs the README's capture example as a
-// newcomer pastes it, with the built binary, started 2 s late as go run
-// starts it after building, for `go run ./cmd/brainwire`, and a free port
-// for 8000: the capture is classified.
+// TestREADMECaptureExample runs the README's capture example as a script,
+// as written but for the build (the binary the tests built stands for it)
+// and a free port for 8000: the capture is classified, and the example
+// stops the server it started, leaving the port free.
 func TestREADMECaptureExample(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -253,8 +261,9 @@ func TestREADMECaptureExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	snippet := shellBlockAfter(t, string(readme), "## A capture")
-	if !strings.Contains(snippet, "go run ./cmd/brainwire serve &") || !strings.Contains(snippet, "127.0.0.1:8000") {
-		t.Fatalf("the example no longer starts serve in the background on 127.0.0.1:8000:\n%s", snippet)
+	const build = "go build -o brainwire ./cmd/brainwire"
+	if !strings.Contains(snippet, build) || !strings.Contains(snippet, "127.0.0.1:8000") {
+		t.Fatalf("the example no longer builds brainwire and serves on 127.0.0.1:8000:\n%s", snippet)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -262,30 +271,28 @@ func TestREADMECaptureExample(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	// go run builds before the server starts: a pause stands for it.
-	goRun := filepath.Join(t.TempDir(), "go-run-brainwire")
-	if err := os.WriteFile(goRun, []byte("#!/bin/sh\nsleep 2\nexec "+brainwireBinary(t)+" \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	script := strings.ReplaceAll(snippet, "go run ./cmd/brainwire", goRun)
-	script = strings.ReplaceAll(script, "127.0.0.1:8000", addr)
-	// The server is stopped, whether the example stops it or not.
-	script = "set -e\n" + script + "\nkill $! 2>/dev/null || true\nwait\n"
+	script := strings.ReplaceAll(snippet, build, "cp "+brainwireBinary(t)+" brainwire")
+	script = "set -e\n" + strings.ReplaceAll(script, "127.0.0.1:8000", addr)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
-	// On a timeout, the server the script started goes with it.
+	// Whatever the script leaves running is stopped with it, after the
+	// check that it left nothing.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "BRAINWIRE_ADDR="+addr)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// When the script fails, the server it left running holds the output
-	// open: stop waiting for it, and stop it.
+	// A server the script left running holds the output open: stop
+	// waiting for it.
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
+	if c, derr := net.Dial("tcp", addr); derr == nil {
+		c.Close()
+		t.Errorf("the example left the server listening on %s", addr)
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if err != nil {
 		t.Fatalf("the example failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())

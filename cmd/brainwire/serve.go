@@ -143,7 +143,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		listened = true
 		log.Info("brainwire is listening", "addr", addr.String())
 		if cfg.Agent.Sim != "" {
-			fmt.Fprintf(stdout, "\nNo agent service configured: %s.\nREADME.md (The agent) says how to set one.\n", simulatorBanner)
+			fmt.Fprintf(stdout, "\nNo agent service configured: %s.\ndocs/configuration.md (The agent) says how to set one.\n", simulatorBanner)
 		}
 		if cfg.GeneratedKey != "" {
 			fmt.Fprintf(stdout, "\nNo BRAINWIRE_API_KEYS set: generated an API key for this run:\n\n  %s\n\n"+

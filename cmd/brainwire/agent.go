@@ -331,7 +331,7 @@ func endpointProvider(baseURL string) string {
 }
 
 // opener returns the agent provider's opener (wiring.Config.Agent).
-func (a agentConfig) opener(cred *credential) (func(http.RoundTripper) (brainwire.Provider, error), error) {
+func (a agentConfig) opener(cred credential) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	if a.API == apiADK {
 		return wiring.ADK(a.ADK.BaseURL, a.ADK.App, adkAuth(a.ADK.AuthHeader)), nil
 	}
@@ -437,7 +437,7 @@ func orDefault(s, def string) string {
 
 // openAgent returns the agent provider's opener (wiring.Config.Agent): the
 // configured service, or the offline simulator on loopback.
-func openAgent(ctx context.Context, cfg config, cred *credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
+func openAgent(ctx context.Context, cfg config, cred credential, b *backends, log *slog.Logger) (func(http.RoundTripper) (brainwire.Provider, error), error) {
 	a := cfg.Agent
 	if a.Sim != "" {
 		endpoint, stop, err := startSimulator(ctx, cfg.Sim)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -45,18 +46,10 @@ func (b *backends) close() {
 
 // credential returns DefaultAzureCredential, created once on first use, so
 // a configuration that needs no Entra token never touches it.
-type credential struct {
-	cred azcore.TokenCredential
-	err  error
-	done bool
-}
+type credential = func() (azcore.TokenCredential, error)
 
-func (c *credential) get() (azcore.TokenCredential, error) {
-	if !c.done {
-		c.cred, c.err = azidentity.NewDefaultAzureCredential(nil)
-		c.done = true
-	}
-	return c.cred, c.err
+func newCredential() credential {
+	return sync.OnceValues(func() (azcore.TokenCredential, error) { return azidentity.NewDefaultAzureCredential(nil) })
 }
 
 // upstream stacks the retries and telemetry of a client of an upstream service
@@ -68,21 +61,21 @@ func openBackends(ctx context.Context, cfg config, getenv func(string) string, i
 			b.close()
 		}
 	}()
-	var cred credential
-	if b.agent, err = openAgent(ctx, cfg, &cred, b, log); err != nil {
+	cred := newCredential()
+	if b.agent, err = openAgent(ctx, cfg, cred, b, log); err != nil {
 		return nil, err
 	}
-	if b.store, err = openStore(ctx, cfg, getenv, &cred, initDB, log); err != nil {
+	if b.store, err = openStore(ctx, cfg, getenv, cred, initDB, log); err != nil {
 		return nil, err
 	}
 	b.closers = append(b.closers, func() { _ = b.store.Close() })
-	if b.blobs, err = openBlobs(ctx, cfg, getenv, &cred, log); err != nil {
+	if b.blobs, err = openBlobs(ctx, cfg, getenv, cred, log); err != nil {
 		return nil, err
 	}
 	if local, ok := b.blobs.(*localblob.Store); ok {
 		b.closers = append(b.closers, sweepAudio(ctx, local, audioMaxAge(cfg), log))
 	}
-	if b.transcriber, err = openTranscriber(getenv, &cred, upstream, log); err != nil {
+	if b.transcriber, err = openTranscriber(getenv, cred, upstream, log); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -122,11 +115,11 @@ func headerName(header string) string {
 
 // foundryAuth authorizes agent service requests with a static token, or
 // else with an Entra ID token from cred.
-func foundryAuth(token string, cred *credential) (func(http.RoundTripper) http.RoundTripper, error) {
+func foundryAuth(token string, cred credential) (func(http.RoundTripper) http.RoundTripper, error) {
 	if token != "" {
 		return func(next http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport(token, next) }, nil
 	}
-	c, err := cred.get()
+	c, err := cred()
 	if err != nil {
 		return nil, fmt.Errorf("Foundry credentials (set AZURE_AI_PROJECT_TOKEN or configure Entra ID): %w", err)
 	}
@@ -136,7 +129,7 @@ func foundryAuth(token string, cred *credential) (func(http.RoundTripper) http.R
 // sqlitePath is where the SQLite store lives.
 func sqlitePath(cfg config) string { return filepath.Join(cfg.DataDir, "brainwire.db") }
 
-func openStore(ctx context.Context, cfg config, getenv func(string) string, cred *credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {
+func openStore(ctx context.Context, cfg config, getenv func(string) string, cred credential, initDB bool, log *slog.Logger) (brainwire.Store, error) {
 	endpoint, err := envURL(getenv, "COSMOS_ENDPOINT")
 	if err != nil {
 		return nil, err
@@ -155,7 +148,7 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 	}
 	cc := cosmos.Config{Endpoint: endpoint, Key: getenv("COSMOS_KEY"), Database: getenv("COSMOS_DATABASE"), Logger: log}
 	if cc.Key == "" {
-		c, err := cred.get()
+		c, err := cred()
 		if err != nil {
 			return nil, fmt.Errorf("Cosmos DB credentials (set COSMOS_KEY or configure Entra ID): %w", err)
 		}
@@ -187,7 +180,7 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 	return st, nil
 }
 
-func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.BlobStore, error) {
+func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred credential, log *slog.Logger) (brainwire.BlobStore, error) {
 	container := getenv("AZURE_STORAGE_CONTAINER")
 	if container == "" {
 		container = "voice-captures"
@@ -204,7 +197,7 @@ func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred
 		if err != nil {
 			return nil, err
 		}
-		c, err := cred.get()
+		c, err := cred()
 		if err != nil {
 			return nil, fmt.Errorf("Blob Storage credentials: %w", err)
 		}
@@ -269,7 +262,7 @@ func sweepAudio(ctx context.Context, st *localblob.Store, maxAge time.Duration, 
 	return func() { cancel(); <-done }
 }
 
-func openTranscriber(getenv func(string) string, cred *credential, upstream func(retry.Policy, http.RoundTripper) http.RoundTripper, log *slog.Logger) (brainwire.Transcriber, error) {
+func openTranscriber(getenv func(string) string, cred credential, upstream func(retry.Policy, http.RoundTripper) http.RoundTripper, log *slog.Logger) (brainwire.Transcriber, error) {
 	endpoint, err := envURL(getenv, "AZURE_OPENAI_ENDPOINT")
 	if err != nil {
 		return nil, err
@@ -292,7 +285,7 @@ func openTranscriber(getenv func(string) string, cred *credential, upstream func
 		return nil, badSetting("AZURE_OPENAI_TRANSCRIPTION_LANGUAGE", l, "an ISO-639-1 language code (en, de, fr)")
 	}
 	if tc.APIKey == "" {
-		c, err := cred.get()
+		c, err := cred()
 		if err != nil {
 			return nil, fmt.Errorf("Azure OpenAI credentials (set AZURE_OPENAI_API_KEY or configure Entra ID): %w", err)
 		}

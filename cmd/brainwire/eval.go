@@ -24,37 +24,15 @@ import (
 )
 
 const evalAbout = `
-Runs every capture of a labelled corpus through the real capture path
-against the configured agent (the built-in simulator when no agent service
-is configured), with the instructions of -instructions when given, filing
-into a scratch store that is thrown away, never the production store, and
-reports accuracy with its 95% interval, precision and recall per bucket, the
-confusion matrix, outcome rates, reasoning length, tokens and time to
-outcome.
-
-With -baseline it compares two sets of instructions case by case: the
-verdict (better, worse or not distinguishable: McNemar's exact test, or with
--trials a paired permutation test over cases), the accuracy difference with
-a bootstrap interval over cases, the cases that broke, got fixed or changed,
-those whose confidence fell by -confidence-drop in the same bucket, and time
-to outcome where a test says it changed (per case: Mann-Whitney U,
-Benjamini-Hochberg). A model does not answer the same way twice: -trials N
-runs each case N times on each side.
-
-Offline the simulator answers every run of a case the same way; to try the
-statistics on runs that differ, as a model's do, vary it:
--sim-confidence-noise 0.05 -sim-other-bucket 0.1 (-sim-seed picks the draws;
-each side gets its own seeded simulator, so a seed reproduces a report).
-
-The corpus is JSON Lines: {"text", "expected_bucket", "expected_outcome"?,
-"id"?, "meta"?}; brainwire export-labels writes one from the store. Every
-capture's trace carries the evaluation's id (brainwire.eval.run_id) and the
-instructions version, and the report names each run's run id and trace id;
--trace-url links them, {trace_id} replaced:
-
-  Jaeger           http://localhost:16686/trace/{trace_id}
-  Grafana (Tempo)  http://localhost:3000/explore?schemaVersion=1&orgId=1&panes=%7B%22bw1%22%3A%7B%22datasource%22%3A%22tempo%22%2C%22queries%22%3A%5B%7B%22refId%22%3A%22A%22%2C%22datasource%22%3A%7B%22type%22%3A%22tempo%22%2C%22uid%22%3A%22tempo%22%7D%2C%22queryType%22%3A%22traceql%22%2C%22query%22%3A%22{trace_id}%22%7D%5D%2C%22range%22%3A%7B%22from%22%3A%22now-7d%22%2C%22to%22%3A%22now%22%7D%7D%7D
-  App Insights     https://portal.azure.com/#blade/Microsoft_Azure_Monitoring_Logs/LogsBlade/resourceId/%2Fsubscriptions%2FSUBSCRIPTION%2FresourceGroups%2FGROUP%2Fproviders%2Fmicrosoft.insights%2Fcomponents%2FNAME/source/LogsBlade.AnalyticsShareLinkToQuery/query/union%20*%20%7C%20where%20operation_Id%20%3D%3D%20%27{trace_id}%27/timespan/P7D`
+Runs every capture of a labelled corpus (JSON Lines: {"text", "expected_bucket",
+"expected_outcome"?, "id"?, "meta"?}, as export-labels writes) through the real
+capture path against the configured agent (the built-in simulator when none is
+configured), with the instructions of -instructions when given, filing into a
+scratch store, never the production one. It reports accuracy, precision and
+recall per bucket, the confusion matrix, outcome rates, reasoning length, tokens
+and time to outcome; with -baseline it compares two sets of instructions case by
+case and says whether the candidate is better, worse or not distinguishable.
+docs/tuning.md says how the statistics are made and lists -trace-url templates.`
 
 // envEval is eval's environment note: serve's, and its service name.
 const envEval = envAgent + "\nIts telemetry's service name is brainwire-eval unless OTEL_SERVICE_NAME is set."
@@ -126,11 +104,11 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	case f.sim.OtherBucket < 0 || f.sim.OtherBucket > 1:
 		return usageError{"eval: -sim-other-bucket must be 0 to 1"}
 	}
-	log, err := newLogger(getenv, stderr)
+	// A capture's INFO lines would bury the report.
+	log, err := newLogger(getenv, stderr, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
-	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
 	cases, err := readCorpus(corpusPath)
 	if err != nil {
 		return err
@@ -215,7 +193,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID string, log *slog.Logger) eval.Open {
 	var mu sync.Mutex
 	n := 0
-	var cred credential
+	cred := newCredential()
 	return func(ctx context.Context, instructions string, obs brainwire.Observer) (eval.Target, error) {
 		mu.Lock()
 		n++
@@ -226,7 +204,7 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 		if pass > 1 {
 			passLog = slog.New(slog.DiscardHandler) // the first pass said which agent runs
 		}
-		agent, err := openAgent(ctx, passCfg, &cred, b, passLog)
+		agent, err := openAgent(ctx, passCfg, cred, b, passLog)
 		if err != nil {
 			return eval.Target{}, err
 		}

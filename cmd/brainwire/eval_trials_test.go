@@ -166,38 +166,40 @@ func TestEvalTrialsAgree(t *testing.T) {
 	}
 }
 
-// TestEvalTrialFlags checks the new flags' bounds, the bound on the runs
-// of a side, and that the simulator's variation is refused when another
-// agent is configured.
-func TestEvalTrialFlags(t *testing.T) {
+// TestEvalRefusesBadFlags: a command line eval cannot run is a usage
+// error before anything runs: bounds of the flags, the runs of a side, the
+// simulator's variation with another agent configured.
+func TestEvalRefusesBadFlags(t *testing.T) {
 	env := map[string]string{"BRAINWIRE_DATA_DIR": t.TempDir()}
-	for name, args := range map[string][]string{
-		"no trials":          {"-trials", "0"},
-		"too many trials":    {"-trials", "101"},
-		"bad drop":           {"-confidence-drop", "0"},
-		"template without":   {"-trace-url", "http://jaeger/trace/"},
-		"noise out of range": {"-sim-confidence-noise", "2"},
-		"bucket chance":      {"-sim-other-bucket", "-0.1"},
-	} {
-		_, err := runCmd(t, env, append(append([]string{"eval"}, args...), corpus)...)
-		var u usageError
-		if !errors.As(err, &u) {
-			t.Errorf("%s: %v, want a usage error", name, err)
-		}
-	}
 	big := filepath.Join(t.TempDir(), "big.jsonl")
 	if err := os.WriteFile(big, []byte(strings.Repeat(`{"text":"Call mom","expected_bucket":"People"}`+"\n", 1001)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runCmd(t, env, "eval", "-trials", "100", big); !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "over 100000 runs") {
-		t.Errorf("1001 cases × 100 trials: %v", err)
-	}
 	foundry := map[string]string{"BRAINWIRE_DATA_DIR": t.TempDir(), "AZURE_AI_PROJECT_ENDPOINT": "https://x.services.ai.azure.com/api/projects/p",
 		"AZURE_AI_MODEL_DEPLOYMENT_NAME": "gpt", "AZURE_AI_PROJECT_TOKEN": "t"}
-	_, err := runCmd(t, foundry, "eval", "-sim-other-bucket", "0.1", corpus)
-	var u usageError
-	if !errors.As(err, &u) || !strings.Contains(err.Error(), "an agent service is configured") {
-		t.Errorf("variation with Foundry configured: %v", err)
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		says string
+	}{
+		{env, nil, "a corpus file is required"},
+		{env, []string{corpus, corpus}, "one corpus file"},
+		{env, []string{"-min-accuracy", "1.5", corpus}, "-min-accuracy"},
+		{env, []string{"-format", "xml", corpus}, "-format"},
+		{env, []string{"-instructons", errandsInstr, corpus}, "flag provided but not defined"},
+		{env, []string{"-trials", "0", corpus}, "-trials"},
+		{env, []string{"-trials", "101", corpus}, "-trials"},
+		{env, []string{"-confidence-drop", "0", corpus}, "-confidence-drop"},
+		{env, []string{"-trace-url", "http://jaeger/trace/", corpus}, "-trace-url"},
+		{env, []string{"-sim-confidence-noise", "2", corpus}, "-sim-confidence-noise"},
+		{env, []string{"-sim-other-bucket", "-0.1", corpus}, "-sim-other-bucket"},
+		{env, []string{"-trials", "100", big}, "over 100000 runs"},
+		{foundry, []string{"-sim-other-bucket", "0.1", corpus}, "an agent service is configured"},
+	} {
+		_, err := runCmd(t, c.env, append([]string{"eval"}, c.args...)...)
+		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("eval %q: %v; want a usage error saying %q", c.args, err, c.says)
+		}
 	}
 }
 

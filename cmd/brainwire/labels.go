@@ -73,7 +73,8 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 	if err := cmd.noArgs(stderr); err != nil {
 		return err
 	}
-	log, err := newLogger(getenv, stderr)
+	// The store's INFO lines are no news here.
+	log, err := newLogger(getenv, stderr, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	store, err := openLabelStore(ctx, cfg, getenv, slog.New(quiet{log.Handler(), slog.LevelWarn}))
+	store, err := openLabelStore(ctx, cfg, getenv, log)
 	if err != nil {
 		return fmt.Errorf("export-labels: %w", err)
 	}
@@ -127,8 +128,8 @@ func openLabelStore(ctx context.Context, cfg config, getenv func(string) string,
 		}
 		return st, nil
 	}
-	var cred credential
-	return openStore(ctx, cfg, getenv, &cred, false, log)
+	cred := newCredential()
+	return openStore(ctx, cfg, getenv, cred, false, log)
 }
 
 // writeLabels writes the corpus to the file named path, or to stdout when

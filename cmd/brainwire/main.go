@@ -102,14 +102,15 @@ const (
 	logJSON = "json"
 )
 
-// newLogger logs to w in the format BRAINWIRE_LOG_FORMAT names: text (the
-// default) or json.
-func newLogger(getenv func(string) string, w io.Writer) (*slog.Logger, error) {
+// newLogger logs to w, from level on, in the format BRAINWIRE_LOG_FORMAT
+// names: text (the default) or json.
+func newLogger(getenv func(string) string, w io.Writer, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
 	switch v := getenv("BRAINWIRE_LOG_FORMAT"); v {
 	case "", logText:
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case logJSON:
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	default:
 		return nil, badSetting("BRAINWIRE_LOG_FORMAT", v, logText+" or "+logJSON)
 	}

@@ -76,11 +76,11 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	cmd.Visit(func(fl *flag.Flag) { f.apiSet = f.apiSet || fl.Name == "api" })
-	log, err := newLogger(getenv, stderr)
+	// A capture's INFO lines would bury the SSE it prints.
+	log, err := newLogger(getenv, stderr, slog.LevelWarn)
 	if err != nil {
 		return err
 	}
-	log = slog.New(quiet{log.Handler(), slog.LevelWarn})
 	setup, req, err := f.requests()
 	if err != nil {
 		return err
@@ -221,9 +221,9 @@ func (f *recordFlags) recordConfig(ctx context.Context, cfg config, getenv func(
 		}
 		a.simulatorAt(endpoint)
 	}
-	var cred credential
-	if rc.Agent, err = a.opener(&cred); err == nil {
-		rc.Transcriber, err = f.transcriber(getenv, &cred, log)
+	cred := newCredential()
+	if rc.Agent, err = a.opener(cred); err == nil {
+		rc.Transcriber, err = f.transcriber(getenv, cred, log)
 	}
 	if err != nil {
 		stop()
@@ -268,7 +268,7 @@ func (f *recordFlags) faults() (replay.Faults, error) {
 
 // transcriber is the offline stand-in for -transcript, the configured
 // service for -audio, and none otherwise.
-func (f *recordFlags) transcriber(getenv func(string) string, cred *credential, log *slog.Logger) (brainwire.Transcriber, error) {
+func (f *recordFlags) transcriber(getenv func(string) string, cred credential, log *slog.Logger) (brainwire.Transcriber, error) {
 	switch {
 	case f.transcript != "":
 		return replay.StaticTranscriber{Text: f.transcript}, nil
@@ -413,7 +413,7 @@ func (r *recording) close() {
 // recordings land in one place) and BRAINWIRE_RECORD_SAMPLE (the share of
 // captures recorded, 0..1, default 1). Secrets from the environment are
 // redacted from every recording.
-func setupRecording(ctx context.Context, getenv func(string) string, retries int, log *slog.Logger) (*recording, error) {
+func setupRecording(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger) (*recording, error) {
 	dir := getenv("BRAINWIRE_RECORD_DIR")
 	if dir == "" {
 		return &recording{log: log}, nil
@@ -430,21 +430,12 @@ func setupRecording(ctx context.Context, getenv func(string) string, retries int
 	if err != nil {
 		return nil, fmt.Errorf("BRAINWIRE_RECORD_DIR: %w", err)
 	}
-	upstream := "simulator"
-	switch {
-	case getenv("ADK_API_BASE_URL") != "":
-		upstream = "adk"
-	case getenv("AZURE_AI_PROJECT_ENDPOINT") != "":
-		upstream = "foundry"
-	case getenv("OPENAI_BASE_URL") != "":
-		upstream = "openai"
-	}
 	rec, err := recorder.New(recorder.Config{
 		Sink:     sink,
 		Sample:   sample,
 		Secrets:  secretsFromEnv(getenv),
-		Upstream: upstream,
-		Retries:  retries,
+		Upstream: cfg.Agent.upstream(),
+		Retries:  cfg.Retries,
 		Logger:   log.With("component", "recorder"),
 	})
 	if err != nil {
@@ -453,20 +444,3 @@ func setupRecording(ctx context.Context, getenv func(string) string, retries int
 	log.Info("recording captures", "to", dir, "sample", sample)
 	return &recording{recorder: rec, log: log}, nil
 }
-
-// quiet drops records below level: a replay's per-capture INFO lines would
-// bury the SSE it prints.
-type quiet struct {
-	slog.Handler
-	level slog.Level
-}
-
-func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= q.level && q.Handler.Enabled(ctx, l)
-}
-
-func (q quiet) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quiet{q.Handler.WithAttrs(attrs), q.level}
-}
-
-func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name), q.level} }

@@ -32,8 +32,8 @@ func recordingSink(ctx context.Context, target string, getenv func(string) strin
 		}
 	}
 	if cfg.AccountKey == "" {
-		var cred credential
-		c, err := cred.get()
+		cred := newCredential()
+		c, err := cred()
 		if err != nil {
 			return nil, fmt.Errorf("Blob Storage credentials for %s (set AZURE_STORAGE_CONNECTION_STRING for that account or configure Entra ID): %w", accountURL, err)
 		}

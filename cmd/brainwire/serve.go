@@ -43,7 +43,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// (logbuf), and all written out before serve returns.
 	lb := logbuf.New(stderr, 0, 0)
 	defer lb.Close()
-	log, err := newLogger(getenv, lb)
+	log, err := newLogger(getenv, lb, slog.LevelInfo)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		}
 		defer stop()
 	}
-	rec, err := setupRecording(ctx, getenv, cfg.Retries, log)
+	rec, err := setupRecording(ctx, cfg, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func sim(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *maxThreads < 1 {
 		return cmd.fail(stderr, "-max-threads must be 1 or more")
 	}
-	log, err := newLogger(getenv, stderr)
+	log, err := newLogger(getenv, stderr, slog.LevelInfo)
 	if err != nil {
 		return err
 	}

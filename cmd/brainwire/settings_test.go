@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/brainwire/brainwire/recorder"
 )
 
 // TestBadSettingsAreRefused: every setting serve cannot use stops it at
@@ -88,7 +87,7 @@ func serveOnce(t *testing.T, env map[string]string) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := newLogger(envFunc(full), &bytes.Buffer{})
+	log, err := newLogger(envFunc(full), &bytes.Buffer{}, slog.LevelInfo)
 	if err != nil {
 		return err
 	}
@@ -143,14 +142,4 @@ func runServeArgs(t *testing.T, env map[string]string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return run(ctx, append([]string{"serve"}, args...), envFunc(full), &bytes.Buffer{}, &bytes.Buffer{})
-}
-
-// record says "1 tool call", not "1 tool calls".
-func TestDescribeCounts(t *testing.T) {
-	fx := &recorder.Fixture{Tools: make([]recorder.ToolRun, 1), Exchanges: make([]recorder.Exchange, 2)}
-	fx.Result.Outcome = "CLASSIFIED"
-	fx.Result.ReasoningChunks = 1
-	if got, want := describe(fx), "2 exchanges, 0 events, 1 tool call, 1 reasoning chunk, CLASSIFIED"; got != want {
-		t.Errorf("describe = %q, want %q", got, want)
-	}
 }

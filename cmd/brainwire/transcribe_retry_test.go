@@ -47,7 +47,7 @@ func TestRefusedTranscriptionIsCounted(t *testing.T) {
 	}))
 	t.Cleanup(svc.Close)
 	tenv := map[string]string{"AZURE_OPENAI_ENDPOINT": svc.URL, "AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT": "whisper", "AZURE_OPENAI_API_KEY": "k"}
-	tr, err := openTranscriber(func(k string) string { return tenv[k] }, &credential{}, tel.upstream, slog.New(slog.DiscardHandler))
+	tr, err := openTranscriber(func(k string) string { return tenv[k] }, newCredential(), tel.upstream, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

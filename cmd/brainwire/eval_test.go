@@ -8,12 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/internal/agenthttp"
-	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
@@ -172,91 +170,5 @@ func TestEvalRefusesBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
-	}
-}
-
-// TestExportLabels writes the person's corrections from the store as a
-// corpus that eval reads back: recategorized and confirmed items are
-// labels, what only the agent filed is not.
-func TestExportLabels(t *testing.T) {
-	dir := t.TempDir()
-	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "brainwire.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	file := func(user, id, text, bucket string, conf float64) {
-		run := &brainwire.AgentRun{RunID: "run-" + id, AgentVersion: "v1", Outcome: brainwire.OutcomeOfStatus(brainwire.StatusClassified),
-			Bucket: bucket, Confidence: conf, TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}
-		if conf < brainwire.ConfidenceThreshold {
-			run.Outcome = brainwire.OutcomeLowConfidence
-		}
-		status := brainwire.StatusClassified
-		if conf < brainwire.ConfidenceThreshold {
-			status = brainwire.StatusPending
-		}
-		_, err := st.File(t.Context(), brainwire.Filing{UserID: user, NewInboxID: id, NewRecordID: "rec-" + id, RawText: text, Title: text,
-			Source: brainwire.KindText, Status: status, AgentRun: run, Now: now,
-			Classification: brainwire.Classification{Bucket: bucket, Confidence: conf, ClassifiedBy: "Classifier", ClassifiedAt: now}})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	file("alice", "i1", "Go to the gym after work", "Ideas", 0.3)
-	file("alice", "i2", "Lunch with Sarah", "People", 0.5)
-	file("alice", "i3", "Pay the electricity bill", "Admin", 0.8) // the agent's; no label
-	file("bob", "i4", "Get the car washed", "Projects", 0.65)
-	for _, rc := range []struct{ user, id, bucket string }{{"alice", "i1", "Admin"}, {"alice", "i2", "People"}, {"bob", "i4", "Admin"}} {
-		if _, err := st.Recategorize(t.Context(), rc.user, rc.id, rc.bucket, "rec2-"+rc.id, "user", now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.Close()
-
-	env := map[string]string{"BRAINWIRE_DATA_DIR": dir}
-	out := filepath.Join(dir, "labels.jsonl")
-	if _, err := runCmd(t, env, "export-labels", "-o", out); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cases, err := eval.ReadCorpus(f)
-	if err != nil {
-		t.Fatalf("eval cannot read the labels: %v", err)
-	}
-	got := map[string]string{}
-	for _, c := range cases {
-		var meta labelMeta
-		if err := json.Unmarshal(c.Meta, &meta); err != nil {
-			t.Fatal(err)
-		}
-		got[c.ID] = c.ExpectedBucket + " " + meta.Label + " " + meta.User + " " + meta.AgentBucket + " " + meta.AgentVersion
-	}
-	want := map[string]string{
-		"i1": "Admin recategorized alice Ideas v1",
-		"i2": "People confirmed alice People v1",
-		"i4": "Admin recategorized bob Projects v1",
-	}
-	if len(got) != len(want) {
-		t.Fatalf("labels %v, want %v", got, want)
-	}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("label %s = %q, want %q", id, got[id], w)
-		}
-	}
-	stdout, err := runCmd(t, env, "export-labels", "-user", "bob")
-	if err != nil || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, `"id":"i4"`) {
-		t.Errorf("bob's labels: %v\n%s", err, stdout)
-	}
-	if _, err := runCmd(t, env, "export-labels", "extra"); err == nil {
-		t.Error("unexpected argument accepted")
-	}
-	// The labels are a corpus: the errands instructions get them right.
-	if _, err := runCmd(t, map[string]string{"BRAINWIRE_DATA_DIR": t.TempDir()}, "eval", "-instructions", errandsInstr, "-min-accuracy", "1", out); err != nil {
-		t.Errorf("eval of the exported labels: %v", err)
 	}
 }

@@ -139,6 +139,11 @@ func TestExportLabelsOneCasePerItem(t *testing.T) {
 	if c := byID[unresolved]; c.Text != "hmm #no-tool" || c.ExpectedBucket != brainwire.BucketProjects {
 		t.Errorf("the filed unresolved capture: %+v", c)
 	}
+	// -user takes one user's.
+	stdout, err := runCmd(t, map[string]string{"BRAINWIRE_DATA_DIR": dir}, "export-labels", "-user", "bob")
+	if err != nil || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, `"id":"`+untraced+`"`) {
+		t.Errorf("bob's labels: %v\n%s", err, stdout)
+	}
 }
 
 // TestExportLabelsOnlyReads: a data directory or database that is not

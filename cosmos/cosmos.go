@@ -36,12 +36,6 @@ const InboxContainer = "Inbox"
 // PartitionKeyPath is the partition key of every container.
 const PartitionKeyPath = "/userId"
 
-// Page sizes of ListInbox, the same on every store.
-const (
-	DefaultListLimit = brainwire.DefaultPageSize
-	MaxListLimit     = brainwire.MaxPageSize
-)
-
 // compensationTimeout bounds the writes that undo a failed operation. They
 // run detached from the caller's context: a cancelled request is a common
 // reason for the failure, and must not also stop the cleanup.

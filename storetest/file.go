@@ -25,16 +25,22 @@ var fileTests = []test{
 func testFileClassified(t *testing.T, e *env) {
 	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
 	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
-	if got.FiledRecordID != f.NewRecordID {
-		t.Fatalf("FiledRecordID = %q, want the filing's NewRecordID %q", got.FiledRecordID, f.NewRecordID)
-	}
-	rec := e.onlyRecord(brainwire.BucketPeople, got.FiledRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
-	if rec.InboxRecordID != got.ID {
-		t.Errorf("record.InboxRecordID = %q, want the item's id %q", rec.InboxRecordID, got.ID)
-	}
+	// In literal values, so that they hold whatever the helpers say: the
+	// filing's, with its times in UTC.
+	c := brainwire.Classification{Bucket: "People", Confidence: 0.91,
+		AllScores:    map[string]float64{"People": 0.91, "Ideas": 0.07, "Admin": 0.015625},
+		ClassifiedBy: "Classifier", AgentChain: []string{"Orchestrator", "Classifier"},
+		ClassifiedAt: time.Date(2026, time.March, 14, 8, 26, 52, 89_793_238, time.UTC)}
+	filedAt := time.Date(2026, time.March, 14, 8, 26, 53, 589_793_238, time.UTC)
+	check(t, "item", got, brainwire.InboxItem{ID: f.NewInboxID, UserID: e.user,
+		RawText: "capture 0: ask Zoë about the “garden” plan ✓\nsecond line", Title: "Garden plan 0",
+		Source: "text", Status: "classified", ClassificationMeta: &c, FiledRecordID: f.NewRecordID,
+		FoundryThreadID: f.FoundryThreadID, CreatedAt: filedAt, UpdatedAt: filedAt,
+		AgentRun: &brainwire.AgentRun{RunID: f.AgentRun.RunID, AgentVersion: "2026-03-14", InstructionsHash: "3f2a9c1b04de",
+			Model: "gpt-4o", Outcome: "classified", Bucket: "People", Confidence: 0.91,
+			TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203300"}})
+	check(t, "record", e.onlyRecord("People", f.NewRecordID), brainwire.BucketRecord{ID: f.NewRecordID, UserID: e.user,
+		Bucket: "People", RawText: got.RawText, Title: "Garden plan 0", ClassificationMeta: &c, InboxRecordID: f.NewInboxID, CreatedAt: filedAt})
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1", len(items))
@@ -45,16 +51,16 @@ func testFilePending(t *testing.T, e *env) {
 	f := e.filing(brainwire.StatusPending, brainwire.BucketIdeas)
 	f.Source = brainwire.KindVoice
 	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
+	want := filed(f)
+	check(t, "item", got, want)
 	rec := e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
+	check(t, "record", rec, recordOf(want, f.Now))
 }
 
 func testFileMisunderstood(t *testing.T, e *env) {
 	f := e.filing(brainwire.StatusMisunderstood, "")
 	got := e.file(f)
-	checkItem(t, "item", got, newItem(f))
+	check(t, "item", got, filed(f))
 	if got.FiledRecordID != "" {
 		t.Errorf("FiledRecordID = %q, want empty", got.FiledRecordID)
 	}
@@ -66,7 +72,7 @@ func testFileMisunderstood(t *testing.T, e *env) {
 	// Misunderstood filings write no record, so they need no record id.
 	f = e.filing(brainwire.StatusMisunderstood, "")
 	f.NewRecordID = ""
-	checkItem(t, "item without a record id", e.file(f), newItem(f))
+	check(t, "item without a record id", e.file(f), filed(f))
 }
 
 // An unresolved capture is kept in the Inbox only, without a bucket and
@@ -76,12 +82,12 @@ func testFileUnresolved(t *testing.T, e *env) {
 	f.NewRecordID = ""
 	f.Source = brainwire.KindVoice
 	got := e.file(f)
-	checkItem(t, "item", got, newItem(f))
+	check(t, "item", got, filed(f))
 	if got.FiledRecordID != "" || got.Status != brainwire.StatusUnresolved {
 		t.Errorf("FiledRecordID %q, Status %q; want none and %q", got.FiledRecordID, got.Status, brainwire.StatusUnresolved)
 	}
 	if got.AgentRun == nil || got.AgentRun.Outcome != brainwire.OutcomeUnresolved {
-		t.Errorf("agent run %s, want the unresolved run", runString(got.AgentRun))
+		t.Errorf("agent run %+v, want the unresolved run", got.AgentRun)
 	}
 	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved})
 	if !slices.Equal(ids(items), []string{got.ID}) {
@@ -93,9 +99,9 @@ func testFileEveryBucket(t *testing.T, e *env) {
 	for _, b := range brainwire.Buckets {
 		f := e.filing(brainwire.StatusClassified, b)
 		got := e.file(f)
-		want := newItem(f)
-		checkItem(t, b+" item", got, want)
-		checkRecord(t, b+" record", e.onlyRecord(b, f.NewRecordID), recordFor(want, f.Now))
+		want := filed(f)
+		check(t, b+" item", got, want)
+		check(t, b+" record", e.onlyRecord(b, f.NewRecordID), recordOf(want, f.Now))
 	}
 }
 
@@ -107,9 +113,9 @@ func testFileOptionalFieldsEmpty(t *testing.T, e *env) {
 	f.AgentRun = nil
 	f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
 	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketAdmin, f.NewRecordID), recordFor(want, f.Now))
+	want := filed(f)
+	check(t, "item", got, want)
+	check(t, "record", e.onlyRecord(brainwire.BucketAdmin, f.NewRecordID), recordOf(want, f.Now))
 }
 
 func testFileInvalid(t *testing.T, e *env) {
@@ -158,8 +164,8 @@ func testFileInboxIDTaken(t *testing.T, e *env) {
 	_, err := e.s.File(e.ctx, f)
 	checkCode(t, "File with a taken inbox id", err, brainwire.EConflict)
 
-	checkItem(t, "first item", e.get(first.ID), first)
-	checkRecord(t, "first record", e.record(brainwire.BucketPeople, firstRec.ID), firstRec)
+	check(t, "first item", e.get(first.ID), first)
+	check(t, "first record", e.record(brainwire.BucketPeople, firstRec.ID), firstRec)
 	e.noRecord(f.NewRecordID)
 	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1", len(items))
@@ -181,8 +187,8 @@ func testFileRecordIDTaken(t *testing.T, e *env) {
 		checkCode(t, status+" GetInboxItem of the failed filing", err, brainwire.ENotFound)
 	}
 
-	checkItem(t, "first item", e.get(first.ID), first)
-	checkRecord(t, "first record", e.record(brainwire.BucketIdeas, firstRec.ID), firstRec)
+	check(t, "first item", e.get(first.ID), first)
+	check(t, "first record", e.record(brainwire.BucketIdeas, firstRec.ID), firstRec)
 	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1: %q", len(items), ids(items))
 	}
@@ -220,14 +226,14 @@ func testRefileAgentRun(t *testing.T, e *env) {
 	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
 	got := e.file(f)
 	if got.AgentRun == nil || got.AgentRun.RunID != f.AgentRun.RunID || got.AgentRun.Outcome != brainwire.OutcomeClassified {
-		t.Fatalf("refiled item's run %s, want the follow-up's %s", runString(got.AgentRun), runString(f.AgentRun))
+		t.Fatalf("refiled item's run %+v, want the follow-up's %+v", got.AgentRun, f.AgentRun)
 	}
 	g := e.refiling(got, brainwire.StatusPending, brainwire.BucketAdmin)
 	g.AgentRun = nil
 	again := e.file(g)
-	checkItem(t, "refiled without a run", again, refiledItem(got, g))
+	check(t, "refiled without a run", again, refiled(got, g))
 	if again.AgentRun == nil || again.AgentRun.RunID != f.AgentRun.RunID {
-		t.Fatalf("refile without a run: %s, want the item's %s", runString(again.AgentRun), runString(got.AgentRun))
+		t.Fatalf("refile without a run: %+v, want the item's %+v", again.AgentRun, got.AgentRun)
 	}
 }
 
@@ -270,13 +276,13 @@ func testRefileMisunderstoodToClassified(t *testing.T, e *env) {
 
 	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
 	got := e.file(f)
-	want := refiledItem(before, f)
-	checkItem(t, "refiled item", got, want)
+	want := refiled(before, f)
+	check(t, "refiled item", got, want)
 	if got.ID != before.ID {
 		t.Fatalf("refiled item id = %q, want the original %q", got.ID, before.ID)
 	}
 	rec := e.onlyRecord(brainwire.BucketProjects, f.NewRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
+	check(t, "record", rec, recordOf(want, f.Now))
 
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if len(items) != 1 || items[0].ID != before.ID {
@@ -291,7 +297,7 @@ func testRefileMisunderstoodAgain(t *testing.T, e *env) {
 	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
 	f := e.refiling(before, brainwire.StatusMisunderstood, "")
 	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(before, f))
+	check(t, "refiled item", got, refiled(before, f))
 	e.noRecord(f.NewRecordID)
 	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1", len(items))
@@ -304,9 +310,9 @@ func testRefileReplacesRecord(t *testing.T, e *env) {
 
 	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
 	got := e.file(f)
-	want := refiledItem(before, f)
-	checkItem(t, "refiled item", got, want)
-	checkRecord(t, "new record", e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID), recordFor(want, f.Now))
+	want := refiled(before, f)
+	check(t, "refiled item", got, want)
+	check(t, "new record", e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID), recordOf(want, f.Now))
 	e.noRecord(oldRecordID)
 }
 
@@ -314,7 +320,7 @@ func testRefileClassifiedToMisunderstood(t *testing.T, e *env) {
 	before := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin))
 	f := e.refiling(before, brainwire.StatusMisunderstood, "")
 	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(before, f))
+	check(t, "refiled item", got, refiled(before, f))
 	e.noRecord(before.FiledRecordID)
 	e.noRecord(f.NewRecordID)
 }
@@ -329,7 +335,7 @@ func testRefileKeepsThread(t *testing.T, e *env) {
 	if got.FoundryThreadID != before.FoundryThreadID {
 		t.Errorf("FoundryThreadID = %q, want the item's %q", got.FoundryThreadID, before.FoundryThreadID)
 	}
-	checkItem(t, "refiled item", got, refiledItem(before, f))
+	check(t, "refiled item", got, refiled(before, f))
 }
 
 func testRefileUnknown(t *testing.T, e *env) {
@@ -357,8 +363,8 @@ func testRefileInvalid(t *testing.T, e *env) {
 		checkCode(t, tc.name, err, brainwire.EInvalid)
 		e.noRecord(f.NewRecordID)
 	}
-	checkItem(t, "item", e.get(before.ID), before)
-	checkRecord(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "item", e.get(before.ID), before)
+	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
 func testRefileRecordIDTaken(t *testing.T, e *env) {
@@ -371,9 +377,9 @@ func testRefileRecordIDTaken(t *testing.T, e *env) {
 	_, err := e.s.File(e.ctx, f)
 	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
 
-	checkItem(t, "refiled item", e.get(before.ID), before)
-	checkItem(t, "other item", e.get(other.ID), other)
-	checkRecord(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
+	check(t, "refiled item", e.get(before.ID), before)
+	check(t, "other item", e.get(other.ID), other)
+	check(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
 }
 
 // A failed refile must not have deleted the record the item had.
@@ -387,7 +393,7 @@ func testRefileRecordIDTakenKeepsOldRecord(t *testing.T, e *env) {
 	_, err := e.s.File(e.ctx, f)
 	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
 
-	checkItem(t, "refiled item", e.get(before.ID), before)
-	checkRecord(t, "item's record", e.onlyRecord(brainwire.BucketPeople, oldRec.ID), oldRec)
-	checkItem(t, "other item", e.get(other.ID), other)
+	check(t, "refiled item", e.get(before.ID), before)
+	check(t, "item's record", e.onlyRecord(brainwire.BucketPeople, oldRec.ID), oldRec)
+	check(t, "other item", e.get(other.ID), other)
 }

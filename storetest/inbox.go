@@ -99,7 +99,7 @@ func testListNewestFirst(t *testing.T, e *env) {
 		t.Fatalf("order = %q, want %q", ids(page.Items), ids(want))
 	}
 	for i := range want {
-		report(t, "listed item "+want[i].ID, diffItem(page.Items[i], want[i], 0))
+		exact(t, "listed item "+want[i].ID, page.Items[i], want[i])
 	}
 	if page.NextCursor != "" {
 		t.Errorf("NextCursor = %q on the only page", page.NextCursor)
@@ -209,13 +209,13 @@ func testListPagesWhileRecategorized(t *testing.T, e *env) {
 }
 
 func testListDefaultLimit(t *testing.T, e *env) {
-	want := e.fileMany(DefaultLimit + 5)
+	want := e.fileMany(brainwire.DefaultPageSize + 5)
 	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
 	if err != nil {
 		t.Fatalf("ListInbox: %v", err)
 	}
-	if len(page.Items) != DefaultLimit || page.NextCursor == "" {
-		t.Fatalf("default page: %d items, NextCursor %q; want %d and a cursor", len(page.Items), page.NextCursor, DefaultLimit)
+	if len(page.Items) != brainwire.DefaultPageSize || page.NextCursor == "" {
+		t.Fatalf("default page: %d items, NextCursor %q; want %d and a cursor", len(page.Items), page.NextCursor, brainwire.DefaultPageSize)
 	}
 	got, _ := e.listAll(brainwire.ListOptions{})
 	if !slices.Equal(ids(got), ids(want)) {
@@ -224,10 +224,10 @@ func testListDefaultLimit(t *testing.T, e *env) {
 }
 
 func testListMaxLimit(t *testing.T, e *env) {
-	want := e.fileMany(MaxLimit + 1)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10 * MaxLimit})
-	if !slices.Equal(sizes, []int{MaxLimit, 1}) {
-		t.Errorf("page sizes = %v, want [%d 1]", sizes, MaxLimit)
+	want := e.fileMany(brainwire.MaxPageSize + 1)
+	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10 * brainwire.MaxPageSize})
+	if !slices.Equal(sizes, []int{brainwire.MaxPageSize, 1}) {
+		t.Errorf("page sizes = %v, want [%d 1]", sizes, brainwire.MaxPageSize)
 	}
 	if !slices.Equal(ids(got), ids(want)) {
 		t.Errorf("paged ids differ from the filed ones")
@@ -271,8 +271,8 @@ func testDeleteClassified(t *testing.T, e *env) {
 	err = e.s.DeleteInboxItem(e.ctx, e.user, it.ID)
 	checkCode(t, "second DeleteInboxItem", err, brainwire.ENotFound)
 
-	checkItem(t, "other item", e.get(keep.ID), keep)
-	checkRecord(t, "other record", e.record(brainwire.BucketPeople, keepRec.ID), keepRec)
+	check(t, "other item", e.get(keep.ID), keep)
+	check(t, "other record", e.record(brainwire.BucketPeople, keepRec.ID), keepRec)
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if !slices.Equal(ids(items), []string{keep.ID}) {
 		t.Errorf("inbox = %q, want [%s]", ids(items), keep.ID)
@@ -298,7 +298,7 @@ func testDeleteUnknown(t *testing.T, e *env) {
 	// A record id is not an inbox id.
 	err = e.s.DeleteInboxItem(e.ctx, e.user, it.FiledRecordID)
 	checkCode(t, "DeleteInboxItem(record id)", err, brainwire.ENotFound)
-	checkItem(t, "item", e.get(it.ID), it)
+	check(t, "item", e.get(it.ID), it)
 	e.onlyRecord(brainwire.BucketIdeas, it.FiledRecordID)
 }
 
@@ -311,6 +311,7 @@ var recategorizeTests = []test{
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
+	{"RecordIDTakenInTheNewBucket", testRecategorizeRecordIDTakenInTheNewBucket},
 	{"KeepsAgentRun", testRecategorizeKeepsAgentRun},
 }
 
@@ -322,31 +323,26 @@ func testRecategorizeKeepsAgentRun(t *testing.T, e *env) {
 	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
 	got, _ := e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
 	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Fatalf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
+		t.Fatalf("agent run after recategorize %+v, want %+v", got.AgentRun, f.AgentRun)
 	}
 }
 
-// recategorized returns the item and record Recategorize must produce.
-// oldRec is the item's record before, if it had one.
+// recategorized is before as a person filed it in bucket: the agent's
+// confidence, scores, chain and run kept; the person's bucket, name and
+// time; classified; its record moved (same id and creation time) or, for an
+// item without one, made.
 func recategorized(before brainwire.InboxItem, oldRec *brainwire.BucketRecord, bucket, newRecordID, by string, now time.Time) (brainwire.InboxItem, brainwire.BucketRecord) {
-	var c brainwire.Classification
+	it, c := before, brainwire.Classification{}
 	if before.ClassificationMeta != nil {
 		c = *before.ClassificationMeta
 	}
-	c.Bucket = bucket
-	c.ClassifiedBy = by
-	c.ClassifiedAt = now
-	it := before
-	it.Status = brainwire.StatusClassified
-	it.ClassificationMeta = &c
-	it.UpdatedAt = now
-	created := now
-	if oldRec != nil {
-		created = oldRec.CreatedAt
-	} else {
+	c.Bucket, c.ClassifiedBy, c.ClassifiedAt = bucket, by, now
+	it.Status, it.ClassificationMeta, it.UpdatedAt, it.FollowUpClaim = brainwire.StatusClassified, &c, now, nil
+	if oldRec == nil {
 		it.FiledRecordID = newRecordID
+		return it, recordOf(it, now)
 	}
-	return it, recordFor(it, created)
+	return it, recordOf(it, oldRec.CreatedAt)
 }
 
 // recategorize calls Recategorize and checks its result against the stored
@@ -360,10 +356,10 @@ func (e *env) recategorize(before brainwire.InboxItem, oldRec *brainwire.BucketR
 		e.t.Fatalf("Recategorize(%s -> %s): %v", before.ID, bucket, err)
 	}
 	wantItem, wantRec := recategorized(before, oldRec, bucket, newRecordID, by, now)
-	checkItem(e.t, "recategorized item", got, wantItem)
-	report(e.t, "Recategorize result vs stored item", diffItem(got, e.get(before.ID), 0))
+	check(e.t, "recategorized item", got, wantItem)
+	exact(e.t, "Recategorize result vs stored item", got, e.get(before.ID))
 	rec := e.onlyRecord(bucket, wantItem.FiledRecordID)
-	checkRecord(e.t, "recategorized record", rec, wantRec)
+	check(e.t, "recategorized record", rec, wantRec)
 	return got, rec
 }
 
@@ -421,7 +417,7 @@ func testRecategorizeUnresolved(t *testing.T, e *env) {
 		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
 	}
 	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Errorf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
+		t.Errorf("agent run after recategorize %+v, want %+v", got.AgentRun, f.AgentRun)
 	}
 	if items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved}); len(items) != 0 {
 		t.Errorf("unresolved items after recategorize: %q", ids(items))
@@ -435,8 +431,8 @@ func testRecategorizeInvalidBucket(t *testing.T, e *env) {
 		_, err := e.s.Recategorize(e.ctx, e.user, it.ID, b, newID("rec"), "user", at(100))
 		checkCode(t, "Recategorize to "+b, err, brainwire.EInvalid)
 	}
-	checkItem(t, "item", e.get(it.ID), it)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
 }
 
 func testRecategorizeUnknown(t *testing.T, e *env) {
@@ -452,9 +448,23 @@ func testRecategorizeRecordIDTaken(t *testing.T, e *env) {
 
 	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketPeople, other.FiledRecordID, "user", at(100))
 	checkCode(t, "Recategorize with a taken record id", err, brainwire.EConflict)
-	checkItem(t, "item", e.get(it.ID), it)
-	checkItem(t, "other item", e.get(other.ID), other)
-	checkRecord(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "other item", e.get(other.ID), other)
+	check(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
+}
+
+// Record ids are unique per bucket: moving a record onto an id its new
+// bucket already holds fails and changes nothing.
+func testRecategorizeRecordIDTakenInTheNewBucket(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.NewRecordID = it.FiledRecordID
+	e.file(f)
+	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketIdeas, newID("rec"), "user", at(100))
+	checkCode(t, "Recategorize onto an id the new bucket holds", err, brainwire.EConflict)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
 var isolationTests = []test{
@@ -494,9 +504,9 @@ func testIsolationOtherUser(t *testing.T, e *env) {
 		t.Errorf("other user lists %q, want nothing", ids(items))
 	}
 
-	checkItem(t, "classified item", e.get(classified.ID), classified)
-	checkItem(t, "misunderstood item", e.get(misunderstood.ID), misunderstood)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "classified item", e.get(classified.ID), classified)
+	check(t, "misunderstood item", e.get(misunderstood.ID), misunderstood)
+	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if !slices.Equal(ids(items), []string{misunderstood.ID, classified.ID}) {
 		t.Errorf("owner lists %q, want [%s %s]", ids(items), misunderstood.ID, classified.ID)

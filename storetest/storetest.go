@@ -16,7 +16,10 @@
 // open owns the store's lifetime: it must arrange for Close (t.Cleanup).
 //
 // Beyond what the Store interface's doc comments say, the suite pins these
-// behaviours, which the HTTP and tool layers rely on:
+// behaviours, which the HTTP and tool layers rely on. Its expected values
+// are written from these rules, never from the root package's builders
+// that the stores share (Filing.NewItem, Filing.Refile, InboxItem.Record),
+// so that a mistake in those shows:
 //
 //   - Times come back in UTC and equal what was given to the millisecond. The
 //     item File or Recategorize returns is exactly what GetInboxItem returns
@@ -32,8 +35,10 @@
 //     classification's confidence, scores and agent chain, and sets Bucket,
 //     ClassifiedBy, ClassifiedAt = now, Status classified and UpdatedAt = now.
 //   - ListInbox orders by CreatedAt, newest first (refiling or
-//     recategorizing does not move an item); the default page size is DefaultLimit and larger limits are cut
-//     to MaxLimit; NextCursor is empty on the page holding the last item.
+//     recategorizing does not move an item); the default page size is
+//     brainwire.DefaultPageSize and larger limits are cut to
+//     brainwire.MaxPageSize; NextCursor is empty on the page holding the
+//     last item.
 //   - An item keeps the AgentRun of the filing that made it; a refile
 //     replaces it with its own (keeps it when it brings none), and
 //     Recategorize keeps it as it was. Items filed without one read back
@@ -62,13 +67,6 @@ import (
 	"testing"
 
 	"github.com/brainwire/brainwire"
-)
-
-// Page sizes every store uses, so that the API pages the same whatever the
-// backend.
-const (
-	DefaultLimit = brainwire.DefaultPageSize
-	MaxLimit     = brainwire.MaxPageSize
 )
 
 // Run runs the conformance suite. Each subtest calls open for a fresh, empty

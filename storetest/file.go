@@ -206,16 +206,12 @@ func testFileCanceledContext(t *testing.T, e *env) {
 }
 
 var refileTests = []test{
-	{"MisunderstoodToClassified", testRefileMisunderstoodToClassified},
-	{"MisunderstoodAgain", testRefileMisunderstoodAgain},
-	{"ReplacesRecord", testRefileReplacesRecord},
-	{"ClassifiedToMisunderstood", testRefileClassifiedToMisunderstood},
+	{"Transitions", testRefileTransitions},
 	{"KeepsThread", testRefileKeepsThread},
 	{"CountsRounds", testRefileCountsRounds},
 	{"Unknown", testRefileUnknown},
 	{"Invalid", testRefileInvalid},
 	{"RecordIDTaken", testRefileRecordIDTaken},
-	{"RecordIDTakenKeepsOldRecord", testRefileRecordIDTakenKeepsOldRecord},
 	{"AgentRun", testRefileAgentRun},
 }
 
@@ -269,62 +265,6 @@ func testRefileCountsRounds(t *testing.T, e *env) {
 	}
 }
 
-func testRefileMisunderstoodToClassified(t *testing.T, e *env) {
-	orig := e.filing(brainwire.StatusMisunderstood, "")
-	orig.Source = brainwire.KindVoice
-	before := e.file(orig)
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
-	got := e.file(f)
-	want := refiled(before, f)
-	check(t, "refiled item", got, want)
-	if got.ID != before.ID {
-		t.Fatalf("refiled item id = %q, want the original %q", got.ID, before.ID)
-	}
-	rec := e.onlyRecord(brainwire.BucketProjects, f.NewRecordID)
-	check(t, "record", rec, recordOf(want, f.Now))
-
-	items, _ := e.listAll(brainwire.ListOptions{})
-	if len(items) != 1 || items[0].ID != before.ID {
-		t.Errorf("inbox = %q, want only %q", ids(items), before.ID)
-	}
-	// The refiling's own NewInboxID must not have been used.
-	_, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
-	checkCode(t, "GetInboxItem(refiling's NewInboxID)", err, brainwire.ENotFound)
-}
-
-func testRefileMisunderstoodAgain(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-	f := e.refiling(before, brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	check(t, "refiled item", got, refiled(before, f))
-	e.noRecord(f.NewRecordID)
-	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
-		t.Errorf("inbox holds %d items, want 1", len(items))
-	}
-}
-
-func testRefileReplacesRecord(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
-	oldRecordID := before.FiledRecordID
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	got := e.file(f)
-	want := refiled(before, f)
-	check(t, "refiled item", got, want)
-	check(t, "new record", e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID), recordOf(want, f.Now))
-	e.noRecord(oldRecordID)
-}
-
-func testRefileClassifiedToMisunderstood(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin))
-	f := e.refiling(before, brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	check(t, "refiled item", got, refiled(before, f))
-	e.noRecord(before.FiledRecordID)
-	e.noRecord(f.NewRecordID)
-}
-
 // The thread is what the next follow-up continues on: a refiling that names
 // none must not lose it.
 func testRefileKeepsThread(t *testing.T, e *env) {
@@ -367,33 +307,61 @@ func testRefileInvalid(t *testing.T, e *env) {
 	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
+// A refile whose record id is taken fails and changes nothing: not the
+// item, not the record it had, not the other item's.
 func testRefileRecordIDTaken(t *testing.T, e *env) {
 	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
 	otherRec := e.record(brainwire.BucketIdeas, other.FiledRecordID)
-	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	f.NewRecordID = other.FiledRecordID
-	_, err := e.s.File(e.ctx, f)
-	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
-
-	check(t, "refiled item", e.get(before.ID), before)
+	for _, from := range []struct{ status, bucket string }{{brainwire.StatusMisunderstood, ""}, {brainwire.StatusPending, brainwire.BucketPeople}} {
+		before := e.file(e.filing(from.status, from.bucket))
+		var rec brainwire.BucketRecord
+		if from.bucket != "" {
+			rec = e.record(from.bucket, before.FiledRecordID)
+		}
+		f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
+		f.NewRecordID = other.FiledRecordID
+		_, err := e.s.File(e.ctx, f)
+		checkCode(t, "refile of a "+from.status+" item with a taken record id", err, brainwire.EConflict)
+		check(t, "refiled item", e.get(before.ID), before)
+		if from.bucket != "" {
+			check(t, "item's record", e.onlyRecord(from.bucket, rec.ID), rec)
+		}
+	}
 	check(t, "other item", e.get(other.ID), other)
 	check(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
 }
 
-// A failed refile must not have deleted the record the item had.
-func testRefileRecordIDTakenKeepsOldRecord(t *testing.T, e *env) {
-	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
-	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
-	oldRec := e.record(brainwire.BucketPeople, before.FiledRecordID)
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	f.NewRecordID = other.FiledRecordID
-	_, err := e.s.File(e.ctx, f)
-	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
-
-	check(t, "refiled item", e.get(before.ID), before)
-	check(t, "item's record", e.onlyRecord(brainwire.BucketPeople, oldRec.ID), oldRec)
-	check(t, "other item", e.get(other.ID), other)
+// A refile from each status: the same item, refiled as the contract says;
+// the record it had gone, the one the refile files (if any) in its bucket
+// only; and one item in the Inbox still.
+func testRefileTransitions(t *testing.T, e *env) {
+	for _, tc := range []struct{ from, fromBucket, to, toBucket string }{
+		{brainwire.StatusMisunderstood, "", brainwire.StatusClassified, brainwire.BucketProjects},
+		{brainwire.StatusMisunderstood, "", brainwire.StatusMisunderstood, ""},
+		{brainwire.StatusPending, brainwire.BucketPeople, brainwire.StatusClassified, brainwire.BucketIdeas},
+		{brainwire.StatusClassified, brainwire.BucketAdmin, brainwire.StatusMisunderstood, ""},
+	} {
+		t.Run(tc.from+"To"+tc.to, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			orig := e.filing(tc.from, tc.fromBucket)
+			orig.Source = brainwire.KindVoice
+			before := e.file(orig)
+			f := e.refiling(before, tc.to, tc.toBucket)
+			want := refiled(before, f)
+			check(t, "refiled item", e.file(f), want)
+			if before.FiledRecordID != "" {
+				e.noRecord(before.FiledRecordID)
+			}
+			if tc.toBucket != "" {
+				check(t, "record", e.onlyRecord(tc.toBucket, f.NewRecordID), recordOf(want, f.Now))
+			} else {
+				e.noRecord(f.NewRecordID)
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{}); !slices.Equal(ids(items), []string{before.ID}) {
+				t.Errorf("inbox = %q, want only %q", ids(items), before.ID)
+			}
+			_, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
+			checkCode(t, "GetInboxItem(refiling's NewInboxID)", err, brainwire.ENotFound)
+		})
+	}
 }

@@ -66,7 +66,7 @@ func TestEmulator(t *testing.T) {
 		{"CheckSetup", testCheckSetup},
 		{"CheckSetupMissingContainer", testCheckSetupMissingContainer},
 		{"CheckSetupUnreachable", testCheckSetupUnreachable},
-		{"ClaimAcrossStores", testClaimAcrossStores},
+		{"Replicas", testReplicas},
 		{"ClaimRetriesAfterAConcurrentChange", testClaimRetriesAfterAConcurrentChange},
 		{"ClaimGivesUpAfterRepeatedChanges", testClaimGivesUpAfterRepeatedChanges},
 	}

@@ -293,46 +293,10 @@ func BenchmarkFileParallel(b *testing.B) {
 	})
 }
 
-// Two stores on one file are two processes: follow-up claims racing
-// across them are granted once.
-func TestClaimsAcrossStoresOnOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "brainwire.db")
-	stores := []*sqlite.Store{open(t, path), open(t, path)}
-	ctx := t.Context()
-	user := "user-" + uuid.NewString()
-	for race := range 5 {
-		f := filing(user, race)
-		f.Status, f.Classification.Bucket = brainwire.StatusMisunderstood, ""
-		item, err := stores[0].File(ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const n = 10
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				at := item.CreatedAt.Add(time.Second)
-				_, errs[i] = stores[i%2].ClaimFollowUp(ctx, user, item.ID, brainwire.FollowUpClaim{
-					Round: 1, Token: fmt.Sprintf("run-%d", i), At: at, Until: at.Add(time.Minute)})
-			})
-		}
-		close(start)
-		wg.Wait()
-		granted := 0
-		for i, err := range errs {
-			switch brainwire.ErrorCode(err) {
-			case "":
-				granted++
-			case brainwire.EConflict:
-			default:
-				t.Errorf("race %d, claim %d: %v", race, i, err)
-			}
-		}
-		if granted != 1 {
-			t.Fatalf("race %d: %d claims granted, want 1: %v", race, granted, errs)
-		}
-	}
+// Two stores on one file are two processes.
+func TestReplicas(t *testing.T) {
+	storetest.RunReplicas(t, func(t *testing.T) (a, b brainwire.Store) {
+		path := filepath.Join(t.TempDir(), "brainwire.db")
+		return open(t, path), open(t, path)
+	})
 }

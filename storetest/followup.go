@@ -67,8 +67,12 @@ func testClaimOnce(t *testing.T, e *env) {
 }
 
 // Claims racing on one item: exactly one is granted, whatever the timing.
-func testConcurrentClaims(t *testing.T, e *env) {
-	item := e.misunderstood()
+func testConcurrentClaims(t *testing.T, e *env) { e.raceFollowUps(e.misunderstood(), e.s) }
+
+// raceFollowUps makes claims of item's first round at once, spread over
+// stores: exactly one is granted, and the item holds it after.
+func (e *env) raceFollowUps(item brainwire.InboxItem, stores ...brainwire.Store) {
+	t := e.t
 	const n = 8
 	claims := make([]brainwire.FollowUpClaim, n)
 	for i := range claims {
@@ -80,7 +84,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 	for i := range claims {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = e.s.ClaimFollowUp(e.ctx, e.user, item.ID, claims[i])
+			_, errs[i] = stores[i%len(stores)].ClaimFollowUp(e.ctx, e.user, item.ID, claims[i])
 		})
 	}
 	close(start)

@@ -11,7 +11,7 @@ import (
 
 var keyTests = []test{
 	{"ClaimOnce", testKeyClaimOnce},
-	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0)) }},
+	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0), e.s) }},
 	{"ConcurrentTakeovers", testKeyConcurrentTakeovers},
 	{"FinishReplays", testKeyFinishReplays},
 	{"LapsedClaimIsTakenOver", testKeyLapsedClaim},
@@ -79,15 +79,14 @@ func testKeyClaimOnce(t *testing.T, e *env) {
 func testKeyConcurrentTakeovers(t *testing.T, e *env) {
 	k := e.keyClaim("racing", "fp", at(0))
 	e.claimKey(k)
-	e.raceClaims(k.Until)
+	e.raceClaims(k.Until, e.s)
 }
 
-// raceClaims makes concurrent claims of one key at t: one gets it, and
-// every other sees the winner's claim.
-func (e *env) raceClaims(t0 time.Time) {
+// raceClaims makes concurrent claims of one key at t0, spread over
+// stores: one gets it, and every other sees the winner's claim.
+func (e *env) raceClaims(t0 time.Time, stores ...brainwire.Store) {
 	t := e.t
 	const n = 8
-	ks := e.keys()
 	var wg sync.WaitGroup
 	claims := make([]brainwire.IdempotencyKey, n)
 	got := make([]brainwire.IdempotencyKey, n)
@@ -96,7 +95,7 @@ func (e *env) raceClaims(t0 time.Time) {
 		claims[i] = e.keyClaim("racing", "fp", t0)
 		wg.Go(func() {
 			var err error
-			got[i], won[i], err = ks.ClaimKey(e.ctx, claims[i])
+			got[i], won[i], err = stores[i%len(stores)].(brainwire.IdempotencyStore).ClaimKey(e.ctx, claims[i])
 			if err != nil {
 				t.Errorf("claim %d: %v", i, err)
 			}

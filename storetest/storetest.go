@@ -55,6 +55,8 @@
 //     claim at a time, also to claims made concurrently, until its Until;
 //     a finished key reads back as it was finished, times in UTC; keys are
 //     the user's own.
+//   - Both grants hold across stores over the same data, as the server's
+//     replicas are: RunReplicas races claims on two of them.
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -98,6 +100,28 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 			}
 		})
 	}
+}
+
+// RunReplicas runs the races of the suite on two stores over the same
+// data, as two replicas of the server are: open returns both, fresh and
+// empty, and owns their lifetime.
+func RunReplicas(t *testing.T, open func(t *testing.T) (a, b brainwire.Store)) {
+	t.Helper()
+	t.Run("FollowUpClaims", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		for range 5 {
+			e.raceFollowUps(e.misunderstood(), a, b)
+		}
+	})
+	t.Run("IdempotencyKeys", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		e.keys()
+		e.raceClaims(at(0), a, b)
+		// A lapsed claim, taken over by repeats on both.
+		e.raceClaims(at(0).Add(keyLease), a, b)
+	})
 }
 
 type test struct {

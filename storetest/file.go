@@ -11,11 +11,7 @@ import (
 
 var fileTests = []test{
 	{"Classified", testFileClassified},
-	{"Pending", testFilePending},
-	{"Misunderstood", testFileMisunderstood},
-	{"Unresolved", testFileUnresolved},
-	{"EveryBucket", testFileEveryBucket},
-	{"OptionalFieldsEmpty", testFileOptionalFieldsEmpty},
+	{"EachKind", testFileEachKind},
 	{"Invalid", testFileInvalid},
 	{"InboxIDTaken", testFileInboxIDTaken},
 	{"RecordIDTaken", testFileRecordIDTaken},
@@ -47,75 +43,49 @@ func testFileClassified(t *testing.T, e *env) {
 	}
 }
 
-func testFilePending(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusPending, brainwire.BucketIdeas)
-	f.Source = brainwire.KindVoice
-	got := e.file(f)
-	want := filed(f)
-	check(t, "item", got, want)
-	rec := e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID)
-	check(t, "record", rec, recordOf(want, f.Now))
-}
-
-func testFileMisunderstood(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	check(t, "item", got, filed(f))
-	if got.FiledRecordID != "" {
-		t.Errorf("FiledRecordID = %q, want empty", got.FiledRecordID)
+// Each kind of new filing makes its item, listed under its status, and a
+// bucket record, in its bucket only, when it files one (classified and
+// pending).
+func testFileEachKind(t *testing.T, e *env) {
+	type kind struct {
+		name, status, bucket string
+		mutate               func(*brainwire.Filing)
 	}
-	if got.FoundryThreadID != f.FoundryThreadID {
-		t.Errorf("FoundryThreadID = %q, want %q", got.FoundryThreadID, f.FoundryThreadID)
+	kinds := []kind{
+		{"PendingVoice", brainwire.StatusPending, brainwire.BucketIdeas, func(f *brainwire.Filing) { f.Source = brainwire.KindVoice }},
+		{"Misunderstood", brainwire.StatusMisunderstood, "", nil},
+		// What files no record needs no record id.
+		{"MisunderstoodWithoutRecordID", brainwire.StatusMisunderstood, "", func(f *brainwire.Filing) { f.NewRecordID = "" }},
+		{"UnresolvedVoice", brainwire.StatusUnresolved, "", func(f *brainwire.Filing) { f.NewRecordID, f.Source = "", brainwire.KindVoice }},
+		// Optional fields left empty come back empty, not as defaults.
+		{"OptionalFieldsEmpty", brainwire.StatusClassified, brainwire.BucketAdmin, func(f *brainwire.Filing) {
+			f.Title, f.FoundryThreadID, f.AgentRun = "", "", nil
+			f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
+		}},
 	}
-	e.noRecord(f.NewRecordID)
-
-	// Misunderstood filings write no record, so they need no record id.
-	f = e.filing(brainwire.StatusMisunderstood, "")
-	f.NewRecordID = ""
-	check(t, "item without a record id", e.file(f), filed(f))
-}
-
-// An unresolved capture is kept in the Inbox only, without a bucket and
-// without a record id.
-func testFileUnresolved(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusUnresolved, "")
-	f.NewRecordID = ""
-	f.Source = brainwire.KindVoice
-	got := e.file(f)
-	check(t, "item", got, filed(f))
-	if got.FiledRecordID != "" || got.Status != brainwire.StatusUnresolved {
-		t.Errorf("FiledRecordID %q, Status %q; want none and %q", got.FiledRecordID, got.Status, brainwire.StatusUnresolved)
-	}
-	if got.AgentRun == nil || got.AgentRun.Outcome != brainwire.OutcomeUnresolved {
-		t.Errorf("agent run %+v, want the unresolved run", got.AgentRun)
-	}
-	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved})
-	if !slices.Equal(ids(items), []string{got.ID}) {
-		t.Errorf("unresolved items %q, want [%s]", ids(items), got.ID)
-	}
-}
-
-func testFileEveryBucket(t *testing.T, e *env) {
 	for _, b := range brainwire.Buckets {
-		f := e.filing(brainwire.StatusClassified, b)
-		got := e.file(f)
-		want := filed(f)
-		check(t, b+" item", got, want)
-		check(t, b+" record", e.onlyRecord(b, f.NewRecordID), recordOf(want, f.Now))
+		kinds = append(kinds, kind{"ClassifiedIn" + b, brainwire.StatusClassified, b, nil})
 	}
-}
-
-// Optional fields left empty must come back empty, not as defaults.
-func testFileOptionalFieldsEmpty(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
-	f.Title = ""
-	f.FoundryThreadID = ""
-	f.AgentRun = nil
-	f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
-	got := e.file(f)
-	want := filed(f)
-	check(t, "item", got, want)
-	check(t, "record", e.onlyRecord(brainwire.BucketAdmin, f.NewRecordID), recordOf(want, f.Now))
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			f := e.filing(k.status, k.bucket)
+			if k.mutate != nil {
+				k.mutate(&f)
+			}
+			got := e.file(f)
+			want := filed(f)
+			check(t, "item", got, want)
+			if k.bucket != "" {
+				check(t, "record", e.onlyRecord(k.bucket, f.NewRecordID), recordOf(want, f.Now))
+			} else if f.NewRecordID != "" {
+				e.noRecord(f.NewRecordID)
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{Status: k.status}); !slices.Equal(ids(items), []string{got.ID}) {
+				t.Errorf("%s items %q, want [%s]", k.status, ids(items), got.ID)
+			}
+		})
+	}
 }
 
 func testFileInvalid(t *testing.T, e *env) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,12 +39,9 @@ var listTests = []test{
 	{"Empty", testListEmpty},
 	{"NewestFirst", testListNewestFirst},
 	{"Pages", testListPages},
-	{"PagesExactMultiple", testListPagesExactMultiple},
 	{"SameCreatedAt", testListSameCreatedAt},
 	{"StatusFilter", testListStatusFilter},
 	{"PagesWhileRecategorized", testListPagesWhileRecategorized},
-	{"DefaultLimit", testListDefaultLimit},
-	{"MaxLimit", testListMaxLimit},
 	{"Invalid", testListInvalid},
 }
 
@@ -106,25 +104,32 @@ func testListNewestFirst(t *testing.T, e *env) {
 	}
 }
 
+// Pages hold the limit asked for (brainwire.DefaultPageSize when none,
+// brainwire.MaxPageSize at most), newest first, each item once, and no
+// empty page follows the last item.
 func testListPages(t *testing.T, e *env) {
-	want := e.fileMany(25)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
-	if !slices.Equal(sizes, []int{10, 10, 5}) {
-		t.Errorf("page sizes = %v, want [10 10 5]", sizes)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
-	}
-}
-
-func testListPagesExactMultiple(t *testing.T, e *env) {
-	want := e.fileMany(20)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
-	if !slices.Equal(sizes, []int{10, 10}) {
-		t.Errorf("page sizes = %v, want [10 10]: no empty page after the last item", sizes)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+	for _, tc := range []struct {
+		name  string
+		n     int
+		limit int
+		sizes []int
+	}{
+		{"Limit", 25, 10, []int{10, 10, 5}},
+		{"ExactMultiple", 20, 10, []int{10, 10}},
+		{"DefaultLimit", brainwire.DefaultPageSize + 5, 0, []int{brainwire.DefaultPageSize, 5}},
+		{"MaxLimit", brainwire.MaxPageSize + 1, 10 * brainwire.MaxPageSize, []int{brainwire.MaxPageSize, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			want := e.fileMany(tc.n)
+			got, sizes := e.listAll(brainwire.ListOptions{Limit: tc.limit})
+			if !slices.Equal(sizes, tc.sizes) {
+				t.Errorf("page sizes = %v, want %v", sizes, tc.sizes)
+			}
+			if !slices.Equal(ids(got), ids(want)) {
+				t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+			}
+		})
 	}
 }
 
@@ -208,32 +213,6 @@ func testListPagesWhileRecategorized(t *testing.T, e *env) {
 	}
 }
 
-func testListDefaultLimit(t *testing.T, e *env) {
-	want := e.fileMany(brainwire.DefaultPageSize + 5)
-	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
-	if err != nil {
-		t.Fatalf("ListInbox: %v", err)
-	}
-	if len(page.Items) != brainwire.DefaultPageSize || page.NextCursor == "" {
-		t.Fatalf("default page: %d items, NextCursor %q; want %d and a cursor", len(page.Items), page.NextCursor, brainwire.DefaultPageSize)
-	}
-	got, _ := e.listAll(brainwire.ListOptions{})
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
-	}
-}
-
-func testListMaxLimit(t *testing.T, e *env) {
-	want := e.fileMany(brainwire.MaxPageSize + 1)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10 * brainwire.MaxPageSize})
-	if !slices.Equal(sizes, []int{brainwire.MaxPageSize, 1}) {
-		t.Errorf("page sizes = %v, want [%d 1]", sizes, brainwire.MaxPageSize)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids differ from the filed ones")
-	}
-}
-
 func testListInvalid(t *testing.T, e *env) {
 	e.fileMany(3)
 	for _, tc := range []struct {
@@ -303,28 +282,11 @@ func testDeleteUnknown(t *testing.T, e *env) {
 }
 
 var recategorizeTests = []test{
-	{"MovesRecord", testRecategorizeMovesRecord},
-	{"Pending", testRecategorizePending},
-	{"SameBucket", testRecategorizeSameBucket},
-	{"Misunderstood", testRecategorizeMisunderstood},
-	{"Unresolved", testRecategorizeUnresolved},
+	{"EachStatus", testRecategorizeEachStatus},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
 	{"RecordIDTakenInTheNewBucket", testRecategorizeRecordIDTakenInTheNewBucket},
-	{"KeepsAgentRun", testRecategorizeKeepsAgentRun},
-}
-
-// A person's recategorize keeps the agent's run as it was: the agent's
-// call stays next to the person's.
-func testRecategorizeKeepsAgentRun(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
-	it := e.file(f)
-	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
-	got, _ := e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
-	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Fatalf("agent run after recategorize %+v, want %+v", got.AgentRun, f.AgentRun)
-	}
 }
 
 // recategorized is before as a person filed it in bucket: the agent's
@@ -363,64 +325,41 @@ func (e *env) recategorize(before brainwire.InboxItem, oldRec *brainwire.BucketR
 	return got, rec
 }
 
-func testRecategorizeMovesRecord(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
-	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
-
-	it, rec = e.recategorize(it, &rec, brainwire.BucketProjects, at(100))
-	_, err := e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketPeople, rec.ID)
-	checkCode(t, "old bucket's record after the move", err, brainwire.ENotFound)
-
-	// And on to a third bucket.
-	it, _ = e.recategorize(it, &rec, brainwire.BucketAdmin, at(200))
-	items, _ := e.listAll(brainwire.ListOptions{})
-	if !slices.Equal(ids(items), []string{it.ID}) {
-		t.Errorf("inbox = %q, want [%s]", ids(items), it.ID)
-	}
-}
-
-func testRecategorizePending(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusPending, brainwire.BucketIdeas))
-	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
-	got, _ := e.recategorize(it, &rec, brainwire.BucketAdmin, at(100))
-	if got.Status != brainwire.StatusClassified {
-		t.Errorf("status = %q, want %q", got.Status, brainwire.StatusClassified)
-	}
-	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusPending})
-	if len(items) != 0 {
-		t.Errorf("pending items after recategorize: %q", ids(items))
-	}
-}
-
-func testRecategorizeSameBucket(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
-	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
-	e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
-}
-
-func testRecategorizeMisunderstood(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-	got, rec := e.recategorize(it, nil, brainwire.BucketPeople, at(100))
-	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
-		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
-	}
-}
-
-// A person files an unresolved capture: it gets a bucket record, linked
-// both ways, and keeps the run that left it unresolved, which the
-// correction judges.
-func testRecategorizeUnresolved(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusUnresolved, "")
-	it := e.file(f)
-	got, rec := e.recategorize(it, nil, brainwire.BucketAdmin, at(100))
-	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
-		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
-	}
-	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Errorf("agent run after recategorize %+v, want %+v", got.AgentRun, f.AgentRun)
-	}
-	if items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved}); len(items) != 0 {
-		t.Errorf("unresolved items after recategorize: %q", ids(items))
+// A person files an item of each status into a bucket, or on into others:
+// it is recategorized as the contract says (recategorize checks the item
+// and its record), keeps its place, and is listed as classified only.
+func testRecategorizeEachStatus(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		status, from string
+		to           []string
+	}{
+		{brainwire.StatusClassified, brainwire.BucketPeople, []string{brainwire.BucketProjects, brainwire.BucketAdmin}},
+		{brainwire.StatusClassified, brainwire.BucketIdeas, []string{brainwire.BucketIdeas}},
+		{brainwire.StatusPending, brainwire.BucketIdeas, []string{brainwire.BucketAdmin}},
+		{brainwire.StatusMisunderstood, "", []string{brainwire.BucketPeople}},
+		{brainwire.StatusUnresolved, "", []string{brainwire.BucketAdmin}},
+	} {
+		t.Run(tc.status+"In"+tc.from+"To"+strings.Join(tc.to, "Then"), func(t *testing.T) {
+			e := newEnv(t, e.s)
+			it := e.file(e.filing(tc.status, tc.from))
+			var rec *brainwire.BucketRecord
+			if tc.from != "" {
+				r := e.record(tc.from, it.FiledRecordID)
+				rec = &r
+			}
+			for i, b := range tc.to {
+				got, r := e.recategorize(it, rec, b, at(100*(i+1)))
+				it, rec = got, &r
+			}
+			for _, status := range []string{brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
+				if items, _ := e.listAll(brainwire.ListOptions{Status: status}); len(items) != 0 {
+					t.Errorf("%s items after recategorize: %q", status, ids(items))
+				}
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{}); !slices.Equal(ids(items), []string{it.ID}) {
+				t.Errorf("inbox = %q, want [%s]", ids(items), it.ID)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package transcription_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -55,21 +56,8 @@ func newService(t *testing.T, reply func(w http.ResponseWriter, r *http.Request,
 func answerText(text string) func(http.ResponseWriter, *http.Request, request) {
 	return func(w http.ResponseWriter, _ *http.Request, _ request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"text":`+quote(text)+`}`)
+		_ = json.NewEncoder(w).Encode(map[string]string{"text": text})
 	}
-}
-
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		if r == '"' || r == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 func (s *service) handle(w http.ResponseWriter, r *http.Request) {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,101 +56,6 @@ func filing(user string, i int) brainwire.Filing {
 		},
 		FoundryThreadID: "thread_" + uuid.NewString(),
 		Now:             now,
-	}
-}
-
-// Many capture streams file at once, while others read: every write must
-// succeed without SQLITE_BUSY.
-func TestConcurrentFiling(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "brainwire.db"))
-	ctx := t.Context()
-	const n = 50
-	user := "user-" + uuid.NewString()
-
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	filed := make(chan brainwire.InboxItem, n)
-	for i := range n {
-		wg.Go(func() {
-			it, err := s.File(ctx, filing(user, i))
-			if err != nil {
-				errs <- fmt.Errorf("File #%d: %w", i, err)
-				return
-			}
-			filed <- it
-		})
-		wg.Go(func() {
-			if _, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 5}); err != nil {
-				errs <- fmt.Errorf("ListInbox #%d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	close(filed)
-	for err := range errs {
-		t.Error(err)
-	}
-
-	var want []string
-	for it := range filed {
-		want = append(want, it.ID)
-		rec, err := s.GetBucketRecord(ctx, user, it.ClassificationMeta.Bucket, it.FiledRecordID)
-		if err != nil || rec.InboxRecordID != it.ID {
-			t.Errorf("record of %s: %+v, %v", it.ID, rec, err)
-		}
-	}
-	var got []string
-	for cursor := ""; ; {
-		page, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 100, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListInbox: %v", err)
-		}
-		for _, it := range page.Items {
-			got = append(got, it.ID)
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if len(want) != n || !slices.Equal(got, want) {
-		t.Errorf("filed %d, listed %d; want %d of each, the same", len(want), len(got), n)
-	}
-}
-
-// Two stores on one file stand for two processes: their writers contend for
-// the file lock and must wait for each other rather than fail.
-func TestConcurrentStoresOnOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "brainwire.db")
-	stores := []*sqlite.Store{open(t, path), open(t, path)}
-	ctx := t.Context()
-	user := "user-" + uuid.NewString()
-	const perStore = 20
-
-	var wg sync.WaitGroup
-	errs := make(chan error, len(stores)*perStore)
-	for si, s := range stores {
-		for i := range perStore {
-			wg.Go(func() {
-				if _, err := s.File(ctx, filing(user, si*perStore+i)); err != nil {
-					errs <- fmt.Errorf("store %d, File #%d: %w", si, i, err)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	page, err := stores[1].ListInbox(ctx, user, brainwire.ListOptions{Limit: 100})
-	if err != nil {
-		t.Fatalf("ListInbox: %v", err)
-	}
-	if len(page.Items) != len(stores)*perStore {
-		t.Errorf("listed %d items, want %d", len(page.Items), len(stores)*perStore)
 	}
 }
 

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,48 @@ var fileTests = []test{
 	{"InboxIDTaken", testFileInboxIDTaken},
 	{"RecordIDTaken", testFileRecordIDTaken},
 	{"CanceledContext", testFileCanceledContext},
+	{"Concurrently", func(t *testing.T, e *env) { e.fileConcurrently(e.s) }},
+}
+
+// fileConcurrently files captures at once over stores while others list:
+// every filing succeeds (no store error for a busy database), with its
+// record, and the inbox lists each once.
+func (e *env) fileConcurrently(stores ...brainwire.Store) {
+	t := e.t
+	const n = 40
+	filings := make([]brainwire.Filing, n)
+	for i := range filings {
+		filings[i] = e.filing(brainwire.StatusClassified, brainwire.Buckets[i%len(brainwire.Buckets)])
+	}
+	var wg sync.WaitGroup
+	for i, f := range filings {
+		s := stores[i%len(stores)]
+		wg.Go(func() {
+			if _, err := s.File(e.ctx, f); err != nil {
+				t.Errorf("File #%d: %v", i, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.ListInbox(e.ctx, e.user, brainwire.ListOptions{Limit: 5}); err != nil {
+				t.Errorf("ListInbox #%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	var want []string
+	for _, f := range filings {
+		want = append(want, f.NewInboxID)
+		if r := e.record(f.Classification.Bucket, f.NewRecordID); r.InboxRecordID != f.NewInboxID {
+			t.Errorf("record of %s links %s", f.NewInboxID, r.InboxRecordID)
+		}
+	}
+	got, _ := e.listAll(brainwire.ListOptions{Limit: 100})
+	listed := ids(got)
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("filed %d, listed %d: not the same", len(want), len(listed))
+	}
 }
 
 func testFileClassified(t *testing.T, e *env) {

@@ -114,6 +114,11 @@ func RunReplicas(t *testing.T, open func(t *testing.T) (a, b brainwire.Store)) {
 			e.raceFollowUps(e.misunderstood(), a, b)
 		}
 	})
+	t.Run("Filing", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		e.fileConcurrently(a, b)
+	})
 	t.Run("IdempotencyKeys", func(t *testing.T) {
 		a, b := open(t)
 		e := newEnv(t, a)

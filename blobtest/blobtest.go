@@ -180,7 +180,9 @@ func testPutReplaces(t *testing.T, s brainwire.BlobStore) {
 	}
 }
 
-// failingReader yields n bytes, then fails like an upload cut off.
+// FailingReader yields n bytes, then fails like an upload cut off.
+func FailingReader(n int) io.Reader { return &failingReader{n: n} }
+
 type failingReader struct{ n int }
 
 func (r *failingReader) Read(p []byte) (int, error) {
@@ -200,14 +202,14 @@ func testFailedPut(t *testing.T, s brainwire.BlobStore) {
 	kept := put(t, s, "kept.wav", "audio/wav", "old")
 	// Past 2 MiB, so that a backend uploading in blocks fails after
 	// staging some.
-	if _, err := s.Put(ctx, "kept.wav", "audio/mpeg", &failingReader{n: 2<<20 + 10}); err == nil {
+	if _, err := s.Put(ctx, "kept.wav", "audio/mpeg", FailingReader(2<<20+10)); err == nil {
 		t.Fatal("Put from a failing reader succeeded")
 	}
 	if got, info := Read(t, s, kept); string(got) != "old" || info.ContentType != "audio/wav" {
 		t.Errorf("after a failed replace: %q %+v, want the old blob", got, info)
 	}
 
-	if _, err := s.Put(ctx, "never.wav", "audio/wav", &failingReader{n: 100}); err == nil {
+	if _, err := s.Put(ctx, "never.wav", "audio/wav", FailingReader(100)); err == nil {
 		t.Fatal("Put from a failing reader succeeded")
 	}
 	_, _, err := s.Open(ctx, sibling(kept, "never.wav"))
@@ -218,7 +220,7 @@ func testCancelledPut(t *testing.T, s brainwire.BlobStore) {
 	ctx, cancel := context.WithCancel(t.Context())
 	// The context is cancelled once the upload has begun, as by a client
 	// going away mid-upload.
-	r := io.MultiReader(strings.NewReader("chunk"), &cancelReader{cancel: cancel}, strings.NewReader("rest"))
+	r := io.MultiReader(strings.NewReader("chunk"), CancelReader(cancel), strings.NewReader("rest"))
 	_, err := s.Put(ctx, "c.wav", "audio/wav", r)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Put: err = %v, want context.Canceled", err)
@@ -228,7 +230,10 @@ func testCancelledPut(t *testing.T, s brainwire.BlobStore) {
 	checkCode(t, "Open of a cancelled Put", err, brainwire.ENotFound)
 }
 
-// cancelReader cancels a context on its first read and yields a few bytes.
+// CancelReader calls cancel on its first read, as a client going away
+// mid-upload, and yields a few bytes.
+func CancelReader(cancel context.CancelFunc) io.Reader { return &cancelReader{cancel: cancel} }
+
 type cancelReader struct {
 	cancel context.CancelFunc
 	done   bool
@@ -258,10 +263,9 @@ func testInvalidNames(t *testing.T, s brainwire.BlobStore) {
 // testForeignURLs tries URLs that are not of a blob in the store. Each
 // backend adds its own (other directories, containers, hosts).
 func testForeignURLs(t *testing.T, s brainwire.BlobStore) {
-	ctx := t.Context()
 	mine := put(t, s, "mine.wav", "audio/wav", "mine")
 	root := mine[:strings.LastIndex(mine, "/")]
-	for _, raw := range []string{
+	Refuses(t, s, []string{
 		root,
 		root + "/",
 		root + "/sub/mine.wav",
@@ -272,13 +276,20 @@ func testForeignURLs(t *testing.T, s brainwire.BlobStore) {
 		"mine.wav",
 		"",
 		"%zz",
-	} {
-		_, _, err := s.Open(ctx, raw)
-		checkCode(t, fmt.Sprintf("Open(%q)", raw), err, brainwire.EInvalid)
-		checkCode(t, fmt.Sprintf("Delete(%q)", raw), s.Delete(ctx, raw), brainwire.EInvalid)
-	}
+	})
 	if got, _ := Read(t, s, mine); string(got) != "mine" {
 		t.Errorf("own blob now holds %q", got)
+	}
+}
+
+// Refuses checks that s refuses each of urls as not naming a blob of its
+// own: EInvalid for Open and for Delete.
+func Refuses(t *testing.T, s brainwire.BlobStore, urls []string) {
+	t.Helper()
+	for _, raw := range urls {
+		_, _, err := s.Open(t.Context(), raw)
+		checkCode(t, fmt.Sprintf("Open(%q)", raw), err, brainwire.EInvalid)
+		checkCode(t, fmt.Sprintf("Delete(%q)", raw), s.Delete(t.Context(), raw), brainwire.EInvalid)
 	}
 }
 

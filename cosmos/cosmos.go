@@ -36,12 +36,6 @@ const InboxContainer = "Inbox"
 // PartitionKeyPath is the partition key of every container.
 const PartitionKeyPath = "/userId"
 
-// Page sizes of ListInbox, the same on every store.
-const (
-	DefaultListLimit = brainwire.DefaultPageSize
-	MaxListLimit     = brainwire.MaxPageSize
-)
-
 // compensationTimeout bounds the writes that undo a failed operation. They
 // run detached from the caller's context: a cancelled request is a common
 // reason for the failure, and must not also stop the cleanup.
@@ -195,11 +189,27 @@ func (s *Store) EnsureContainers(ctx context.Context) error {
 		case statusOf(err) != http.StatusConflict:
 			return fmt.Errorf("cosmos: creating container %s in %s: %w", name, s.dbName, err)
 		case name == InboxContainer:
-			if err := s.ensureInboxIndexes(ctx); err != nil {
+			// The composite index ListInbox needs, on an Inbox created
+			// without it.
+			err := amendContainer(ctx, s.inbox, name, "adding the composite index", func(p *azcosmos.ContainerProperties) bool {
+				policy, missing := withInboxIndexes(p.IndexingPolicy)
+				p.IndexingPolicy = policy
+				return missing
+			})
+			if err != nil {
 				return err
 			}
 		case name == KeysContainer:
-			if err := s.ensureKeysTTL(ctx); err != nil {
+			// TTL on, with no default expiry (each document's own ttl
+			// counts), on a keys container created without.
+			err := amendContainer(ctx, s.keys, name, "turning on the TTL", func(p *azcosmos.ContainerProperties) bool {
+				if p.DefaultTimeToLive != nil {
+					return false
+				}
+				p.DefaultTimeToLive = keysDefaultTTL()
+				return true
+			})
+			if err != nil {
 				return err
 			}
 		}
@@ -207,24 +217,23 @@ func (s *Store) EnsureContainers(ctx context.Context) error {
 	return nil
 }
 
-// ensureInboxIndexes adds the composite index ListInbox needs to an Inbox
-// container created without it.
-func (s *Store) ensureInboxIndexes(ctx context.Context) error {
-	resp, err := s.inbox.Read(ctx, nil)
+// amendContainer reads a container's properties and replaces them when
+// change changed them: for what a container made by an older version
+// lacks.
+func amendContainer(ctx context.Context, c *azcosmos.ContainerClient, name, what string, change func(*azcosmos.ContainerProperties) bool) error {
+	resp, err := c.Read(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("cosmos: reading container %s: %w", InboxContainer, err)
+		return fmt.Errorf("cosmos: reading container %s: %w", name, err)
 	}
 	props := resp.ContainerProperties
 	if props == nil {
-		return fmt.Errorf("cosmos: reading container %s: no properties returned", InboxContainer)
+		return fmt.Errorf("cosmos: reading container %s: no properties returned", name)
 	}
-	policy, missing := withInboxIndexes(props.IndexingPolicy)
-	if !missing {
+	if !change(props) {
 		return nil
 	}
-	props.IndexingPolicy = policy
-	if _, err := s.inbox.Replace(ctx, *props, nil); err != nil {
-		return fmt.Errorf("cosmos: adding composite index to container %s: %w", InboxContainer, err)
+	if _, err := c.Replace(ctx, *props, nil); err != nil {
+		return fmt.Errorf("cosmos: container %s: %s: %w", name, what, err)
 	}
 	return nil
 }

@@ -2,58 +2,25 @@ package cosmos
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/storetest"
 )
 
 func claimAt(round int, token string, at time.Time) brainwire.FollowUpClaim {
 	return brainwire.FollowUpClaim{Round: round, Token: token, At: at, Until: at.Add(time.Minute)}
 }
 
-// Two stores on one database are two replicas: claims racing across them
-// are granted once.
-func testClaimAcrossStores(t *testing.T, e *emulator) {
-	a := e.open(t, storeOptions{})
-	b := e.open(t, storeOptions{database: a.dbName, noEnsure: true})
-	g := &ids{}
-	for round := range 5 {
-		m := mustFile(t, a, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
-		const n = 10
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			s := a
-			if i%2 == 1 {
-				s = b
-			}
-			wg.Go(func() {
-				<-start
-				_, errs[i] = s.ClaimFollowUp(context.Background(), "alice", m.ID, claimAt(1, fmt.Sprintf("run-%d", i), baseTime.Add(time.Second)))
-			})
-		}
-		close(start)
-		wg.Wait()
-		granted := 0
-		for i, err := range errs {
-			switch brainwire.ErrorCode(err) {
-			case "":
-				granted++
-			case brainwire.EConflict:
-			default:
-				t.Errorf("race %d, claim %d: %v", round, i, err)
-			}
-		}
-		if granted != 1 {
-			t.Fatalf("race %d: %d claims granted, want 1: %v", round, granted, errs)
-		}
-	}
+// Two stores on one database are two replicas.
+func testReplicas(t *testing.T, e *emulator) {
+	storetest.RunReplicas(t, func(t *testing.T) (a, b brainwire.Store) {
+		s := e.open(t, storeOptions{})
+		return s, e.open(t, storeOptions{database: s.dbName, noEnsure: true})
+	})
 }
 
 // A claim that loses its conditional replace to a change that did not

@@ -177,27 +177,6 @@ func normalizeKey(k brainwire.IdempotencyKey) brainwire.IdempotencyKey {
 	return k
 }
 
-// ensureKeysTTL turns the keys container's TTL on (with no default expiry,
-// so that each document's own ttl counts) when it was created without.
-func (s *Store) ensureKeysTTL(ctx context.Context) error {
-	resp, err := s.keys.Read(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("cosmos: reading container %s: %w", KeysContainer, err)
-	}
-	props := resp.ContainerProperties
-	if props == nil {
-		return fmt.Errorf("cosmos: reading container %s: no properties returned", KeysContainer)
-	}
-	if props.DefaultTimeToLive != nil {
-		return nil
-	}
-	props.DefaultTimeToLive = keysDefaultTTL()
-	if _, err := s.keys.Replace(ctx, *props, nil); err != nil {
-		return fmt.Errorf("cosmos: turning on the TTL of container %s: %w", KeysContainer, err)
-	}
-	return nil
-}
-
 // keysDefaultTTL is the keys container's default TTL: on, no default
 // expiry (-1); documents expire by their own ttl.
 func keysDefaultTTL() *int32 {

@@ -2,10 +2,10 @@ package crashtest
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/process"
 )
 
 // The brainwire binary the tests run, built once per test binary.
@@ -77,11 +79,10 @@ type replica struct {
 	args []string
 	env  []string
 	addr string
-	logs *os.File // every run's output, appended
+	log  string // every run's output, appended
 
 	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	p       *process.Proc // nil when not running
 	stopped bool
 }
 
@@ -89,8 +90,7 @@ type replica struct {
 // clean environment, not yet started.
 func newReplica(t *testing.T, name string, env map[string]string, args ...string) *replica {
 	t.Helper()
-	addr := freeAddr(t)
-	logs, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	addr, err := process.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,8 @@ func newReplica(t *testing.T, name string, env map[string]string, args ...string
 	for k, v := range env {
 		full = append(full, k+"="+v)
 	}
-	r := &replica{name: name, bin: brainwireBinary(t), args: args, env: full, addr: addr, logs: logs}
-	t.Cleanup(func() {
-		r.kill()
-		logs.Close()
-	})
+	r := &replica{name: name, bin: brainwireBinary(t), args: args, env: full, addr: addr, log: filepath.Join(t.TempDir(), name+".log")}
+	t.Cleanup(r.kill)
 	return r
 }
 
@@ -122,44 +119,25 @@ func (r *replica) start() error {
 	defer r.mu.Unlock()
 	cmd := exec.Command(r.bin, append([]string{"serve"}, r.args...)...)
 	cmd.Env = r.env
-	cmd.Stdout, cmd.Stderr = r.logs, r.logs
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", r.name, err)
+	p, err := process.Start(r.name, cmd, r.log)
+	if err != nil {
+		return err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	r.cmd, r.exited, r.stopped = cmd, exited, false
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", r.addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited before it listened:\n%s", r.name, r.tail())
-		case <-time.After(25 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not listen on %s within 90 s:\n%s", r.name, r.addr, r.tail())
-		}
+	r.p, r.stopped = p, false
+	if err := p.WaitReady(context.Background(), 90*time.Second, process.Listening(r.addr)); err != nil {
+		return fmt.Errorf("%w\n%s", err, r.tail())
 	}
+	return nil
 }
 
 // kill ends the process at once (SIGKILL): nothing of it runs after.
 func (r *replica) kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil {
-		return
+	if r.p != nil {
+		r.p.Kill()
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	<-r.exited
-	r.cmd, r.stopped = nil, false
+	r.p, r.stopped = nil, false
 }
 
 // stop freezes the process (SIGSTOP): its connections stay open, and
@@ -167,18 +145,18 @@ func (r *replica) kill() {
 func (r *replica) stop() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil || r.stopped {
+	if r.p == nil || r.stopped {
 		return false
 	}
-	r.stopped = r.cmd.Process.Signal(syscall.SIGSTOP) == nil
+	r.stopped = r.p.Signal(syscall.SIGSTOP) == nil
 	return r.stopped
 }
 
 func (r *replica) cont() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd != nil && r.stopped {
-		_ = r.cmd.Process.Signal(syscall.SIGCONT)
+	if r.p != nil && r.stopped {
+		_ = r.p.Signal(syscall.SIGCONT)
 		r.stopped = false
 	}
 }
@@ -187,13 +165,13 @@ func (r *replica) cont() {
 func (r *replica) up() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cmd != nil && !r.stopped
+	return r.p != nil && !r.stopped
 }
 
 // tail is the end of the replica's output but its reasoning chunks (the
 // log is their sink without telemetry), for failure messages.
 func (r *replica) tail() string {
-	b, _ := os.ReadFile(r.logs.Name())
+	b, _ := os.ReadFile(r.log)
 	var keep [][]byte
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		if !bytes.Contains(line, []byte(`msg="reasoning chunk"`)) {
@@ -204,15 +182,4 @@ func (r *replica) tail() string {
 		keep = keep[len(keep)-60:]
 	}
 	return string(bytes.Join(keep, []byte("\n")))
-}
-
-// freeAddr is a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -92,28 +92,6 @@ func TestFiles(t *testing.T) {
 	}
 }
 
-// failingReader yields some bytes, then an error, like an upload cut off.
-type failingReader struct{ n int }
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, errors.New("connection reset")
-	}
-	n := min(len(p), r.n)
-	clear(p[:n])
-	r.n -= n
-	return n, nil
-}
-
-// cancelReader cancels its context on the first read, as a client going
-// away mid-upload would, and keeps yielding bytes.
-type cancelReader struct{ cancel context.CancelFunc }
-
-func (r cancelReader) Read(p []byte) (int, error) {
-	r.cancel()
-	return copy(p, "more"), nil
-}
-
 // TestRefusedPutsLeaveNoFiles checks that failed, cancelled and invalid
 // Puts leave no temporary or sidecar file behind.
 func TestRefusedPutsLeaveNoFiles(t *testing.T) {
@@ -123,14 +101,14 @@ func TestRefusedPutsLeaveNoFiles(t *testing.T) {
 	}
 	before := files(t, s.Dir())
 
-	if _, err := s.Put(t.Context(), "keep.wav", "audio/mpeg", &failingReader{n: 100_000}); err == nil {
+	if _, err := s.Put(t.Context(), "keep.wav", "audio/mpeg", blobtest.FailingReader(100_000)); err == nil {
 		t.Fatal("Put from a failing reader succeeded")
 	}
-	if _, err := s.Put(t.Context(), "new.wav", "audio/wav", &failingReader{n: 10}); err == nil {
+	if _, err := s.Put(t.Context(), "new.wav", "audio/wav", blobtest.FailingReader(10)); err == nil {
 		t.Fatal("Put from a failing reader succeeded")
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	if _, err := s.Put(ctx, "c.wav", "audio/wav", cancelReader{cancel}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Put(ctx, "c.wav", "audio/wav", blobtest.CancelReader(cancel)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Put cancelled mid-upload: err = %v", err)
 	}
 	for _, name := range []string{"../x.wav", ".x.wav.type", strings.Repeat("a", brainwire.MaxBlobNameLen+1)} {
@@ -159,8 +137,7 @@ func TestForeignURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := "file://" + filepath.ToSlash(s.Dir())
-
-	for _, raw := range []string{
+	blobtest.Refuses(t, s, []string{
 		"file://" + filepath.ToSlash(secret),
 		root + "/../secret.wav",
 		root + "/%2e%2e/secret.wav",
@@ -169,14 +146,7 @@ func TestForeignURLs(t *testing.T) {
 		"file://otherhost" + filepath.ToSlash(s.Dir()) + "/mine.wav",
 		"http://127.0.0.1" + filepath.ToSlash(s.Dir()) + "/mine.wav",
 		"file:mine.wav",
-	} {
-		if _, _, err := s.Open(ctx, raw); brainwire.ErrorCode(err) != brainwire.EInvalid {
-			t.Errorf("Open(%q): err = %v, want code %s", raw, err, brainwire.EInvalid)
-		}
-		if err := s.Delete(ctx, raw); brainwire.ErrorCode(err) != brainwire.EInvalid {
-			t.Errorf("Delete(%q): err = %v, want code %s", raw, err, brainwire.EInvalid)
-		}
-	}
+	})
 	if _, err := os.Stat(secret); err != nil {
 		t.Errorf("file outside the store: %v", err)
 	}

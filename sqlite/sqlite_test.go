@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
+	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,101 +59,6 @@ func filing(user string, i int) brainwire.Filing {
 	}
 }
 
-// Many capture streams file at once, while others read: every write must
-// succeed without SQLITE_BUSY.
-func TestConcurrentFiling(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "brainwire.db"))
-	ctx := t.Context()
-	const n = 50
-	user := "user-" + uuid.NewString()
-
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	filed := make(chan brainwire.InboxItem, n)
-	for i := range n {
-		wg.Go(func() {
-			it, err := s.File(ctx, filing(user, i))
-			if err != nil {
-				errs <- fmt.Errorf("File #%d: %w", i, err)
-				return
-			}
-			filed <- it
-		})
-		wg.Go(func() {
-			if _, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 5}); err != nil {
-				errs <- fmt.Errorf("ListInbox #%d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	close(filed)
-	for err := range errs {
-		t.Error(err)
-	}
-
-	var want []string
-	for it := range filed {
-		want = append(want, it.ID)
-		rec, err := s.GetBucketRecord(ctx, user, it.ClassificationMeta.Bucket, it.FiledRecordID)
-		if err != nil || rec.InboxRecordID != it.ID {
-			t.Errorf("record of %s: %+v, %v", it.ID, rec, err)
-		}
-	}
-	var got []string
-	for cursor := ""; ; {
-		page, err := s.ListInbox(ctx, user, brainwire.ListOptions{Limit: 100, Cursor: cursor})
-		if err != nil {
-			t.Fatalf("ListInbox: %v", err)
-		}
-		for _, it := range page.Items {
-			got = append(got, it.ID)
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
-	slices.Sort(want)
-	slices.Sort(got)
-	if len(want) != n || !slices.Equal(got, want) {
-		t.Errorf("filed %d, listed %d; want %d of each, the same", len(want), len(got), n)
-	}
-}
-
-// Two stores on one file stand for two processes: their writers contend for
-// the file lock and must wait for each other rather than fail.
-func TestConcurrentStoresOnOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "brainwire.db")
-	stores := []*sqlite.Store{open(t, path), open(t, path)}
-	ctx := t.Context()
-	user := "user-" + uuid.NewString()
-	const perStore = 20
-
-	var wg sync.WaitGroup
-	errs := make(chan error, len(stores)*perStore)
-	for si, s := range stores {
-		for i := range perStore {
-			wg.Go(func() {
-				if _, err := s.File(ctx, filing(user, si*perStore+i)); err != nil {
-					errs <- fmt.Errorf("store %d, File #%d: %w", si, i, err)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	page, err := stores[1].ListInbox(ctx, user, brainwire.ListOptions{Limit: 100})
-	if err != nil {
-		t.Fatalf("ListInbox: %v", err)
-	}
-	if len(page.Items) != len(stores)*perStore {
-		t.Errorf("listed %d items, want %d", len(page.Items), len(stores)*perStore)
-	}
-}
-
 func TestReopen(t *testing.T) {
 	// A space and a '#' in the path, and a parent directory to create.
 	path := filepath.Join(t.TempDir(), "data dir", "nested#1", "brainwire.db")
@@ -191,7 +94,7 @@ func TestReopen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetInboxItem after reopening: %v", err)
 		}
-		if !sameItem(got, want) {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("after reopening:\n got %+v\nwant %+v", got, want)
 		}
 	}
@@ -199,75 +102,12 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetBucketRecord after reopening: %v", err)
 	}
-	if !sameRecord(gotRec, rec) {
+	if !reflect.DeepEqual(gotRec, rec) {
 		t.Errorf("record after reopening:\n got %+v\nwant %+v", gotRec, rec)
 	}
 	page, err := s.ListInbox(ctx, user, brainwire.ListOptions{})
 	if err != nil || len(page.Items) != 2 {
 		t.Errorf("ListInbox after reopening: %d items, %v; want 2", len(page.Items), err)
-	}
-}
-
-// sameItem compares documents that both came from the store: exactly.
-func sameItem(a, b brainwire.InboxItem) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) || !a.UpdatedAt.Equal(b.UpdatedAt) ||
-		!sameClassification(a.ClassificationMeta, b.ClassificationMeta) {
-		return false
-	}
-	a.CreatedAt, a.UpdatedAt, a.ClassificationMeta = time.Time{}, time.Time{}, nil
-	b.CreatedAt, b.UpdatedAt, b.ClassificationMeta = time.Time{}, time.Time{}, nil
-	return a == b
-}
-
-func sameRecord(a, b brainwire.BucketRecord) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) || !sameClassification(a.ClassificationMeta, b.ClassificationMeta) {
-		return false
-	}
-	a.CreatedAt, a.ClassificationMeta = time.Time{}, nil
-	b.CreatedAt, b.ClassificationMeta = time.Time{}, nil
-	return a == b
-}
-
-func sameClassification(a, b *brainwire.Classification) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Bucket == b.Bucket && a.Confidence == b.Confidence && a.ClassifiedBy == b.ClassifiedBy &&
-		a.ClassifiedAt.Equal(b.ClassifiedAt) && slices.Equal(a.AgentChain, b.AgentChain) &&
-		maps.Equal(a.AllScores, b.AllScores)
-}
-
-// Record ids are unique per bucket, as in per-bucket containers: moving a
-// record onto an id its new bucket already holds must fail and change
-// nothing.
-func TestRecategorizeOntoTakenRecordID(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "brainwire.db"))
-	ctx := t.Context()
-	user := "user-" + uuid.NewString()
-
-	fa := filing(user, 1)
-	fa.Classification.Bucket = brainwire.BucketPeople
-	a, err := s.File(ctx, fa)
-	if err != nil {
-		t.Fatalf("File a: %v", err)
-	}
-	fb := filing(user, 2)
-	fb.Classification.Bucket = brainwire.BucketIdeas
-	fb.NewRecordID = fa.NewRecordID
-	if _, err := s.File(ctx, fb); err != nil {
-		t.Fatalf("File b with a's record id in another bucket: %v", err)
-	}
-
-	_, err = s.Recategorize(ctx, user, a.ID, brainwire.BucketIdeas, uuid.NewString(), "user", fa.Now.Add(time.Hour))
-	if code := brainwire.ErrorCode(err); code != brainwire.EConflict {
-		t.Fatalf("Recategorize onto a taken id: code %q (%v), want %s", code, err, brainwire.EConflict)
-	}
-	got, err := s.GetInboxItem(ctx, user, a.ID)
-	if err != nil || !sameItem(got, a) {
-		t.Errorf("item after the failed move: %+v, %v; want %+v", got, err, a)
-	}
-	if _, err := s.GetBucketRecord(ctx, user, brainwire.BucketPeople, a.FiledRecordID); err != nil {
-		t.Errorf("a's record after the failed move: %v", err)
 	}
 }
 
@@ -356,46 +196,10 @@ func BenchmarkFileParallel(b *testing.B) {
 	})
 }
 
-// Two stores on one file are two processes: follow-up claims racing
-// across them are granted once.
-func TestClaimsAcrossStoresOnOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "brainwire.db")
-	stores := []*sqlite.Store{open(t, path), open(t, path)}
-	ctx := t.Context()
-	user := "user-" + uuid.NewString()
-	for race := range 5 {
-		f := filing(user, race)
-		f.Status, f.Classification.Bucket = brainwire.StatusMisunderstood, ""
-		item, err := stores[0].File(ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const n = 10
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				at := item.CreatedAt.Add(time.Second)
-				_, errs[i] = stores[i%2].ClaimFollowUp(ctx, user, item.ID, brainwire.FollowUpClaim{
-					Round: 1, Token: fmt.Sprintf("run-%d", i), At: at, Until: at.Add(time.Minute)})
-			})
-		}
-		close(start)
-		wg.Wait()
-		granted := 0
-		for i, err := range errs {
-			switch brainwire.ErrorCode(err) {
-			case "":
-				granted++
-			case brainwire.EConflict:
-			default:
-				t.Errorf("race %d, claim %d: %v", race, i, err)
-			}
-		}
-		if granted != 1 {
-			t.Fatalf("race %d: %d claims granted, want 1: %v", race, granted, errs)
-		}
-	}
+// Two stores on one file are two processes.
+func TestReplicas(t *testing.T) {
+	storetest.RunReplicas(t, func(t *testing.T) (a, b brainwire.Store) {
+		path := filepath.Join(t.TempDir(), "brainwire.db")
+		return open(t, path), open(t, path)
+	})
 }

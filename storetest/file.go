@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,105 +12,123 @@ import (
 
 var fileTests = []test{
 	{"Classified", testFileClassified},
-	{"Pending", testFilePending},
-	{"Misunderstood", testFileMisunderstood},
-	{"Unresolved", testFileUnresolved},
-	{"EveryBucket", testFileEveryBucket},
-	{"OptionalFieldsEmpty", testFileOptionalFieldsEmpty},
+	{"EachKind", testFileEachKind},
 	{"Invalid", testFileInvalid},
 	{"InboxIDTaken", testFileInboxIDTaken},
 	{"RecordIDTaken", testFileRecordIDTaken},
 	{"CanceledContext", testFileCanceledContext},
+	{"Concurrently", func(t *testing.T, e *env) { e.fileConcurrently(e.s) }},
+}
+
+// fileConcurrently files captures at once over stores while others list:
+// every filing succeeds (no store error for a busy database), with its
+// record, and the inbox lists each once.
+func (e *env) fileConcurrently(stores ...brainwire.Store) {
+	t := e.t
+	const n = 40
+	filings := make([]brainwire.Filing, n)
+	for i := range filings {
+		filings[i] = e.filing(brainwire.StatusClassified, brainwire.Buckets[i%len(brainwire.Buckets)])
+	}
+	var wg sync.WaitGroup
+	for i, f := range filings {
+		s := stores[i%len(stores)]
+		wg.Go(func() {
+			if _, err := s.File(e.ctx, f); err != nil {
+				t.Errorf("File #%d: %v", i, err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.ListInbox(e.ctx, e.user, brainwire.ListOptions{Limit: 5}); err != nil {
+				t.Errorf("ListInbox #%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	var want []string
+	for _, f := range filings {
+		want = append(want, f.NewInboxID)
+		if r := e.record(f.Classification.Bucket, f.NewRecordID); r.InboxRecordID != f.NewInboxID {
+			t.Errorf("record of %s links %s", f.NewInboxID, r.InboxRecordID)
+		}
+	}
+	got, _ := e.listAll(brainwire.ListOptions{Limit: 100})
+	listed := ids(got)
+	slices.Sort(listed)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("filed %d, listed %d: not the same", len(want), len(listed))
+	}
 }
 
 func testFileClassified(t *testing.T, e *env) {
 	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
 	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
-	if got.FiledRecordID != f.NewRecordID {
-		t.Fatalf("FiledRecordID = %q, want the filing's NewRecordID %q", got.FiledRecordID, f.NewRecordID)
-	}
-	rec := e.onlyRecord(brainwire.BucketPeople, got.FiledRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
-	if rec.InboxRecordID != got.ID {
-		t.Errorf("record.InboxRecordID = %q, want the item's id %q", rec.InboxRecordID, got.ID)
-	}
+	// In literal values, so that they hold whatever the helpers say: the
+	// filing's, with its times in UTC.
+	c := brainwire.Classification{Bucket: "People", Confidence: 0.91,
+		AllScores:    map[string]float64{"People": 0.91, "Ideas": 0.07, "Admin": 0.015625},
+		ClassifiedBy: "Classifier", AgentChain: []string{"Orchestrator", "Classifier"},
+		ClassifiedAt: time.Date(2026, time.March, 14, 8, 26, 52, 89_793_238, time.UTC)}
+	filedAt := time.Date(2026, time.March, 14, 8, 26, 53, 589_793_238, time.UTC)
+	check(t, "item", got, brainwire.InboxItem{ID: f.NewInboxID, UserID: e.user,
+		RawText: "capture 0: ask Zoë about the “garden” plan ✓\nsecond line", Title: "Garden plan 0",
+		Source: "text", Status: "classified", ClassificationMeta: &c, FiledRecordID: f.NewRecordID,
+		FoundryThreadID: f.FoundryThreadID, CreatedAt: filedAt, UpdatedAt: filedAt,
+		AgentRun: &brainwire.AgentRun{RunID: f.AgentRun.RunID, AgentVersion: "2026-03-14", InstructionsHash: "3f2a9c1b04de",
+			Model: "gpt-4o", Outcome: "classified", Bucket: "People", Confidence: 0.91,
+			TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203300"}})
+	check(t, "record", e.onlyRecord("People", f.NewRecordID), brainwire.BucketRecord{ID: f.NewRecordID, UserID: e.user,
+		Bucket: "People", RawText: got.RawText, Title: "Garden plan 0", ClassificationMeta: &c, InboxRecordID: f.NewInboxID, CreatedAt: filedAt})
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1", len(items))
 	}
 }
 
-func testFilePending(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusPending, brainwire.BucketIdeas)
-	f.Source = brainwire.KindVoice
-	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
-	rec := e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
-}
-
-func testFileMisunderstood(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	checkItem(t, "item", got, newItem(f))
-	if got.FiledRecordID != "" {
-		t.Errorf("FiledRecordID = %q, want empty", got.FiledRecordID)
+// Each kind of new filing makes its item, listed under its status, and a
+// bucket record, in its bucket only, when it files one (classified and
+// pending).
+func testFileEachKind(t *testing.T, e *env) {
+	type kind struct {
+		name, status, bucket string
+		mutate               func(*brainwire.Filing)
 	}
-	if got.FoundryThreadID != f.FoundryThreadID {
-		t.Errorf("FoundryThreadID = %q, want %q", got.FoundryThreadID, f.FoundryThreadID)
+	kinds := []kind{
+		{"PendingVoice", brainwire.StatusPending, brainwire.BucketIdeas, func(f *brainwire.Filing) { f.Source = brainwire.KindVoice }},
+		{"Misunderstood", brainwire.StatusMisunderstood, "", nil},
+		// What files no record needs no record id.
+		{"MisunderstoodWithoutRecordID", brainwire.StatusMisunderstood, "", func(f *brainwire.Filing) { f.NewRecordID = "" }},
+		{"UnresolvedVoice", brainwire.StatusUnresolved, "", func(f *brainwire.Filing) { f.NewRecordID, f.Source = "", brainwire.KindVoice }},
+		// Optional fields left empty come back empty, not as defaults.
+		{"OptionalFieldsEmpty", brainwire.StatusClassified, brainwire.BucketAdmin, func(f *brainwire.Filing) {
+			f.Title, f.FoundryThreadID, f.AgentRun = "", "", nil
+			f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
+		}},
 	}
-	e.noRecord(f.NewRecordID)
-
-	// Misunderstood filings write no record, so they need no record id.
-	f = e.filing(brainwire.StatusMisunderstood, "")
-	f.NewRecordID = ""
-	checkItem(t, "item without a record id", e.file(f), newItem(f))
-}
-
-// An unresolved capture is kept in the Inbox only, without a bucket and
-// without a record id.
-func testFileUnresolved(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusUnresolved, "")
-	f.NewRecordID = ""
-	f.Source = brainwire.KindVoice
-	got := e.file(f)
-	checkItem(t, "item", got, newItem(f))
-	if got.FiledRecordID != "" || got.Status != brainwire.StatusUnresolved {
-		t.Errorf("FiledRecordID %q, Status %q; want none and %q", got.FiledRecordID, got.Status, brainwire.StatusUnresolved)
-	}
-	if got.AgentRun == nil || got.AgentRun.Outcome != brainwire.OutcomeUnresolved {
-		t.Errorf("agent run %s, want the unresolved run", runString(got.AgentRun))
-	}
-	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved})
-	if !slices.Equal(ids(items), []string{got.ID}) {
-		t.Errorf("unresolved items %q, want [%s]", ids(items), got.ID)
-	}
-}
-
-func testFileEveryBucket(t *testing.T, e *env) {
 	for _, b := range brainwire.Buckets {
-		f := e.filing(brainwire.StatusClassified, b)
-		got := e.file(f)
-		want := newItem(f)
-		checkItem(t, b+" item", got, want)
-		checkRecord(t, b+" record", e.onlyRecord(b, f.NewRecordID), recordFor(want, f.Now))
+		kinds = append(kinds, kind{"ClassifiedIn" + b, brainwire.StatusClassified, b, nil})
 	}
-}
-
-// Optional fields left empty must come back empty, not as defaults.
-func testFileOptionalFieldsEmpty(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
-	f.Title = ""
-	f.FoundryThreadID = ""
-	f.AgentRun = nil
-	f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
-	got := e.file(f)
-	want := newItem(f)
-	checkItem(t, "item", got, want)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketAdmin, f.NewRecordID), recordFor(want, f.Now))
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			f := e.filing(k.status, k.bucket)
+			if k.mutate != nil {
+				k.mutate(&f)
+			}
+			got := e.file(f)
+			want := filed(f)
+			check(t, "item", got, want)
+			if k.bucket != "" {
+				check(t, "record", e.onlyRecord(k.bucket, f.NewRecordID), recordOf(want, f.Now))
+			} else if f.NewRecordID != "" {
+				e.noRecord(f.NewRecordID)
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{Status: k.status}); !slices.Equal(ids(items), []string{got.ID}) {
+				t.Errorf("%s items %q, want [%s]", k.status, ids(items), got.ID)
+			}
+		})
+	}
 }
 
 func testFileInvalid(t *testing.T, e *env) {
@@ -158,8 +177,8 @@ func testFileInboxIDTaken(t *testing.T, e *env) {
 	_, err := e.s.File(e.ctx, f)
 	checkCode(t, "File with a taken inbox id", err, brainwire.EConflict)
 
-	checkItem(t, "first item", e.get(first.ID), first)
-	checkRecord(t, "first record", e.record(brainwire.BucketPeople, firstRec.ID), firstRec)
+	check(t, "first item", e.get(first.ID), first)
+	check(t, "first record", e.record(brainwire.BucketPeople, firstRec.ID), firstRec)
 	e.noRecord(f.NewRecordID)
 	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1", len(items))
@@ -181,8 +200,8 @@ func testFileRecordIDTaken(t *testing.T, e *env) {
 		checkCode(t, status+" GetInboxItem of the failed filing", err, brainwire.ENotFound)
 	}
 
-	checkItem(t, "first item", e.get(first.ID), first)
-	checkRecord(t, "first record", e.record(brainwire.BucketIdeas, firstRec.ID), firstRec)
+	check(t, "first item", e.get(first.ID), first)
+	check(t, "first record", e.record(brainwire.BucketIdeas, firstRec.ID), firstRec)
 	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
 		t.Errorf("inbox holds %d items, want 1: %q", len(items), ids(items))
 	}
@@ -200,16 +219,12 @@ func testFileCanceledContext(t *testing.T, e *env) {
 }
 
 var refileTests = []test{
-	{"MisunderstoodToClassified", testRefileMisunderstoodToClassified},
-	{"MisunderstoodAgain", testRefileMisunderstoodAgain},
-	{"ReplacesRecord", testRefileReplacesRecord},
-	{"ClassifiedToMisunderstood", testRefileClassifiedToMisunderstood},
+	{"Transitions", testRefileTransitions},
 	{"KeepsThread", testRefileKeepsThread},
 	{"CountsRounds", testRefileCountsRounds},
 	{"Unknown", testRefileUnknown},
 	{"Invalid", testRefileInvalid},
 	{"RecordIDTaken", testRefileRecordIDTaken},
-	{"RecordIDTakenKeepsOldRecord", testRefileRecordIDTakenKeepsOldRecord},
 	{"AgentRun", testRefileAgentRun},
 }
 
@@ -220,14 +235,14 @@ func testRefileAgentRun(t *testing.T, e *env) {
 	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
 	got := e.file(f)
 	if got.AgentRun == nil || got.AgentRun.RunID != f.AgentRun.RunID || got.AgentRun.Outcome != brainwire.OutcomeClassified {
-		t.Fatalf("refiled item's run %s, want the follow-up's %s", runString(got.AgentRun), runString(f.AgentRun))
+		t.Fatalf("refiled item's run %+v, want the follow-up's %+v", got.AgentRun, f.AgentRun)
 	}
 	g := e.refiling(got, brainwire.StatusPending, brainwire.BucketAdmin)
 	g.AgentRun = nil
 	again := e.file(g)
-	checkItem(t, "refiled without a run", again, refiledItem(got, g))
+	check(t, "refiled without a run", again, refiled(got, g))
 	if again.AgentRun == nil || again.AgentRun.RunID != f.AgentRun.RunID {
-		t.Fatalf("refile without a run: %s, want the item's %s", runString(again.AgentRun), runString(got.AgentRun))
+		t.Fatalf("refile without a run: %+v, want the item's %+v", again.AgentRun, got.AgentRun)
 	}
 }
 
@@ -263,62 +278,6 @@ func testRefileCountsRounds(t *testing.T, e *env) {
 	}
 }
 
-func testRefileMisunderstoodToClassified(t *testing.T, e *env) {
-	orig := e.filing(brainwire.StatusMisunderstood, "")
-	orig.Source = brainwire.KindVoice
-	before := e.file(orig)
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketProjects)
-	got := e.file(f)
-	want := refiledItem(before, f)
-	checkItem(t, "refiled item", got, want)
-	if got.ID != before.ID {
-		t.Fatalf("refiled item id = %q, want the original %q", got.ID, before.ID)
-	}
-	rec := e.onlyRecord(brainwire.BucketProjects, f.NewRecordID)
-	checkRecord(t, "record", rec, recordFor(want, f.Now))
-
-	items, _ := e.listAll(brainwire.ListOptions{})
-	if len(items) != 1 || items[0].ID != before.ID {
-		t.Errorf("inbox = %q, want only %q", ids(items), before.ID)
-	}
-	// The refiling's own NewInboxID must not have been used.
-	_, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
-	checkCode(t, "GetInboxItem(refiling's NewInboxID)", err, brainwire.ENotFound)
-}
-
-func testRefileMisunderstoodAgain(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-	f := e.refiling(before, brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(before, f))
-	e.noRecord(f.NewRecordID)
-	if items, _ := e.listAll(brainwire.ListOptions{}); len(items) != 1 {
-		t.Errorf("inbox holds %d items, want 1", len(items))
-	}
-}
-
-func testRefileReplacesRecord(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
-	oldRecordID := before.FiledRecordID
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	got := e.file(f)
-	want := refiledItem(before, f)
-	checkItem(t, "refiled item", got, want)
-	checkRecord(t, "new record", e.onlyRecord(brainwire.BucketIdeas, f.NewRecordID), recordFor(want, f.Now))
-	e.noRecord(oldRecordID)
-}
-
-func testRefileClassifiedToMisunderstood(t *testing.T, e *env) {
-	before := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketAdmin))
-	f := e.refiling(before, brainwire.StatusMisunderstood, "")
-	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(before, f))
-	e.noRecord(before.FiledRecordID)
-	e.noRecord(f.NewRecordID)
-}
-
 // The thread is what the next follow-up continues on: a refiling that names
 // none must not lose it.
 func testRefileKeepsThread(t *testing.T, e *env) {
@@ -329,7 +288,7 @@ func testRefileKeepsThread(t *testing.T, e *env) {
 	if got.FoundryThreadID != before.FoundryThreadID {
 		t.Errorf("FoundryThreadID = %q, want the item's %q", got.FoundryThreadID, before.FoundryThreadID)
 	}
-	checkItem(t, "refiled item", got, refiledItem(before, f))
+	check(t, "refiled item", got, refiled(before, f))
 }
 
 func testRefileUnknown(t *testing.T, e *env) {
@@ -357,37 +316,65 @@ func testRefileInvalid(t *testing.T, e *env) {
 		checkCode(t, tc.name, err, brainwire.EInvalid)
 		e.noRecord(f.NewRecordID)
 	}
-	checkItem(t, "item", e.get(before.ID), before)
-	checkRecord(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "item", e.get(before.ID), before)
+	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
+// A refile whose record id is taken fails and changes nothing: not the
+// item, not the record it had, not the other item's.
 func testRefileRecordIDTaken(t *testing.T, e *env) {
 	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
 	otherRec := e.record(brainwire.BucketIdeas, other.FiledRecordID)
-	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	f.NewRecordID = other.FiledRecordID
-	_, err := e.s.File(e.ctx, f)
-	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
-
-	checkItem(t, "refiled item", e.get(before.ID), before)
-	checkItem(t, "other item", e.get(other.ID), other)
-	checkRecord(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
+	for _, from := range []struct{ status, bucket string }{{brainwire.StatusMisunderstood, ""}, {brainwire.StatusPending, brainwire.BucketPeople}} {
+		before := e.file(e.filing(from.status, from.bucket))
+		var rec brainwire.BucketRecord
+		if from.bucket != "" {
+			rec = e.record(from.bucket, before.FiledRecordID)
+		}
+		f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
+		f.NewRecordID = other.FiledRecordID
+		_, err := e.s.File(e.ctx, f)
+		checkCode(t, "refile of a "+from.status+" item with a taken record id", err, brainwire.EConflict)
+		check(t, "refiled item", e.get(before.ID), before)
+		if from.bucket != "" {
+			check(t, "item's record", e.onlyRecord(from.bucket, rec.ID), rec)
+		}
+	}
+	check(t, "other item", e.get(other.ID), other)
+	check(t, "other record", e.record(brainwire.BucketIdeas, otherRec.ID), otherRec)
 }
 
-// A failed refile must not have deleted the record the item had.
-func testRefileRecordIDTakenKeepsOldRecord(t *testing.T, e *env) {
-	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
-	before := e.file(e.filing(brainwire.StatusPending, brainwire.BucketPeople))
-	oldRec := e.record(brainwire.BucketPeople, before.FiledRecordID)
-
-	f := e.refiling(before, brainwire.StatusClassified, brainwire.BucketIdeas)
-	f.NewRecordID = other.FiledRecordID
-	_, err := e.s.File(e.ctx, f)
-	checkCode(t, "refile with a taken record id", err, brainwire.EConflict)
-
-	checkItem(t, "refiled item", e.get(before.ID), before)
-	checkRecord(t, "item's record", e.onlyRecord(brainwire.BucketPeople, oldRec.ID), oldRec)
-	checkItem(t, "other item", e.get(other.ID), other)
+// A refile from each status: the same item, refiled as the contract says;
+// the record it had gone, the one the refile files (if any) in its bucket
+// only; and one item in the Inbox still.
+func testRefileTransitions(t *testing.T, e *env) {
+	for _, tc := range []struct{ from, fromBucket, to, toBucket string }{
+		{brainwire.StatusMisunderstood, "", brainwire.StatusClassified, brainwire.BucketProjects},
+		{brainwire.StatusMisunderstood, "", brainwire.StatusMisunderstood, ""},
+		{brainwire.StatusPending, brainwire.BucketPeople, brainwire.StatusClassified, brainwire.BucketIdeas},
+		{brainwire.StatusClassified, brainwire.BucketAdmin, brainwire.StatusMisunderstood, ""},
+	} {
+		t.Run(tc.from+"To"+tc.to, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			orig := e.filing(tc.from, tc.fromBucket)
+			orig.Source = brainwire.KindVoice
+			before := e.file(orig)
+			f := e.refiling(before, tc.to, tc.toBucket)
+			want := refiled(before, f)
+			check(t, "refiled item", e.file(f), want)
+			if before.FiledRecordID != "" {
+				e.noRecord(before.FiledRecordID)
+			}
+			if tc.toBucket != "" {
+				check(t, "record", e.onlyRecord(tc.toBucket, f.NewRecordID), recordOf(want, f.Now))
+			} else {
+				e.noRecord(f.NewRecordID)
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{}); !slices.Equal(ids(items), []string{before.ID}) {
+				t.Errorf("inbox = %q, want only %q", ids(items), before.ID)
+			}
+			_, err := e.s.GetInboxItem(e.ctx, e.user, f.NewInboxID)
+			checkCode(t, "GetInboxItem(refiling's NewInboxID)", err, brainwire.ENotFound)
+		})
+	}
 }

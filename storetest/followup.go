@@ -50,8 +50,8 @@ func (e *env) claimOK(item brainwire.InboxItem, c brainwire.FollowUpClaim) brain
 	if err != nil {
 		e.t.Fatalf("ClaimFollowUp(round %d): %v", c.Round, err)
 	}
-	checkItem(e.t, "claimed item", got, claimed(item, c))
-	report(e.t, "ClaimFollowUp result vs stored item", diffItem(got, e.get(item.ID), 0))
+	check(e.t, "claimed item", got, claimed(item, c))
+	exact(e.t, "ClaimFollowUp result vs stored item", got, e.get(item.ID))
 	return got
 }
 
@@ -63,12 +63,16 @@ func testClaimOnce(t *testing.T, e *env) {
 	second := e.claim(1)
 	_, err := e.s.ClaimFollowUp(e.ctx, e.user, item.ID, second)
 	checkCode(t, "a second claim of the same round", err, brainwire.EConflict)
-	checkItem(t, "item after the refused claim", e.get(item.ID), claimed(item, first))
+	check(t, "item after the refused claim", e.get(item.ID), claimed(item, first))
 }
 
 // Claims racing on one item: exactly one is granted, whatever the timing.
-func testConcurrentClaims(t *testing.T, e *env) {
-	item := e.misunderstood()
+func testConcurrentClaims(t *testing.T, e *env) { e.raceFollowUps(e.misunderstood(), e.s) }
+
+// raceFollowUps makes claims of item's first round at once, spread over
+// stores: exactly one is granted, and the item holds it after.
+func (e *env) raceFollowUps(item brainwire.InboxItem, stores ...brainwire.Store) {
+	t := e.t
 	const n = 8
 	claims := make([]brainwire.FollowUpClaim, n)
 	for i := range claims {
@@ -80,7 +84,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 	for i := range claims {
 		wg.Go(func() {
 			<-start
-			_, errs[i] = e.s.ClaimFollowUp(e.ctx, e.user, item.ID, claims[i])
+			_, errs[i] = stores[i%len(stores)].ClaimFollowUp(e.ctx, e.user, item.ID, claims[i])
 		})
 	}
 	close(start)
@@ -101,7 +105,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 	if winner < 0 {
 		t.Fatalf("no claim was granted: %v", errs)
 	}
-	checkItem(t, "item after the race", e.get(item.ID), claimed(item, claims[winner]))
+	check(t, "item after the race", e.get(item.ID), claimed(item, claims[winner]))
 }
 
 func testClaimRefusals(t *testing.T, e *env) {
@@ -144,7 +148,7 @@ func testClaimRefusals(t *testing.T, e *env) {
 		checkCode(t, c.name, err, c.want)
 	}
 	for _, it := range []brainwire.InboxItem{threadless, classified, unresolved, spent, fresh} {
-		checkItem(t, "item after refused claims", e.get(it.ID), it)
+		check(t, "item after refused claims", e.get(it.ID), it)
 	}
 }
 
@@ -166,12 +170,12 @@ func testRelease(t *testing.T, e *env) {
 	if err := e.s.ReleaseFollowUp(e.ctx, e.user, item.ID, newID("claim")); err != nil {
 		t.Fatalf("ReleaseFollowUp with another token: %v", err)
 	}
-	checkItem(t, "item after a release with another token", e.get(item.ID), claimed(item, first))
+	check(t, "item after a release with another token", e.get(item.ID), claimed(item, first))
 
 	if err := e.s.ReleaseFollowUp(e.ctx, e.user, item.ID, first.Token); err != nil {
 		t.Fatalf("ReleaseFollowUp: %v", err)
 	}
-	checkItem(t, "released item", e.get(item.ID), item)
+	check(t, "released item", e.get(item.ID), item)
 	// Releasing again, or on an item that is gone, is not an error.
 	if err := e.s.ReleaseFollowUp(e.ctx, e.user, item.ID, first.Token); err != nil {
 		t.Errorf("second ReleaseFollowUp: %v", err)
@@ -190,7 +194,7 @@ func testRefileAnswersTheClaim(t *testing.T, e *env) {
 	f := e.refiling(item, brainwire.StatusMisunderstood, "")
 	f.ClaimToken = c.Token
 	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(item, f)) // no claim left
+	check(t, "refiled item", got, refiled(item, f)) // no claim left
 	if got.FollowUpRounds != 1 {
 		t.Errorf("FollowUpRounds = %d, want 1", got.FollowUpRounds)
 	}
@@ -209,7 +213,7 @@ func testRefileWithoutTheClaim(t *testing.T, e *env) {
 		checkCode(t, "refile with "+name, err, brainwire.EConflict)
 		e.noRecord(f.NewRecordID)
 	}
-	checkItem(t, "item", e.get(item.ID), held)
+	check(t, "item", e.get(item.ID), held)
 }
 
 func testRefileAfterTheClaimWasTaken(t *testing.T, e *env) {
@@ -224,12 +228,12 @@ func testRefileAfterTheClaimWasTaken(t *testing.T, e *env) {
 	_, err := e.s.File(e.ctx, late)
 	checkCode(t, "refile by the run whose claim lapsed", err, brainwire.EConflict)
 	e.noRecord(late.NewRecordID)
-	checkItem(t, "item", e.get(item.ID), held)
+	check(t, "item", e.get(item.ID), held)
 
 	f := e.refiling(item, brainwire.StatusClassified, brainwire.BucketPeople)
 	f.ClaimToken, f.Now = second.Token, second.At.Add(2*time.Second)
 	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(item, f))
+	check(t, "refiled item", got, refiled(item, f))
 }
 
 // A run whose claim lapsed with nobody taking the round still files.
@@ -240,7 +244,7 @@ func testRefileAfterOwnClaimLapsed(t *testing.T, e *env) {
 	f := e.refiling(item, brainwire.StatusPending, brainwire.BucketAdmin)
 	f.ClaimToken, f.Now = c.Token, c.Until.Add(time.Second)
 	got := e.file(f)
-	checkItem(t, "refiled item", got, refiledItem(item, f))
+	check(t, "refiled item", got, refiled(item, f))
 }
 
 // The person's choice wins over a follow-up in flight: its claim goes, and
@@ -274,7 +278,7 @@ func testClaimCanceledContext(t *testing.T, e *env) {
 	cancel()
 	_, err := e.s.ClaimFollowUp(ctx, e.user, item.ID, e.claim(1))
 	checkCanceled(t, "ClaimFollowUp with a cancelled context", err)
-	checkItem(t, "item", e.get(item.ID), item)
+	check(t, "item", e.get(item.ID), item)
 	err = e.s.ReleaseFollowUp(ctx, e.user, item.ID, "x")
 	if err == nil {
 		t.Error("ReleaseFollowUp with a cancelled context succeeded")

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 
 var keyTests = []test{
 	{"ClaimOnce", testKeyClaimOnce},
-	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0)) }},
+	{"ConcurrentClaims", func(t *testing.T, e *env) { e.raceClaims(at(0), e.s) }},
 	{"ConcurrentTakeovers", testKeyConcurrentTakeovers},
 	{"FinishReplays", testKeyFinishReplays},
 	{"LapsedClaimIsTakenOver", testKeyLapsedClaim},
@@ -54,31 +53,13 @@ func (e *env) claimKey(k brainwire.IdempotencyKey) (brainwire.IdempotencyKey, bo
 	return got, ok
 }
 
-// sameKey reports what differs between two keys, times to the millisecond.
-func sameKey(t *testing.T, what string, got, want brainwire.IdempotencyKey) {
-	t.Helper()
-	if !got.At.Equal(want.At.Truncate(time.Millisecond)) && !got.At.Equal(want.At) {
-		t.Errorf("%s: At %v, want %v", what, got.At, want.At)
-	}
-	if !got.Until.Equal(want.Until.Truncate(time.Millisecond)) && !got.Until.Equal(want.Until) {
-		t.Errorf("%s: Until %v, want %v", what, got.Until, want.Until)
-	}
-	if got.At.Location() != time.UTC || got.Until.Location() != time.UTC {
-		t.Errorf("%s: times not in UTC: %v, %v", what, got.At, got.Until)
-	}
-	got.At, got.Until, want.At, want.Until = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
-	}
-}
-
 func testKeyClaimOnce(t *testing.T, e *env) {
 	first := e.keyClaim("key-1", "fp-a", at(0))
 	got, ok := e.claimKey(first)
 	if !ok {
 		t.Fatalf("the first claim of a key did not get it: %+v", got)
 	}
-	sameKey(t, "the claim", got, first)
+	check(t, "the claim", got, first)
 	// A repeat, with the same request or another, finds the first claim.
 	for _, fp := range []string{"fp-a", "fp-b"} {
 		again := e.keyClaim("key-1", fp, at(10))
@@ -86,7 +67,7 @@ func testKeyClaimOnce(t *testing.T, e *env) {
 		if ok {
 			t.Fatalf("a repeat (%s) claimed a key another claim holds", fp)
 		}
-		sameKey(t, "the standing claim", got, first)
+		check(t, "the standing claim", got, first)
 	}
 	// Another key is another claim.
 	if _, ok := e.claimKey(e.keyClaim("key-2", "fp-a", at(11))); !ok {
@@ -98,15 +79,14 @@ func testKeyClaimOnce(t *testing.T, e *env) {
 func testKeyConcurrentTakeovers(t *testing.T, e *env) {
 	k := e.keyClaim("racing", "fp", at(0))
 	e.claimKey(k)
-	e.raceClaims(k.Until)
+	e.raceClaims(k.Until, e.s)
 }
 
-// raceClaims makes concurrent claims of one key at t: one gets it, and
-// every other sees the winner's claim.
-func (e *env) raceClaims(t0 time.Time) {
+// raceClaims makes concurrent claims of one key at t0, spread over
+// stores: one gets it, and every other sees the winner's claim.
+func (e *env) raceClaims(t0 time.Time, stores ...brainwire.Store) {
 	t := e.t
 	const n = 8
-	ks := e.keys()
 	var wg sync.WaitGroup
 	claims := make([]brainwire.IdempotencyKey, n)
 	got := make([]brainwire.IdempotencyKey, n)
@@ -115,7 +95,7 @@ func (e *env) raceClaims(t0 time.Time) {
 		claims[i] = e.keyClaim("racing", "fp", t0)
 		wg.Go(func() {
 			var err error
-			got[i], won[i], err = ks.ClaimKey(e.ctx, claims[i])
+			got[i], won[i], err = stores[i%len(stores)].(brainwire.IdempotencyStore).ClaimKey(e.ctx, claims[i])
 			if err != nil {
 				t.Errorf("claim %d: %v", i, err)
 			}
@@ -162,7 +142,7 @@ func testKeyFinishReplays(t *testing.T, e *env) {
 	if ok {
 		t.Fatal("a repeat claimed a finished key")
 	}
-	sameKey(t, "the finished key", got, done)
+	check(t, "the finished key", got, done)
 	// Finishing twice is refused: the claim is no longer running.
 	if err := e.keys().FinishKey(e.ctx, done); brainwire.ErrorCode(err) != brainwire.EConflict {
 		t.Errorf("finishing a finished key: %v, want %s", err, brainwire.EConflict)
@@ -187,7 +167,7 @@ func testKeyLapsedClaim(t *testing.T, e *env) {
 	}
 	// The dead run may have filed: the new claim knows to look.
 	over.TookOver = true
-	sameKey(t, "the new claim", got, over)
+	check(t, "the new claim", got, over)
 	// The lapsed run can neither finish nor release the key any more.
 	if err := e.keys().FinishKey(e.ctx, finished(k, k.Until)); brainwire.ErrorCode(err) != brainwire.EConflict {
 		t.Errorf("finishing a claim taken over: %v, want %s", err, brainwire.EConflict)
@@ -213,7 +193,7 @@ func testKeyTakeoverOfAnotherRequest(t *testing.T, e *env) {
 	if !ok {
 		t.Fatalf("a lapsed claim was not taken over: %+v", got)
 	}
-	sameKey(t, "the claim of another request", got, other)
+	check(t, "the claim of another request", got, other)
 	// Nor is anything of a finished key past its lifetime.
 	done := finished(other, k.Until)
 	if err := e.keys().FinishKey(e.ctx, done); err != nil {
@@ -249,13 +229,13 @@ func testKeyFilingSettles(t *testing.T, e *env) {
 			}
 			f := keyedFiling(e.filing(status, bucket), k)
 			item := e.file(f)
-			checkItem(t, "the item filed under a key", item, newItem(f))
+			check(t, "the item filed under a key", item, filed(f))
 			// A repeat, from now on, replays what the filing's phone was
 			// told: the key is done, or the item it names says so.
 			got, claimed := e.claimKey(e.keyClaim(k.Key, "fp", f.Now.Add(time.Second)))
 			switch {
 			case !claimed:
-				sameKey(t, "the key after its filing", got, *f.Key)
+				check(t, "the key after its filing", got, *f.Key)
 			case got.TookOver:
 				if rp := e.get(item.ID).FiledUnderKey(k.Key); rp == nil || *rp != *f.Key.Replay {
 					t.Errorf("the key taken over names item %s, which replays %+v, want %+v", item.ID, rp, *f.Key.Replay)
@@ -279,7 +259,7 @@ func testKeyRefilingSettles(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("File: %v", err)
 	}
-	checkItem(t, "the item refiled under a key", e.get(item.ID), refiledItem(before, f))
+	check(t, "the item refiled under a key", e.get(item.ID), refiled(before, f))
 	if got, claimed := e.claimKey(e.keyClaim("key", "fp", f.Now.Add(time.Second))); claimed && !got.TookOver {
 		t.Errorf("a repeat after the refiling claimed the key afresh: %+v", got)
 	}
@@ -322,7 +302,7 @@ func testKeyDoneLapses(t *testing.T, e *env) {
 	if !ok {
 		t.Fatalf("a key past its lifetime was not claimed afresh: %+v", got)
 	}
-	sameKey(t, "the fresh claim", got, fresh)
+	check(t, "the fresh claim", got, fresh)
 }
 
 func testKeyRelease(t *testing.T, e *env) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,12 +39,9 @@ var listTests = []test{
 	{"Empty", testListEmpty},
 	{"NewestFirst", testListNewestFirst},
 	{"Pages", testListPages},
-	{"PagesExactMultiple", testListPagesExactMultiple},
 	{"SameCreatedAt", testListSameCreatedAt},
 	{"StatusFilter", testListStatusFilter},
 	{"PagesWhileRecategorized", testListPagesWhileRecategorized},
-	{"DefaultLimit", testListDefaultLimit},
-	{"MaxLimit", testListMaxLimit},
 	{"Invalid", testListInvalid},
 }
 
@@ -99,32 +97,39 @@ func testListNewestFirst(t *testing.T, e *env) {
 		t.Fatalf("order = %q, want %q", ids(page.Items), ids(want))
 	}
 	for i := range want {
-		report(t, "listed item "+want[i].ID, diffItem(page.Items[i], want[i], 0))
+		exact(t, "listed item "+want[i].ID, page.Items[i], want[i])
 	}
 	if page.NextCursor != "" {
 		t.Errorf("NextCursor = %q on the only page", page.NextCursor)
 	}
 }
 
+// Pages hold the limit asked for (brainwire.DefaultPageSize when none,
+// brainwire.MaxPageSize at most), newest first, each item once, and no
+// empty page follows the last item.
 func testListPages(t *testing.T, e *env) {
-	want := e.fileMany(25)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
-	if !slices.Equal(sizes, []int{10, 10, 5}) {
-		t.Errorf("page sizes = %v, want [10 10 5]", sizes)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
-	}
-}
-
-func testListPagesExactMultiple(t *testing.T, e *env) {
-	want := e.fileMany(20)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10})
-	if !slices.Equal(sizes, []int{10, 10}) {
-		t.Errorf("page sizes = %v, want [10 10]: no empty page after the last item", sizes)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+	for _, tc := range []struct {
+		name  string
+		n     int
+		limit int
+		sizes []int
+	}{
+		{"Limit", 25, 10, []int{10, 10, 5}},
+		{"ExactMultiple", 20, 10, []int{10, 10}},
+		{"DefaultLimit", brainwire.DefaultPageSize + 5, 0, []int{brainwire.DefaultPageSize, 5}},
+		{"MaxLimit", brainwire.MaxPageSize + 1, 10 * brainwire.MaxPageSize, []int{brainwire.MaxPageSize, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, e.s)
+			want := e.fileMany(tc.n)
+			got, sizes := e.listAll(brainwire.ListOptions{Limit: tc.limit})
+			if !slices.Equal(sizes, tc.sizes) {
+				t.Errorf("page sizes = %v, want %v", sizes, tc.sizes)
+			}
+			if !slices.Equal(ids(got), ids(want)) {
+				t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
+			}
+		})
 	}
 }
 
@@ -208,32 +213,6 @@ func testListPagesWhileRecategorized(t *testing.T, e *env) {
 	}
 }
 
-func testListDefaultLimit(t *testing.T, e *env) {
-	want := e.fileMany(DefaultLimit + 5)
-	page, err := e.s.ListInbox(e.ctx, e.user, brainwire.ListOptions{})
-	if err != nil {
-		t.Fatalf("ListInbox: %v", err)
-	}
-	if len(page.Items) != DefaultLimit || page.NextCursor == "" {
-		t.Fatalf("default page: %d items, NextCursor %q; want %d and a cursor", len(page.Items), page.NextCursor, DefaultLimit)
-	}
-	got, _ := e.listAll(brainwire.ListOptions{})
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids = %q\nwant %q", ids(got), ids(want))
-	}
-}
-
-func testListMaxLimit(t *testing.T, e *env) {
-	want := e.fileMany(MaxLimit + 1)
-	got, sizes := e.listAll(brainwire.ListOptions{Limit: 10 * MaxLimit})
-	if !slices.Equal(sizes, []int{MaxLimit, 1}) {
-		t.Errorf("page sizes = %v, want [%d 1]", sizes, MaxLimit)
-	}
-	if !slices.Equal(ids(got), ids(want)) {
-		t.Errorf("paged ids differ from the filed ones")
-	}
-}
-
 func testListInvalid(t *testing.T, e *env) {
 	e.fileMany(3)
 	for _, tc := range []struct {
@@ -271,8 +250,8 @@ func testDeleteClassified(t *testing.T, e *env) {
 	err = e.s.DeleteInboxItem(e.ctx, e.user, it.ID)
 	checkCode(t, "second DeleteInboxItem", err, brainwire.ENotFound)
 
-	checkItem(t, "other item", e.get(keep.ID), keep)
-	checkRecord(t, "other record", e.record(brainwire.BucketPeople, keepRec.ID), keepRec)
+	check(t, "other item", e.get(keep.ID), keep)
+	check(t, "other record", e.record(brainwire.BucketPeople, keepRec.ID), keepRec)
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if !slices.Equal(ids(items), []string{keep.ID}) {
 		t.Errorf("inbox = %q, want [%s]", ids(items), keep.ID)
@@ -298,55 +277,34 @@ func testDeleteUnknown(t *testing.T, e *env) {
 	// A record id is not an inbox id.
 	err = e.s.DeleteInboxItem(e.ctx, e.user, it.FiledRecordID)
 	checkCode(t, "DeleteInboxItem(record id)", err, brainwire.ENotFound)
-	checkItem(t, "item", e.get(it.ID), it)
+	check(t, "item", e.get(it.ID), it)
 	e.onlyRecord(brainwire.BucketIdeas, it.FiledRecordID)
 }
 
 var recategorizeTests = []test{
-	{"MovesRecord", testRecategorizeMovesRecord},
-	{"Pending", testRecategorizePending},
-	{"SameBucket", testRecategorizeSameBucket},
-	{"Misunderstood", testRecategorizeMisunderstood},
-	{"Unresolved", testRecategorizeUnresolved},
+	{"EachStatus", testRecategorizeEachStatus},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
 	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
-	{"KeepsAgentRun", testRecategorizeKeepsAgentRun},
+	{"RecordIDTakenInTheNewBucket", testRecategorizeRecordIDTakenInTheNewBucket},
 }
 
-// A person's recategorize keeps the agent's run as it was: the agent's
-// call stays next to the person's.
-func testRecategorizeKeepsAgentRun(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
-	it := e.file(f)
-	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
-	got, _ := e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
-	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Fatalf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
-	}
-}
-
-// recategorized returns the item and record Recategorize must produce.
-// oldRec is the item's record before, if it had one.
+// recategorized is before as a person filed it in bucket: the agent's
+// confidence, scores, chain and run kept; the person's bucket, name and
+// time; classified; its record moved (same id and creation time) or, for an
+// item without one, made.
 func recategorized(before brainwire.InboxItem, oldRec *brainwire.BucketRecord, bucket, newRecordID, by string, now time.Time) (brainwire.InboxItem, brainwire.BucketRecord) {
-	var c brainwire.Classification
+	it, c := before, brainwire.Classification{}
 	if before.ClassificationMeta != nil {
 		c = *before.ClassificationMeta
 	}
-	c.Bucket = bucket
-	c.ClassifiedBy = by
-	c.ClassifiedAt = now
-	it := before
-	it.Status = brainwire.StatusClassified
-	it.ClassificationMeta = &c
-	it.UpdatedAt = now
-	created := now
-	if oldRec != nil {
-		created = oldRec.CreatedAt
-	} else {
+	c.Bucket, c.ClassifiedBy, c.ClassifiedAt = bucket, by, now
+	it.Status, it.ClassificationMeta, it.UpdatedAt, it.FollowUpClaim = brainwire.StatusClassified, &c, now, nil
+	if oldRec == nil {
 		it.FiledRecordID = newRecordID
+		return it, recordOf(it, now)
 	}
-	return it, recordFor(it, created)
+	return it, recordOf(it, oldRec.CreatedAt)
 }
 
 // recategorize calls Recategorize and checks its result against the stored
@@ -360,71 +318,48 @@ func (e *env) recategorize(before brainwire.InboxItem, oldRec *brainwire.BucketR
 		e.t.Fatalf("Recategorize(%s -> %s): %v", before.ID, bucket, err)
 	}
 	wantItem, wantRec := recategorized(before, oldRec, bucket, newRecordID, by, now)
-	checkItem(e.t, "recategorized item", got, wantItem)
-	report(e.t, "Recategorize result vs stored item", diffItem(got, e.get(before.ID), 0))
+	check(e.t, "recategorized item", got, wantItem)
+	exact(e.t, "Recategorize result vs stored item", got, e.get(before.ID))
 	rec := e.onlyRecord(bucket, wantItem.FiledRecordID)
-	checkRecord(e.t, "recategorized record", rec, wantRec)
+	check(e.t, "recategorized record", rec, wantRec)
 	return got, rec
 }
 
-func testRecategorizeMovesRecord(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
-	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
-
-	it, rec = e.recategorize(it, &rec, brainwire.BucketProjects, at(100))
-	_, err := e.s.GetBucketRecord(e.ctx, e.user, brainwire.BucketPeople, rec.ID)
-	checkCode(t, "old bucket's record after the move", err, brainwire.ENotFound)
-
-	// And on to a third bucket.
-	it, _ = e.recategorize(it, &rec, brainwire.BucketAdmin, at(200))
-	items, _ := e.listAll(brainwire.ListOptions{})
-	if !slices.Equal(ids(items), []string{it.ID}) {
-		t.Errorf("inbox = %q, want [%s]", ids(items), it.ID)
-	}
-}
-
-func testRecategorizePending(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusPending, brainwire.BucketIdeas))
-	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
-	got, _ := e.recategorize(it, &rec, brainwire.BucketAdmin, at(100))
-	if got.Status != brainwire.StatusClassified {
-		t.Errorf("status = %q, want %q", got.Status, brainwire.StatusClassified)
-	}
-	items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusPending})
-	if len(items) != 0 {
-		t.Errorf("pending items after recategorize: %q", ids(items))
-	}
-}
-
-func testRecategorizeSameBucket(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
-	rec := e.record(brainwire.BucketIdeas, it.FiledRecordID)
-	e.recategorize(it, &rec, brainwire.BucketIdeas, at(100))
-}
-
-func testRecategorizeMisunderstood(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-	got, rec := e.recategorize(it, nil, brainwire.BucketPeople, at(100))
-	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
-		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
-	}
-}
-
-// A person files an unresolved capture: it gets a bucket record, linked
-// both ways, and keeps the run that left it unresolved, which the
-// correction judges.
-func testRecategorizeUnresolved(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusUnresolved, "")
-	it := e.file(f)
-	got, rec := e.recategorize(it, nil, brainwire.BucketAdmin, at(100))
-	if got.FiledRecordID == "" || rec.InboxRecordID != got.ID {
-		t.Errorf("item.FiledRecordID = %q, record.InboxRecordID = %q: not linked", got.FiledRecordID, rec.InboxRecordID)
-	}
-	if got.AgentRun == nil || *got.AgentRun != *f.AgentRun {
-		t.Errorf("agent run after recategorize %s, want %s", runString(got.AgentRun), runString(f.AgentRun))
-	}
-	if items, _ := e.listAll(brainwire.ListOptions{Status: brainwire.StatusUnresolved}); len(items) != 0 {
-		t.Errorf("unresolved items after recategorize: %q", ids(items))
+// A person files an item of each status into a bucket, or on into others:
+// it is recategorized as the contract says (recategorize checks the item
+// and its record), keeps its place, and is listed as classified only.
+func testRecategorizeEachStatus(t *testing.T, e *env) {
+	for _, tc := range []struct {
+		status, from string
+		to           []string
+	}{
+		{brainwire.StatusClassified, brainwire.BucketPeople, []string{brainwire.BucketProjects, brainwire.BucketAdmin}},
+		{brainwire.StatusClassified, brainwire.BucketIdeas, []string{brainwire.BucketIdeas}},
+		{brainwire.StatusPending, brainwire.BucketIdeas, []string{brainwire.BucketAdmin}},
+		{brainwire.StatusMisunderstood, "", []string{brainwire.BucketPeople}},
+		{brainwire.StatusUnresolved, "", []string{brainwire.BucketAdmin}},
+	} {
+		t.Run(tc.status+"In"+tc.from+"To"+strings.Join(tc.to, "Then"), func(t *testing.T) {
+			e := newEnv(t, e.s)
+			it := e.file(e.filing(tc.status, tc.from))
+			var rec *brainwire.BucketRecord
+			if tc.from != "" {
+				r := e.record(tc.from, it.FiledRecordID)
+				rec = &r
+			}
+			for i, b := range tc.to {
+				got, r := e.recategorize(it, rec, b, at(100*(i+1)))
+				it, rec = got, &r
+			}
+			for _, status := range []string{brainwire.StatusPending, brainwire.StatusMisunderstood, brainwire.StatusUnresolved} {
+				if items, _ := e.listAll(brainwire.ListOptions{Status: status}); len(items) != 0 {
+					t.Errorf("%s items after recategorize: %q", status, ids(items))
+				}
+			}
+			if items, _ := e.listAll(brainwire.ListOptions{}); !slices.Equal(ids(items), []string{it.ID}) {
+				t.Errorf("inbox = %q, want [%s]", ids(items), it.ID)
+			}
+		})
 	}
 }
 
@@ -435,8 +370,8 @@ func testRecategorizeInvalidBucket(t *testing.T, e *env) {
 		_, err := e.s.Recategorize(e.ctx, e.user, it.ID, b, newID("rec"), "user", at(100))
 		checkCode(t, "Recategorize to "+b, err, brainwire.EInvalid)
 	}
-	checkItem(t, "item", e.get(it.ID), it)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
 }
 
 func testRecategorizeUnknown(t *testing.T, e *env) {
@@ -452,9 +387,23 @@ func testRecategorizeRecordIDTaken(t *testing.T, e *env) {
 
 	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketPeople, other.FiledRecordID, "user", at(100))
 	checkCode(t, "Recategorize with a taken record id", err, brainwire.EConflict)
-	checkItem(t, "item", e.get(it.ID), it)
-	checkItem(t, "other item", e.get(other.ID), other)
-	checkRecord(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "other item", e.get(other.ID), other)
+	check(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
+}
+
+// Record ids are unique per bucket: moving a record onto an id its new
+// bucket already holds fails and changes nothing.
+func testRecategorizeRecordIDTakenInTheNewBucket(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
+	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
+	f.NewRecordID = it.FiledRecordID
+	e.file(f)
+	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketIdeas, newID("rec"), "user", at(100))
+	checkCode(t, "Recategorize onto an id the new bucket holds", err, brainwire.EConflict)
+	check(t, "item", e.get(it.ID), it)
+	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
 var isolationTests = []test{
@@ -494,9 +443,9 @@ func testIsolationOtherUser(t *testing.T, e *env) {
 		t.Errorf("other user lists %q, want nothing", ids(items))
 	}
 
-	checkItem(t, "classified item", e.get(classified.ID), classified)
-	checkItem(t, "misunderstood item", e.get(misunderstood.ID), misunderstood)
-	checkRecord(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
+	check(t, "classified item", e.get(classified.ID), classified)
+	check(t, "misunderstood item", e.get(misunderstood.ID), misunderstood)
+	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
 	items, _ := e.listAll(brainwire.ListOptions{})
 	if !slices.Equal(ids(items), []string{misunderstood.ID, classified.ID}) {
 		t.Errorf("owner lists %q, want [%s %s]", ids(items), misunderstood.ID, classified.ID)

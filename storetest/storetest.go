@@ -16,7 +16,10 @@
 // open owns the store's lifetime: it must arrange for Close (t.Cleanup).
 //
 // Beyond what the Store interface's doc comments say, the suite pins these
-// behaviours, which the HTTP and tool layers rely on:
+// behaviours, which the HTTP and tool layers rely on. Its expected values
+// are written from these rules, never from the root package's builders
+// that the stores share (Filing.NewItem, Filing.Refile, InboxItem.Record),
+// so that a mistake in those shows:
 //
 //   - Times come back in UTC and equal what was given to the millisecond. The
 //     item File or Recategorize returns is exactly what GetInboxItem returns
@@ -32,8 +35,10 @@
 //     classification's confidence, scores and agent chain, and sets Bucket,
 //     ClassifiedBy, ClassifiedAt = now, Status classified and UpdatedAt = now.
 //   - ListInbox orders by CreatedAt, newest first (refiling or
-//     recategorizing does not move an item); the default page size is DefaultLimit and larger limits are cut
-//     to MaxLimit; NextCursor is empty on the page holding the last item.
+//     recategorizing does not move an item); the default page size is
+//     brainwire.DefaultPageSize and larger limits are cut to
+//     brainwire.MaxPageSize; NextCursor is empty on the page holding the
+//     last item.
 //   - An item keeps the AgentRun of the filing that made it; a refile
 //     replaces it with its own (keeps it when it brings none), and
 //     Recategorize keeps it as it was. Items filed without one read back
@@ -50,6 +55,8 @@
 //     claim at a time, also to claims made concurrently, until its Until;
 //     a finished key reads back as it was finished, times in UTC; keys are
 //     the user's own.
+//   - Both grants hold across stores over the same data, as the server's
+//     replicas are: RunReplicas races claims on two of them.
 //   - Codes: EInvalid for malformed input (empty user id, unknown status or
 //     bucket, a new capture without NewInboxID or with a source other than
 //     text or voice, a classified or pending filing without NewRecordID, a
@@ -62,13 +69,6 @@ import (
 	"testing"
 
 	"github.com/brainwire/brainwire"
-)
-
-// Page sizes every store uses, so that the API pages the same whatever the
-// backend.
-const (
-	DefaultLimit = brainwire.DefaultPageSize
-	MaxLimit     = brainwire.MaxPageSize
 )
 
 // Run runs the conformance suite. Each subtest calls open for a fresh, empty
@@ -100,6 +100,33 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 			}
 		})
 	}
+}
+
+// RunReplicas runs the races of the suite on two stores over the same
+// data, as two replicas of the server are: open returns both, fresh and
+// empty, and owns their lifetime.
+func RunReplicas(t *testing.T, open func(t *testing.T) (a, b brainwire.Store)) {
+	t.Helper()
+	t.Run("FollowUpClaims", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		for range 5 {
+			e.raceFollowUps(e.misunderstood(), a, b)
+		}
+	})
+	t.Run("Filing", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		e.fileConcurrently(a, b)
+	})
+	t.Run("IdempotencyKeys", func(t *testing.T) {
+		a, b := open(t)
+		e := newEnv(t, a)
+		e.keys()
+		e.raceClaims(at(0), a, b)
+		// A lapsed claim, taken over by repeats on both.
+		e.raceClaims(at(0).Add(keyLease), a, b)
+	})
 }
 
 type test struct {

@@ -1,16 +1,13 @@
 package transcription_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -80,81 +77,15 @@ func bigAudio(t *testing.T, size int) (*fileAudio, [32]byte) {
 	return &fileAudio{File: f, size: int64(size)}, sum
 }
 
-// streamingService is the transcription API reading the form as it
-// arrives, keeping only a digest of the file part. halfway runs when half
-// the file has arrived; redirect sends the first request elsewhere (307).
-type streamingService struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	sums     [][32]byte
-	sizes    []int64
-	halfway  func()
-	redirect bool
-}
-
-func newStreamingService(t *testing.T, s *streamingService) *streamingService {
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.redirect && r.URL.Query().Get("moved") == "" {
-			http.Redirect(w, r, r.URL.Path+"?moved=1&"+r.URL.RawQuery, http.StatusTemporaryRedirect)
-			return
-		}
-		mr, err := r.MultipartReader()
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for {
-			part, err := mr.NextPart()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			if part.FormName() != "file" {
-				continue
-			}
-			h := sha256.New()
-			n, err := io.CopyN(h, part, r.ContentLength/2)
-			if err == nil && s.halfway != nil {
-				s.halfway()
-			}
-			m, err2 := io.Copy(h, part)
-			if err2 != nil || (err != nil && err != io.EOF) {
-				http.Error(w, "reading the file part", http.StatusBadRequest)
-				return
-			}
-			var sum [32]byte
-			h.Sum(sum[:0])
-			s.mu.Lock()
-			s.sums, s.sizes = append(s.sums, sum), append(s.sizes, n+m)
-			s.mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"text":"heard it all"}`)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *streamingService) client(t *testing.T) *transcription.Client {
-	t.Helper()
-	c, err := transcription.New(transcription.Config{Endpoint: s.srv.URL, Deployment: "whisper", APIKey: "k"}, s.srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // A 20 MB blob goes to the service as it is read: the heap does not grow
 // with the file, and the file part arrives whole.
 func TestLargeAudioIsStreamed(t *testing.T) {
 	const size = 20 << 20
 	audio, sum := bigAudio(t, size)
 	var before, during, after runtime.MemStats
-	svc := newStreamingService(t, &streamingService{halfway: func() { runtime.ReadMemStats(&during) }})
-	c := svc.client(t)
+	svc := newService(t, answerText("heard it all"))
+	svc.halfway = func() { runtime.ReadMemStats(&during) }
+	c := svc.client(t, nil)
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	text, err := c.Transcribe(t.Context(), audio, "voice-big.wav", "audio/wav")
@@ -162,8 +93,8 @@ func TestLargeAudioIsStreamed(t *testing.T) {
 	if err != nil || text != "heard it all" {
 		t.Fatalf("Transcribe = %q, %v", text, err)
 	}
-	if len(svc.sums) != 1 || svc.sums[0] != sum || svc.sizes[0] != size {
-		t.Fatalf("the service got %d files (%v bytes), want the %d bytes sent", len(svc.sums), svc.sizes, size)
+	if calls := svc.calls(); len(calls) != 1 || calls[0].File != sum || calls[0].FileSize != size {
+		t.Fatalf("the service got %+v, want the %d bytes sent", calls, size)
 	}
 	const slack = 8 << 20 // buffers and the test server's own; the file is 20 MB
 	if grew := int64(during.HeapAlloc) - int64(before.HeapAlloc); grew > slack {
@@ -182,13 +113,19 @@ func TestLargeAudioIsStreamed(t *testing.T) {
 func TestResentRequestReopensTheAudio(t *testing.T) {
 	const size = 3 << 20
 	audio, sum := bigAudio(t, size)
-	svc := newStreamingService(t, &streamingService{redirect: true})
-	text, err := svc.client(t).Transcribe(t.Context(), audio, "voice-big.wav", "audio/wav")
+	svc := newService(t, func(w http.ResponseWriter, r *http.Request, got request) {
+		if r.URL.Query().Get("moved") == "" {
+			http.Redirect(w, r, r.URL.Path+"?moved=1&"+r.URL.RawQuery, http.StatusTemporaryRedirect)
+			return
+		}
+		answerText("heard it all")(w, r, got)
+	})
+	text, err := svc.client(t, nil).Transcribe(t.Context(), audio, "voice-big.wav", "audio/wav")
 	if err != nil || text != "heard it all" {
 		t.Fatalf("Transcribe = %q, %v", text, err)
 	}
-	if len(svc.sums) != 1 || svc.sums[0] != sum || svc.sizes[0] != size {
-		t.Fatalf("after the redirect the service got %v bytes, want %d intact", svc.sizes, size)
+	if calls := svc.calls(); len(calls) != 2 || calls[1].File != sum || calls[1].FileSize != size {
+		t.Fatalf("after the redirect the service got %+v, want %d bytes intact", calls, size)
 	}
 	if r, c := audio.reopened.Load(), audio.closed.Load(); r != 1 || c != 1 {
 		t.Errorf("the audio was opened again %d times and closed %d times, want 1 and 1", r, c)
@@ -203,11 +140,7 @@ func TestResentRequestReopensTheAudio(t *testing.T) {
 // retry layer serve puts under the client, with the audio read again from
 // its blob.
 func TestRefusedTranscriptionIsSentAgainFromTheBlob(t *testing.T) {
-	audio, _ := bigAudio(t, 64<<10)
-	want, err := os.ReadFile(audio.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	audio, want := bigAudio(t, 64<<10)
 	var n atomic.Int32
 	svc := newService(t, func(w http.ResponseWriter, r *http.Request, got request) {
 		if n.Add(1) == 1 {
@@ -229,7 +162,7 @@ func TestRefusedTranscriptionIsSentAgainFromTheBlob(t *testing.T) {
 		t.Fatalf("Transcribe = %q, %v", text, err)
 	}
 	calls := svc.calls()
-	if len(calls) != 2 || !bytes.Equal(calls[0].File, want) || !bytes.Equal(calls[1].File, want) {
+	if len(calls) != 2 || calls[0].File != want || calls[1].File != want {
 		t.Fatalf("the service got %d requests; want the whole audio twice", len(calls))
 	}
 	if r, c := audio.reopened.Load(), audio.closed.Load(); r != 1 || c != 1 {

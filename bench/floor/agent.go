@@ -13,7 +13,6 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/instructions"
-	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sse"
 	"github.com/brainwire/brainwire/tools"
@@ -64,11 +63,9 @@ func toolDefinition() (brainwire.ToolDefinition, error) {
 
 // threads speaks the threads/runs API, as serve's foundry provider does.
 type threads struct {
-	up *upstream
-	// project is the project endpoint; createHead and createTail go
-	// around the message text in the body that creates the run.
-	project                string
-	createHead, createTail []byte
+	up      *upstream
+	project string // the project endpoint
+	tools   []any
 }
 
 func newThreads(up *upstream, base string) (*threads, error) {
@@ -76,31 +73,17 @@ func newThreads(up *upstream, base string) (*threads, error) {
 	if err != nil {
 		return nil, err
 	}
-	type function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	}
-	toolsJSON, err := json.Marshal([]struct {
-		Type     string   `json:"type"`
-		Function function `json:"function"`
-	}{{"function", function{def.Name, def.Description, def.Parameters}}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the tool definition: %w", err)
-	}
-	t := &threads{up: up, project: base + simulator.ProjectPath}
-	t.createHead = append(append([]byte(`{"assistant_id":`), jsonw.String(nil, simulator.DefaultAgentID)...),
-		`,"thread":{"messages":[{"role":"user","content":`...)
-	t.createTail = append(append([]byte(`}]},"tools":`), toolsJSON...), `,"stream":true}`...)
-	return t, nil
+	return &threads{up: up, project: base + simulator.ProjectPath, tools: []any{map[string]any{"type": "function",
+		"function": map[string]any{"name": def.Name, "description": def.Description, "parameters": def.Parameters}}}}, nil
 }
 
 // query is the api-version serve sends.
 const query = "?api-version=" + foundry.DefaultAPIVersion
 
 func (t *threads) converse(ctx context.Context, c *capture) error {
-	body := append(t.createHead[:len(t.createHead):len(t.createHead)], jsonw.String(nil, c.text)...)
-	body = append(body, t.createTail...)
+	body := jsonText(map[string]any{"assistant_id": simulator.DefaultAgentID,
+		"thread": map[string]any{"messages": []any{map[string]string{"role": "user", "content": c.text}}},
+		"tools":  t.tools, "stream": true})
 	what, target := "creating the thread and run", t.project+"/threads/runs"+query
 	for round := 0; ; round++ {
 		run, err := t.stream(ctx, c, target, body)
@@ -124,18 +107,11 @@ func (t *threads) converse(ctx context.Context, c *capture) error {
 		if err != nil {
 			return err
 		}
-		body = append([]byte(nil), `{"tool_outputs":[`...)
+		submitted := make([]map[string]string, len(outputs))
 		for i, out := range outputs {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			body = append(body, `{"tool_call_id":`...)
-			body = jsonw.String(body, calls[i].ID)
-			body = append(body, `,"output":`...)
-			body = jsonw.String(body, out)
-			body = append(body, '}')
+			submitted[i] = map[string]string{"tool_call_id": calls[i].ID, "output": out}
 		}
-		body = append(body, `],"stream":true}`...)
+		body = jsonText(map[string]any{"tool_outputs": submitted, "stream": true})
 		what = "submitting the tool outputs of run " + run.ID
 		target = t.project + "/threads/" + url.PathEscape(run.ThreadID) + "/runs/" + url.PathEscape(run.ID) + "/submit_tool_outputs" + query
 	}
@@ -204,11 +180,9 @@ func (t *threads) stream(ctx context.Context, c *capture, target string, body []
 // responses speaks the Responses API, as serve's responses provider does
 // with an agent it defines (model, instructions, tools) and conversations.
 type responses struct {
-	up *upstream
-	// base is the Responses API's base URL; head and tail go around a
-	// request's input items, tail before the conversation's id.
-	base       string
-	head, tail []byte
+	up    *upstream
+	base  string // the Responses API's base URL
+	tools []any
 }
 
 func newResponses(up *upstream, base string) (*responses, error) {
@@ -216,24 +190,8 @@ func newResponses(up *upstream, base string) (*responses, error) {
 	if err != nil {
 		return nil, err
 	}
-	toolsJSON, err := json.Marshal([]struct {
-		Type        string          `json:"type"`
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      bool            `json:"strict"`
-	}{{"function", def.Name, def.Description, def.Parameters, false}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the tool definition: %w", err)
-	}
-	r := &responses{up: up, base: base + simulator.ProjectPath + "/openai/v1"}
-	r.head = append([]byte(`{"model":`), jsonw.String(nil, simulator.DefaultModel)...)
-	r.head = append(r.head, `,"instructions":`...)
-	r.head = jsonw.String(r.head, instructions.Default().Text)
-	r.head = append(r.head, `,"input":[`...)
-	// serve's default reasoning summary is auto.
-	r.tail = append(append([]byte(`],"tools":`), toolsJSON...), `,"reasoning":{"summary":"auto"},"conversation":`...)
-	return r, nil
+	return &responses{up: up, base: base + simulator.ProjectPath + "/openai/v1", tools: []any{map[string]any{"type": "function",
+		"name": def.Name, "description": def.Description, "parameters": def.Parameters, "strict": false}}}, nil
 }
 
 func (r *responses) converse(ctx context.Context, c *capture) error {
@@ -241,8 +199,7 @@ func (r *responses) converse(ctx context.Context, c *capture) error {
 	if err != nil {
 		return fmt.Errorf("creating a conversation: %w", err)
 	}
-	input := append([]byte(`{"type":"message","role":"user","content":`), jsonw.String(nil, c.text)...)
-	input = append(input, '}')
+	input := []any{map[string]string{"type": "message", "role": "user", "content": c.text}}
 	for round := 0; ; round++ {
 		calls, err := r.stream(ctx, c, r.request(input, conv))
 		if err != nil {
@@ -260,24 +217,17 @@ func (r *responses) converse(ctx context.Context, c *capture) error {
 		}
 		input = input[:0]
 		for i, out := range outputs {
-			if i > 0 {
-				input = append(input, ',')
-			}
-			input = append(input, `{"type":"function_call_output","call_id":`...)
-			input = jsonw.String(input, calls[i].ID)
-			input = append(input, `,"output":`...)
-			input = jsonw.String(input, out)
-			input = append(input, '}')
+			input = append(input, map[string]string{"type": "function_call_output", "call_id": calls[i].ID, "output": out})
 		}
 	}
 }
 
-// request is a streamed request's body.
-func (r *responses) request(input []byte, conv string) []byte {
-	b := make([]byte, 0, len(r.head)+len(input)+len(r.tail)+len(conv)+64)
-	b = append(append(append(b, r.head...), input...), r.tail...)
-	b = jsonw.String(b, conv)
-	return append(b, `,"store":true,"stream":true}`...)
+// request is a streamed request's body: serve's default reasoning summary
+// is auto.
+func (r *responses) request(input []any, conv string) []byte {
+	return jsonText(map[string]any{"model": simulator.DefaultModel, "instructions": instructions.Default().Text,
+		"input": input, "tools": r.tools, "reasoning": map[string]string{"summary": "auto"}, "conversation": conv,
+		"store": true, "stream": true})
 }
 
 // conversation creates the capture's conversation.

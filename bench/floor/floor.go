@@ -34,6 +34,7 @@
 package floor
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -44,7 +45,6 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire/bench/load"
-	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/google/uuid"
 )
 
@@ -236,19 +236,28 @@ func (c *capture) end(err error) {
 	}
 	switch {
 	case !c.outcome && err != nil:
-		c.frame = append(c.frame, `data: {"type":"ERROR","message":`...)
-		c.frame = jsonw.String(c.frame, err.Error())
-		c.frame = append(c.frame, `,"code":"upstream"}`+"\n\n"...)
+		c.event(map[string]any{"type": "ERROR", "message": err.Error(), "code": "upstream"})
 	case !c.outcome:
 		c.frame = append(c.frame, stepEnd...)
-		c.frame = append(c.frame, `data: {"type":"UNRESOLVED","value":{"inboxItemId":""}}`+"\n\n"...)
+		c.event(map[string]any{"type": "UNRESOLVED", "value": map[string]string{"inboxItemId": ""}})
 	}
-	c.frame = append(c.frame, `data: {"type":"COMPLETE","threadId":`...)
-	c.frame = jsonw.String(c.frame, c.threadID)
-	c.frame = append(c.frame, `,"runId":`...)
-	c.frame = jsonw.String(c.frame, c.runID)
-	c.frame = append(c.frame, "}\n\n"...)
+	c.event(map[string]any{"type": "COMPLETE", "threadId": c.threadID, "runId": c.runID})
 	_ = c.send()
+}
+
+// event adds an event with v as its data to the pending frames.
+func (c *capture) event(v any) {
+	c.frame = append(append(append(c.frame, "data: "...), jsonText(v)...), "\n\n"...)
+}
+
+// jsonText is v in JSON as serve writes it, HTML characters as they are.
+// The floor's values (strings, numbers read from JSON) always encode.
+func jsonText(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // toolCall is a function call the agent asked for.
@@ -270,13 +279,9 @@ func (c *capture) file(calls []toolCall, upstreamThread string) ([]string, error
 		var out []byte
 		switch {
 		case call.Name != fileCapture:
-			out = append(out, `{"error":"unknown_tool","message":`...)
-			out = jsonw.String(out, "no tool named "+call.Name)
-			out = append(out, '}')
+			out = jsonText(map[string]string{"error": "unknown_tool", "message": "no tool named " + call.Name})
 		case c.itemID != "":
-			out = append(out, `{"error":"already_filed","message":`...)
-			out = jsonw.String(out, "this capture was already filed as item "+c.itemID)
-			out = append(out, '}')
+			out = jsonText(map[string]string{"error": "already_filed", "message": "this capture was already filed as item " + c.itemID})
 		default:
 			var err error
 			if out, err = c.fileOne(call, upstreamThread); err != nil {
@@ -311,36 +316,14 @@ func (c *capture) fileOne(call toolCall, upstreamThread string) ([]byte, error) 
 		return []byte(`{"error":"invalid_status","message":"unknown status"}`), nil
 	}
 	c.itemID = uuid.NewString()
-	out := append([]byte(`{"bucket":`), jsonw.String(nil, a.Bucket)...)
-	out = append(out, `,"confidence":`...)
-	out = jsonw.Float(out, a.Confidence)
-	out = append(out, `,"item_id":`...)
-	out = jsonw.String(out, c.itemID)
-	out = append(out, `,"status":`...)
-	out = jsonw.String(out, a.Status)
-	out = append(out, '}')
-
-	f := append(c.frame, stepEnd...)
-	f = append(f, `data: {"type":"`...)
-	f = append(f, typ...)
+	out := jsonText(map[string]any{"bucket": a.Bucket, "confidence": a.Confidence, "item_id": c.itemID, "status": a.Status})
+	value := map[string]any{"inboxItemId": c.itemID, "bucket": a.Bucket, "confidence": a.Confidence}
 	if typ == "MISUNDERSTOOD" {
-		f = append(f, `","value":{"threadId":`...)
-		f = jsonw.String(f, c.threadID)
-		f = append(f, `,"inboxItemId":`...)
-		f = jsonw.String(f, c.itemID)
-		f = append(f, `,"questionText":`...)
-		f = jsonw.String(f, a.Question)
-		f = append(f, `,"foundryConversationId":`...)
-		f = jsonw.String(f, upstreamThread)
-	} else {
-		f = append(f, `","value":{"inboxItemId":`...)
-		f = jsonw.String(f, c.itemID)
-		f = append(f, `,"bucket":`...)
-		f = jsonw.String(f, a.Bucket)
-		f = append(f, `,"confidence":`...)
-		f = jsonw.Float(f, a.Confidence)
+		value = map[string]any{"threadId": c.threadID, "inboxItemId": c.itemID, "questionText": a.Question,
+			"foundryConversationId": upstreamThread}
 	}
-	c.frame = append(f, "}}\n\n"...)
+	c.frame = append(c.frame, stepEnd...)
+	c.event(map[string]any{"type": typ, "value": value})
 	c.outcome = true
 	return out, c.send()
 }

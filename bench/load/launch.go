@@ -6,147 +6,47 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/brainwire/brainwire/internal/process"
 	"github.com/brainwire/brainwire/simulator"
 )
 
 // Process is a program Launch started, listening on Addr.
 type Process struct {
-	Name string
+	*process.Proc
 	Addr string // host:port
-	Log  string // its standard error (and output, unless Stdout is set)
 	// Stdout is where its standard output went, when apart from Log.
 	Stdout string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // how it exited, once exited is closed
-}
-
-// PID is the process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
-// Stop asks the process to end (SIGTERM) and kills it after grace.
-func (p *Process) Stop(grace time.Duration) error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s had already exited: %v (log %s)", p.Name, p.err, p.Log)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return nil
-	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		return fmt.Errorf("%s did not stop within %s: killed", p.Name, grace)
-	}
 }
 
 // startProcess runs argv with exactly env (nothing inherited), its
 // output in files under dir.
 func startProcess(name string, argv, env []string, dir string, separateStdout bool) (*Process, error) {
-	p := &Process{Name: name, Log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	logf, err := os.Create(p.Log)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stderr, cmd.Stdout = env, dir, logf, logf
-	var outf *os.File
+	cmd.Env, cmd.Dir = env, dir
+	p := &Process{}
 	if separateStdout {
 		p.Stdout = filepath.Join(dir, name+".out")
-		if outf, err = os.Create(p.Stdout); err != nil {
-			logf.Close()
+		f, err := os.Create(p.Stdout)
+		if err != nil {
 			return nil, err
 		}
-		cmd.Stdout = outf
+		defer f.Close() // the process has its own
+		cmd.Stdout = f
 	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		if outf != nil {
-			outf.Close()
-		}
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p.cmd = cmd
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		if outf != nil {
-			outf.Close()
-		}
-		close(p.exited)
-	}()
-	return p, nil
-}
-
-// waitReady polls ready until it succeeds, the process exits or timeout.
-func (p *Process) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		if last = ready(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited while starting: %v (log %s)", p.Name, p.err, p.Log)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: %v (log %s)", p.Name, timeout, last, p.Log)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	var err error
+	p.Proc, err = process.Start(name, cmd, filepath.Join(dir, name+".log"))
+	return p, err
 }
 
 // FreeAddr is a loopback address with a port nothing listens on now.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func dialReady(addr string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
-}
-
-func httpReady(url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := statsClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return nil
-	}
-}
+func FreeAddr() (string, error) { return process.FreeAddr() }
 
 // Faces of the simulator the server can run captures on.
 const (
@@ -248,11 +148,11 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, err
 	}
 	st.Sim.Addr = simAddr
-	if err := st.Sim.waitReady(ctx, 30*time.Second, dialReady(simAddr)); err != nil {
+	if err := st.Sim.WaitReady(ctx, 30*time.Second, process.Listening(simAddr)); err != nil {
 		return nil, err
 	}
 	simURL := "http://" + simAddr
-	if httpReady(simURL+simulator.StatsPath)(ctx) == nil {
+	if process.Healthy(simURL+simulator.StatsPath)(ctx) == nil {
 		st.StatsURL = simURL + simulator.StatsPath
 	}
 
@@ -287,14 +187,14 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			return nil, err
 		}
 		st.Sink.Addr = sinkAddr
-		if err := st.Sink.waitReady(ctx, 30*time.Second, dialReady(sinkAddr)); err != nil {
+		if err := st.Sink.WaitReady(ctx, 30*time.Second, process.Listening(sinkAddr)); err != nil {
 			return nil, err
 		}
 		if cfg.Telemetry {
 			env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
 		}
 		if cfg.AppInsights {
-			if err := st.Sink.waitReady(ctx, 30*time.Second, dialReady(aiAddr)); err != nil {
+			if err := st.Sink.WaitReady(ctx, 30*time.Second, process.Listening(aiAddr)); err != nil {
 				return nil, err
 			}
 			env = append(env, "APPLICATIONINSIGHTS_CONNECTION_STRING=InstrumentationKey="+sinkInstrumentationKey+
@@ -323,7 +223,7 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		}
 	}
 	st.Server.Addr = addr
-	if err := st.Server.waitReady(ctx, 60*time.Second, httpReady("http://"+addr+"/health")); err != nil {
+	if err := st.Server.WaitReady(ctx, 60*time.Second, process.Healthy("http://"+addr+"/health")); err != nil {
 		return nil, err
 	}
 	return st, nil

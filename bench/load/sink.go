@@ -8,7 +8,6 @@ import (
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -38,9 +37,9 @@ type SinkStats struct {
 	AIMalformed    int64 `json:"ai_malformed,omitempty"`
 }
 
-// Sink is an OTLP/gRPC receiver that reads only what it counts: a
-// collector stand-in that costs the exporting process nothing more than a
-// real one in another process would. TrackHandler is its Application
+// Sink is an OTLP/gRPC receiver that counts what it is sent: a collector
+// stand-in that costs the exporting process nothing more than a real one
+// in another process would. TrackHandler is its Application
 // Insights ingestion endpoint, counted the same way.
 type Sink struct {
 	srv *grpc.Server
@@ -59,7 +58,7 @@ type sinkCounts struct {
 func NewSink() *Sink {
 	s := &Sink{}
 	s.srv = grpc.NewServer(grpc.ForceServerCodec(sinkCodec{c: &s.c}))
-	colltrace.RegisterTraceServiceServer(s.srv, sinkTraces{})
+	colltrace.RegisterTraceServiceServer(s.srv, sinkTraces{c: &s.c})
 	collmetrics.RegisterMetricsServiceServer(s.srv, sinkMetrics{})
 	return s
 }
@@ -85,9 +84,35 @@ func (s *Sink) Stats() SinkStats {
 
 type sinkTraces struct {
 	colltrace.UnimplementedTraceServiceServer
+	c *sinkCounts
 }
 
-func (sinkTraces) Export(context.Context, *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+const (
+	chunkEventName = "reasoning.chunk"
+	chunkCountKey  = "brainwire.capture.reasoning_chunks"
+)
+
+func (k sinkTraces) Export(_ context.Context, req *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+	c := k.c
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, span := range ss.Spans {
+				c.spans.Add(1)
+				c.events.Add(int64(len(span.Events)))
+				c.dropped.Add(int64(span.DroppedEventsCount))
+				for _, ev := range span.Events {
+					if ev.Name == chunkEventName {
+						c.chunkEvents.Add(1)
+					}
+				}
+				for _, kv := range span.Attributes {
+					if kv.Key == chunkCountKey {
+						c.chunksDeclared.Add(kv.Value.GetIntValue())
+					}
+				}
+			}
+		}
+	}
 	return &colltrace.ExportTraceServiceResponse{}, nil
 }
 
@@ -99,190 +124,25 @@ func (sinkMetrics) Export(context.Context, *collmetrics.ExportMetricsServiceRequ
 	return &collmetrics.ExportMetricsServiceResponse{}, nil
 }
 
-// sinkCodec counts a request from its bytes and leaves the message empty.
+// sinkCodec is gRPC's proto codec counting the bytes of each request; it
+// leaves metrics undecoded, as nothing in them is counted.
 type sinkCodec struct{ c *sinkCounts }
 
 func (sinkCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
 func (sinkCodec) Name() string                  { return "proto" }
 
 func (k sinkCodec) Unmarshal(b []byte, v any) error {
-	switch v.(type) {
+	switch v := v.(type) {
 	case *colltrace.ExportTraceServiceRequest:
 		k.c.traceRequests.Add(1)
 		k.c.traceBytes.Add(int64(len(b)))
-		if !k.c.countTraces(b) {
+		if err := proto.Unmarshal(b, v); err != nil {
 			k.c.malformed.Add(1)
+			return err
 		}
 	case *collmetrics.ExportMetricsServiceRequest:
 		k.c.metricRequests.Add(1)
 		k.c.metricBytes.Add(int64(len(b)))
 	}
 	return nil
-}
-
-// Field numbers of the OTLP trace messages walked.
-const (
-	fieldResourceSpans = 1 // ExportTraceServiceRequest
-	fieldScopeSpans    = 2 // ResourceSpans
-	fieldSpans         = 2 // ScopeSpans
-	fieldSpanAttrs     = 9 // Span
-	fieldSpanEvents    = 11
-	fieldSpanDropped   = 12
-	fieldEventName     = 2 // Span.Event
-	fieldKVKey         = 1 // KeyValue
-	fieldKVValue       = 2
-	fieldAnyInt        = 3 // AnyValue.int_value
-
-	chunkEventName = "reasoning.chunk"
-	chunkCountKey  = "brainwire.capture.reasoning_chunks"
-)
-
-// countTraces walks an ExportTraceServiceRequest; false when it is not
-// well formed.
-func (c *sinkCounts) countTraces(b []byte) bool {
-	return eachField(b, func(num protowire.Number, rs []byte) bool {
-		if num != fieldResourceSpans {
-			return true
-		}
-		return eachField(rs, func(num protowire.Number, ss []byte) bool {
-			if num != fieldScopeSpans {
-				return true
-			}
-			return eachField(ss, func(num protowire.Number, span []byte) bool {
-				if num != fieldSpans {
-					return true
-				}
-				c.spans.Add(1)
-				return c.countSpan(span)
-			})
-		})
-	})
-}
-
-func (c *sinkCounts) countSpan(span []byte) bool {
-	for len(span) > 0 {
-		num, typ, n := protowire.ConsumeTag(span)
-		if n < 0 {
-			return false
-		}
-		span = span[n:]
-		if num == fieldSpanDropped && typ == protowire.VarintType {
-			v, m := protowire.ConsumeVarint(span)
-			if m < 0 {
-				return false
-			}
-			c.dropped.Add(int64(v))
-			span = span[m:]
-			continue
-		}
-		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, span)
-			if m < 0 {
-				return false
-			}
-			span = span[m:]
-			continue
-		}
-		v, m := protowire.ConsumeBytes(span)
-		if m < 0 {
-			return false
-		}
-		span = span[m:]
-		switch num {
-		case fieldSpanEvents:
-			c.events.Add(1)
-			name, ok := stringField(v, fieldEventName)
-			if !ok {
-				return false
-			}
-			if name == chunkEventName {
-				c.chunkEvents.Add(1)
-			}
-		case fieldSpanAttrs:
-			key, ok := stringField(v, fieldKVKey)
-			if !ok {
-				return false
-			}
-			if key == chunkCountKey {
-				if n, ok := intValue(v); ok {
-					c.chunksDeclared.Add(n)
-				}
-			}
-		}
-	}
-	return true
-}
-
-// eachField calls fn with every length-delimited field of b; other fields
-// are skipped. It stops, false, at malformed input or when fn says so.
-func eachField(b []byte, fn func(protowire.Number, []byte) bool) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
-			continue
-		}
-		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return false
-		}
-		b = b[m:]
-		if !fn(num, v) {
-			return false
-		}
-	}
-	return true
-}
-
-// stringField is the last value of string field want in message b.
-func stringField(b []byte, want protowire.Number) (string, bool) {
-	var out string
-	ok := eachField(b, func(num protowire.Number, v []byte) bool {
-		if num == want {
-			out = string(v)
-		}
-		return true
-	})
-	return out, ok
-}
-
-// intValue reads KeyValue.value.int_value.
-func intValue(kv []byte) (int64, bool) {
-	var out int64
-	found := false
-	eachField(kv, func(num protowire.Number, v []byte) bool {
-		if num != fieldKVValue {
-			return true
-		}
-		for len(v) > 0 {
-			n, typ, k := protowire.ConsumeTag(v)
-			if k < 0 {
-				return false
-			}
-			v = v[k:]
-			if n == fieldAnyInt && typ == protowire.VarintType {
-				x, m := protowire.ConsumeVarint(v)
-				if m < 0 {
-					return false
-				}
-				out, found = int64(x), true
-				return true
-			}
-			m := protowire.ConsumeFieldValue(n, typ, v)
-			if m < 0 {
-				return false
-			}
-			v = v[m:]
-		}
-		return true
-	})
-	return out, found
 }

@@ -2,11 +2,11 @@ package verify
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -249,19 +249,10 @@ func scrapeCollector(t *testing.T) emitted {
 			return e
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the collector never showed every metric: %v", keys(e.names))
+			t.Fatalf("the collector never showed every metric: %v", slices.Sorted(maps.Keys(e.names)))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestPromQLNamesWhatBrainwireEmits parses every PromQL expression of the

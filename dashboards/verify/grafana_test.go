@@ -38,6 +38,11 @@ func (sel selection) has(name, v string) bool {
 	return len(vs) == 0 || slices.Contains(vs, allValue) || slices.Contains(vs, v)
 }
 
+// ran reports whether the selection keeps what a run of version on job did.
+func (sel selection) ran(job, version string) bool {
+	return sel.has("job", job) && sel.has("version", version)
+}
+
 // hasBucket is has for the bucket variable, where a capture filed in no
 // bucket (an error, an unresolved run) has no bucket label or an empty
 // attribute: only All (.*) matches it.

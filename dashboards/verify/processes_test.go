@@ -5,18 +5,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/brainwire/brainwire/internal/process"
 )
 
 // buildBrainwire builds cmd/brainwire from this checkout into dir: the
@@ -36,15 +36,6 @@ func buildBrainwire(dir string) (string, error) {
 	return bin, nil
 }
 
-// proc is one brainwire process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string // its standard error and output
-	done chan struct{}
-	err  error // its exit, once done is closed
-}
-
 // baseEnv is what every process gets besides its own settings: none of the
 // test's OTEL_* or BRAINWIRE_* variables leak in.
 func baseEnv() []string {
@@ -58,130 +49,21 @@ func baseEnv() []string {
 }
 
 // run starts `brainwire args...` with env.
-func (s *stack) run(name string, env map[string]string, args ...string) (*proc, error) {
-	p := &proc{name: name, log: filepath.Join(s.dir, name+".log"), done: make(chan struct{})}
-	f, err := os.Create(p.log)
+func (s *stack) run(name string, env map[string]string, args ...string) (*process.Proc, error) {
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = baseEnv()
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		cmd.Env = append(cmd.Env, k+"="+env[k])
+	}
+	dieWithTest(cmd)
+	p, err := process.Start(name, cmd, filepath.Join(s.dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(s.bin, args...)
-	p.cmd.Env = baseEnv()
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p.cmd.Env = append(p.cmd.Env, k+"="+env[k])
-	}
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	dieWithTest(p.cmd)
-	if err := p.cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	s.stops = append(s.stops, func() { _ = p.stop() })
+	// As an orchestrator stops it (SIGTERM: serve drains and flushes its
+	// telemetry).
+	s.stops = append(s.stops, func() { _ = p.Stop(20 * time.Second) })
 	return p, nil
-}
-
-// stop asks the process to end as an orchestrator does (SIGTERM: serve
-// drains and flushes its telemetry) and waits for it.
-func (p *proc) stop() error {
-	select {
-	case <-p.done:
-		return p.exit()
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not stop within 20s after SIGTERM\n%s", p.name, p.tail())
-	}
-	return p.exit()
-}
-
-// wait waits for a process that ends by itself (an evaluation).
-func (p *proc) wait(d time.Duration) error {
-	select {
-	case <-p.done:
-		return p.exit()
-	case <-time.After(d):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s still running after %s\n%s", p.name, d, p.tail())
-	}
-}
-
-func (p *proc) exit() error {
-	var ee *exec.ExitError
-	if p.err != nil && !(errors.As(p.err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled()) {
-		return fmt.Errorf("%s: %v\n%s", p.name, p.err, p.tail())
-	}
-	return nil
-}
-
-// tail is the end of the process's log, for messages.
-func (p *proc) tail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
-
-// waitReady waits until ready says the process is (nil), for 30 seconds
-// at most, or until it exits.
-func waitReady(p *proc, what string, ready func() error) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := ready()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited before it was %s: %v\n%s", p.name, what, p.err, p.tail())
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not %s after 30s (%v)\n%s", p.name, what, err, p.tail())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// waitHealthy waits for a serve process to answer /health with 200.
-func waitHealthy(p *proc, base string) error {
-	return waitReady(p, "healthy", func() error {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/health: %s", resp.Status)
-		}
-		return nil
-	})
-}
-
-// waitListening waits for a process to accept connections on addr.
-func waitListening(p *proc, addr string) error {
-	return waitReady(p, "listening on "+addr, func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
 }
 
 // phoneEvents is what a phone read of one capture stream.

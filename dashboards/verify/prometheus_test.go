@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/brainwire/brainwire/internal/process"
 )
 
 // prometheusVersion is the Prometheus the dashboard is written for and
@@ -44,9 +47,8 @@ func prometheusBinary() string {
 // prometheus is a Prometheus server scraping the collector's exporter.
 type prometheus struct {
 	base string
-	cmd  *exec.Cmd
+	p    *process.Proc
 	dir  string
-	out  *os.File
 }
 
 // startPrometheus runs bin with dashboards/prometheus.yml, its target and
@@ -76,11 +78,7 @@ func startPrometheus(bin, target string) (*prometheus, error) {
 	if err := os.WriteFile(cfgPath, out, 0o644); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -94,27 +92,26 @@ func startPrometheus(bin, target string) (*prometheus, error) {
 	args := append([]string{"--config.file=" + cfgPath, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr, "--log.level=warn", "--query.lookback-delta=" + lookback.String()}, flags...)
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	dieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	proc, err := process.Start("prometheus", cmd, filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		return nil, err
 	}
-	p := &prometheus{base: "http://" + addr, cmd: cmd, dir: dir, out: logf}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// Ready, and scraping: a series that appears before the first
-		// scrape shows no zero to count from (in production Prometheus
-		// runs long before).
-		if p.scraping() {
-			return p, nil
+	p := &prometheus{base: "http://" + addr, p: proc, dir: dir}
+	// Ready, and scraping: a series that appears before the first scrape
+	// shows no zero to count from (in production Prometheus runs long
+	// before).
+	err = proc.WaitReady(context.Background(), 30*time.Second, func(context.Context) error {
+		if !p.scraping() {
+			return errors.New("not scraping")
 		}
-		if time.Now().After(deadline) {
-			p.stop()
-			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("prometheus not scraping after 30s\n%s", log)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		p.stop()
+		return nil, err
 	}
+	return p, nil
 }
 
 // checkPrometheusVersion refuses a Prometheus older than the dashboard
@@ -199,9 +196,7 @@ func (p *prometheus) waitScrapeAfter(t time.Time, within time.Duration) error {
 func (p *prometheus) scraping() bool { return !p.lastScrape().IsZero() }
 
 func (p *prometheus) stop() {
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
-	p.out.Close()
+	p.p.Kill()
 	os.RemoveAll(p.dir)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"gopkg.in/yaml.v3"
 
+	"github.com/brainwire/brainwire/internal/process"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
@@ -99,15 +99,6 @@ func (tb) Helper()                   {}
 func (tb) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 func (tb) Cleanup(f func())          { mainCleanups = append(mainCleanups, f) }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // collectorConfig reads one component's section of the compose
 // collector's configuration.
 func collectorConfig(key string, into any) error {
@@ -148,7 +139,7 @@ func startStack() (*stack, error) {
 	if err := collectorConfig("exporters::prometheus", pcfg); err != nil {
 		return s, fmt.Errorf("collector prometheus exporter config: %w", err)
 	}
-	promAddr, err := freeAddr()
+	promAddr, err := process.FreeAddr()
 	if err != nil {
 		return s, err
 	}
@@ -170,7 +161,7 @@ func startStack() (*stack, error) {
 	if err := collectorConfig("receivers::otlp", rcfg); err != nil {
 		return s, fmt.Errorf("collector otlp receiver config: %w", err)
 	}
-	otlpAddr, err := freeAddr()
+	otlpAddr, err := process.FreeAddr()
 	if err != nil {
 		return s, err
 	}

@@ -149,118 +149,71 @@ const upstreamErrors = "Upstream errors in range: reached the capture, and retri
 
 var panels = []panelTruth{
 	{title: "Outcome rate by version", honours: allVars, by: []string{"gen_ai_agent_version", "brainwire_capture_outcome"}, kind: ratio,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			all := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind") {
-				all[r.version]++
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			all := tally(runsOf(tr, sel, "kind"), nil, func(r run) string { return r.version })
+			rows := tally(runsOf(tr, sel, "kind", "outcome", "bucket"), nil, func(r run) string { return key(r.version, r.outcome) })
+			for k := range rows {
+				rows[k] /= all[strings.Fields(k)[0]]
 			}
-			rows := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind", "outcome", "bucket") {
-				rows[key(r.version, r.outcome)] += 1 / all[r.version]
-			}
-			return rows, true
-		}},
+			return rows
+		})},
 	{title: "Outcomes in range by version", honours: allVars, by: []string{"gen_ai_agent_version", "brainwire_capture_outcome"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind", "outcome", "bucket") {
-				rows[key(r.version, r.outcome)]++
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(runsOf(tr, sel, "kind", "outcome", "bucket"), nil, func(r run) string { return key(r.version, r.outcome) })
+		})},
 	{title: "Filed by bucket", honours: allVars, by: []string{"brainwire_capture_bucket", "brainwire_capture_outcome"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind", "outcome", "bucket") {
-				if isFiled(r.outcome) {
-					rows[key(r.bucket, r.outcome)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(runsOf(tr, sel, "kind", "outcome", "bucket"), func(r run) bool { return isFiled(r.outcome) },
+				func(r run) string { return key(r.bucket, r.outcome) })
+		})},
 	{title: "Confidence by outcome", honours: allVars, by: []string{"le", "brainwire_capture_outcome"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind", "outcome", "bucket") {
-				if !r.hasConfidence {
-					continue
-				}
-				for _, b := range append(confidenceBounds, math.Inf(1)) {
-					if r.confidence <= b {
-						rows[key(leKey(b), r.outcome)]++
-					}
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return cumulative(runsOf(tr, sel, "kind", "outcome", "bucket"), append(confidenceBounds, math.Inf(1)),
+				func(r run) bool { return r.hasConfidence }, func(r run, le string) string { return key(le, r.outcome) })
+		})},
 	{title: "Low-confidence captures (click an exemplar to open the run)", honours: allVars, by: []string{"le"}, kind: perSecond,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "kind", "outcome", "bucket") {
-				if r.outcome != "low_confidence" {
-					continue
-				}
-				for _, b := range confidenceBounds[:6] {
-					if r.confidence <= b {
-						rows[leKey(b)]++
-					}
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return cumulative(runsOf(tr, sel, "kind", "outcome", "bucket"), confidenceBounds[:6],
+				func(r run) bool { return r.outcome == "low_confidence" }, func(_ run, le string) string { return le })
+		})},
 	{title: "Correction rate by version", honours: []string{"job", "version", "bucket"}, by: []string{"gen_ai_agent_version"}, kind: ratio,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			filed := map[string]float64{}
-			for _, r := range runsOf(tr, sel, "bucket") {
-				if isFiled(r.outcome) {
-					filed[r.version]++
-				}
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			filed := tally(runsOf(tr, sel, "bucket"), func(r run) bool { return isFiled(r.outcome) }, func(r run) string { return r.version })
+			rows := tally(tr.corrections, func(c correction) bool {
+				return sel.ran(c.job, c.version) && isFiled(c.agentOutcome) && sel.has("bucket", c.agentBucket) && c.label() == "incorrect" && !c.repeat
+			}, func(c correction) string { return c.version })
+			for v := range rows {
+				rows[v] /= filed[v]
 			}
-			rows := map[string]float64{}
-			for _, c := range tr.corrections {
-				if sel.has("job", c.job) && sel.has("version", c.version) && isFiled(c.agentOutcome) && sel.has("bucket", c.agentBucket) &&
-					c.label() == "incorrect" && !c.repeat {
-					rows[c.version] += 1 / filed[c.version]
-				}
-			}
-			return rows, true
-		}},
+			return rows
+		})},
 	{title: "Agent vs person", honours: []string{"job", "version", "outcome", "bucket"}, by: []string{"brainwire_correction_agent_outcome", "brainwire_correction_agent_bucket", "brainwire_correction_human_bucket"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, c := range tr.corrections {
-				if sel.has("job", c.job) && sel.has("version", c.version) && sel.has("outcome", c.agentOutcome) && sel.has("bucket", c.human) {
-					rows[key(c.agentOutcome, c.agentBucket, c.human)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.corrections, func(c correction) bool {
+				return sel.ran(c.job, c.version) && sel.has("outcome", c.agentOutcome) && sel.has("bucket", c.human)
+			},
+				func(c correction) string { return key(c.agentOutcome, c.agentBucket, c.human) })
+		})},
 	{title: "Misunderstood captures resolved by follow-up", honours: []string{"job", "version", "outcome"}, by: []string{"brainwire_follow_up_round", "brainwire_follow_up_outcome"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, f := range tr.followUps {
-				if sel.has("job", f.job) && sel.has("version", f.version) && sel.has("outcome", f.outcome) {
-					rows[key(strconv.Itoa(f.round), f.outcome)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.followUps, func(f followUp) bool { return sel.ran(f.job, f.version) && sel.has("outcome", f.outcome) },
+				func(f followUp) string { return key(strconv.Itoa(f.round), f.outcome) })
+		})},
 	{title: "Tokens per capture by version", honours: byRun, by: []string{"gen_ai_agent_version", "gen_ai_token_type"}, kind: ratio,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			sum, n := map[string]float64{}, map[string]float64{}
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			rows, n := map[string]float64{}, map[string]float64{}
 			for _, r := range runsOf(tr, sel) {
 				if r.hasUsage {
-					sum[key(r.version, "input")] += float64(r.inTokens)
-					sum[key(r.version, "output")] += float64(r.outTokens)
+					rows[key(r.version, "input")] += float64(r.inTokens)
+					rows[key(r.version, "output")] += float64(r.outTokens)
 					n[r.version]++
 				}
 			}
-			rows := map[string]float64{}
-			for k, s := range sum {
-				rows[k] = s / n[strings.Fields(k)[0]]
+			for k := range rows {
+				rows[k] /= n[strings.Fields(k)[0]]
 			}
-			return rows, true
-		}},
+			return rows
+		})},
 	{title: "Time to outcome (p50, p95) by version", ref: 0, honours: noBucket, by: []string{"gen_ai_agent_version"}, kind: quantile,
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
 			return quantileByVersion(0.5, outcomeBounds, runsOf(tr, sel, "kind", "outcome"), timeToOutcome)
@@ -270,77 +223,82 @@ var panels = []panelTruth{
 			return quantileByVersion(0.95, outcomeBounds, runsOf(tr, sel, "kind", "outcome"), timeToOutcome)
 		}},
 	{title: "Tool errors", honours: byRun, by: []string{"gen_ai_tool_name", "error_type"}, kind: perSecond,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, e := range tr.toolErrors {
-				if sel.has("job", e.job) && sel.has("version", e.version) {
-					rows[key(e.tool, e.errType)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.toolErrors, func(e toolError) bool { return sel.ran(e.job, e.version) }, func(e toolError) string { return key(e.tool, e.errType) })
+		})},
 	{title: upstreamErrors, ref: 0, honours: byRun, by: []string{"error_type", "brainwire_upstream_error_source"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, e := range tr.upstream {
-				if !e.retried && sel.has("job", e.job) && sel.has("version", e.version) {
-					rows[key(e.errType, e.source)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.upstream, func(e upstreamError) bool { return !e.retried && sel.ran(e.job, e.version) },
+				func(e upstreamError) string { return key(e.errType, e.source) })
+		})},
 	{title: upstreamErrors, ref: 1, honours: byRun, by: []string{"error_type"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, e := range tr.upstream {
-				if e.retried && sel.has("job", e.job) && sel.has("version", e.version) {
-					rows[e.errType]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.upstream, func(e upstreamError) bool { return e.retried && sel.ran(e.job, e.version) }, func(e upstreamError) string { return e.errType })
+		})},
 	{title: "Upstream retries in range", honours: byRun, by: []string{"gen_ai_operation_name", "brainwire_upstream_retry_status"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range tr.retries {
-				if sel.has("job", r.job) && sel.has("version", r.version) {
-					rows[key(r.op, r.status)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.retries, func(r upstreamRetry) bool { return sel.ran(r.job, r.version) }, func(r upstreamRetry) string { return key(r.op, r.status) })
+		})},
 	{title: "Replayed captures in range", honours: []string{"job", "outcome", "kind"}, by: []string{"brainwire_capture_outcome", "brainwire_capture_kind"}, kind: counts,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			rows := map[string]float64{}
-			for _, r := range tr.replays {
-				if sel.has("job", r.job) && sel.has("outcome", r.outcome) && sel.has("kind", r.kind) {
-					rows[key(r.outcome, r.kind)]++
-				}
-			}
-			return rows, true
-		}},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.replays, func(r replay) bool {
+				return sel.has("job", r.job) && sel.has("outcome", r.outcome) && sel.has("kind", r.kind)
+			},
+				func(r replay) string { return key(r.outcome, r.kind) })
+		})},
 	{title: "Reasoning chunks per capture (p50, p95) by version", ref: 0, honours: noBucket, by: []string{"gen_ai_agent_version"}, kind: quantile,
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			return quantileByVersion(0.5, chunkBounds, runsOf(tr, sel, "kind", "outcome"), func(r run) (float64, bool) { return float64(r.chunks), false })
+			return quantileByVersion(0.5, chunkBounds, runsOf(tr, sel, "kind", "outcome"), chunksOf)
 		}},
 	{title: "Reasoning chunks per capture (p50, p95) by version", ref: 1, honours: noBucket, by: []string{"gen_ai_agent_version"}, kind: quantile,
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			return quantileByVersion(0.95, chunkBounds, runsOf(tr, sel, "kind", "outcome"), func(r run) (float64, bool) { return float64(r.chunks), false })
+			return quantileByVersion(0.95, chunkBounds, runsOf(tr, sel, "kind", "outcome"), chunksOf)
 		}},
-	{title: "Open capture streams", honours: []string{"job", "kind"}, by: nil, kind: counts,
-		want: func(*truth, selection) (map[string]float64, bool) { return map[string]float64{}, true }},
-	{title: "Telemetry health", ref: 0, honours: []string{"job"}, by: []string{"brainwire_appinsights_drop_reason"}, kind: perSecond,
-		want: func(*truth, selection) (map[string]float64, bool) { return map[string]float64{}, true }},
+	{title: "Open capture streams", honours: []string{"job", "kind"}, by: nil, kind: counts, want: none},
+	{title: "Telemetry health", ref: 0, honours: []string{"job"}, by: []string{"brainwire_appinsights_drop_reason"}, kind: perSecond, want: none},
 	{title: "Telemetry health", ref: 1, honours: []string{"job"}, by: nil, kind: perSecond,
-		want: func(tr *truth, sel selection) (map[string]float64, bool) {
-			if sel.has("job", "brainwire") {
-				return map[string]float64{"": float64(len(tr.aiItems))}, true
-			}
-			return map[string]float64{}, true
-		}},
-	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perSecond,
-		want: func(*truth, selection) (map[string]float64, bool) { return map[string]float64{}, true }},
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.aiItems, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "" })
+		})},
+	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perSecond, want: none},
 }
+
+// exact is a panel's truth that is known exactly under every selection.
+func exact(rows func(tr *truth, sel selection) map[string]float64) func(*truth, selection) (map[string]float64, bool) {
+	return func(tr *truth, sel selection) (map[string]float64, bool) { return rows(tr, sel), true }
+}
+
+// none is the truth of a panel that must show nothing: the workload loses
+// no telemetry and leaves no stream open.
+func none(*truth, selection) (map[string]float64, bool) { return map[string]float64{}, true }
+
+// tally counts the events of xs that keep takes (all when nil), a row per
+// key.
+func tally[T any](xs []T, keep func(T) bool, key func(T) string) map[string]float64 {
+	rows := map[string]float64{}
+	for _, x := range xs {
+		if keep == nil || keep(x) {
+			rows[key(x)]++
+		}
+	}
+	return rows
+}
+
+// cumulative counts the runs keep takes in each histogram bucket at or
+// above their confidence, as a classic histogram's le series do.
+func cumulative(runs []run, bounds []float64, keep func(run) bool, key func(r run, le string) string) map[string]float64 {
+	rows := map[string]float64{}
+	for _, r := range runs {
+		for _, b := range bounds {
+			if keep(r) && r.confidence <= b {
+				rows[key(r, leKey(b))]++
+			}
+		}
+	}
+	return rows
+}
+
+func chunksOf(r run) (float64, bool) { return float64(r.chunks), false }
 
 // traceTruth is what a trace panel must list under a selection: its rows
 // as multiset keys.
@@ -379,14 +337,14 @@ var tracePanels = []traceTruth{
 		want: func(tr *truth, sel selection) []string {
 			var out []string
 			for _, c := range tr.corrections {
-				if sel.has("job", c.job) && sel.has("version", c.version) && sel.has("outcome", c.agentOutcome) && sel.has("bucket", c.human) {
+				if sel.ran(c.job, c.version) && sel.has("outcome", c.agentOutcome) && sel.has("bucket", c.human) {
 					out = append(out, key("human_bucket", c.version, c.agentOutcome, c.human))
 				}
 			}
 			for _, f := range tr.followUps {
 				// A follow-up that filed nothing has no bucket: only All
 				// matches its empty one.
-				if sel.has("job", f.job) && sel.has("version", f.version) && sel.has("outcome", f.agentOutcome) && sel.hasBucket(f.bucket) {
+				if sel.ran(f.job, f.version) && sel.has("outcome", f.agentOutcome) && sel.hasBucket(f.bucket) {
 					out = append(out, key("follow_up_resolution", f.version, f.agentOutcome, f.bucket))
 				}
 			}

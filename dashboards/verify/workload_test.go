@@ -12,12 +12,17 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/internal/process"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/telemetry/appinsights"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
 const apiKey = "verify-key-0123456789abcdef"
+
+// stopGrace is how long a process told to stop may take to drain and
+// flush its telemetry.
+const stopGrace = 20 * time.Second
 
 // run is one agent run as the dashboard should count it.
 type run struct {
@@ -138,7 +143,7 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 // replica is one `brainwire serve` process.
 type replica struct {
 	name, base, version string
-	p                   *proc
+	p                   *process.Proc
 }
 
 // workload drives the script.
@@ -209,7 +214,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	w.tr.v1, w.tr.v2 = instructions.Default().Version, brainwire.ContentVersion(string(b))
 
 	// One simulator for every process, as replicas share one agent service.
-	simAddr, err := freeAddr()
+	simAddr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +222,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitListening(sim, simAddr); err != nil {
+	if err := sim.WaitReady(ctx, 30*time.Second, process.Listening(simAddr)); err != nil {
 		return nil, err
 	}
 	w.simURL = "http://" + simAddr
@@ -251,7 +256,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 		return nil, err
 	}
 	// B is restarted with new instructions, as a person ships them.
-	if err := bb.p.stop(); err != nil {
+	if err := bb.p.Stop(stopGrace); err != nil {
 		return nil, err
 	}
 	// A quiet spell: what round 1 made has reached Prometheus before the
@@ -284,11 +289,11 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 		}
 	}
 	for _, r := range []*replica{a, bb} {
-		if err := r.p.stop(); err != nil {
+		if err := r.p.Stop(stopGrace); err != nil {
 			return nil, err
 		}
 	}
-	if err := sim.stop(); err != nil {
+	if err := sim.Stop(stopGrace); err != nil {
 		return nil, err
 	}
 	for _, e := range s.ingest.Envelopes() {
@@ -330,7 +335,7 @@ func (w *workload) env(instructionsFile string) map[string]string {
 }
 
 func (w *workload) startReplica(name, instructionsFile, version string) (*replica, error) {
-	addr, err := freeAddr()
+	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +347,7 @@ func (w *workload) startReplica(name, instructionsFile, version string) (*replic
 		return nil, err
 	}
 	r := &replica{name: name, base: "http://" + addr, version: version, p: p}
-	return r, waitHealthy(p, r.base)
+	return r, p.WaitReady(w.ctx, 30*time.Second, process.Healthy(r.base+"/health"))
 }
 
 // capture sends one capture to r (with an Idempotency-Key when key is not
@@ -696,7 +701,7 @@ func (w *workload) evaluate(i int, lines []int, errands string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.wait(2 * time.Minute); err != nil {
+	if err := p.Wait(2 * time.Minute); err != nil {
 		return err
 	}
 	b, err := os.ReadFile(report)

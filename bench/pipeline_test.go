@@ -160,6 +160,12 @@ func (p adapterPath) bench(b *testing.B, sentences bool, newEncoder func(brainwi
 	b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, out = p.pipeline(b, newEncoder, first, second, out, evs) }))/float64(events), "allocs/event")
 }
 
+// maxAllocsPerEvent bounds the allocations per upstream event of every
+// adapter path: what encoding/json takes to decode an event into its wire
+// type (15 for a threads/runs message delta, 17 for an ADK chunk, 9 for a
+// Responses text delta), with a margin.
+const maxAllocsPerEvent = 20
+
 // allocsPerEvent is the allocations per upstream event of a run of 2,000
 // token-sized reasoning chunks into newEncoder's protocol.
 func (p adapterPath) allocsPerEvent(t *testing.T, newEncoder func(brainwire.Capture) encoder) float64 {
@@ -189,11 +195,10 @@ func BenchmarkAdapterPath(b *testing.B) {
 }
 
 // TestAdapterPathAllocations bounds allocations per upstream event in
-// every protocol: one for each reasoning chunk's text and a little for the
-// rare run objects; streaming reasoning to AG-UI adds none.
+// every protocol: streaming reasoning to AG-UI adds none.
 func TestAdapterPathAllocations(t *testing.T) {
 	for _, e := range encoders {
-		if perEvent := threadsPath.allocsPerEvent(t, e.new); perEvent > 1.5 {
+		if perEvent := threadsPath.allocsPerEvent(t, e.new); perEvent > maxAllocsPerEvent {
 			t.Errorf("%s: %.2f allocations per upstream event", e.name, perEvent)
 		}
 	}

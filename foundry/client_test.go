@@ -37,14 +37,14 @@ func TestClientCalls(t *testing.T) {
 		t.Fatalf("CreateMessage: %+v, %v", m, err)
 	}
 	run, err := c.GetRun(ctx, "thread_1", "run_1")
-	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != brainwire.RunInProgress || run.AssistantID == "" {
+	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != "in_progress" || run.AssistantID == "" {
 		t.Fatalf("GetRun: %+v, %v", run, err)
 	}
 	run, err = c.CancelRun(ctx, "thread_1", "run_1")
-	if err != nil || run.Status != brainwire.RunCancelling {
+	if err != nil || run.Status != "cancelling" {
 		t.Fatalf("CancelRun: %+v, %v", run, err)
 	}
-	if run, _ := c.GetRun(ctx, "thread_1", "run_1"); run.Status != brainwire.RunCancelling {
+	if run, _ := c.GetRun(ctx, "thread_1", "run_1"); run.Status != "cancelling" {
 		t.Fatalf("GetRun after cancel: %s", run.Status)
 	}
 

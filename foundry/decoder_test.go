@@ -384,35 +384,3 @@ func TestDecoder(t *testing.T) {
 		})
 	}
 }
-
-func TestDecoderDeltaAllocs(t *testing.T) {
-	ev := foundrytest.MessageDelta("msg_01", " email")
-	src := &loopReader{b: []byte(ev.Wire())}
-	d := foundry.NewDecoder(src)
-	allocs := testing.AllocsPerRun(1000, func() {
-		ev, err := d.Next()
-		if err != nil || ev.Text != " email" {
-			t.Fatal(ev, err)
-		}
-	})
-	if allocs > 1 {
-		t.Fatalf("%v allocations per message delta, want at most 1", allocs)
-	}
-}
-
-// loopReader serves its content over and over, filling each read the way
-// a busy connection does.
-type loopReader struct {
-	b   []byte
-	off int
-}
-
-func (l *loopReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m := copy(p[n:], l.b[l.off:])
-		l.off = (l.off + m) % len(l.b)
-		n += m
-	}
-	return n, nil
-}

@@ -115,7 +115,7 @@ type Stream struct {
 // transport reads what is left of the body (drain), so that its
 // connection goes back to the pool.
 func (s *Stream) Close() error {
-	if s.Decoder.terminal || s.Decoder.err == io.EOF {
+	if s.Decoder.terminal || s.Decoder.events.Err() == io.EOF {
 		s.end.End()
 	}
 	return s.body.Close()

@@ -110,9 +110,7 @@ func (e *Event) isFinalResponse() bool {
 	return true
 }
 
-// The wire shape read by decodeJSON. The fast path (scan.go) reads the
-// same members and must agree with encoding/json on every document it
-// accepts, so the member names here and there are one list (knownKeys).
+// The wire shape an event is read from.
 type (
 	wireEvent struct {
 		Content            *wireContent    `json:"content"`
@@ -161,8 +159,7 @@ type (
 	}
 )
 
-// decodeJSON decodes one data payload with encoding/json: the reference
-// the fast path is held to, and the path for everything it declines.
+// decodeJSON decodes one data payload.
 func decodeJSON(data []byte) (Event, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		// null would decode to an empty event, which reads as a final answer.

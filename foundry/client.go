@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +25,7 @@ const DefaultAPIVersion = "v1"
 // Client calls the Foundry Agent Service threads/runs API of one project.
 // It is safe for concurrent use.
 type Client struct {
-	prefix string // scheme, host and escaped path of the endpoint
-	query  string // the endpoint's query with api-version
-	api    agenthttp.Client
+	api agenthttp.Client // its query holds the api-version
 }
 
 // ClientOption configures a Client.
@@ -55,15 +52,9 @@ func WithAPIVersion(v string) ClientOption {
 // long as the agent works, so hc should have no overall Timeout: bound
 // calls with their context instead.
 func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	u, err := agenthttp.ParseBase(endpoint, "project endpoint")
 	if err != nil {
-		return nil, fmt.Errorf("parsing project endpoint: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("project endpoint %q: want an absolute http(s) URL", endpoint)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
+		return nil, err
 	}
 	cfg := clientConfig{apiVersion: DefaultAPIVersion}
 	for _, o := range opts {
@@ -71,11 +62,8 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 	}
 	q := u.Query()
 	q.Set("api-version", cfg.apiVersion)
-	return &Client{
-		prefix: u.Scheme + "://" + u.Host + u.EscapedPath(),
-		query:  q.Encode(),
-		api:    agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) }},
-	}, nil
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+		Prefix: agenthttp.Prefix(u), Query: q.Encode()}}, nil
 }
 
 // Message is a message to add to a thread.
@@ -454,22 +442,10 @@ const (
 )
 
 // op names the call made with ctx.
-func op(ctx context.Context, name, threadID, runID string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
-}
+var op = agenthttp.Op
 
-// url joins the operation path to the endpoint; each segment is escaped.
-func (c *Client) url(segments ...string) string {
-	var b strings.Builder
-	b.WriteString(c.prefix)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	b.WriteByte('?')
-	b.WriteString(c.query)
-	return b.String()
-}
+// url is the URL of the operation path segments.
+func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {

@@ -39,8 +39,6 @@ func ProjectBaseURL(project string) string {
 // Client calls the Responses API (and the conversations and agents
 // operations beside it) of one endpoint. It is safe for concurrent use.
 type Client struct {
-	prefix  string // scheme, host and escaped path of the base URL
-	query   string // the base URL's query, sent with every call
 	project string // the Foundry project endpoint, for the agents API; "" elsewhere
 	api     agenthttp.Client
 }
@@ -63,18 +61,12 @@ func WithProject(endpoint string) ClientOption {
 // http.DefaultClient. Responses stream for as long as the model works,
 // so hc should have no overall Timeout: bound calls with their context.
 func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	u, err := agenthttp.ParseBase(baseURL, "Responses API base URL")
 	if err != nil {
-		return nil, fmt.Errorf("parsing the Responses API base URL: %w", err)
+		return nil, err
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("Responses API base URL %q: want an absolute http(s) URL", baseURL)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	c := &Client{prefix: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery,
-		api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) }}}
+	c := &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+		Prefix: agenthttp.Prefix(u), Query: u.RawQuery}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -98,9 +90,7 @@ const (
 
 // op names the call made with ctx: the conversation and the response it
 // continues, when it continues one.
-func op(ctx context.Context, name, conversationID, responseID string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: conversationID, RunID: responseID})
-}
+var op = agenthttp.Op
 
 // Stream is a streamed response. Read it with Next until io.EOF or an
 // error, and always Close it: closing it before its end is how a
@@ -195,7 +185,7 @@ func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, er
 		return Deployment{}, errors.New("getting a deployment: no Foundry project endpoint configured")
 	}
 	var d Deployment
-	u := joinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
+	u := agenthttp.JoinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
 	if err := c.do(op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
 		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
 	}
@@ -214,31 +204,15 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 		segs = append(segs, "versions", version)
 	}
 	var a FoundryAgent
-	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
+	u := agenthttp.JoinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
 	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil
 }
 
-// url joins the operation path to the base URL; each segment is escaped.
-func (c *Client) url(segments ...string) string {
-	return joinURL(c.prefix, c.query, segments...)
-}
-
-func joinURL(prefix, query string, segments ...string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	if query != "" {
-		b.WriteByte('?')
-		b.WriteString(query)
-	}
-	return b.String()
-}
+// url is the URL of the operation path segments under the base URL.
+func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {

@@ -45,7 +45,7 @@ func (c *Client) tookInput(ctx context.Context, conversationID string, input []I
 	}
 	u := c.url("conversations", conversationID, "items")
 	sep := "?"
-	if c.query != "" {
+	if c.api.Query != "" {
 		sep = "&"
 	}
 	u += sep + "order=desc&limit=" + fmt.Sprint(lookupDepth)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/sse"
 )
@@ -55,7 +56,7 @@ type Decoder struct {
 	// lastUsage is the usage of the last aggregated model event, while
 	// nothing else has come since: servers before 1.22 report one model
 	// call's usage on two events in a row (its text, then its call).
-	lastUsage    Usage
+	lastUsage    adkwire.Usage
 	hasLastUsage bool
 	// clientTools are tools the client runs: the agent must hand their
 	// calls over rather than run them itself.
@@ -114,7 +115,7 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.
 	if len(bytes.TrimSpace(sev.Data)) == 0 {
 		return dst, nil
 	}
-	ev, err := decodePayload(sev.Data)
+	ev, se, err := decodePayload(sev.Data)
 	if err != nil {
 		if d.settled() {
 			return d.end(dst, io.EOF)
@@ -125,20 +126,20 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.
 	if ev.InvocationID != "" {
 		d.invoID = ev.InvocationID
 	}
-	if ev.Err != nil {
+	if se != nil {
 		d.frameErr, d.final = true, false
 		out := d.new(brainwire.AgentError)
-		out.ErrorCode, out.ErrorMessage = ev.Err.Type, ev.Err.Message
+		out.ErrorCode, out.ErrorMessage = se.Type, se.Message
 		return append(dst, out), nil
 	}
-	d.final = !ev.Partial && ev.isFinalResponse()
-	if ev.Role == "user" || ev.Partial {
+	d.final = !partial(&ev) && isFinalResponse(&ev)
+	if role(&ev) == "user" || partial(&ev) {
 		d.hasLastUsage = false
 	}
 	switch {
-	case ev.Role == "user":
+	case role(&ev) == "user":
 		return dst, nil // responses of tools the agent ran itself
-	case ev.Partial:
+	case partial(&ev):
 		return d.partial(dst, &ev), nil
 	}
 	return d.aggregated(dst, &ev)
@@ -179,8 +180,8 @@ func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 }
 
 // partial maps a streamed chunk.
-func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *Event) []brainwire.AgentEvent {
-	for _, p := range ev.Parts {
+func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *adkwire.Event) []brainwire.AgentEvent {
+	for _, p := range parts(ev) {
 		if p.Text != "" {
 			d.streamed[textKind(p.Thought)] += len(p.Text)
 			out := d.new(brainwire.AgentTextChunk)
@@ -192,9 +193,9 @@ func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *Event) []brainwire.Age
 }
 
 // aggregated maps a model call's closing event.
-func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *Event) ([]brainwire.AgentEvent, error) {
+func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *adkwire.Event) ([]brainwire.AgentEvent, error) {
 	var seen [2]int
-	for _, p := range ev.Parts {
+	for _, p := range parts(ev) {
 		if p.Text == "" {
 			continue
 		}
@@ -216,18 +217,18 @@ func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *Event) ([]brainwire
 	}
 	d.streamed = [2]int{}
 
-	if ev.HasUsage && !(d.hasLastUsage && ev.Usage == d.lastUsage) {
-		d.lastUsage, d.hasLastUsage = ev.Usage, true
+	if u := ev.UsageMetadata; u != nil && !(d.hasLastUsage && *u == d.lastUsage) {
+		d.lastUsage, d.hasLastUsage = *u, true
 		out := d.new(brainwire.AgentUsage)
 		out.Usage = brainwire.Usage{
-			PromptTokens: ev.Usage.PromptTokens,
+			PromptTokens: u.PromptTokenCount,
 			// Thinking is output the model wrote, billed as such.
-			CompletionTokens: ev.Usage.CandidatesTokens + ev.Usage.ThoughtsTokens,
-			TotalTokens:      ev.Usage.TotalTokens,
+			CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+			TotalTokens:      u.TotalTokenCount,
 		}
 		dst = append(dst, out)
 	}
-	for _, p := range ev.Parts {
+	for _, p := range parts(ev) {
 		fc := p.FunctionCall
 		if fc == nil {
 			continue

@@ -52,7 +52,7 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = decodePayload(data)
+		_, _, _ = decodePayload(data)
 
 		var body bytes.Buffer
 		body.WriteString("data: ")
@@ -150,12 +150,12 @@ func TestDecodePayload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := decodePayload([]byte(tt.data))
+			_, se, err := decodePayload([]byte(tt.data))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
-			if !reflect.DeepEqual(ev.Err, tt.want) {
-				t.Fatalf("got %+v, want %+v", ev.Err, tt.want)
+			if !reflect.DeepEqual(se, tt.want) {
+				t.Fatalf("got %+v, want %+v", se, tt.want)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // AgentsAPIVersion is the api-version of the Foundry agents data-plane
@@ -156,10 +157,10 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 // GetModel fetches a model (GET /models/{model}): a cheap call that
 // proves the endpoint, the credentials and the model. An unknown model
 // reads as ENotFound.
-func (c *Client) GetModel(ctx context.Context, model string) (Model, error) {
-	var m Model
+func (c *Client) GetModel(ctx context.Context, model string) (responseswire.Model, error) {
+	var m responseswire.Model
 	if err := c.do(op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
-		return Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
+		return responseswire.Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
 }

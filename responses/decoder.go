@@ -249,10 +249,8 @@ func (d *Decoder) usage(dst []brainwire.AgentEvent, resp *Response) []brainwire.
 		return dst
 	}
 	ev := d.new(brainwire.AgentUsage)
-	ev.Usage = brainwire.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-	if u.OutputTokensDetails != nil {
-		ev.Usage.ReasoningTokens = u.OutputTokensDetails.ReasoningTokens
-	}
+	ev.Usage = brainwire.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
+		ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
 	return append(dst, ev)
 }
 

@@ -392,87 +392,86 @@ func TestRunAPIErrors(t *testing.T) {
 	}
 }
 
-func TestRunSubmitError(t *testing.T) {
+// TestRunUpstreamFaults: each way the service can fail a run ends it as
+// the phone must hear it, and a run left going is cancelled.
+func TestRunUpstreamFaults(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t,
-		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
-		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
-	)
-	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	var apiErr *foundry.APIError
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !strings.Contains(err.Error(), "submitting tool outputs for run run_1") {
-		t.Fatalf("got %v", err)
+	start := []foundrytest.Event{r.ThreadCreated(), r.Created(), r.InProgress()}
+	stream := func(evs ...foundrytest.Event) []foundrytest.Call {
+		return []foundrytest.Call{foundrytest.Expect("POST /threads/runs", foundrytest.Stream(append(start[:3:3], evs...)...))}
 	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("run left running after a failed submit")
+	tests := []struct {
+		name    string
+		script  []foundrytest.Call
+		kinds   string // of the events before the end
+		check   func(err error, last brainwire.AgentEvent) bool
+		cancels int
+	}{
+		{
+			name: "submitting the outputs fails",
+			script: []foundrytest.Call{
+				foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
+				foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
+			},
+			kinds: "run_status:queued tool_call run_status:requires_action tool_result",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				var apiErr *foundry.APIError
+				return errors.As(err, &apiErr) && apiErr.StatusCode == 500 && strings.Contains(err.Error(), "submitting tool outputs for run run_1")
+			},
+			cancels: 1,
+		},
+		{
+			name:   "the connection resets",
+			script: stream(foundrytest.MessageDelta("msg_1", "thinking"), foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture"))),
+			kinds:  "run_status:queued run_status:in_progress text_chunk",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				return err != nil && !errors.Is(err, io.EOF) && brainwire.ErrorCode(err) == brainwire.EUpstream
+			},
+			cancels: 1,
+		},
+		{
+			name:   "the run fails",
+			script: stream(r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done()),
+			kinds:  "run_status:queued run_status:in_progress run_status:failed",
+			check: func(err error, last brainwire.AgentEvent) bool {
+				return err == nil && last.ErrorCode == "rate_limit_exceeded" && last.ErrorMessage == "Rate limit is exceeded. Try again in 7 seconds."
+			},
+		},
+		{
+			name:   "an error event",
+			script: stream(foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`)),
+			kinds:  "run_status:queued run_status:in_progress error",
+			check: func(err error, last brainwire.AgentEvent) bool {
+				return err == nil && last.ErrorMessage == "The service is overloaded." && last.ErrorCode == "server_overloaded" && last.RunID == "run_1"
+			},
+			cancels: 1,
+		},
+		{
+			name:   "done before the run ends",
+			script: stream(foundrytest.Done()),
+			kinds:  "run_status:queued run_status:in_progress",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				return err != nil && strings.Contains(err.Error(), `"in_progress"`) && brainwire.ErrorCode(err) == brainwire.EUpstream
+			},
+			cancels: 1,
+		},
 	}
-}
-
-func TestRunConnectionReset(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(),
-		foundrytest.MessageDelta("msg_1", "thinking"),
-		foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture")),
-	)))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err == nil || errors.Is(err, io.EOF) || brainwire.ErrorCode(err) != brainwire.EUpstream {
-		t.Fatalf("got error %v", err)
-	}
-	if got := kinds(evs); got != "run_status:queued run_status:in_progress text_chunk" {
-		t.Fatalf("events %s", got)
-	}
-	cancels := srv.Cancels()
-	if len(cancels) != 1 || cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {
-		t.Fatalf("cancels %v", cancels)
-	}
-}
-
-func TestRunFailed(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done())))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if last.Kind != brainwire.AgentRunStatus || last.Status != brainwire.RunFailed ||
-		last.ErrorCode != "rate_limit_exceeded" || last.ErrorMessage != "Rate limit is exceeded. Try again in 7 seconds." {
-		t.Fatalf("last event %+v", last)
-	}
-	if len(srv.Cancels()) != 0 {
-		t.Fatal("cancel sent for a failed run")
-	}
-}
-
-func TestRunErrorEvent(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(),
-		foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`))))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if last.Kind != brainwire.AgentError || last.ErrorMessage != "The service is overloaded." || last.ErrorCode != "server_overloaded" || last.RunID != "run_1" {
-		t.Fatalf("events %s, last %+v", kinds(evs), last)
-	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("run left running after an error event")
-	}
-}
-
-func TestRunDoneBeforeTerminal(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.InProgress(), foundrytest.Done())))
-	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, nil))
-	if err == nil || !strings.Contains(err.Error(), `"in_progress"`) || brainwire.ErrorCode(err) != brainwire.EUpstream {
-		t.Fatalf("got %v", err)
-	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("no cancel")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := foundrytest.NewServer(t, tt.script...)
+			evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
+			var last brainwire.AgentEvent
+			if len(evs) > 0 {
+				last = evs[len(evs)-1]
+			}
+			if kinds(evs) != tt.kinds || !tt.check(err, last) {
+				t.Fatalf("events %s, last %+v, error %v", kinds(evs), last, err)
+			}
+			cancels := srv.Cancels()
+			if len(cancels) != tt.cancels || tt.cancels > 0 && cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {
+				t.Fatalf("cancels %v, want %d", cancels, tt.cancels)
+			}
+		})
 	}
 }
 

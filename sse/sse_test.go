@@ -117,39 +117,6 @@ func TestRecordings(t *testing.T) {
 	}
 }
 
-// TestRecordingsEverySplit feeds a recording in two reads split at every
-// offset, so every byte boundary (inside UTF-8 sequences and CRLF pairs
-// included) is a read boundary once.
-func TestRecordingsEverySplit(t *testing.T) {
-	text := strings.ReplaceAll(recorded(t)["main_stream_response.txt"], "\n", "\r\n")
-	want := expectedFromRecording(t, strings.ReplaceAll(text, "\r\n", "\n"))
-	for i := 0; i <= len(text); i += 7 {
-		r := io.MultiReader(strings.NewReader(text[:i]), strings.NewReader(text[i:]))
-		got, err := readAll(t, sse.NewReader(r))
-		if err != io.EOF || len(got) != len(want) {
-			t.Fatalf("split at %d: %d events, err %v", i, len(got), err)
-		}
-	}
-	// Every boundary inside the multibyte text of send_email.
-	text = recorded(t)["send_email_stream_response.txt"]
-	want = expectedFromRecording(t, text)
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && text[i] < 0x80 && text[i] != '\n' {
-			continue
-		}
-		r := io.MultiReader(strings.NewReader(text[:i]), strings.NewReader(text[i:]))
-		got, err := readAll(t, sse.NewReader(r))
-		if err != io.EOF || len(got) != len(want) {
-			t.Fatalf("split at %d: %d events, err %v", i, len(got), err)
-		}
-		for j := range want {
-			if got[j] != want[j] {
-				t.Fatalf("split at %d: event %d differs", i, j)
-			}
-		}
-	}
-}
-
 func TestEdgeCases(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -96,9 +96,6 @@ const (
 	OpGetSession = "get_session"
 )
 
-// op names the call made with ctx.
-var op = agenthttp.Op
-
 // ListApps returns the apps the server serves (GET /list-apps).
 func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 	var apps []string
@@ -112,7 +109,7 @@ func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 // chooses (POST /apps/{app}/users/{user}/sessions).
 func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, error) {
 	var s Session
-	if err := c.do(op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
 		return Session{}, fmt.Errorf("creating a session of %s with %s: %w", user, app, err)
 	}
 	if s.ID == "" {

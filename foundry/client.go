@@ -243,7 +243,7 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 	var deleted struct {
 		Deleted bool `json:"deleted"`
 	}
-	_ = c.do(op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
+	_ = c.do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
 	return false, nil
 }
 
@@ -261,7 +261,7 @@ func (c *Client) newest(ctx context.Context, opName, threadID string, data any, 
 		Data any `json:"data"`
 	}{Data: data}
 	u := c.url(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
-	if err := c.do(op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+	if err := c.do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return fmt.Errorf("listing %s: %w", strings.Join(segments, "/"), err)
 	}
 	return nil
@@ -356,7 +356,7 @@ func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, e
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundrywire.Thread, error) {
 	var th foundrywire.Thread
-	if err := c.do(op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
 		return foundrywire.Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
@@ -385,7 +385,7 @@ func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message
 // (POST /threads/{thread}/runs/{run}/cancel).
 func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
 	}
 	return r, nil
@@ -394,7 +394,7 @@ func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundry
 // GetRun fetches a run (GET /threads/{thread}/runs/{run}).
 func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return r, nil
@@ -418,7 +418,7 @@ type Agent struct {
 // assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
@@ -440,9 +440,6 @@ const (
 	OpDeleteThread      = "delete_thread"
 	OpGetAgent          = "get_agent"
 )
-
-// op names the call made with ctx.
-var op = agenthttp.Op
 
 // url is the URL of the operation path segments.
 func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }

@@ -89,10 +89,6 @@ const (
 	OpListConversationItems = "list_conversation_items"
 )
 
-// op names the call made with ctx: the conversation and the response it
-// continues, when it continues one.
-var op = agenthttp.Op
-
 // Stream is a streamed response. Read it with Next until io.EOF or an
 // error, and always Close it: closing it before its end is how a
 // foreground response is stopped.
@@ -135,7 +131,7 @@ func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) 
 // CreateConversation creates an empty conversation (POST /conversations).
 func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
 	var conv Conversation
-	if err := c.do(op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
 		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
 	}
 	if conv.ID == "" {
@@ -148,7 +144,7 @@ func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
 // GetResponse fetches a stored response (GET /responses/{id}).
 func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 	var r Response
-	if err := c.do(op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
 		return Response{}, fmt.Errorf("getting response %s: %w", id, err)
 	}
 	return r, nil
@@ -159,7 +155,7 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 // reads as ENotFound.
 func (c *Client) GetModel(ctx context.Context, model string) (responseswire.Model, error) {
 	var m responseswire.Model
-	if err := c.do(op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
 		return responseswire.Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
@@ -171,7 +167,7 @@ func (c *Client) ListModels(ctx context.Context) error {
 	var list struct {
 		Data []struct{} `json:"data"`
 	}
-	if err := c.do(op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
 		return fmt.Errorf("listing models: %w", err)
 	}
 	return nil
@@ -187,7 +183,7 @@ func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, er
 	}
 	var d Deployment
 	u := agenthttp.JoinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
-	if err := c.do(op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
 		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
 	}
 	return d, nil
@@ -206,7 +202,7 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 	}
 	var a FoundryAgent
 	u := agenthttp.JoinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil

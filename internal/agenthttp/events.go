@@ -61,9 +61,6 @@ func (e *Events) Next() (brainwire.AgentEvent, error) {
 	return ev, nil
 }
 
-// Done reports whether the stream has ended (Next returns its error).
-func (e *Events) Done() bool { return e.err != nil && e.next == len(e.queue) }
-
 // Err is how the stream ended, once it has: nil before.
 func (e *Events) Err() error { return e.err }
 

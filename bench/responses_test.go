@@ -40,7 +40,6 @@ func responsesRun(n int, sentences bool) (first, second []byte, events int) {
 var responsesPath = adapterPath{
 	run:     responsesRun,
 	decoder: func(r io.Reader) decoder { return responses.NewDecoder(r) },
-	cpuRate: true,
 }
 
 // BenchmarkResponsesAdapterPath: upstream Responses API SSE bytes ->

@@ -118,9 +118,12 @@ func (t Time) MarshalJSON() ([]byte, error) { return t.append(nil), nil }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Time) UnmarshalJSON(b []byte) error {
-	var s float64
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	if string(b) == "null" {
+		return nil
+	}
+	s, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("a timestamp in seconds: %w", err)
 	}
 	*t = Time(time.UnixMicro(int64(math.Round(s * 1e6))))
 	return nil

@@ -191,7 +191,7 @@ func BenchmarkAdapterPath(b *testing.B) {
 }
 
 // TestAdapterPathAllocations bounds allocations per upstream event in
-// every protocol: streaming reasoning to AG-UI adds none.
+// every protocol.
 func TestAdapterPathAllocations(t *testing.T) {
 	for _, e := range encoders {
 		if perEvent := threadsPath.allocsPerEvent(t, e.new); perEvent > maxAllocsPerEvent {

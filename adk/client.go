@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenthttp"
@@ -16,8 +14,7 @@ import (
 // Client calls an ADK API server (`adk api_server`): its session routes,
 // /list-apps and /run_sse. It is safe for concurrent use.
 type Client struct {
-	base string // scheme, host and escaped path prefix, without a trailing slash
-	api  agenthttp.Client
+	api agenthttp.Client
 }
 
 // NewClient returns a client for the API server at baseURL
@@ -27,22 +24,16 @@ type Client struct {
 // Runs stream for as long as the agent works, so hc should have no
 // overall Timeout: bound calls with their context instead.
 func NewClient(baseURL string, hc *http.Client) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	u, err := agenthttp.ParseBase(baseURL, "ADK API server URL")
 	if err != nil {
-		return nil, fmt.Errorf("parsing the ADK API server URL: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("ADK API server URL %q: want an absolute http(s) URL", baseURL)
+		return nil, err
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		// They would end up in recordings and traces; credentials go in a header.
 		return nil, fmt.Errorf("ADK API server URL %q: want no query, fragment or user info", baseURL)
 	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return &Client{base: u.Scheme + "://" + u.Host + u.EscapedPath(),
-		api: agenthttp.Client{HTTP: hc, Who: "the agent server", ReadError: func(r *http.Response) error { return readAPIError(r) }}}, nil
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent server", ReadError: func(r *http.Response) error { return readAPIError(r) },
+		Prefix: agenthttp.Prefix(u)}}, nil
 }
 
 // Session is an ADK session: one conversation of one user with one app.
@@ -105,11 +96,6 @@ const (
 	OpGetSession = "get_session"
 )
 
-// op names the call made with ctx.
-func op(ctx context.Context, name, sessionID, invocationID string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: sessionID, RunID: invocationID})
-}
-
 // ListApps returns the apps the server serves (GET /list-apps).
 func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 	var apps []string
@@ -123,7 +109,7 @@ func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 // chooses (POST /apps/{app}/users/{user}/sessions).
 func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, error) {
 	var s Session
-	if err := c.do(op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
 		return Session{}, fmt.Errorf("creating a session of %s with %s: %w", user, app, err)
 	}
 	if s.ID == "" {
@@ -170,16 +156,8 @@ func (s *Stream) Close() error {
 	return err
 }
 
-// url joins path segments to the base URL, each escaped.
-func (c *Client) url(segments ...string) string {
-	var b strings.Builder
-	b.WriteString(c.base)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	return b.String()
-}
+// url is the URL of path segments under the base URL.
+func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // do sends a JSON request and decodes the JSON answer into out.
 func (c *Client) do(ctx context.Context, method, url string, body, out any) error {

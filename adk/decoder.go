@@ -1,13 +1,16 @@
 package adk
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/sse"
 )
 
 // Decoder turns one /run_sse response body into normalized brainwire
@@ -37,14 +40,10 @@ import (
 //
 // Events carry the session id as ThreadID and the invocation id as RunID.
 type Decoder struct {
-	er        *EventReader
+	events    *agenthttp.Events
 	sessionID string
 	invoID    string
 	started   bool
-	err       error // sticky: io.EOF at the end, or the failure
-
-	queue []brainwire.AgentEvent
-	qi    int
 
 	// streamed counts the bytes of thought [0] and answer [1] text the
 	// current model call's partial events streamed.
@@ -57,7 +56,7 @@ type Decoder struct {
 	// lastUsage is the usage of the last aggregated model event, while
 	// nothing else has come since: servers before 1.22 report one model
 	// call's usage on two events in a row (its text, then its call).
-	lastUsage    Usage
+	lastUsage    adkwire.Usage
 	hasLastUsage bool
 	// clientTools are tools the client runs: the agent must hand their
 	// calls over rather than run them itself.
@@ -66,7 +65,9 @@ type Decoder struct {
 
 // NewDecoder returns a Decoder reading the event stream r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{er: NewEventReader(r)}
+	d := &Decoder{}
+	d.events = agenthttp.NewEvents(r, d.event, d.end)
+	return d
 }
 
 // SetSession sets the ids stamped on events: the session, and the
@@ -97,129 +98,104 @@ func (d *Decoder) InvocationID() string { return d.invoID }
 // error. A body that breaks after it loses nothing. A payload that is not
 // an event is an error. Errors are sticky.
 func (d *Decoder) Next() (brainwire.AgentEvent, error) {
-	if d.qi < len(d.queue) {
-		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.AgentEvent{}
-		d.qi++
-		return ev, nil
-	}
-	d.queue, d.qi = d.queue[:0], 0
-	if d.err != nil {
-		return brainwire.AgentEvent{}, d.err
-	}
 	if !d.started {
 		d.started = true
-		ev := d.event(brainwire.AgentRunStatus)
+		ev := d.new(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunInProgress
 		return ev, nil
 	}
-	for {
-		ev, err := d.er.Next()
-		if err != nil {
-			if err == io.EOF || d.settled() {
-				return d.end(err)
-			}
-			var bad *malformedError
-			if errors.As(err, &bad) {
-				return d.fail(&upstreamError{Msg: "the agent server sent an event brainwire cannot read",
-					Err: fmt.Errorf("session %s: %w", d.sessionID, err)})
-			}
-			return d.fail(&upstreamError{Msg: "the agent server's event stream broke off",
-				Err: fmt.Errorf("reading events of session %s: %w", d.sessionID, err)})
-		}
-		if ev.InvocationID != "" {
-			d.invoID = ev.InvocationID
-		}
-		if ev.Err != nil {
-			d.frameErr, d.final = true, false
-			out := d.event(brainwire.AgentError)
-			out.ErrorCode, out.ErrorMessage = ev.Err.Type, ev.Err.Message
-			return out, nil
-		}
-		d.final = !ev.Partial && ev.isFinalResponse()
-		if ev.Role == "user" || ev.Partial {
-			d.hasLastUsage = false
-		}
-		if ev.Role == "user" {
-			continue // responses of tools the agent ran itself
-		}
-		if ev.Partial {
-			if out, ok := d.partial(&ev); ok {
-				return out, nil
-			}
-		} else if err := d.aggregated(&ev); err != nil {
-			return d.fail(err)
-		}
-		if len(d.queue) > 0 {
-			return d.Next()
-		}
+	return d.events.Next()
+}
+
+// event maps one frame. The API server frames each event as one "data:
+// <JSON>" line and a blank line, with no event names, ids or end marker:
+// the body's end is the end of the stream. Frames with no payload (a
+// proxy's keep-alive) are skipped.
+func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.AgentEvent, error) {
+	if len(bytes.TrimSpace(sev.Data)) == 0 {
+		return dst, nil
 	}
+	ev, se, err := decodePayload(sev.Data)
+	if err != nil {
+		if d.settled() {
+			return d.end(dst, io.EOF)
+		}
+		return dst, &upstreamError{Msg: "the agent server sent an event brainwire cannot read",
+			Err: fmt.Errorf("session %s: %w", d.sessionID, err)}
+	}
+	if ev.InvocationID != "" {
+		d.invoID = ev.InvocationID
+	}
+	if se != nil {
+		d.frameErr, d.final = true, false
+		out := d.new(brainwire.AgentError)
+		out.ErrorCode, out.ErrorMessage = se.Type, se.Message
+		return append(dst, out), nil
+	}
+	d.final = !partial(&ev) && isFinalResponse(&ev)
+	if role(&ev) == "user" || partial(&ev) {
+		d.hasLastUsage = false
+	}
+	switch {
+	case role(&ev) == "user":
+		return dst, nil // responses of tools the agent ran itself
+	case partial(&ev):
+		return d.partial(dst, &ev), nil
+	}
+	return d.aggregated(dst, &ev)
 }
 
 // settled reports whether the agent's turn has ended: nothing the body
 // could still bring matters.
 func (d *Decoder) settled() bool { return d.final || d.failed || d.frameErr }
 
-// end finishes the body.
-func (d *Decoder) end(err error) (brainwire.AgentEvent, error) {
+// end finishes the body: a read error once the turn has ended loses
+// nothing.
+func (d *Decoder) end(dst []brainwire.AgentEvent, err error) ([]brainwire.AgentEvent, error) {
 	if !d.settled() {
 		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+			return dst, &upstreamError{Msg: "the agent server's event stream ended before the agent finished",
+				Err: fmt.Errorf("event stream of session %s ended before the agent's turn did: %w", d.sessionID, io.ErrUnexpectedEOF)}
 		}
-		return d.fail(&upstreamError{Msg: "the agent server's event stream ended before the agent finished",
-			Err: fmt.Errorf("event stream of session %s ended before the agent's turn did: %w", d.sessionID, err)})
+		return dst, &upstreamError{Msg: "the agent server's event stream broke off",
+			Err: fmt.Errorf("reading events of session %s: %w", d.sessionID, err)}
 	}
-	d.err = io.EOF
 	switch {
 	case d.failed || d.frameErr:
 		// The consumer was told why the turn ended.
 	case d.pending > 0:
-		ev := d.event(brainwire.AgentRunStatus)
+		ev := d.new(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunRequiresAction
-		return ev, nil
+		dst = append(dst, ev)
 	case d.final:
-		ev := d.event(brainwire.AgentRunStatus)
+		ev := d.new(brainwire.AgentRunStatus)
 		ev.Status = brainwire.RunCompleted
-		return ev, nil
+		dst = append(dst, ev)
 	}
-	return brainwire.AgentEvent{}, io.EOF
+	return dst, io.EOF
 }
 
-func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
-	d.err = err
-	return brainwire.AgentEvent{}, err
-}
-
-func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 	return brainwire.AgentEvent{Kind: kind, ThreadID: d.sessionID, RunID: d.invoID}
 }
 
-// partial maps a streamed chunk. The common case, one text part, is
-// returned without queueing.
-func (d *Decoder) partial(ev *Event) (brainwire.AgentEvent, bool) {
-	if len(ev.Parts) == 1 {
-		p := ev.Parts[0]
-		if p.Text == "" {
-			return brainwire.AgentEvent{}, false
-		}
-		d.streamed[textKind(p.Thought)] += len(p.Text)
-		return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.sessionID, RunID: d.invoID, Text: p.Text}, true
-	}
-	for _, p := range ev.Parts {
+// partial maps a streamed chunk.
+func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *adkwire.Event) []brainwire.AgentEvent {
+	for _, p := range parts(ev) {
 		if p.Text != "" {
 			d.streamed[textKind(p.Thought)] += len(p.Text)
-			out := d.event(brainwire.AgentTextChunk)
+			out := d.new(brainwire.AgentTextChunk)
 			out.Text = p.Text
-			d.queue = append(d.queue, out)
+			dst = append(dst, out)
 		}
 	}
-	return brainwire.AgentEvent{}, false
+	return dst
 }
 
 // aggregated maps a model call's closing event.
-func (d *Decoder) aggregated(ev *Event) error {
+func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *adkwire.Event) ([]brainwire.AgentEvent, error) {
 	var seen [2]int
-	for _, p := range ev.Parts {
+	for _, p := range parts(ev) {
 		if p.Text == "" {
 			continue
 		}
@@ -234,32 +210,32 @@ func (d *Decoder) aggregated(ev *Event) error {
 			from++
 		}
 		if from < len(p.Text) {
-			out := d.event(brainwire.AgentTextChunk)
+			out := d.new(brainwire.AgentTextChunk)
 			out.Text = p.Text[from:]
-			d.queue = append(d.queue, out)
+			dst = append(dst, out)
 		}
 	}
 	d.streamed = [2]int{}
 
-	if ev.HasUsage && !(d.hasLastUsage && ev.Usage == d.lastUsage) {
-		d.lastUsage, d.hasLastUsage = ev.Usage, true
-		out := d.event(brainwire.AgentUsage)
+	if u := ev.UsageMetadata; u != nil && !(d.hasLastUsage && *u == d.lastUsage) {
+		d.lastUsage, d.hasLastUsage = *u, true
+		out := d.new(brainwire.AgentUsage)
 		out.Usage = brainwire.Usage{
-			PromptTokens: ev.Usage.PromptTokens,
+			PromptTokens: u.PromptTokenCount,
 			// Thinking is output the model wrote, billed as such.
-			CompletionTokens: ev.Usage.CandidatesTokens + ev.Usage.ThoughtsTokens,
-			TotalTokens:      ev.Usage.TotalTokens,
+			CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+			TotalTokens:      u.TotalTokenCount,
 		}
-		d.queue = append(d.queue, out)
+		dst = append(dst, out)
 	}
-	for _, p := range ev.Parts {
+	for _, p := range parts(ev) {
 		fc := p.FunctionCall
 		if fc == nil {
 			continue
 		}
 		if !slices.Contains(ev.LongRunningToolIDs, fc.ID) {
 			if d.clientTools[fc.Name] {
-				return &upstreamError{
+				return dst, &upstreamError{
 					Msg: fmt.Sprintf("the agent ran %s itself instead of handing it over: declare it as a long-running tool", fc.Name),
 					Err: fmt.Errorf("session %s: the agent called %s (%s) as a tool it runs itself, not a long-running one", d.sessionID, fc.Name, fc.ID),
 				}
@@ -272,21 +248,21 @@ func (d *Decoder) aggregated(ev *Event) error {
 		}
 		call := brainwire.ToolCall{ID: fc.ID, Name: fc.Name, Arguments: args, ThreadID: d.sessionID, RunID: d.invoID}
 		d.pending++
-		out := d.event(brainwire.AgentToolCall)
+		out := d.new(brainwire.AgentToolCall)
 		out.Tool = call
-		d.queue = append(d.queue, out)
+		dst = append(dst, out)
 	}
 	if ev.ErrorCode != "" && d.pending == 0 {
 		d.failed = true
-		out := d.event(brainwire.AgentRunStatus)
+		out := d.new(brainwire.AgentRunStatus)
 		out.Status = brainwire.RunFailed
 		out.ErrorCode, out.ErrorMessage = ev.ErrorCode, ev.ErrorMessage
 		if out.ErrorMessage == "" {
 			out.ErrorMessage = "the model call ended with " + ev.ErrorCode
 		}
-		d.queue = append(d.queue, out)
+		dst = append(dst, out)
 	}
-	return nil
+	return dst, nil
 }
 
 func textKind(thought bool) int {

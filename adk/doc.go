@@ -4,9 +4,9 @@
 //
 // Client speaks the server's REST routes (sessions, /list-apps) and
 // /run_sse; a proxy's credentials are a header set by an http.RoundTripper
-// under its http.Client (agenthttp.NewHeaderTransport). EventReader reads
-// the event stream (one "data:" line of camelCase Event JSON per event),
-// Decoder turns it into normalized brainwire events. Provider starts runs:
+// under its http.Client (agenthttp.NewHeaderTransport). Decoder turns the
+// event stream (one "data:" line of camelCase Event JSON per event, read
+// into adkwire.Event) into normalized brainwire events. Provider starts runs:
 // the agent declares brainwire's tools as long-running tools returning
 // nothing, so a call pauses the agent's run and reaches brainwire in the
 // stream; the agent loop (package agent) runs it (the filing happens

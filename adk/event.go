@@ -7,74 +7,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
-// Event is one ADK event of a /run_sse stream, narrowed to what brainwire
-// reads. On the wire it is the API server's camelCase Event JSON (an
-// LlmResponse plus the event's own fields); everything not listed here
-// (modelVersion, actions' deltas, nodeInfo, ids, timestamps, ...) is
-// skipped.
-type Event struct {
-	// InvocationID is the agent run the event belongs to ("e-<uuid>"); a
-	// paused run keeps it when it resumes.
-	InvocationID string
-	// Author is the agent's name, or "user".
-	Author string
-	// Partial marks a streamed chunk; the model call's aggregated event
-	// that follows repeats the chunks' text and is not partial.
-	Partial bool
-	// Role is the content's role: "model", or "user" for the function
-	// responses of tools the agent ran itself.
-	Role  string
-	Parts []Part
-	// LongRunningToolIDs are the function calls of this event the agent
-	// hands to its client: the run pauses until their responses come.
-	LongRunningToolIDs []string
-	// SkipSummarization ends the run after a tool's response.
-	SkipSummarization bool
-	// ErrorCode and ErrorMessage report a model call that failed without
-	// an exception (a finish reason such as SAFETY or MAX_TOKENS, a
-	// blocked prompt).
-	ErrorCode    string
-	ErrorMessage string
-	Usage        Usage
-	HasUsage     bool
-	// Err is set on an error frame: the exception that ended the stream.
-	Err *StreamError
-}
-
-// Part is one part of an event's content.
-type Part struct {
-	Text string
-	// Thought marks the model's reasoning, as opposed to its answer.
-	Thought          bool
-	FunctionCall     *FunctionCall
-	FunctionResponse *FunctionResponse
-}
-
-// FunctionCall is the model's call of a tool.
-type FunctionCall struct {
-	ID   string
-	Name string
-	// Args is the arguments object as it came; nil when absent.
-	Args json.RawMessage
-}
-
-// FunctionResponse is a tool's answer, as the agent recorded it.
-type FunctionResponse struct {
-	ID   string
-	Name string
-}
-
-// Usage is a model call's token count (Gemini's usageMetadata).
-type Usage struct {
-	PromptTokens     int64
-	CandidatesTokens int64
-	ThoughtsTokens   int64
-	TotalTokens      int64
-}
+// An event of a /run_sse stream is read into adkwire.Event: the API
+// server's camelCase Event JSON (an LlmResponse plus the event's own
+// fields), or an error frame.
 
 // StreamError is an error frame: an exception the API server caught after
 // the stream had started, {"error": "...", "error_details": {...}}.
@@ -95,14 +35,14 @@ func (e *StreamError) Error() string {
 // isFinalResponse is ADK's Event.is_final_response: the event ends the
 // agent's turn. A function call the client must answer does; one the
 // agent runs itself, or its response, does not.
-func (e *Event) isFinalResponse() bool {
-	if e.SkipSummarization || len(e.LongRunningToolIDs) > 0 {
+func isFinalResponse(ev *adkwire.Event) bool {
+	if ev.Actions.SkipSummarization || len(ev.LongRunningToolIDs) > 0 {
 		return true
 	}
-	if e.Partial {
+	if partial(ev) {
 		return false
 	}
-	for _, p := range e.Parts {
+	for _, p := range parts(ev) {
 		if p.FunctionCall != nil || p.FunctionResponse != nil {
 			return false
 		}
@@ -110,118 +50,42 @@ func (e *Event) isFinalResponse() bool {
 	return true
 }
 
-// The wire shape read by decodeJSON. The fast path (scan.go) reads the
-// same members and must agree with encoding/json on every document it
-// accepts, so the member names here and there are one list (knownKeys).
-type (
-	wireEvent struct {
-		Content            *wireContent    `json:"content"`
-		Partial            bool            `json:"partial"`
-		InvocationID       string          `json:"invocationId"`
-		Author             string          `json:"author"`
-		LongRunningToolIDs []string        `json:"longRunningToolIds"`
-		ErrorCode          string          `json:"errorCode"`
-		ErrorMessage       string          `json:"errorMessage"`
-		UsageMetadata      *wireUsage      `json:"usageMetadata"`
-		Actions            *wireActions    `json:"actions"`
-		Error              json.RawMessage `json:"error"`
-		ErrorDetails       *wireDetails    `json:"error_details"`
-	}
-	wireContent struct {
-		Role  string     `json:"role"`
-		Parts []wirePart `json:"parts"`
-	}
-	wirePart struct {
-		Text             string                `json:"text"`
-		Thought          bool                  `json:"thought"`
-		FunctionCall     *wireFunctionCall     `json:"functionCall"`
-		FunctionResponse *wireFunctionResponse `json:"functionResponse"`
-	}
-	wireFunctionCall struct {
-		ID   string          `json:"id"`
-		Name string          `json:"name"`
-		Args json.RawMessage `json:"args"`
-	}
-	wireFunctionResponse struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	}
-	wireUsage struct {
-		PromptTokenCount     int64 `json:"promptTokenCount"`
-		CandidatesTokenCount int64 `json:"candidatesTokenCount"`
-		ThoughtsTokenCount   int64 `json:"thoughtsTokenCount"`
-		TotalTokenCount      int64 `json:"totalTokenCount"`
-	}
-	wireActions struct {
-		SkipSummarization bool `json:"skipSummarization"`
-	}
-	wireDetails struct {
-		ErrorType    string `json:"error_type"`
-		ErrorMessage string `json:"error_message"`
-	}
-)
+// partial reports whether ev is a streamed chunk; the model call's
+// aggregated event that follows repeats the chunks' text and is not.
+func partial(ev *adkwire.Event) bool { return ev.Partial != nil && *ev.Partial }
 
-// decodeJSON decodes one data payload with encoding/json: the reference
-// the fast path is held to, and the path for everything it declines.
-func decodeJSON(data []byte) (Event, error) {
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		// null would decode to an empty event, which reads as a final answer.
-		return Event{}, errors.New("the payload is not a JSON object")
+// parts is ev's content's parts.
+func parts(ev *adkwire.Event) []adkwire.Part {
+	if ev.Content == nil {
+		return nil
 	}
-	var w wireEvent
-	if err := json.Unmarshal(data, &w); err != nil {
-		return Event{}, err
+	return ev.Content.Parts
+}
+
+// role is ev's content's role: "model", or "user" for the function
+// responses of tools the agent ran itself.
+func role(ev *adkwire.Event) string {
+	if ev.Content == nil {
+		return ""
 	}
-	ev := Event{
-		Partial:            w.Partial,
-		InvocationID:       w.InvocationID,
-		Author:             w.Author,
-		LongRunningToolIDs: w.LongRunningToolIDs,
-		ErrorCode:          w.ErrorCode,
-		ErrorMessage:       w.ErrorMessage,
+	return ev.Content.Role
+}
+
+// streamError is the error frame ev is, or nil when it is an event; ok is
+// false for an error brainwire cannot read.
+func streamError(ev *adkwire.Event) (se *StreamError, ok bool) {
+	if len(ev.Error) == 0 || string(ev.Error) == "null" {
+		return nil, true
 	}
-	if len(ev.LongRunningToolIDs) == 0 {
-		ev.LongRunningToolIDs = nil
-	}
-	if c := w.Content; c != nil {
-		ev.Role = c.Role
-		if len(c.Parts) > 0 {
-			ev.Parts = make([]Part, len(c.Parts))
-		}
-		for i, p := range c.Parts {
-			part := Part{Text: p.Text, Thought: p.Thought}
-			if fc := p.FunctionCall; fc != nil {
-				part.FunctionCall = &FunctionCall{ID: fc.ID, Name: fc.Name, Args: fc.Args}
-			}
-			if fr := p.FunctionResponse; fr != nil {
-				part.FunctionResponse = &FunctionResponse{ID: fr.ID, Name: fr.Name}
-			}
-			ev.Parts[i] = part
+	msg, ok := errorText(ev.Error)
+	se = &StreamError{Message: msg}
+	if d := ev.ErrorDetails; d != nil {
+		se.Type = d.ErrorType
+		if d.ErrorMessage != "" {
+			se.Message, ok = d.ErrorMessage, true
 		}
 	}
-	if u := w.UsageMetadata; u != nil {
-		ev.HasUsage = true
-		ev.Usage = Usage{PromptTokens: u.PromptTokenCount, CandidatesTokens: u.CandidatesTokenCount,
-			ThoughtsTokens: u.ThoughtsTokenCount, TotalTokens: u.TotalTokenCount}
-	}
-	if w.Actions != nil {
-		ev.SkipSummarization = w.Actions.SkipSummarization
-	}
-	if len(w.Error) > 0 && string(w.Error) != "null" {
-		msg, ok := errorText(w.Error)
-		ev.Err = &StreamError{Message: msg}
-		if d := w.ErrorDetails; d != nil {
-			ev.Err.Type = d.ErrorType
-			if d.ErrorMessage != "" {
-				ev.Err.Message, ok = d.ErrorMessage, true
-			}
-		}
-		if !ok {
-			// Not the server's words: a frame brainwire cannot read.
-			return Event{}, errors.New("its error is neither a message nor an object with one")
-		}
-	}
-	return ev, nil
+	return se, ok
 }
 
 // errorText reads the "error" member: a string (what ADK sends), or an
@@ -259,18 +123,25 @@ func legacyError(data []byte) (*StreamError, bool) {
 	return &StreamError{Message: strings.ToValidUTF8(textcut.Ellipsis(msg, maxErrorText), "\uFFFD")}, true
 }
 
-// decodePayload decodes one data payload: an event or an error frame. An
-// error frame an old server wrote as invalid JSON still reads as one; any
-// other payload that is not an event is an error.
-func decodePayload(data []byte) (Event, error) {
-	ev, err := decodeJSON(data)
-	if err == nil {
-		return ev, nil
+// decodePayload decodes one data payload: an event, or an error frame
+// (se). An error frame an old server wrote as invalid JSON still reads as
+// one; any other payload that is not an event is an error.
+func decodePayload(data []byte) (ev adkwire.Event, se *StreamError, err error) {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		// null would decode to an empty event, which reads as a final answer.
+		err = errors.New("the payload is not a JSON object")
+	} else if err = json.Unmarshal(data, &ev); err == nil {
+		var ok bool
+		if se, ok = streamError(&ev); ok {
+			return ev, se, nil
+		}
+		// Not the server's words: a frame brainwire cannot read.
+		err = errors.New("its error is neither a message nor an object with one")
 	}
 	if se, ok := legacyError(data); ok {
-		return Event{Err: se}, nil
+		return adkwire.Event{}, se, nil
 	}
-	return Event{}, &malformedError{payload: agenterr.BodyText(data), err: err}
+	return adkwire.Event{}, nil, &malformedError{payload: agenterr.BodyText(data), err: err}
 }
 
 // malformedError is a payload that is neither an event nor an error frame.

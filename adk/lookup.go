@@ -4,20 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-)
 
-// sessionEvent is the part of a session's event a lookup reads.
-type sessionEvent struct {
-	Author  string `json:"author"`
-	Content *struct {
-		Parts []struct {
-			Text             string `json:"text"`
-			FunctionResponse *struct {
-				ID string `json:"id"`
-			} `json:"functionResponse"`
-		} `json:"parts"`
-	} `json:"content"`
-}
+	"github.com/brainwire/brainwire/adk/adkwire"
+	"github.com/brainwire/brainwire/internal/agenthttp"
+)
 
 // tookMessage says whether a /run_sse call whose answer was lost brought
 // its message into the session: the server appends it as an event of
@@ -30,10 +20,10 @@ type sessionEvent struct {
 // avail, read as taken: the call fails rather than being sent twice.
 func (c *Client) tookMessage(ctx context.Context, req RunSSERequest) (bool, error) {
 	var s struct {
-		Events []sessionEvent `json:"events"`
+		Events []adkwire.Event `json:"events"`
 	}
 	u := c.url("apps", req.AppName, "users", req.UserID, "sessions", req.SessionID)
-	if err := c.do(op(ctx, OpGetSession, req.SessionID, ""), http.MethodGet, u, nil, &s); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetSession, req.SessionID, ""), http.MethodGet, u, nil, &s); err != nil {
 		return false, fmt.Errorf("getting session %s: %w", req.SessionID, err)
 	}
 	var answered, text string

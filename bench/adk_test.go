@@ -64,9 +64,9 @@ func BenchmarkAdapterPathADK(b *testing.B) {
 }
 
 // TestAdapterPathADKAllocations bounds allocations per upstream event as
-// for Foundry: the reasoning chunk's text, and a little for the rest.
+// for Foundry.
 func TestAdapterPathADKAllocations(t *testing.T) {
-	if perEvent := adkPath.allocsPerEvent(t, captureV2); perEvent > 1.5 {
+	if perEvent := adkPath.allocsPerEvent(t, captureV2); perEvent > maxAllocsPerEvent {
 		t.Fatalf("%.2f allocations per upstream event", perEvent)
 	}
 }

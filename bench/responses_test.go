@@ -40,7 +40,6 @@ func responsesRun(n int, sentences bool) (first, second []byte, events int) {
 var responsesPath = adapterPath{
 	run:     responsesRun,
 	decoder: func(r io.Reader) decoder { return responses.NewDecoder(r) },
-	cpuRate: true,
 }
 
 // BenchmarkResponsesAdapterPath: upstream Responses API SSE bytes ->
@@ -57,11 +56,10 @@ func BenchmarkResponsesAdapterPath(b *testing.B) {
 	}
 }
 
-// TestResponsesPathAllocations bounds allocations per upstream event: one
-// for each reasoning chunk's text and a little for the rare lifecycle
-// events.
+// TestResponsesPathAllocations bounds allocations per upstream event as
+// for Foundry.
 func TestResponsesPathAllocations(t *testing.T) {
-	if perEvent := responsesPath.allocsPerEvent(t, captureV2); perEvent > 1.5 {
+	if perEvent := responsesPath.allocsPerEvent(t, captureV2); perEvent > maxAllocsPerEvent {
 		t.Fatalf("%.2f allocations per upstream event", perEvent)
 	}
 }

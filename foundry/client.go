@@ -7,12 +7,12 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
@@ -25,9 +25,7 @@ const DefaultAPIVersion = "v1"
 // Client calls the Foundry Agent Service threads/runs API of one project.
 // It is safe for concurrent use.
 type Client struct {
-	prefix string // scheme, host and escaped path of the endpoint
-	query  string // the endpoint's query with api-version
-	api    agenthttp.Client
+	api agenthttp.Client // its query holds the api-version
 }
 
 // ClientOption configures a Client.
@@ -54,15 +52,9 @@ func WithAPIVersion(v string) ClientOption {
 // long as the agent works, so hc should have no overall Timeout: bound
 // calls with their context instead.
 func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	u, err := agenthttp.ParseBase(endpoint, "project endpoint")
 	if err != nil {
-		return nil, fmt.Errorf("parsing project endpoint: %w", err)
-	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("project endpoint %q: want an absolute http(s) URL", endpoint)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
+		return nil, err
 	}
 	cfg := clientConfig{apiVersion: DefaultAPIVersion}
 	for _, o := range opts {
@@ -70,11 +62,8 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 	}
 	q := u.Query()
 	q.Set("api-version", cfg.apiVersion)
-	return &Client{
-		prefix: u.Scheme + "://" + u.Host + u.EscapedPath(),
-		query:  q.Encode(),
-		api:    agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) }},
-	}, nil
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+		Prefix: agenthttp.Prefix(u), Query: q.Encode()}}, nil
 }
 
 // Message is a message to add to a thread.
@@ -130,68 +119,6 @@ type ToolOutput struct {
 	Output     string `json:"output"`
 }
 
-// Thread is a thread object.
-type Thread struct {
-	ID        string `json:"id"`
-	CreatedAt int64  `json:"created_at"`
-}
-
-// ThreadMessage is a message object.
-type ThreadMessage struct {
-	ID        string            `json:"id"`
-	ThreadID  string            `json:"thread_id"`
-	Role      string            `json:"role"`
-	CreatedAt int64             `json:"created_at"`
-	Metadata  map[string]string `json:"metadata"`
-}
-
-// Run is the part of a run object this package reads.
-type Run struct {
-	ID             string              `json:"id"`
-	ThreadID       string              `json:"thread_id"`
-	AssistantID    string              `json:"assistant_id"`
-	Status         brainwire.RunStatus `json:"status"`
-	Model          string              `json:"model"`
-	CreatedAt      int64               `json:"created_at"`
-	RequiredAction *RequiredAction     `json:"required_action"`
-	LastError      *RunError           `json:"last_error"`
-	Usage          *RunUsage           `json:"usage"`
-}
-
-// RequiredAction says what a run waits for.
-type RequiredAction struct {
-	Type              string             `json:"type"`
-	SubmitToolOutputs *SubmitToolOutputs `json:"submit_tool_outputs"`
-}
-
-// SubmitToolOutputs lists the tool calls a run waits for.
-type SubmitToolOutputs struct {
-	ToolCalls []RequiredToolCall `json:"tool_calls"`
-}
-
-// RequiredToolCall is one function call the agent asked for.
-type RequiredToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"` // a JSON object, as text
-	} `json:"function"`
-}
-
-// RunError is why a run failed.
-type RunError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// RunUsage is a run's token count.
-type RunUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
 // Stream is a streamed run response. Read it with Next until io.EOF or an
 // error, and always Close it.
 type Stream struct {
@@ -205,7 +132,7 @@ type Stream struct {
 // connection goes back to the pool.
 func (s *Stream) Close() error {
 	// After a terminal or requires_action status only done follows.
-	if st := s.Decoder.status; s.Decoder.err == io.EOF || st.Terminal() || st == brainwire.RunRequiresAction {
+	if st := s.Decoder.status; s.Decoder.events.Err() == io.EOF || st.Terminal() || st == brainwire.RunRequiresAction {
 		s.end.End()
 	}
 	return s.body.Close()
@@ -299,12 +226,12 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 		return false, nil
 	}
 	th := threads[i].ID
-	var runs []Run
+	var runs []foundrywire.Run
 	if err := c.newest(ctx, OpListRuns, th, &runs, "threads", th, "runs"); err != nil {
 		return false, err
 	}
 	for _, r := range runs {
-		if !r.Status.Terminal() && r.Status != brainwire.RunCancelling {
+		if st := brainwire.RunStatus(r.Status); !st.Terminal() && st != brainwire.RunCancelling {
 			if _, err := c.CancelRun(ctx, th, r.ID); err != nil {
 				return false, err
 			}
@@ -316,7 +243,7 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 	var deleted struct {
 		Deleted bool `json:"deleted"`
 	}
-	_ = c.do(op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
+	_ = c.do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
 	return false, nil
 }
 
@@ -334,7 +261,7 @@ func (c *Client) newest(ctx context.Context, opName, threadID string, data any, 
 		Data any `json:"data"`
 	}{Data: data}
 	u := c.url(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
-	if err := c.do(op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+	if err := c.do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return fmt.Errorf("listing %s: %w", strings.Join(segments, "/"), err)
 	}
 	return nil
@@ -400,7 +327,7 @@ func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, output
 	if err != nil {
 		return false, err
 	}
-	if r.Status != brainwire.RunRequiresAction || r.RequiredAction == nil || r.RequiredAction.SubmitToolOutputs == nil {
+	if r.Status != string(brainwire.RunRequiresAction) || r.RequiredAction == nil {
 		return true, nil
 	}
 	answered := make(map[string]bool, len(outputs))
@@ -427,10 +354,10 @@ func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, e
 }
 
 // CreateThread creates a thread holding messages (POST /threads).
-func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, error) {
-	var th Thread
-	if err := c.do(op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
-		return Thread{}, fmt.Errorf("creating thread: %w", err)
+func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundrywire.Thread, error) {
+	var th foundrywire.Thread
+	if err := c.do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+		return foundrywire.Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
 }
@@ -438,7 +365,7 @@ func (c *Client) CreateThread(ctx context.Context, messages []Message) (Thread, 
 // CreateMessage adds a message to a thread (POST /threads/{thread}/messages),
 // tagged (MetadataCall) so that one whose answer was lost is looked up
 // among the thread's messages rather than added twice.
-func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (ThreadMessage, error) {
+func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (foundrywire.Message, error) {
 	key := retry.NewKey()
 	msg.Metadata = maps.Clone(msg.Metadata)
 	if msg.Metadata == nil {
@@ -447,28 +374,28 @@ func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message
 	msg.Metadata[MetadataCall] = key
 	mop := brainwire.Operation{Name: OpCreateMessage, ThreadID: threadID, Key: key,
 		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, threadID, key) }}
-	var m ThreadMessage
+	var m foundrywire.Message
 	if err := c.do(brainwire.WithOperation(ctx, mop), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
-		return ThreadMessage{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
+		return foundrywire.Message{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
 	}
 	return m, nil
 }
 
 // CancelRun asks the service to cancel a run
 // (POST /threads/{thread}/runs/{run}/cancel).
-func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (Run, error) {
-	var r Run
-	if err := c.do(op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
-		return Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
+func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
+	var r foundrywire.Run
+	if err := c.do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+		return foundrywire.Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
 	}
 	return r, nil
 }
 
 // GetRun fetches a run (GET /threads/{thread}/runs/{run}).
-func (c *Client) GetRun(ctx context.Context, threadID, runID string) (Run, error) {
-	var r Run
-	if err := c.do(op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
-		return Run{}, fmt.Errorf("getting run %s: %w", runID, err)
+func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
+	var r foundrywire.Run
+	if err := c.do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+		return foundrywire.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return r, nil
 }
@@ -491,7 +418,7 @@ type Agent struct {
 // assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
@@ -514,23 +441,8 @@ const (
 	OpGetAgent          = "get_agent"
 )
 
-// op names the call made with ctx.
-func op(ctx context.Context, name, threadID, runID string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
-}
-
-// url joins the operation path to the endpoint; each segment is escaped.
-func (c *Client) url(segments ...string) string {
-	var b strings.Builder
-	b.WriteString(c.prefix)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	b.WriteByte('?')
-	b.WriteString(c.query)
-	return b.String()
-}
+// url is the URL of the operation path segments.
+func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {

@@ -37,14 +37,14 @@ func TestClientCalls(t *testing.T) {
 		t.Fatalf("CreateMessage: %+v, %v", m, err)
 	}
 	run, err := c.GetRun(ctx, "thread_1", "run_1")
-	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != brainwire.RunInProgress || run.AssistantID == "" {
+	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != "in_progress" || run.AssistantID == "" {
 		t.Fatalf("GetRun: %+v, %v", run, err)
 	}
 	run, err = c.CancelRun(ctx, "thread_1", "run_1")
-	if err != nil || run.Status != brainwire.RunCancelling {
+	if err != nil || run.Status != "cancelling" {
 		t.Fatalf("CancelRun: %+v, %v", run, err)
 	}
-	if run, _ := c.GetRun(ctx, "thread_1", "run_1"); run.Status != brainwire.RunCancelling {
+	if run, _ := c.GetRun(ctx, "thread_1", "run_1"); run.Status != "cancelling" {
 		t.Fatalf("GetRun after cancel: %s", run.Status)
 	}
 
@@ -97,6 +97,10 @@ func TestAPIErrorBodies(t *testing.T) {
 			foundry.APIError{Service: "foundry", StatusCode: 500, Code: "server_error", Body: `{"error":{"code":"server_error"}}`}},
 		{"empty", foundrytest.Raw(503, "text/plain", ""), foundry.APIError{Service: "foundry", StatusCode: 503}},
 		{"long text", foundrytest.Raw(500, "text/plain", long), foundry.APIError{Service: "foundry", StatusCode: 500, Body: long[:4096] + "…"}},
+		{"a gateway's page", foundrytest.Raw(http.StatusBadGateway, "text/html", "<html>Bad gateway</html>"),
+			foundry.APIError{Service: "foundry", StatusCode: 502, Body: "<html>Bad gateway</html>"}},
+		{"top-level message", foundrytest.JSON(http.StatusUnauthorized, `{"statusCode":401,"message":"Access denied due to invalid subscription key."}`),
+			foundry.APIError{Service: "foundry", StatusCode: 401, Message: "Access denied due to invalid subscription key."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +121,7 @@ func TestAPIErrorBodies(t *testing.T) {
 				msg = fmt.Sprintf("it answered %d %s", tt.want.StatusCode, http.StatusText(tt.want.StatusCode))
 			}
 			switch tt.want.StatusCode {
-			case http.StatusForbidden:
+			case http.StatusUnauthorized, http.StatusForbidden:
 				// A refused credential is brainwire's failure to sign in.
 				code, msg = brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"
 			case http.StatusTooManyRequests:
@@ -128,7 +132,7 @@ func TestAPIErrorBodies(t *testing.T) {
 			if !errors.As(err, &be) || be.Code != code || be.Message != msg {
 				t.Fatalf("brainwire error %+v, want %s %q", be, code, msg)
 			}
-			if !strings.Contains(err.Error(), "getting run r") {
+			if !strings.Contains(err.Error(), "getting run r") || !strings.Contains(err.Error(), tt.want.Message+tt.want.Body) {
 				t.Fatalf("error %q", err)
 			}
 		})

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/agenterr"
-	"github.com/brainwire/brainwire/internal/jsonscan"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -26,23 +27,18 @@ import (
 // AgentError, or when it is not the service's JSON error, the stream's
 // failure. Step events and unknown events are skipped.
 type Decoder struct {
-	sr       *sse.Reader
+	events   *agenthttp.Events
 	threadID string
 	runID    string
 	status   brainwire.RunStatus
 	sawError bool
-	err      error // sticky: io.EOF after done, or the failure
-
-	queue   []brainwire.AgentEvent // decoded but not yet returned
-	qi      int
-	texts   []string
-	scratch []byte
-	sc      jsonscan.Scanner // run objects (runscan.go)
 }
 
 // NewDecoder returns a Decoder reading the event stream r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{sr: sse.NewReader(r)}
+	d := &Decoder{}
+	d.events = agenthttp.NewEvents(r, d.event, d.end)
+	return d
 }
 
 // SetRun seeds the ids stamped on events until the stream names them, for
@@ -65,117 +61,73 @@ func (d *Decoder) Status() brainwire.RunStatus { return d.status }
 // that reported an error event. A body that ends otherwise was cut: the
 // error wraps io.ErrUnexpectedEOF. A malformed payload of an event the
 // decoder needs is an error naming the event. Errors are sticky.
-func (d *Decoder) Next() (brainwire.AgentEvent, error) {
-	if d.qi < len(d.queue) {
-		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.AgentEvent{}
-		d.qi++
-		return ev, nil
-	}
-	d.queue, d.qi = d.queue[:0], 0
-	if d.err != nil {
-		return brainwire.AgentEvent{}, d.err
-	}
-	for {
-		sev, err := d.sr.Next()
-		if err != nil {
-			return d.fail(d.endError(err))
+func (d *Decoder) Next() (brainwire.AgentEvent, error) { return d.events.Next() }
+
+func (d *Decoder) event(dst []brainwire.AgentEvent, ev sse.Event) ([]brainwire.AgentEvent, error) {
+	switch string(ev.Name) {
+	case "thread.message.delta":
+		var m foundrywire.MessageDelta
+		if err := agenthttp.Decode("thread.message.delta", ev.Data, &m); err != nil {
+			return dst, err
 		}
-		if string(sev.Name) == "thread.message.delta" {
-			// The hot path: build the event in place, without queueing.
-			texts, err := d.deltaTexts(sev.Data)
-			if err != nil {
-				return d.fail(err)
+		for _, c := range m.Delta.Content {
+			if c.Text.Value != "" {
+				out := d.new(brainwire.AgentTextChunk)
+				out.Text = c.Text.Value
+				dst = append(dst, out)
 			}
-			if len(texts) == 1 {
-				if t := texts[0]; t != "" {
-					texts[0] = ""
-					return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.threadID, RunID: d.runID, Text: t}, nil
-				}
-				continue
-			}
-			for i, t := range texts {
-				if t != "" {
-					ev := d.event(brainwire.AgentTextChunk)
-					ev.Text = t
-					d.queue = append(d.queue, ev)
-				}
-				texts[i] = ""
-			}
-			if len(d.queue) > 0 {
-				return d.Next()
-			}
-			continue
 		}
-		switch string(sev.Name) { // compared without allocating
-		case "thread.run.created", "thread.run.queued", "thread.run.in_progress",
-			"thread.run.requires_action", "thread.run.completed", "thread.run.incomplete",
-			"thread.run.failed", "thread.run.cancelling", "thread.run.cancelled", "thread.run.expired":
-			return d.run(sev.Name, sev.Data)
-		case "thread.created":
-			var th struct {
-				ID string `json:"id"`
-			}
-			if err := json.Unmarshal(sev.Data, &th); err != nil {
-				return d.fail(fmt.Errorf("decoding thread.created event: %w", err))
-			}
-			if th.ID != "" {
-				d.threadID = th.ID
-			}
-		case "error":
-			d.sawError = true
-			code, message, ok := errorPayload(sev.Data)
-			if !ok {
-				return d.fail(unreadableError(sev.Data))
-			}
-			ev := d.event(brainwire.AgentError)
-			ev.ErrorCode, ev.ErrorMessage = code, message
-			return ev, nil
-		case "done":
-			d.err = io.EOF
-			return brainwire.AgentEvent{}, io.EOF
+	case "thread.run.created", "thread.run.queued", "thread.run.in_progress",
+		"thread.run.requires_action", "thread.run.completed", "thread.run.incomplete",
+		"thread.run.failed", "thread.run.cancelling", "thread.run.cancelled", "thread.run.expired":
+		return d.run(dst, string(ev.Name), ev.Data)
+	case "thread.created":
+		var th foundrywire.Thread
+		if err := agenthttp.Decode("thread.created", ev.Data, &th); err != nil {
+			return dst, err
 		}
+		if th.ID != "" {
+			d.threadID = th.ID
+		}
+	case "error":
+		d.sawError = true
+		code, message, ok := errorPayload(ev.Data)
+		if !ok {
+			return dst, unreadableError(ev.Data)
+		}
+		out := d.new(brainwire.AgentError)
+		out.ErrorCode, out.ErrorMessage = code, message
+		dst = append(dst, out)
+	case foundrywire.DoneEvent:
+		return dst, io.EOF
 	}
+	return dst, nil
 }
 
-func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
-	d.err = err
-	return brainwire.AgentEvent{}, err
-}
-
-func (d *Decoder) endError(err error) error {
+// end says what the body's end means: the run's end, when it was over or
+// waiting for tool outputs; else the stream was cut.
+func (d *Decoder) end(dst []brainwire.AgentEvent, err error) ([]brainwire.AgentEvent, error) {
 	if err != io.EOF {
-		return fmt.Errorf("reading event stream: %w", err)
+		return dst, fmt.Errorf("reading event stream: %w", err)
 	}
 	if d.status.Terminal() || d.status == brainwire.RunRequiresAction || d.sawError {
-		return io.EOF
+		return dst, io.EOF
 	}
 	status := string(d.status)
 	if status == "" {
 		status = "unknown"
 	}
-	return fmt.Errorf("event stream ended without done while the run was %s: %w", status, io.ErrUnexpectedEOF)
+	return dst, fmt.Errorf("event stream ended without done while the run was %s: %w", status, io.ErrUnexpectedEOF)
 }
 
-func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 	return brainwire.AgentEvent{Kind: kind, ThreadID: d.threadID, RunID: d.runID}
 }
 
-// deltaTexts returns the text values of a thread.message.delta payload,
-// in a slice reused by the next call.
-func (d *Decoder) deltaTexts(data []byte) ([]string, error) {
-	texts, scratch, err := deltaTexts(data, d.texts[:0], d.scratch)
-	d.texts, d.scratch = texts, scratch
-	if err != nil {
-		return nil, fmt.Errorf("decoding thread.message.delta event: %w", err)
-	}
-	return texts, nil
-}
-
-func (d *Decoder) run(name, data []byte) (brainwire.AgentEvent, error) {
-	var run Run
-	if err := decodeRun(&d.sc, data, &run); err != nil {
-		return d.fail(fmt.Errorf("decoding %s event: %w", name, err))
+func (d *Decoder) run(dst []brainwire.AgentEvent, name string, data []byte) ([]brainwire.AgentEvent, error) {
+	var run foundrywire.Run
+	if err := agenthttp.Decode(name, data, &run); err != nil {
+		return dst, err
 	}
 	if run.ID != "" {
 		d.runID = run.ID
@@ -183,18 +135,18 @@ func (d *Decoder) run(name, data []byte) (brainwire.AgentEvent, error) {
 	if run.ThreadID != "" {
 		d.threadID = run.ThreadID
 	}
-	status := run.Status
+	status := brainwire.RunStatus(run.Status)
 	if status == "" {
-		status = brainwire.RunStatus(strings.TrimPrefix(string(name), "thread.run."))
+		status = brainwire.RunStatus(strings.TrimPrefix(name, "thread.run."))
 		if status == "created" {
 			status = brainwire.RunQueued
 		}
 	}
 	d.status = status
 
-	if status == brainwire.RunRequiresAction && run.RequiredAction != nil && run.RequiredAction.SubmitToolOutputs != nil {
+	if status == brainwire.RunRequiresAction && run.RequiredAction != nil {
 		for _, tc := range run.RequiredAction.SubmitToolOutputs.ToolCalls {
-			ev := d.event(brainwire.AgentToolCall)
+			ev := d.new(brainwire.AgentToolCall)
 			ev.Tool = brainwire.ToolCall{
 				ID:        tc.ID,
 				Name:      tc.Function.Name,
@@ -202,29 +154,24 @@ func (d *Decoder) run(name, data []byte) (brainwire.AgentEvent, error) {
 				ThreadID:  d.threadID,
 				RunID:     d.runID,
 			}
-			d.queue = append(d.queue, ev)
+			dst = append(dst, ev)
 		}
 	}
 	if status.Terminal() && run.Usage != nil {
-		ev := d.event(brainwire.AgentUsage)
+		ev := d.new(brainwire.AgentUsage)
 		ev.Usage = brainwire.Usage{
 			PromptTokens:     run.Usage.PromptTokens,
 			CompletionTokens: run.Usage.CompletionTokens,
 			TotalTokens:      run.Usage.TotalTokens,
 		}
-		d.queue = append(d.queue, ev)
+		dst = append(dst, ev)
 	}
-	ev := d.event(brainwire.AgentRunStatus)
+	ev := d.new(brainwire.AgentRunStatus)
 	ev.Status = status
 	if run.LastError != nil {
 		ev.ErrorCode, ev.ErrorMessage = run.LastError.Code, run.LastError.Message
 	}
-	d.queue = append(d.queue, ev)
-
-	first := d.queue[0]
-	d.queue[0] = brainwire.AgentEvent{}
-	d.qi = 1
-	return first, nil
+	return append(dst, ev), nil
 }
 
 // errorPayload reads the error event, whose payload has no published

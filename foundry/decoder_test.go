@@ -1,8 +1,10 @@
 package foundry_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 )
 
 func recording(t testing.TB, name string) string {
@@ -66,161 +69,77 @@ func checkIDs(t *testing.T, evs []brainwire.AgentEvent, thread, run string) {
 	}
 }
 
-func TestDecodeMainStream(t *testing.T) {
-	for name, mk := range readers(recording(t, "main_stream_response.txt")) {
-		t.Run(name, func(t *testing.T) {
-			d := foundry.NewDecoder(mk())
-			evs, err := decodeAll(d)
-			if err != io.EOF {
-				t.Fatalf("ended with %v, want io.EOF", err)
-			}
-			want := "run_status:queued run_status:queued run_status:in_progress tool_call tool_call run_status:requires_action"
-			if got := kinds(evs); got != want {
-				t.Fatalf("events:\n got  %s\n want %s", got, want)
-			}
-			checkIDs(t, evs, "thread_01", "run_01")
-			calls := []brainwire.ToolCall{evs[3].Tool, evs[4].Tool}
-			wantCalls := []brainwire.ToolCall{
-				{ID: "call_01", Name: "fetch_current_datetime", Arguments: json.RawMessage(`{}`), ThreadID: "thread_01", RunID: "run_01"},
-				{ID: "call_02", Name: "fetch_weather", Arguments: json.RawMessage(`{"location": "New York"}`), ThreadID: "thread_01", RunID: "run_01"},
-			}
-			for i := range wantCalls {
-				g, w := calls[i], wantCalls[i]
-				if g.ID != w.ID || g.Name != w.Name || string(g.Arguments) != string(w.Arguments) || g.ThreadID != w.ThreadID || g.RunID != w.RunID {
-					t.Errorf("call %d: got %+v (args %s), want %+v (args %s)", i, g, g.Arguments, w, w.Arguments)
+// TestDecodeRecordings decodes the recorded streams, whole, a byte at a
+// time and with CRLF line ends: their run statuses, the tool calls with
+// their arguments as sent, the run's usage once (its steps carry usage
+// too), and message deltas that join into the completed message.
+func TestDecodeRecordings(t *testing.T) {
+	tests := []struct {
+		file   string
+		want   string // the events but text chunks
+		chunks int
+	}{
+		{"main_stream_response.txt", `run_status:queued run_status:queued run_status:in_progress ` +
+			`tool_call(call_01 fetch_current_datetime {}) tool_call(call_02 fetch_weather {"location":"New York"}) run_status:requires_action`, 0},
+		{"fetch_current_datetime_and_weather_stream_response.txt", "run_status:queued run_status:in_progress " +
+			`tool_call(call_03 send_email {"recipient":"user@example.com","subject":"Current New York Weather and DateTime Information",` +
+			`"body":"Hello,\n\nHere are the details you requested:\n\n- Date and Time: 2025-01-03 14:57:24\n- Weather in New York: Sunny, 25` + "\uFFFD" + `C\n\nBest regards."}) ` +
+			"run_status:requires_action", 0},
+		{"send_email_stream_response.txt", "run_status:queued run_status:in_progress " +
+			"usage({PromptTokens:2217 CompletionTokens:220 TotalTokens:2437 ReasoningTokens:0}) run_status:completed", 60},
+	}
+	for _, tt := range tests {
+		text := recording(t, tt.file)
+		for name, mk := range readers(text) {
+			t.Run(tt.file+"/"+name, func(t *testing.T) {
+				d := foundry.NewDecoder(mk())
+				evs, err := decodeAll(d)
+				if err != io.EOF {
+					t.Fatalf("ended with %v, want io.EOF", err)
 				}
-			}
-			if d.Status() != brainwire.RunRequiresAction || d.ThreadID() != "thread_01" || d.RunID() != "run_01" {
-				t.Errorf("decoder state %s %s %s", d.Status(), d.ThreadID(), d.RunID())
-			}
-		})
-	}
-}
-
-func TestDecodeToolOutputsStream(t *testing.T) {
-	for name, mk := range readers(recording(t, "fetch_current_datetime_and_weather_stream_response.txt")) {
-		t.Run(name, func(t *testing.T) {
-			d := foundry.NewDecoder(mk())
-			d.SetRun("thread_01", "run_01")
-			evs, err := decodeAll(d)
-			if err != io.EOF {
-				t.Fatalf("ended with %v, want io.EOF", err)
-			}
-			want := "run_status:queued run_status:in_progress tool_call run_status:requires_action"
-			if got := kinds(evs); got != want {
-				t.Fatalf("events:\n got  %s\n want %s", got, want)
-			}
-			checkIDs(t, evs, "thread_01", "run_01")
-			call := evs[2].Tool
-			var args map[string]string
-			if err := json.Unmarshal(call.Arguments, &args); err != nil {
-				t.Fatalf("arguments %s: %v", call.Arguments, err)
-			}
-			if call.ID != "call_03" || call.Name != "send_email" || args["recipient"] != "user@example.com" {
-				t.Errorf("call %+v, args %v", call, args)
-			}
-		})
-	}
-}
-
-// referenceMessage is the send_email message text built with
-// encoding/json from the recording: the deltas concatenated, and the text
-// of thread.message.completed.
-func referenceMessage(t *testing.T, text string) (deltas []string, completed string) {
-	t.Helper()
-	lines := strings.Split(text, "\n")
-	for i, line := range lines {
-		data, _ := strings.CutPrefix(lines[min(i+1, len(lines)-1)], "data: ")
-		switch line {
-		case "event: thread.message.delta":
-			var d struct {
-				Delta struct {
-					Content []struct {
-						Text struct {
-							Value string `json:"value"`
-						} `json:"text"`
-					} `json:"content"`
-				} `json:"delta"`
-			}
-			if err := json.Unmarshal([]byte(data), &d); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range d.Delta.Content {
-				deltas = append(deltas, c.Text.Value)
-			}
-		case "event: thread.message.completed":
-			var m struct {
-				Content []struct {
-					Text struct {
-						Value string `json:"value"`
-					} `json:"text"`
-				} `json:"content"`
-			}
-			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				t.Fatal(err)
-			}
-			completed = m.Content[0].Text.Value
+				checkIDs(t, evs, "thread_01", "run_01")
+				var got, chunks []string
+				for _, ev := range evs {
+					switch ev.Kind {
+					case brainwire.AgentTextChunk:
+						chunks = append(chunks, ev.Text)
+					case brainwire.AgentToolCall:
+						var args bytes.Buffer
+						_ = json.Compact(&args, ev.Tool.Arguments)
+						got = append(got, fmt.Sprintf("tool_call(%s %s %s)", ev.Tool.ID, ev.Tool.Name, args.String()))
+					case brainwire.AgentUsage:
+						got = append(got, fmt.Sprintf("usage(%+v)", ev.Usage))
+					default:
+						got = append(got, kinds([]brainwire.AgentEvent{ev}))
+					}
+				}
+				if g := strings.Join(got, " "); g != tt.want {
+					t.Fatalf("events:\n got  %s\n want %s", g, tt.want)
+				}
+				if d.Status() != evs[len(evs)-1].Status {
+					t.Errorf("decoder status %s", d.Status())
+				}
+				if len(chunks) != tt.chunks {
+					t.Fatalf("%d text chunks, want %d", len(chunks), tt.chunks)
+				}
+				if tt.chunks > 0 && strings.Join(chunks, "") != completedText(t, text) {
+					t.Fatalf("message text %q, want the completed message's", strings.Join(chunks, ""))
+				}
+			})
 		}
 	}
-	return deltas, completed
 }
 
-func TestDecodeSendEmailStream(t *testing.T) {
-	text := recording(t, "send_email_stream_response.txt")
-	refDeltas, refCompleted := referenceMessage(t, text)
-	if len(refDeltas) != 60 || strings.Join(refDeltas, "") != refCompleted {
-		t.Fatalf("reference: %d deltas; joined equals completed text: %v", len(refDeltas), strings.Join(refDeltas, "") == refCompleted)
+// completedText is the text of the recording's thread.message.completed.
+func completedText(t *testing.T, text string) string {
+	t.Helper()
+	_, rest, _ := strings.Cut(text, "event: thread.message.completed\ndata: ")
+	line, _, _ := strings.Cut(rest, "\n")
+	var m foundrywire.Message
+	if err := json.Unmarshal([]byte(line), &m); err != nil || len(m.Content) == 0 {
+		t.Fatalf("thread.message.completed %q: %v", line, err)
 	}
-	for name, mk := range readers(text) {
-		t.Run(name, func(t *testing.T) {
-			d := foundry.NewDecoder(mk())
-			evs, err := decodeAll(d)
-			if err != io.EOF {
-				t.Fatalf("ended with %v, want io.EOF", err)
-			}
-			checkIDs(t, evs, "thread_01", "run_01")
-			var chunks []string
-			for _, ev := range evs {
-				if ev.Kind == brainwire.AgentTextChunk {
-					chunks = append(chunks, ev.Text)
-				}
-			}
-			if len(chunks) != 60 {
-				t.Fatalf("%d text chunks, want 60", len(chunks))
-			}
-			for i := range chunks {
-				if chunks[i] != refDeltas[i] {
-					t.Fatalf("chunk %d: %q, want %q", i, chunks[i], refDeltas[i])
-				}
-			}
-			if got := strings.Join(chunks, ""); got != refCompleted {
-				t.Fatalf("message text:\n got  %q\n want %q", got, refCompleted)
-			}
-			if strings.Count(refCompleted, "\uFFFD") != 1 || !strings.Contains(refCompleted, "\n\n- Date and Time") {
-				t.Fatalf("unexpected reference text %q", refCompleted)
-			}
-			n := len(evs)
-			if n < 2 || evs[n-2].Kind != brainwire.AgentUsage || evs[n-1].Kind != brainwire.AgentRunStatus || evs[n-1].Status != brainwire.RunCompleted {
-				t.Fatalf("last events: %s", kinds(evs[max(n-3, 0):]))
-			}
-			if u := evs[n-2].Usage; u != (brainwire.Usage{PromptTokens: 2217, CompletionTokens: 220, TotalTokens: 2437}) {
-				t.Fatalf("usage %+v", u)
-			}
-			usages := 0
-			for _, ev := range evs {
-				if ev.Kind == brainwire.AgentUsage {
-					usages++
-				}
-			}
-			if usages != 1 {
-				t.Fatalf("%d usage events, want 1 (steps carry usage too)", usages)
-			}
-			want := "run_status:queued run_status:in_progress"
-			if got := kinds(evs[:2]); got != want {
-				t.Fatalf("first events %s, want %s", got, want)
-			}
-		})
-	}
+	return m.Content[0].Text.Value
 }
 
 func stream(evs ...foundrytest.Event) string {
@@ -383,36 +302,4 @@ func TestDecoder(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestDecoderDeltaAllocs(t *testing.T) {
-	ev := foundrytest.MessageDelta("msg_01", " email")
-	src := &loopReader{b: []byte(ev.Wire())}
-	d := foundry.NewDecoder(src)
-	allocs := testing.AllocsPerRun(1000, func() {
-		ev, err := d.Next()
-		if err != nil || ev.Text != " email" {
-			t.Fatal(ev, err)
-		}
-	})
-	if allocs > 1 {
-		t.Fatalf("%v allocations per message delta, want at most 1", allocs)
-	}
-}
-
-// loopReader serves its content over and over, filling each read the way
-// a busy connection does.
-type loopReader struct {
-	b   []byte
-	off int
-}
-
-func (l *loopReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m := copy(p[n:], l.b[l.off:])
-		l.off = (l.off + m) % len(l.b)
-		n += m
-	}
-	return n, nil
 }

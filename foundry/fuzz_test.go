@@ -15,11 +15,9 @@ import (
 	"github.com/brainwire/brainwire/sse"
 )
 
-// referenceDecode decodes a stream frame by frame without the decoder's
-// fast path: each thread.message.delta is decoded by encoding/json
-// (referenceTexts), and every other frame by a Decoder of its own that
-// reads that frame alone, seeded with the ids and state the frames before
-// it left. It returns the events and the error the whole stream must end
+// referenceDecode decodes a stream frame by frame: each frame by a Decoder
+// of its own that reads that frame alone, seeded with the ids and state
+// the frames before it left. It returns the events and the error the whole stream must end
 // with: io.EOF, or a non-nil error whose text contains errHas.
 func referenceDecode(stream []byte) (evs []brainwire.AgentEvent, wantEOF bool, errHas string) {
 	var threadID, runID string
@@ -38,17 +36,6 @@ func referenceDecode(stream []byte) (evs []brainwire.AgentEvent, wantEOF bool, e
 		switch name {
 		case "done":
 			return evs, true, ""
-		case "thread.message.delta":
-			texts, ok := referenceTexts(f.Data)
-			if !ok {
-				return evs, false, "decoding thread.message.delta event"
-			}
-			for _, t := range texts {
-				if t != "" {
-					evs = append(evs, brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: threadID, RunID: runID, Text: t})
-				}
-			}
-			continue
 		case "error":
 			sawError = true
 		}
@@ -83,8 +70,7 @@ func frame(name, data string) string {
 }
 
 // FuzzDecoder decodes any stream, whole and one byte at a time. Both must
-// yield exactly the events and the end of referenceDecode: the fast path
-// must agree with encoding/json on every delta, and the decoder's state
+// yield exactly the events and the end of referenceDecode: the decoder's state
 // (ids, status, queued events) must carry across frames as each frame
 // decoded alone says. Errors must be sticky.
 func FuzzDecoder(f *testing.F) {

@@ -337,142 +337,102 @@ func TestRunTooManyToolRounds(t *testing.T) {
 	}
 }
 
-func TestRunAPIErrors(t *testing.T) {
+// A refused run ends with the service's error (TestAPIErrorBodies reads
+// them), and no cancel for a run never created.
+func TestRunAPIError(t *testing.T) {
+	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs",
+		foundrytest.Error(http.StatusBadRequest, "invalid_request", "No assistant found with id 'asst_classifier'.")))
+	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
+	var apiErr *foundry.APIError
+	if len(evs) != 0 || !errors.As(err, &apiErr) || apiErr.Code != "invalid_request" ||
+		brainwire.ErrorCode(err) != brainwire.EUpstream || brainwire.ErrorMessage(err) != "No assistant found with id 'asst_classifier'." {
+		t.Fatalf("events %s, error %v", kinds(evs), err)
+	}
+	if len(srv.Cancels()) != 0 {
+		t.Fatal("cancel sent for a run that was never created")
+	}
+}
+
+// TestRunUpstreamFaults: each way the service can fail a run ends it as
+// the phone must hear it, and a run left going is cancelled.
+func TestRunUpstreamFaults(t *testing.T) {
+	r := foundrytest.NewRun("thread_1", "run_1")
+	start := []foundrytest.Event{r.ThreadCreated(), r.Created(), r.InProgress()}
+	stream := func(evs ...foundrytest.Event) []foundrytest.Call {
+		return []foundrytest.Call{foundrytest.Expect("POST /threads/runs", foundrytest.Stream(append(start[:3:3], evs...)...))}
+	}
 	tests := []struct {
-		name string
-		resp foundrytest.Response
-		want foundry.APIError
+		name    string
+		script  []foundrytest.Call
+		kinds   string // of the events before the end
+		check   func(err error, last brainwire.AgentEvent) bool
+		cancels int
 	}{
 		{
-			name: "json",
-			resp: foundrytest.Error(http.StatusBadRequest, "invalid_request", "No assistant found with id 'asst_classifier'."),
-			want: foundry.APIError{Service: "foundry", StatusCode: 400, Code: "invalid_request", Message: "No assistant found with id 'asst_classifier'.", Type: "invalid_request_error"},
+			name: "submitting the outputs fails",
+			script: []foundrytest.Call{
+				foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
+				foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
+			},
+			kinds: "run_status:queued tool_call run_status:requires_action tool_result",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				var apiErr *foundry.APIError
+				return errors.As(err, &apiErr) && apiErr.StatusCode == 500 && strings.Contains(err.Error(), "submitting tool outputs for run run_1")
+			},
+			cancels: 1,
 		},
 		{
-			name: "not json",
-			resp: foundrytest.Raw(http.StatusBadGateway, "text/html", "<html>Bad gateway</html>"),
-			want: foundry.APIError{Service: "foundry", StatusCode: 502, Body: "<html>Bad gateway</html>"},
+			name:   "the connection resets",
+			script: stream(foundrytest.MessageDelta("msg_1", "thinking"), foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture"))),
+			kinds:  "run_status:queued run_status:in_progress text_chunk",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				return err != nil && !errors.Is(err, io.EOF) && brainwire.ErrorCode(err) == brainwire.EUpstream
+			},
+			cancels: 1,
 		},
 		{
-			name: "top-level message",
-			resp: foundrytest.JSON(http.StatusUnauthorized, `{"statusCode":401,"message":"Access denied due to invalid subscription key."}`),
-			want: foundry.APIError{Service: "foundry", StatusCode: 401, Message: "Access denied due to invalid subscription key."},
+			name:   "the run fails",
+			script: stream(r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done()),
+			kinds:  "run_status:queued run_status:in_progress run_status:failed",
+			check: func(err error, last brainwire.AgentEvent) bool {
+				return err == nil && last.ErrorCode == "rate_limit_exceeded" && last.ErrorMessage == "Rate limit is exceeded. Try again in 7 seconds."
+			},
+		},
+		{
+			name:   "an error event",
+			script: stream(foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`)),
+			kinds:  "run_status:queued run_status:in_progress error",
+			check: func(err error, last brainwire.AgentEvent) bool {
+				return err == nil && last.ErrorMessage == "The service is overloaded." && last.ErrorCode == "server_overloaded" && last.RunID == "run_1"
+			},
+			cancels: 1,
+		},
+		{
+			name:   "done before the run ends",
+			script: stream(foundrytest.Done()),
+			kinds:  "run_status:queued run_status:in_progress",
+			check: func(err error, _ brainwire.AgentEvent) bool {
+				return err != nil && strings.Contains(err.Error(), `"in_progress"`) && brainwire.ErrorCode(err) == brainwire.EUpstream
+			},
+			cancels: 1,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", tt.resp))
-			p := newProvider(t, srv)
-			evs, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{Message: "x"}, echoTools()))
-			var apiErr *foundry.APIError
-			if len(evs) != 0 || !errors.As(err, &apiErr) {
-				t.Fatalf("events %s, error %v", kinds(evs), err)
+			srv := foundrytest.NewServer(t, tt.script...)
+			evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
+			var last brainwire.AgentEvent
+			if len(evs) > 0 {
+				last = evs[len(evs)-1]
 			}
-			if *apiErr != tt.want {
-				t.Fatalf("got %+v, want %+v", *apiErr, tt.want)
+			if kinds(evs) != tt.kinds || !tt.check(err, last) {
+				t.Fatalf("events %s, last %+v, error %v", kinds(evs), last, err)
 			}
-			// A refused credential is brainwire's failure to sign in,
-			// told as such; a body that is not the service's JSON error
-			// is told only by its status. The service's words, or the
-			// body, stay in the error.
-			code, msg := brainwire.EUpstream, tt.want.Message
-			switch {
-			case tt.want.StatusCode == http.StatusUnauthorized:
-				code, msg = brainwire.EUpstreamAuth, "brainwire could not sign in to the agent service"
-			case msg == "":
-				msg = "it answered 502 Bad Gateway"
-			}
-			if brainwire.ErrorCode(err) != code || brainwire.ErrorMessage(err) != msg || !strings.Contains(err.Error(), tt.want.Message+tt.want.Body) {
-				t.Fatalf("brainwire code %q message %q", brainwire.ErrorCode(err), brainwire.ErrorMessage(err))
-			}
-			if len(srv.Cancels()) != 0 {
-				t.Fatal("cancel sent for a run that was never created")
+			cancels := srv.Cancels()
+			if len(cancels) != tt.cancels || tt.cancels > 0 && cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {
+				t.Fatalf("cancels %v, want %d", cancels, tt.cancels)
 			}
 		})
-	}
-}
-
-func TestRunSubmitError(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t,
-		foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.RequiresAction(foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}), foundrytest.Done())),
-		foundrytest.Expect("POST /threads/thread_1/runs/run_1/submit_tool_outputs", foundrytest.Error(500, "server_error", "The server had an error.")),
-	)
-	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	var apiErr *foundry.APIError
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 500 || !strings.Contains(err.Error(), "submitting tool outputs for run run_1") {
-		t.Fatalf("got %v", err)
-	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("run left running after a failed submit")
-	}
-}
-
-func TestRunConnectionReset(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(),
-		foundrytest.MessageDelta("msg_1", "thinking"),
-		foundrytest.Cut(foundrytest.MessageDelta("msg_1", "about the capture")),
-	)))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err == nil || errors.Is(err, io.EOF) || brainwire.ErrorCode(err) != brainwire.EUpstream {
-		t.Fatalf("got error %v", err)
-	}
-	if got := kinds(evs); got != "run_status:queued run_status:in_progress text_chunk" {
-		t.Fatalf("events %s", got)
-	}
-	cancels := srv.Cancels()
-	if len(cancels) != 1 || cancels[0].Path != "/threads/thread_1/runs/run_1/cancel" {
-		t.Fatalf("cancels %v", cancels)
-	}
-}
-
-func TestRunFailed(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("rate_limit_exceeded", "Rate limit is exceeded. Try again in 7 seconds."), foundrytest.Done())))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if last.Kind != brainwire.AgentRunStatus || last.Status != brainwire.RunFailed ||
-		last.ErrorCode != "rate_limit_exceeded" || last.ErrorMessage != "Rate limit is exceeded. Try again in 7 seconds." {
-		t.Fatalf("last event %+v", last)
-	}
-	if len(srv.Cancels()) != 0 {
-		t.Fatal("cancel sent for a failed run")
-	}
-}
-
-func TestRunErrorEvent(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(),
-		foundrytest.ErrorEvent(`{"error":{"message":"The service is overloaded.","type":"server_error","code":"server_overloaded"}}`))))
-	evs, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, echoTools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if last.Kind != brainwire.AgentError || last.ErrorMessage != "The service is overloaded." || last.ErrorCode != "server_overloaded" || last.RunID != "run_1" {
-		t.Fatalf("events %s, last %+v", kinds(evs), last)
-	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("run left running after an error event")
-	}
-}
-
-func TestRunDoneBeforeTerminal(t *testing.T) {
-	r := foundrytest.NewRun("thread_1", "run_1")
-	srv := foundrytest.NewServer(t, foundrytest.Expect("POST /threads/runs", foundrytest.Stream(r.Created(), r.InProgress(), foundrytest.Done())))
-	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "x"}, nil))
-	if err == nil || !strings.Contains(err.Error(), `"in_progress"`) || brainwire.ErrorCode(err) != brainwire.EUpstream {
-		t.Fatalf("got %v", err)
-	}
-	if len(srv.Cancels()) != 1 {
-		t.Fatal("no cancel")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/drain"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // AgentsAPIVersion is the api-version of the Foundry agents data-plane
@@ -39,8 +40,6 @@ func ProjectBaseURL(project string) string {
 // Client calls the Responses API (and the conversations and agents
 // operations beside it) of one endpoint. It is safe for concurrent use.
 type Client struct {
-	prefix  string // scheme, host and escaped path of the base URL
-	query   string // the base URL's query, sent with every call
 	project string // the Foundry project endpoint, for the agents API; "" elsewhere
 	api     agenthttp.Client
 }
@@ -63,18 +62,12 @@ func WithProject(endpoint string) ClientOption {
 // http.DefaultClient. Responses stream for as long as the model works,
 // so hc should have no overall Timeout: bound calls with their context.
 func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	u, err := agenthttp.ParseBase(baseURL, "Responses API base URL")
 	if err != nil {
-		return nil, fmt.Errorf("parsing the Responses API base URL: %w", err)
+		return nil, err
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("Responses API base URL %q: want an absolute http(s) URL", baseURL)
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	c := &Client{prefix: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery,
-		api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) }}}
+	c := &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+		Prefix: agenthttp.Prefix(u), Query: u.RawQuery}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -96,12 +89,6 @@ const (
 	OpListConversationItems = "list_conversation_items"
 )
 
-// op names the call made with ctx: the conversation and the response it
-// continues, when it continues one.
-func op(ctx context.Context, name, conversationID, responseID string) context.Context {
-	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: conversationID, RunID: responseID})
-}
-
 // Stream is a streamed response. Read it with Next until io.EOF or an
 // error, and always Close it: closing it before its end is how a
 // foreground response is stopped.
@@ -115,7 +102,7 @@ type Stream struct {
 // transport reads what is left of the body (drain), so that its
 // connection goes back to the pool.
 func (s *Stream) Close() error {
-	if s.Decoder.terminal || s.Decoder.err == io.EOF {
+	if s.Decoder.terminal || s.Decoder.events.Err() == io.EOF {
 		s.end.End()
 	}
 	return s.body.Close()
@@ -144,7 +131,7 @@ func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) 
 // CreateConversation creates an empty conversation (POST /conversations).
 func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
 	var conv Conversation
-	if err := c.do(op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
 		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
 	}
 	if conv.ID == "" {
@@ -157,7 +144,7 @@ func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
 // GetResponse fetches a stored response (GET /responses/{id}).
 func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 	var r Response
-	if err := c.do(op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
 		return Response{}, fmt.Errorf("getting response %s: %w", id, err)
 	}
 	return r, nil
@@ -166,10 +153,10 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 // GetModel fetches a model (GET /models/{model}): a cheap call that
 // proves the endpoint, the credentials and the model. An unknown model
 // reads as ENotFound.
-func (c *Client) GetModel(ctx context.Context, model string) (Model, error) {
-	var m Model
-	if err := c.do(op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
-		return Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
+func (c *Client) GetModel(ctx context.Context, model string) (responseswire.Model, error) {
+	var m responseswire.Model
+	if err := c.do(agenthttp.Op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
+		return responseswire.Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
 }
@@ -180,7 +167,7 @@ func (c *Client) ListModels(ctx context.Context) error {
 	var list struct {
 		Data []struct{} `json:"data"`
 	}
-	if err := c.do(op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
 		return fmt.Errorf("listing models: %w", err)
 	}
 	return nil
@@ -195,8 +182,8 @@ func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, er
 		return Deployment{}, errors.New("getting a deployment: no Foundry project endpoint configured")
 	}
 	var d Deployment
-	u := joinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
-	if err := c.do(op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
+	u := agenthttp.JoinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
+	if err := c.do(agenthttp.Op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
 		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
 	}
 	return d, nil
@@ -214,31 +201,15 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 		segs = append(segs, "versions", version)
 	}
 	var a FoundryAgent
-	u := joinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
-	if err := c.do(op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
+	u := agenthttp.JoinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
+	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil
 }
 
-// url joins the operation path to the base URL; each segment is escaped.
-func (c *Client) url(segments ...string) string {
-	return joinURL(c.prefix, c.query, segments...)
-}
-
-func joinURL(prefix, query string, segments ...string) string {
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, s := range segments {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(s))
-	}
-	if query != "" {
-		b.WriteByte('?')
-		b.WriteString(query)
-	}
-	return b.String()
-}
+// url is the URL of the operation path segments under the base URL.
+func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {

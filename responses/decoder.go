@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -38,10 +40,7 @@ import (
 // frame has no name. Unknown types are skipped. Every event carries the
 // conversation (ThreadID) and the response (RunID) once known.
 type Decoder struct {
-	sr *sse.Reader
-	// p reads the payloads: scanPayloads, or in tests the encoding/json
-	// reference it is held to.
-	p payloads
+	events *agenthttp.Events
 
 	conversationID string
 	responseID     string
@@ -49,17 +48,25 @@ type Decoder struct {
 	terminal       bool // a terminal event came: what follows is ignored
 	sawError       bool
 	calls          []string // call ids of this response's function calls
-	err            error    // sticky: io.EOF at the end, or the failure
+}
 
-	queue []brainwire.AgentEvent // decoded but not yet returned
-	qi    int
-	delta deltaPayload
-	resp  Response
+// streamEvent is the part of a stream event the decoder reads: data.type
+// names an event whose frame has no name; a text delta's delta; a
+// lifecycle event's response; response.output_item.done's item; an error
+// event's error.
+type streamEvent struct {
+	Type     *string         `json:"type"`
+	Delta    string          `json:"delta"`
+	Response *Response       `json:"response"`
+	Item     *OutputItem     `json:"item"`
+	Error    json.RawMessage `json:"error"`
 }
 
 // NewDecoder returns a Decoder reading the event stream r.
 func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{sr: sse.NewReader(r), p: &scanPayloads{}}
+	d := &Decoder{}
+	d.events = agenthttp.NewEvents(r, d.event, d.end)
+	return d
 }
 
 // SetConversation seeds the conversation id stamped on events, for a
@@ -86,119 +93,104 @@ func (d *Decoder) Errored() bool { return d.sawError }
 // before a terminal event was cut: the error wraps io.ErrUnexpectedEOF.
 // A malformed payload of an event the decoder reads is an error naming
 // the event. Errors are sticky.
-func (d *Decoder) Next() (brainwire.AgentEvent, error) {
-	if d.qi < len(d.queue) {
-		ev := d.queue[d.qi]
-		d.queue[d.qi] = brainwire.AgentEvent{}
-		d.qi++
-		return ev, nil
-	}
-	d.queue, d.qi = d.queue[:0], 0
-	if d.err != nil {
-		return brainwire.AgentEvent{}, d.err
-	}
-	for {
-		sev, err := d.sr.Next()
-		if err != nil {
-			return d.fail(d.endError(err))
-		}
-		if bytes.HasPrefix(sev.Data, doneData) {
-			return d.fail(io.EOF)
-		}
-		if d.terminal {
-			continue // the response is over; the server should have ended the stream
-		}
-		t := typeOf(sev.Name)
-		if len(sev.Name) == 0 || t.isText() {
-			// The hot path: text deltas are read by the scanner and
-			// returned as they are, without queueing.
-			if err := d.p.delta(sev.Data, &d.delta); err != nil {
-				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
-			}
-			if len(sev.Name) == 0 {
-				t = d.delta.typ
-				if !d.delta.hasType && d.delta.hasError {
-					t = eventError
-				}
-			}
-			if t.isText() {
-				if d.delta.delta == "" {
-					continue
-				}
-				text := d.delta.delta
-				d.delta.delta = ""
-				return brainwire.AgentEvent{Kind: brainwire.AgentTextChunk, ThreadID: d.conversationID, RunID: d.responseID, Text: text}, nil
-			}
-		}
-		switch t {
-		case eventCreated, eventQueued, eventInProgress, eventCompleted, eventFailed, eventIncomplete:
-			if err := d.lifecycle(t, sev.Data); err != nil {
-				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
-			}
-		case eventOutputItemDone:
-			if !bytes.Contains(sev.Data, functionCallType) {
-				continue // only function calls are read from done items
-			}
-			if err := d.itemDone(sev.Data); err != nil {
-				return d.fail(fmt.Errorf("decoding %s event: %w", nameOf(sev.Name), err))
-			}
-		case eventError:
-			d.sawError, d.terminal = true, true
-			code, message, ok := errorPayload(sev.Data)
-			if !ok {
-				return d.fail(unreadableError(sev.Data))
-			}
-			ev := d.event(brainwire.AgentError)
-			ev.ErrorCode, ev.ErrorMessage = code, message
-			d.queue = append(d.queue, ev)
-		}
-		if len(d.queue) > 0 {
-			return d.Next()
-		}
-	}
-}
+func (d *Decoder) Next() (brainwire.AgentEvent, error) { return d.events.Next() }
 
-var (
-	doneData         = []byte("[DONE]")
-	functionCallType = []byte(`"function_call"`)
-)
-
-func nameOf(name []byte) string {
-	if len(name) == 0 {
-		return "unnamed"
+func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.AgentEvent, error) {
+	if bytes.HasPrefix(sev.Data, []byte("[DONE]")) {
+		return dst, io.EOF
 	}
-	return string(name)
-}
-
-func (d *Decoder) fail(err error) (brainwire.AgentEvent, error) {
-	d.err = err
-	return brainwire.AgentEvent{}, err
-}
-
-func (d *Decoder) endError(err error) error {
 	if d.terminal {
-		return io.EOF
+		return dst, nil // the response is over; the server should have ended the stream
+	}
+	name := string(sev.Name)
+	if name != "" && !reads(name) {
+		return dst, nil
+	}
+	if name == TypeError {
+		return d.errorEvent(dst, sev.Data)
+	}
+	var ev streamEvent
+	if err := json.Unmarshal(sev.Data, &ev); err != nil {
+		if name == "" {
+			name = "unnamed"
+		}
+		return dst, fmt.Errorf("decoding %s event: %w", name, err)
+	}
+	if name == "" {
+		switch {
+		case ev.Type != nil:
+			name = *ev.Type
+		case len(ev.Error) > 0 && string(ev.Error) != "null":
+			name = TypeError
+		}
+	}
+	switch name {
+	case TypeOutputTextDelta, TypeReasoningSummaryDelta, TypeReasoningTextDelta, TypeRefusalDelta:
+		if ev.Delta != "" {
+			out := d.new(brainwire.AgentTextChunk)
+			out.Text = ev.Delta
+			dst = append(dst, out)
+		}
+	case TypeCreated, TypeQueued, TypeInProgress, TypeCompleted, TypeFailed, TypeIncomplete:
+		if ev.Response == nil {
+			ev.Response = &Response{}
+		}
+		dst = d.lifecycle(dst, name, ev.Response)
+	case TypeOutputItemDone:
+		if ev.Item != nil {
+			dst = d.call(dst, *ev.Item)
+		}
+	case TypeError:
+		return d.errorEvent(dst, sev.Data)
+	}
+	return dst, nil
+}
+
+// reads reports whether the decoder acts on events named name. Every other
+// type (content parts, summary parts, ".done" texts, argument deltas,
+// annotations, built-in tool progress, ...) is skipped: what those say
+// arrives again, whole, in the events read.
+func reads(name string) bool {
+	switch name {
+	case TypeOutputTextDelta, TypeReasoningSummaryDelta, TypeReasoningTextDelta, TypeRefusalDelta,
+		TypeCreated, TypeQueued, TypeInProgress, TypeCompleted, TypeFailed, TypeIncomplete,
+		TypeOutputItemDone, TypeError:
+		return true
+	}
+	return false
+}
+
+func (d *Decoder) errorEvent(dst []brainwire.AgentEvent, data []byte) ([]brainwire.AgentEvent, error) {
+	d.sawError, d.terminal = true, true
+	code, message, ok := errorPayload(data)
+	if !ok {
+		return dst, unreadableError(data)
+	}
+	ev := d.new(brainwire.AgentError)
+	ev.ErrorCode, ev.ErrorMessage = code, message
+	return append(dst, ev), nil
+}
+
+func (d *Decoder) end(dst []brainwire.AgentEvent, err error) ([]brainwire.AgentEvent, error) {
+	if d.terminal {
+		return dst, io.EOF
 	}
 	if err != io.EOF {
-		return fmt.Errorf("reading event stream: %w", err)
+		return dst, fmt.Errorf("reading event stream: %w", err)
 	}
 	status := string(d.status)
 	if status == "" {
 		status = "not yet created"
 	}
-	return fmt.Errorf("event stream ended before the response finished (it was %s): %w", status, io.ErrUnexpectedEOF)
+	return dst, fmt.Errorf("event stream ended before the response finished (it was %s): %w", status, io.ErrUnexpectedEOF)
 }
 
-func (d *Decoder) event(kind brainwire.AgentEventKind) brainwire.AgentEvent {
+func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 	return brainwire.AgentEvent{Kind: kind, ThreadID: d.conversationID, RunID: d.responseID}
 }
 
-// lifecycle reads a response.* event carrying the response object.
-func (d *Decoder) lifecycle(t eventType, data []byte) error {
-	resp := &d.resp
-	if err := d.p.response(data, resp); err != nil {
-		return err
-	}
+// lifecycle maps a response.* event carrying the response object.
+func (d *Decoder) lifecycle(dst []brainwire.AgentEvent, name string, resp *Response) []brainwire.AgentEvent {
 	if resp.ID != "" {
 		d.responseID = resp.ID
 	}
@@ -206,33 +198,33 @@ func (d *Decoder) lifecycle(t eventType, data []byte) error {
 		d.conversationID = id
 	}
 	var status brainwire.RunStatus
-	switch t {
-	case eventCreated, eventQueued, eventInProgress:
+	switch name {
+	case TypeCreated, TypeQueued, TypeInProgress:
 		status = brainwire.RunInProgress
-		if t == eventQueued || resp.Status == "queued" {
+		if name == TypeQueued || resp.Status == "queued" {
 			status = brainwire.RunQueued
 		}
-	case eventCompleted:
-		d.usage(resp)
+	case TypeCompleted:
+		dst = d.usage(dst, resp)
 		for _, it := range resp.Output {
-			d.call(it)
+			dst = d.call(dst, it)
 		}
 		status = brainwire.RunCompleted
 		if len(d.calls) > 0 {
 			status = brainwire.RunRequiresAction
 		}
 		d.terminal = true
-	case eventFailed:
-		d.usage(resp)
+	case TypeFailed:
+		dst = d.usage(dst, resp)
 		status = brainwire.RunFailed
 		d.terminal = true
-	case eventIncomplete:
-		d.usage(resp)
+	case TypeIncomplete:
+		dst = d.usage(dst, resp)
 		status = brainwire.RunIncomplete
 		d.terminal = true
 	}
 	d.status = status
-	ev := d.event(brainwire.AgentRunStatus)
+	ev := d.new(brainwire.AgentRunStatus)
 	ev.Status = status
 	switch status {
 	case brainwire.RunFailed:
@@ -248,49 +240,34 @@ func (d *Decoder) lifecycle(t eventType, data []byte) error {
 		}
 		ev.ErrorCode, ev.ErrorMessage = reason, "the response ended incomplete: "+reason
 	}
-	d.queue = append(d.queue, ev)
-	return nil
+	return append(dst, ev)
 }
 
-func (d *Decoder) usage(resp *Response) {
+func (d *Decoder) usage(dst []brainwire.AgentEvent, resp *Response) []brainwire.AgentEvent {
 	u := resp.Usage
 	if u == nil {
-		return
+		return dst
 	}
-	ev := d.event(brainwire.AgentUsage)
-	ev.Usage = brainwire.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-	if u.OutputTokensDetails != nil {
-		ev.Usage.ReasoningTokens = u.OutputTokensDetails.ReasoningTokens
-	}
-	d.queue = append(d.queue, ev)
+	ev := d.new(brainwire.AgentUsage)
+	ev.Usage = brainwire.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
+		ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
+	return append(dst, ev)
 }
 
-// itemDone reads response.output_item.done: a function call is final.
-func (d *Decoder) itemDone(data []byte) error {
-	var it OutputItem
-	ok, err := d.p.item(data, &it)
-	if ok && err == nil {
-		d.call(it)
-	}
-	return err
-}
-
-// call queues AgentToolCall for a function call item not seen before.
-func (d *Decoder) call(it OutputItem) {
+// call appends AgentToolCall for a function call item not seen before.
+func (d *Decoder) call(dst []brainwire.AgentEvent, it OutputItem) []brainwire.AgentEvent {
 	if it.Type != "function_call" {
-		return
+		return dst
 	}
 	id := it.CallID
 	if id == "" {
 		id = it.ID
 	}
-	for _, seen := range d.calls {
-		if seen == id {
-			return
-		}
+	if slices.Contains(d.calls, id) {
+		return dst
 	}
 	d.calls = append(d.calls, id)
-	ev := d.event(brainwire.AgentToolCall)
+	ev := d.new(brainwire.AgentToolCall)
 	ev.Tool = brainwire.ToolCall{
 		ID:        id,
 		Name:      it.Name,
@@ -298,7 +275,7 @@ func (d *Decoder) call(it OutputItem) {
 		ThreadID:  d.conversationID,
 		RunID:     d.responseID,
 	}
-	d.queue = append(d.queue, ev)
+	return append(dst, ev)
 }
 
 // errorPayload reads an error event: the API's flat {"code","message"}, or

@@ -7,8 +7,7 @@
 // stream: true, conversations, stored responses, Foundry agents);
 // authorization is an http.RoundTripper under its http.Client
 // (NewAPIKeyTransport here, or a Foundry token transport). Decoder turns a
-// streamed response into normalized brainwire events, reading the text
-// deltas that make up most of a stream with a narrow scanner. Provider
+// streamed response into normalized brainwire events. Provider
 // starts runs: a run streams a response, and a response that asks for
 // function calls is continued by the next, carrying their outputs. The
 // agent loop (package agent) runs the calls between the two.

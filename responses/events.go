@@ -1,27 +1,5 @@
 package responses
 
-// eventType is a stream event type the decoder acts on. Every other type
-// (content parts, summary parts, ".done" texts, argument deltas,
-// annotations, built-in tool progress, ...) is skipped: what those say
-// arrives again, whole, in the events below.
-type eventType uint8
-
-const (
-	eventUnknown eventType = iota
-	eventCreated
-	eventQueued
-	eventInProgress
-	eventCompleted
-	eventFailed
-	eventIncomplete
-	eventOutputTextDelta
-	eventReasoningSummaryDelta
-	eventReasoningTextDelta
-	eventRefusalDelta
-	eventOutputItemDone
-	eventError
-)
-
 // The stream event types, as the API names them in the event: line and in
 // data.type.
 const (
@@ -47,44 +25,3 @@ const (
 	TypeFunctionArgumentsDone  = "response.function_call_arguments.done"
 	TypeError                  = "error"
 )
-
-// typeOf names an event type; it does not allocate.
-func typeOf(name []byte) eventType {
-	switch string(name) {
-	case TypeOutputTextDelta:
-		return eventOutputTextDelta
-	case TypeReasoningSummaryDelta:
-		return eventReasoningSummaryDelta
-	case TypeReasoningTextDelta:
-		return eventReasoningTextDelta
-	case TypeRefusalDelta:
-		return eventRefusalDelta
-	case TypeCreated:
-		return eventCreated
-	case TypeQueued:
-		return eventQueued
-	case TypeInProgress:
-		return eventInProgress
-	case TypeCompleted:
-		return eventCompleted
-	case TypeFailed:
-		return eventFailed
-	case TypeIncomplete:
-		return eventIncomplete
-	case TypeOutputItemDone:
-		return eventOutputItemDone
-	case TypeError:
-		return eventError
-	}
-	return eventUnknown
-}
-
-// isText reports whether events of type t carry a text delta: the agent's
-// reasoning (summary or raw), its answer, or a refusal.
-func (t eventType) isText() bool {
-	switch t {
-	case eventOutputTextDelta, eventReasoningSummaryDelta, eventReasoningTextDelta, eventRefusalDelta:
-		return true
-	}
-	return false
-}

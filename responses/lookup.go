@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 // lookupDepth is how many of a conversation's newest items a lost
@@ -45,11 +47,11 @@ func (c *Client) tookInput(ctx context.Context, conversationID string, input []I
 	}
 	u := c.url("conversations", conversationID, "items")
 	sep := "?"
-	if c.query != "" {
+	if c.api.Query != "" {
 		sep = "&"
 	}
 	u += sep + "order=desc&limit=" + fmt.Sprint(lookupDepth)
-	if err := c.do(op(ctx, OpListConversationItems, conversationID, ""), http.MethodGet, u, nil, &list); err != nil {
+	if err := c.do(agenthttp.Op(ctx, OpListConversationItems, conversationID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return false, fmt.Errorf("listing items of conversation %s: %w", conversationID, err)
 	}
 	var outputs []string

@@ -4,18 +4,19 @@ import (
 	"encoding/json"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // Response is the part of a response object this package reads.
 type Response struct {
-	ID                 string             `json:"id"`
-	Status             string             `json:"status"`
-	Conversation       json.RawMessage    `json:"conversation"` // {"id": "conv_…"} (or the id alone)
-	PreviousResponseID string             `json:"previous_response_id"`
-	Error              *ResponseError     `json:"error"`
-	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
-	Usage              *Usage             `json:"usage"`
-	Output             []OutputItem       `json:"output"`
+	ID                 string               `json:"id"`
+	Status             string               `json:"status"`
+	Conversation       json.RawMessage      `json:"conversation"` // {"id": "conv_…"} (or the id alone)
+	PreviousResponseID string               `json:"previous_response_id"`
+	Error              *ResponseError       `json:"error"`
+	IncompleteDetails  *IncompleteDetails   `json:"incomplete_details"`
+	Usage              *responseswire.Usage `json:"usage"`
+	Output             []OutputItem         `json:"output"`
 }
 
 // ConversationID returns the id of the conversation the response belongs
@@ -56,19 +57,6 @@ type ResponseError struct {
 // (max_output_tokens, content_filter, ...).
 type IncompleteDetails struct {
 	Reason lenientString `json:"reason"`
-}
-
-// Usage is a response's token count.
-type Usage struct {
-	InputTokens         int64         `json:"input_tokens"`
-	OutputTokens        int64         `json:"output_tokens"`
-	TotalTokens         int64         `json:"total_tokens"`
-	OutputTokensDetails *TokenDetails `json:"output_tokens_details"`
-}
-
-// TokenDetails breaks output tokens down.
-type TokenDetails struct {
-	ReasoningTokens int64 `json:"reasoning_tokens"`
 }
 
 // OutputItem is the part of an output item this package reads: for a
@@ -189,15 +177,10 @@ type Conversation struct {
 	CreatedAt int64  `json:"created_at"`
 }
 
-// Model is the part of a model object (GET /models/{model}) the server
-// reads.
-type Model struct {
-	ID      string `json:"id"`
-	OwnedBy string `json:"owned_by"`
-}
-
 // Deployment is the part of a Foundry project's deployment object (GET
-// {project}/deployments/{name}) the server reads.
+// {project}/deployments/{name}) the server reads: the rest of
+// responseswire.Deployment is left unread, so that a service that
+// describes it otherwise still answers a health check.
 type Deployment struct {
 	Type      string `json:"type"`
 	Name      string `json:"name"`

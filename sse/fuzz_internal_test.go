@@ -65,8 +65,8 @@ func FuzzReaderEndless(f *testing.F) {
 			_, err = r.Next()
 			// Buffers only grow: checking after each event bounds them
 			// throughout.
-			if cap(r.buf) > limit+2 || cap(r.dataBuf) > capBound || cap(r.nameBuf) > capBound {
-				t.Fatalf("buffers grew past the limit %d: buf %d, data %d, name %d", limit, cap(r.buf), cap(r.dataBuf), cap(r.nameBuf))
+			if cap(r.buf) > limit+2 || cap(r.data) > capBound || cap(r.name) > capBound {
+				t.Fatalf("buffers grew past the limit %d: buf %d, data %d, name %d", limit, cap(r.buf), cap(r.data), cap(r.name))
 			}
 		}
 		if len(tail) == 0 || containsLineEnd(tail) {
@@ -91,11 +91,11 @@ func containsLineEnd(b []byte) bool {
 }
 
 // A stream that has read a long line waits for its next event with its own
-// small buffer again, the pooled one given back.
+// small buffer again.
 func TestReaderGoesBackToItsIdleBuffer(t *testing.T) {
 	long := "data: " + string(bytes.Repeat([]byte("x"), 3000)) + "\n\n"
 	longer := "data: " + string(bytes.Repeat([]byte("y"), 10_000)) + "\n\n"
-	for name, in := range map[string]string{"pooled": long, "grown past the pool": longer} {
+	for name, in := range map[string]string{"long": long, "longer": longer} {
 		src := &gate{b: []byte(in + "data: 1\n\n")}
 		r := NewReader(src)
 		for _, want := range []int{len(in) - 8, 1} {
@@ -106,8 +106,8 @@ func TestReaderGoesBackToItsIdleBuffer(t *testing.T) {
 		}
 		// The next Next waits in a read: what does it hold meanwhile?
 		src.wait = func() {
-			if r.pooled != nil || &r.buf[0] != &r.idle[0] || len(r.buf) != idleBufSize {
-				t.Errorf("%s: waits with a buffer of %d bytes (pooled: %v), want its own %d", name, len(r.buf), r.pooled != nil, idleBufSize)
+			if &r.buf[0] != &r.idle[0] || len(r.buf) != idleBufSize || cap(r.data) > keepBufSize {
+				t.Errorf("%s: waits with a buffer of %d bytes and %d of data, want its own %d", name, len(r.buf), cap(r.data), idleBufSize)
 			}
 		}
 		if _, err := r.Next(); err != io.EOF {

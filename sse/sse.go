@@ -1,17 +1,16 @@
 // Package sse reads Server-Sent Events streams (the WHATWG event-stream
 // format) from an upstream HTTP response body.
 //
-// The Reader is built for long streams of small events: after warm-up it
-// reads events without allocating, and it is indifferent to how the bytes
-// are split across reads (inside a line, a multibyte UTF-8 sequence or a
-// CRLF pair).
+// The Reader is built for many long streams of small events: while it
+// waits for the next event a stream holds a buffer of 512 bytes, and it
+// is indifferent to how the bytes are split across reads (inside a line,
+// a multibyte UTF-8 sequence or a CRLF pair).
 package sse
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"sync"
 )
 
 // DefaultMaxEventSize bounds a single line and an event's joined data unless
@@ -25,17 +24,14 @@ var ErrEventTooLarge = errors.New("sse: event too large")
 // A stream waits for its next event with a small buffer of its own: most of
 // a stream's life is spent waiting for the next small delta, and thousands
 // of streams wait at once. A longer line (a run or response object with the
-// agent's instructions and tools runs to several KiB) grows the buffer,
-// first to a size that streams share through linePool, and the stream goes
-// back to its own buffer once the line is read.
+// agent's instructions and tools runs to several KiB) grows the buffer, and
+// the stream goes back to its own once the line is read; so do the event's
+// data and name.
 const (
 	idleBufSize   = 512 // a delta event fits whole
-	lineBufSize   = 4 << 10
+	keepBufSize   = 4 << 10
 	maxEmptyReads = 100
 )
-
-// linePool holds the buffers of lineBufSize that streams grow into.
-var linePool = sync.Pool{New: func() any { return new([lineBufSize]byte) }}
 
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
@@ -71,34 +67,22 @@ type Reader struct {
 	src io.Reader
 	max int
 
-	buf        []byte
-	start, end int   // unread bytes are buf[start:end]
-	lfPos      int   // index in buf of the next '\n' at or after start, or -1
-	lfScanned  int   // buf[start:lfScanned] is known to hold no '\n'
-	crPos      int   // the same for '\r', so that LF-only streams
-	crScanned  int   // are scanned for '\r' once, not once per line
-	err        error // sticky error from src (io.EOF included) or from fill
-	fatal      error // sticky error found while parsing a field
-	skipLF     bool  // the last line ended in '\r': a leading '\n' belongs to it
+	idle       [idleBufSize]byte
+	buf        []byte // idle, or a larger one while a long line is read
+	start, end int    // unread bytes are buf[start:end]
+	scanned    int    // buf[start:scanned] holds no line end
+	skipLF     bool   // the last line ended in '\r': a leading '\n' belongs to it
 	bomChecked bool
+	err        error // sticky: from src (io.EOF included), or a parse error
 
-	// buf is idle, the pooled buffer, or one of its own.
-	idle   [idleBufSize]byte
-	pooled *[lineBufSize]byte // from linePool while buf is it
-
-	// The pending event. name and data alias buf while it holds them (the
-	// common case, no copy) and are moved to nameBuf/dataBuf before buf
-	// changes, or when data lines are joined.
-	name, data       []byte
-	nameBuf, dataBuf []byte
-	nameInBuf        bool
-	dataInBuf        bool
-	hasData          bool
+	// The pending event, copied out of buf.
+	name, data []byte
+	hasData    bool
 }
 
 // NewReader returns a Reader that reads the event stream from r.
 func NewReader(r io.Reader, opts ...Option) *Reader {
-	rd := &Reader{src: r, max: DefaultMaxEventSize, lfPos: -1, crPos: -1}
+	rd := &Reader{src: r, max: DefaultMaxEventSize}
 	for _, o := range opts {
 		o(rd)
 	}
@@ -114,54 +98,33 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 // Comment lines, "id" and "retry" fields and unknown fields are skipped;
 // blocks without a "data" field dispatch nothing.
 func (r *Reader) Next() (Event, error) {
-	if r.fatal != nil {
-		return Event{}, r.fatal
+	// The last event is no longer the caller's: keep no large buffers.
+	if cap(r.data) > keepBufSize {
+		r.data = nil
 	}
-	// The last event, which may have needed a long copy, is no longer
-	// the caller's: keep no more than a small copy buffer.
-	if cap(r.dataBuf) > lineBufSize {
-		r.dataBuf = nil
+	if cap(r.name) > keepBufSize {
+		r.name = nil
 	}
+	r.name, r.data, r.hasData = r.name[:0], r.data[:0], false
 	for {
 		line, err := r.readLine()
 		if err != nil {
 			if err == io.EOF && r.hasData {
-				return r.dispatch(), nil
+				return Event{Name: r.name, Data: r.data}, nil
 			}
 			return Event{}, err
 		}
-		if len(line) == 0 {
-			if r.hasData {
-				return r.dispatch(), nil
+		switch {
+		case len(line) == 0 && r.hasData:
+			return Event{Name: r.name, Data: r.data}, nil
+		case len(line) == 0:
+			r.name = r.name[:0]
+		default:
+			if err := r.field(line); err != nil {
+				r.err = err
+				return Event{}, err
 			}
-			r.name, r.nameInBuf = nil, false
-			continue
 		}
-		if err := r.field(line); err != nil {
-			r.fatal = err
-			return Event{}, err
-		}
-	}
-}
-
-// dispatch returns the pending event and starts a new one. The returned
-// slices stay intact until the next read or field.
-func (r *Reader) dispatch() Event {
-	ev := Event{Name: r.name, Data: r.data}
-	r.name, r.data = nil, nil
-	r.nameInBuf, r.dataInBuf, r.hasData = false, false, false
-	return ev
-}
-
-// own copies the pending event out of buf before buf changes.
-func (r *Reader) own() {
-	if r.nameInBuf {
-		r.nameBuf = append(r.nameBuf[:0], r.name...)
-		r.name, r.nameInBuf = r.nameBuf, false
-	}
-	if r.dataInBuf {
-		r.dataBuf = append(r.dataBuf[:0], r.data...)
-		r.data, r.dataInBuf = r.dataBuf, false
 	}
 }
 
@@ -169,34 +132,23 @@ func (r *Reader) field(line []byte) error {
 	if line[0] == ':' {
 		return nil // comment
 	}
-	name, value := line, line[len(line):]
-	if i := bytes.IndexByte(line, ':'); i >= 0 {
-		name, value = line[:i], line[i+1:]
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+	name, value, found := bytes.Cut(line, []byte{':'})
+	if found && len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch string(name) {
 	case "data":
-		size := len(r.data) + len(value)
 		if r.hasData {
-			size++
-		}
-		if size > r.max {
+			if len(r.data)+1+len(value) > r.max {
+				return ErrEventTooLarge
+			}
+			r.data = append(r.data, '\n')
+		} else if len(value) > r.max {
 			return ErrEventTooLarge
 		}
-		if !r.hasData {
-			r.data, r.dataInBuf, r.hasData = value, true, true
-			return nil
-		}
-		if r.dataInBuf {
-			r.dataBuf = append(r.dataBuf[:0], r.data...)
-			r.dataInBuf = false
-		}
-		r.dataBuf = append(append(r.dataBuf, '\n'), value...)
-		r.data = r.dataBuf
+		r.data, r.hasData = append(r.data, value...), true
 	case "event":
-		r.name, r.nameInBuf = value, true
+		r.name = append(r.name[:0], value...)
 	}
 	return nil
 }
@@ -222,38 +174,18 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			r.skipLF = false
 		}
-		if !r.skipLF && r.start < r.end {
-			lf, cr := r.lfPos, r.crPos
-			if lf < r.start {
-				r.lfPos, r.lfScanned = scan(r.buf, r.start, r.end, r.lfScanned, '\n')
-				lf = r.lfPos
+		if i := bytes.IndexAny(r.buf[max(r.start, r.scanned):r.end], "\r\n"); i >= 0 {
+			i += max(r.start, r.scanned)
+			line := r.buf[r.start:i]
+			r.start = i + 1
+			if r.buf[i] == '\r' {
+				// A '\n' may follow, in this read or the next.
+				r.skipLF = true
 			}
-			if cr < r.start {
-				cr = -1
-				if r.crScanned < r.end {
-					r.crPos, r.crScanned = scan(r.buf, r.start, r.end, r.crScanned, '\r')
-					cr = r.crPos
-				}
-			}
-			switch {
-			case cr >= 0 && (lf < 0 || cr < lf):
-				line := r.buf[r.start:cr]
-				switch {
-				case cr+1 == r.end: // a '\n' may follow in the next read
-					r.start = cr + 1
-					r.skipLF = true
-				case r.buf[cr+1] == '\n':
-					r.start = cr + 2
-				default:
-					r.start = cr + 1
-				}
-				return line, nil
-			case lf >= 0:
-				line := r.buf[r.start:lf]
-				r.start = lf + 1
-				return line, nil
-			}
+			r.scanned = r.start
+			return line, nil
 		}
+		r.scanned = r.end
 		if r.err != nil {
 			if r.err == io.EOF && r.start < r.end {
 				line := r.buf[r.start:r.end]
@@ -266,62 +198,32 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 }
 
-// scan returns the index in buf[start:end] of the first c, or -1, and how
-// far buf is known to hold no c; scanned is that extent from before.
-func scan(buf []byte, start, end, scanned int, c byte) (pos, newScanned int) {
-	from := max(start, scanned)
-	if i := bytes.IndexByte(buf[from:end], c); i >= 0 {
-		return from + i, scanned
-	}
-	return -1, end
-}
-
-// shift adjusts a remembered position when buf moves left by off.
-func shift(pos, scanned, off int) (int, int) {
-	if pos >= off {
-		pos -= off
-	} else {
-		pos = -1
-	}
-	return pos, max(scanned-off, 0)
-}
-
 // fill moves the unread bytes to the front of buf, grows it if it is full
-// or goes back to the idle buffer if it need not be, and reads once from
-// src.
+// or goes back to the idle buffer if it need not be larger, and reads
+// once from src.
 func (r *Reader) fill() {
-	r.own()
-	if r.start > 0 {
-		n := copy(r.buf, r.buf[r.start:r.end])
-		r.lfPos, r.lfScanned = shift(r.lfPos, r.lfScanned, r.start)
-		r.crPos, r.crScanned = shift(r.crPos, r.crScanned, r.start)
-		r.start, r.end = 0, n
+	n := r.end - r.start
+	nb := r.buf
+	switch idle := r.idleBuf(); {
+	case n == len(r.buf) && len(r.buf) >= r.max+2: // room for a maximal line and its CRLF
+		r.err = ErrEventTooLarge
+		return
+	case n == len(r.buf):
+		nb = make([]byte, min(max(2*len(r.buf), keepBufSize), r.max+2))
+	case len(r.buf) > len(idle) && n <= len(idle)/2:
+		nb = idle // the long line that grew buf has been read
 	}
-	if idle := r.idleBuf(); len(r.buf) > len(idle) && r.end <= len(idle)/2 {
-		// The long line that grew buf has been read.
-		r.setBuf(idle, nil)
-	}
-	if r.end == len(r.buf) {
-		if len(r.buf) >= r.max+2 { // room for a maximal line and its CRLF
-			r.err = ErrEventTooLarge
-			return
-		}
-		size := min(max(2*len(r.buf), lineBufSize), r.max+2)
-		if size == lineBufSize {
-			p := linePool.Get().(*[lineBufSize]byte)
-			r.setBuf(p[:], p)
-		} else {
-			r.setBuf(make([]byte, size), nil)
-		}
-	}
+	copy(nb, r.buf[r.start:r.end])
+	r.scanned = max(r.scanned-r.start, 0)
+	r.buf, r.start, r.end = nb, 0, n
 	for range maxEmptyReads {
-		n, err := r.src.Read(r.buf[r.end:])
-		r.end += n
+		m, err := r.src.Read(r.buf[r.end:])
+		r.end += m
 		if err != nil {
 			r.err = err
 			return
 		}
-		if n > 0 {
+		if m > 0 {
 			return
 		}
 	}
@@ -332,14 +234,4 @@ func (r *Reader) fill() {
 func (r *Reader) idleBuf() []byte {
 	n := min(idleBufSize, r.max+2)
 	return r.idle[:n:n]
-}
-
-// setBuf moves the unread bytes, which start at 0, to nb, and gives a
-// pooled buffer back.
-func (r *Reader) setBuf(nb []byte, pooled *[lineBufSize]byte) {
-	copy(nb, r.buf[:r.end])
-	if r.pooled != nil {
-		linePool.Put(r.pooled)
-	}
-	r.buf, r.pooled = nb, pooled
 }

@@ -3,12 +3,9 @@ package sse_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"testing/iotest"
 
@@ -116,39 +113,6 @@ func TestRecordings(t *testing.T) {
 					}
 				}
 			})
-		}
-	}
-}
-
-// TestRecordingsEverySplit feeds a recording in two reads split at every
-// offset, so every byte boundary (inside UTF-8 sequences and CRLF pairs
-// included) is a read boundary once.
-func TestRecordingsEverySplit(t *testing.T) {
-	text := strings.ReplaceAll(recorded(t)["main_stream_response.txt"], "\n", "\r\n")
-	want := expectedFromRecording(t, strings.ReplaceAll(text, "\r\n", "\n"))
-	for i := 0; i <= len(text); i += 7 {
-		r := io.MultiReader(strings.NewReader(text[:i]), strings.NewReader(text[i:]))
-		got, err := readAll(t, sse.NewReader(r))
-		if err != io.EOF || len(got) != len(want) {
-			t.Fatalf("split at %d: %d events, err %v", i, len(got), err)
-		}
-	}
-	// Every boundary inside the multibyte text of send_email.
-	text = recorded(t)["send_email_stream_response.txt"]
-	want = expectedFromRecording(t, text)
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && text[i] < 0x80 && text[i] != '\n' {
-			continue
-		}
-		r := io.MultiReader(strings.NewReader(text[:i]), strings.NewReader(text[i:]))
-		got, err := readAll(t, sse.NewReader(r))
-		if err != io.EOF || len(got) != len(want) {
-			t.Fatalf("split at %d: %d events, err %v", i, len(got), err)
-		}
-		for j := range want {
-			if got[j] != want[j] {
-				t.Fatalf("split at %d: event %d differs", i, j)
-			}
 		}
 	}
 }
@@ -348,49 +312,4 @@ func BenchmarkReader(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
-}
-
-// Streams share the buffers that long lines grow into: readers running at
-// once, each with long and short events in pieces of any size, must each
-// read exactly their own (with -race, a buffer still used once given back
-// is a race).
-func TestReadersShareLineBuffers(t *testing.T) {
-	const readers, events = 32, 200
-	var wg sync.WaitGroup
-	for i := range readers {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(i), 7))
-			var in strings.Builder
-			want := make([]rec, events)
-			for j := range want {
-				size := 1 + rnd.IntN(300)
-				if rnd.IntN(4) == 0 {
-					size = 500 + rnd.IntN(9000) // past the idle buffer, and often past the pooled one
-				}
-				want[j] = rec{fmt.Sprint("e", i), strings.Repeat(string(rune('a'+j%26)), size)}
-				fmt.Fprintf(&in, "event: %s\ndata: %s\n\n", want[j].name, want[j].data)
-			}
-			got, err := readAll(t, sse.NewReader(&yieldingReader{chunkReader{[]byte(in.String()), rnd, 1000}}))
-			if err != io.EOF || len(got) != events {
-				t.Errorf("reader %d: %d events, %v", i, len(got), err)
-				return
-			}
-			for j := range got {
-				if got[j] != want[j] {
-					t.Errorf("reader %d, event %d: %q of %d bytes, want %q of %d", i, j, got[j].name, len(got[j].data), want[j].name, len(want[j].data))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// yieldingReader lets other goroutines run before each read, so that
-// readers interleave as streams waiting on their connections do.
-type yieldingReader struct{ chunkReader }
-
-func (y *yieldingReader) Read(p []byte) (int, error) {
-	runtime.Gosched()
-	return y.chunkReader.Read(p)
 }

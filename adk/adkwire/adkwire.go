@@ -1,15 +1,16 @@
-// Package adkwire writes the wire format of an ADK API server (`adk
+// Package adkwire is the wire format of an ADK API server (`adk
 // api_server`): the events /run_sse streams, a session, and the error
 // frame that ends a failed run. The events are pydantic models dumped
 // with camelCase aliases and without null members, members in declaration
 // order (the model response's, then the event's); empty objects stay, as
 // they do on the wire. The simulator's ADK face and adktest write through
-// it.
+// it; the adk provider reads through it.
 package adkwire
 
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,16 @@ type Event struct {
 	LongRunningToolIDs []string `json:"longRunningToolIds,omitzero"`
 	ID                 string   `json:"id"`
 	Timestamp          Time     `json:"timestamp"`
+	// Error and ErrorDetails make the payload an error frame, which the
+	// server writes when an exception ends a run (ErrorFrame).
+	Error        json.RawMessage `json:"error,omitempty"`
+	ErrorDetails *ErrorDetails   `json:"error_details,omitempty"`
+}
+
+// ErrorDetails is an error frame's error_details (ADK 2.4 and later).
+type ErrorDetails struct {
+	ErrorType    string `json:"error_type"`
+	ErrorMessage string `json:"error_message"`
 }
 
 // Content is an event's content.
@@ -73,12 +84,14 @@ type Usage struct {
 	TotalTokenCount      int64 `json:"totalTokenCount"`
 }
 
-// Actions is the actions member every event carries, empty.
+// Actions is the actions member every event carries, empty but for
+// SkipSummarization, which ends a run after a tool's response.
 type Actions struct {
 	StateDelta                 struct{} `json:"stateDelta"`
 	ArtifactDelta              struct{} `json:"artifactDelta"`
 	RequestedAuthConfigs       struct{} `json:"requestedAuthConfigs"`
 	RequestedToolConfirmations struct{} `json:"requestedToolConfirmations"`
+	SkipSummarization          bool     `json:"skipSummarization,omitempty"`
 }
 
 // Node is an event's nodeInfo.
@@ -102,6 +115,19 @@ type Time time.Time
 
 // MarshalJSON implements json.Marshaler.
 func (t Time) MarshalJSON() ([]byte, error) { return t.append(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	s, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("a timestamp in seconds: %w", err)
+	}
+	*t = Time(time.UnixMicro(int64(math.Round(s * 1e6))))
+	return nil
+}
 
 func (t Time) append(dst []byte) []byte {
 	us := time.Time(t).UnixMicro()

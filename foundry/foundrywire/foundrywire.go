@@ -1,9 +1,10 @@
-// Package foundrywire writes the wire format of the Foundry Agent Service
+// Package foundrywire is the wire format of the Foundry Agent Service
 // threads/runs API: the thread, run, step and message objects its streams
 // and answers carry, the deltas, the error bodies, and the frames of its
 // event streams. Members are in the order of recordings of the service;
 // nullable members are pointers (or nil json.RawMessage) so they encode as
-// null. The simulator's threads face and foundrytest write through it.
+// null. The simulator's threads face and foundrytest write through it;
+// the foundry provider reads through it.
 package foundrywire
 
 import (
@@ -254,14 +255,12 @@ type Assistant struct {
 	Metadata     json.RawMessage   `json:"metadata"`
 }
 
-// ErrorEvent is the payload of an in-stream `error` event.
 // ErrorEvent is the payload of an in-stream error event.
 type ErrorEvent struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
-// ErrorBody is the service's non-2xx body.
 // ErrorBody is the service's non-2xx body.
 type ErrorBody struct {
 	Error APIError `json:"error"`

@@ -13,8 +13,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/azerror"
 	"github.com/brainwire/brainwire/internal/retry"
@@ -26,11 +29,67 @@ const MaxJSON = 32 << 20
 
 // Client sends a provider's requests.
 type Client struct {
+	// HTTP sends them; nil means http.DefaultClient.
 	HTTP *http.Client
 	// Who names the service to people ("the agent service").
 	Who string
 	// ReadError builds the error of a non-2xx answer.
 	ReadError func(*http.Response) error
+	// Prefix is the scheme, host and escaped path of the service's base
+	// URL, without a trailing slash; Query is sent with every call.
+	Prefix, Query string
+}
+
+// ParseBase parses the base URL of a service, which must be an absolute
+// http(s) URL; what names it in errors ("project endpoint"). Trailing
+// slashes are dropped.
+func ParseBase(raw, what string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the %s: %w", what, err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("%s %q: want an absolute http(s) URL", what, raw)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = strings.TrimRight(u.RawPath, "/")
+	return u, nil
+}
+
+// Prefix is what Client.Prefix holds for the base URL u.
+func Prefix(u *url.URL) string { return u.Scheme + "://" + u.Host + u.EscapedPath() }
+
+// URL is the URL of the operation path segments, each escaped, under the
+// client's base URL.
+func (c Client) URL(segments ...string) string { return JoinURL(c.Prefix, c.Query, segments...) }
+
+// JoinURL joins path segments, each escaped, to prefix, and adds query
+// when there is one.
+func JoinURL(prefix, query string, segments ...string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	if query != "" {
+		b.WriteByte('?')
+		b.WriteString(query)
+	}
+	return b.String()
+}
+
+// Op names the call made with ctx: the operation, and the thread and run
+// it is on, when there are.
+func Op(ctx context.Context, name, threadID, runID string) context.Context {
+	return brainwire.WithOperation(ctx, brainwire.Operation{Name: name, ThreadID: threadID, RunID: runID})
+}
+
+func (c Client) http() *http.Client {
+	if c.HTTP == nil {
+		return http.DefaultClient
+	}
+	return c.HTTP
 }
 
 // NewRequest builds a request with body, when not nil, as JSON.
@@ -127,7 +186,7 @@ func (c Client) Do(ctx context.Context, method, url string, body, out any) error
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.http().Do(req)
 	if err != nil {
 		return err
 	}
@@ -156,7 +215,7 @@ func (c Client) Stream(ctx context.Context, url string, body any) (io.ReadCloser
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.HTTP.Do(req)
+	resp, err := c.http().Do(req)
 	sb.release()
 	if err != nil {
 		return nil, err

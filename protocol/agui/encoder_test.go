@@ -234,15 +234,3 @@ func TestEncodeIsAlwaysWellFormed(t *testing.T) {
 		}
 	}
 }
-
-func TestReasoningChunksAllocateNothing(t *testing.T) {
-	for _, opts := range []Options{{}, {Reasoning: true}} {
-		e := NewEncoder(capture, opts)
-		buf := e.Encode(make([]byte, 0, 4096), step(brainwire.CaptureStepStart))
-		ev := chunk(3, " token", false)
-		buf = e.Encode(buf, ev) // opens the reasoning message, if asked
-		if n := testing.AllocsPerRun(100, func() { buf = e.Encode(buf[:0], ev) }); n != 0 {
-			t.Errorf("%+v: a reasoning chunk allocates %v times", opts, n)
-		}
-	}
-}

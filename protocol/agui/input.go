@@ -198,7 +198,7 @@ func readAudio(p contentPart, sp spoolTable) (*Audio, error) {
 }
 
 // spooledAudio is the audio a source's value names in the spool. A value
-// that names none was not spooled (a key spelt in a way the scanner did
+// that names none was not spooled (a key spelt in a way the spooler did
 // not take for "value"): it is decoded here.
 func spooledAudio(value string, sp spoolTable) (*io.SectionReader, error) {
 	if i, err := strconv.Atoi(strings.TrimPrefix(value, "#")); err == nil && strings.HasPrefix(value, "#") && i >= 0 && i < len(sp.values) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -59,11 +60,11 @@ func (e *ReadError) Unwrap() error { return e.Err }
 // does. Errors are those of ParseInput, EInvalid or ETooLarge; a *ReadError
 // when r fails; or the spool's.
 func ReadInput(r io.Reader, spool Spool, lim Limits) (Input, error) {
-	sc := &scanner{r: bufio.NewReaderSize(r, 32<<10), spool: spool, lim: lim}
-	if err := sc.top(); err != nil {
+	sp := &spooler{r: bufio.NewReaderSize(r, 32<<10), spool: spool, lim: lim}
+	if err := sp.run(); err != nil {
 		return Input{}, err
 	}
-	return parse(sc.out.Bytes(), spoolTable{spool: spool, values: sc.spooled})
+	return parse(sp.out.Bytes(), spoolTable{spool: spool, values: sp.spooled})
 }
 
 // spooled is one audio value as ReadInput left it in the spool.
@@ -80,11 +81,12 @@ func spoolRef(i int) string { return "#" + strconv.Itoa(i) }
 // brackets cannot grow the stack.
 const maxDepth = 10000
 
-// scanner copies a JSON text to out, all but the spooled values, keeping
-// track of where it is: only the values at messages[].content[].source
-// .value are spooled. Keys match as encoding/json matches them, without
+// spooler copies a JSON text to out, all but the audio values, which it
+// spools. It follows the text's nesting and keys, as far as it takes to
+// know where a value is, and no further: encoding/json, parsing out,
+// judges the rest. Keys match as encoding/json matches them, without
 // regard to case.
-type scanner struct {
+type spooler struct {
 	r       *bufio.Reader
 	out     bytes.Buffer
 	spool   Spool
@@ -92,36 +94,109 @@ type scanner struct {
 	spooled []spooled
 	off     int64 // bytes written to spool
 	refs    int64 // bytes of out that are references to the spool
-	depth   int
 }
 
-// Where a value is, for the scanner.
+// container is an object or an array the spooler is in.
+type container struct {
+	object bool
+	at     place  // where the container is
+	key    string // in an object, the member being read
+}
+
+// Where a value is, for the spooler.
 type place uint8
 
 const (
-	atOther place = iota
-	atRoot
-	atMessages // the messages array
-	atMessage  // one of its objects
-	atContent  // a message's content
-	atPart     // one of its parts
-	atSource   // a part's source
+	atOther    place = iota
+	atRoot           // the input
+	atMessages       // the messages array
+	atMessage        // one of its objects
+	atContent        // a message's content
+	atPart           // one of its parts
+	atSource         // a part's source
+	atAudio          // a source's value
 )
 
-func (s *scanner) top() error {
-	if err := s.value(atRoot); err != nil {
-		return err
+// run copies the text to out, spooling the audio values.
+func (s *spooler) run() error {
+	var stack []container
+	key := false // the next string is an object's key
+	for {
+		b, err := s.r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return &ReadError{err}
+		}
+		switch b {
+		case '{', '[':
+			if len(stack) == maxDepth {
+				return s.syntax("exceeded max depth")
+			}
+			stack = append(stack, container{object: b == '{', at: where(stack)})
+			key = b == '{'
+		case '}', ']':
+			stack = stack[:max(len(stack)-1, 0)]
+			key = false
+		case ',':
+			key = len(stack) > 0 && stack[len(stack)-1].object
+		case ':':
+			key = false
+		case '"':
+			start := s.out.Len()
+			switch {
+			case key:
+				if err := s.copyString(); err != nil {
+					return err
+				}
+				var k string
+				_ = json.Unmarshal(s.out.Bytes()[start:], &k) // a malformed key fails the parse
+				stack[len(stack)-1].key = k
+			case where(stack) == atAudio:
+				if err := s.spoolValue(); err != nil {
+					return err
+				}
+			default:
+				if err := s.copyString(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := s.put(b); err != nil {
+			return err
+		}
 	}
-	if b, err := s.skipSpace(); err == nil {
-		return s.syntax(fmt.Sprintf("invalid character %q after top-level value", b))
-	} else if !errors.Is(err, io.EOF) {
-		return err
+}
+
+// where is where the next value inside the innermost container is.
+func where(stack []container) place {
+	if len(stack) == 0 {
+		return atRoot
 	}
-	return nil
+	c := stack[len(stack)-1]
+	switch {
+	case !c.object && c.at == atMessages:
+		return atMessage
+	case !c.object && c.at == atContent:
+		return atPart
+	case !c.object:
+		return atOther
+	case c.at == atRoot && strings.EqualFold(c.key, "messages"):
+		return atMessages
+	case c.at == atMessage && strings.EqualFold(c.key, "content"):
+		return atContent
+	case c.at == atPart && strings.EqualFold(c.key, "source"):
+		return atSource
+	case c.at == atSource && strings.EqualFold(c.key, "value"):
+		return atAudio
+	}
+	return atOther
 }
 
 // next reads one byte; the end of the input is a syntax error.
-func (s *scanner) next() (byte, error) {
+func (s *spooler) next() (byte, error) {
 	b, err := s.r.ReadByte()
 	if errors.Is(err, io.EOF) {
 		return 0, s.syntax("unexpected end of JSON input")
@@ -132,31 +207,12 @@ func (s *scanner) next() (byte, error) {
 	return b, nil
 }
 
-// skipSpace returns the next byte that is not white space; io.EOF at the
-// end of the input.
-func (s *scanner) skipSpace() (byte, error) {
-	for {
-		b, err := s.r.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, io.EOF
-			}
-			return 0, &ReadError{err}
-		}
-		switch b {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return b, nil
-	}
-}
-
-func (s *scanner) syntax(what string) error {
+func (s *spooler) syntax(what string) error {
 	return invalid("malformed RunAgentInput: %s", what)
 }
 
 // put appends to out within the conversation's limit.
-func (s *scanner) put(p ...byte) error {
+func (s *spooler) put(p ...byte) error {
 	s.out.Write(p)
 	if s.lim.JSON > 0 && int64(s.out.Len())-s.refs > s.lim.JSON {
 		return s.tooLarge()
@@ -167,190 +223,19 @@ func (s *scanner) put(p ...byte) error {
 // tooLarge refuses a conversation over its limit. The rest of the input
 // is read first, and let go: when the whole is over the reader's own
 // limit too, that is the answer, as it would be had the audio come last.
-func (s *scanner) tooLarge() error {
+func (s *spooler) tooLarge() error {
 	if _, err := io.Copy(io.Discard, s.r); err != nil {
 		return &ReadError{err}
 	}
 	return brainwire.Errorf(brainwire.ETooLarge, "the RunAgentInput is over %d bytes besides its audio", s.lim.JSON)
 }
 
-func (s *scanner) value(at place) error {
-	b, err := s.skipSpace()
-	if errors.Is(err, io.EOF) {
-		return s.syntax("unexpected end of JSON input")
-	}
-	if err != nil {
+// copyString copies a string, its opening quote read, with its escapes as
+// they are.
+func (s *spooler) copyString() error {
+	if err := s.put('"'); err != nil {
 		return err
 	}
-	switch {
-	case b == '{':
-		return s.object(at)
-	case b == '[':
-		return s.array(at)
-	case b == '"':
-		if err := s.put('"'); err != nil {
-			return err
-		}
-		return s.copyString()
-	case b == '-' || b >= '0' && b <= '9' || b == 't' || b == 'f' || b == 'n':
-		// A number or a literal: its bytes up to the next delimiter;
-		// json.Unmarshal checks them.
-		if err := s.put(b); err != nil {
-			return err
-		}
-		for {
-			c, err := s.r.ReadByte()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return &ReadError{err}
-			}
-			if strings.IndexByte(",]} \t\r\n", c) >= 0 {
-				return s.r.UnreadByte()
-			}
-			if err := s.put(c); err != nil {
-				return err
-			}
-		}
-	}
-	return s.syntax(fmt.Sprintf("invalid character %q looking for beginning of value", b))
-}
-
-func (s *scanner) nest() error {
-	if s.depth++; s.depth > maxDepth {
-		return s.syntax("exceeded max depth")
-	}
-	return nil
-}
-
-func (s *scanner) array(at place) error {
-	if err := s.nest(); err != nil {
-		return err
-	}
-	defer func() { s.depth-- }()
-	if err := s.put('['); err != nil {
-		return err
-	}
-	elem := atOther
-	switch at {
-	case atMessages:
-		elem = atMessage
-	case atContent:
-		elem = atPart
-	}
-	b, err := s.skipSpace()
-	if err != nil {
-		return s.eof(err)
-	}
-	if b == ']' {
-		return s.put(']')
-	}
-	_ = s.r.UnreadByte()
-	for {
-		if err := s.value(elem); err != nil {
-			return err
-		}
-		b, err := s.skipSpace()
-		if err != nil {
-			return s.eof(err)
-		}
-		switch b {
-		case ',':
-			if err := s.put(','); err != nil {
-				return err
-			}
-		case ']':
-			return s.put(']')
-		default:
-			return s.syntax(fmt.Sprintf("invalid character %q after array element", b))
-		}
-	}
-}
-
-func (s *scanner) object(at place) error {
-	if err := s.nest(); err != nil {
-		return err
-	}
-	defer func() { s.depth-- }()
-	if err := s.put('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		b, err := s.skipSpace()
-		if err != nil {
-			return s.eof(err)
-		}
-		if b == '}' && first {
-			return s.put('}')
-		}
-		if b != '"' {
-			return s.syntax(fmt.Sprintf("invalid character %q looking for beginning of object key string", b))
-		}
-		start := s.out.Len()
-		if err := s.put('"'); err != nil {
-			return err
-		}
-		if err := s.copyString(); err != nil {
-			return err
-		}
-		key, _ := strconv.Unquote(string(s.out.Bytes()[start:])) // the key only: String() would copy all the output so far, for every key
-		if b, err = s.skipSpace(); err != nil {
-			return s.eof(err)
-		}
-		if b != ':' {
-			return s.syntax(fmt.Sprintf("invalid character %q after object key", b))
-		}
-		if err := s.put(':'); err != nil {
-			return err
-		}
-		if at == atSource && strings.EqualFold(key, "value") {
-			err = s.spoolValue()
-		} else {
-			err = s.value(inside(at, key))
-		}
-		if err != nil {
-			return err
-		}
-		if b, err = s.skipSpace(); err != nil {
-			return s.eof(err)
-		}
-		switch b {
-		case ',':
-			if err := s.put(','); err != nil {
-				return err
-			}
-		case '}':
-			return s.put('}')
-		default:
-			return s.syntax(fmt.Sprintf("invalid character %q after object key:value pair", b))
-		}
-	}
-}
-
-// inside is where the value of key in an object at at is.
-func inside(at place, key string) place {
-	switch {
-	case at == atRoot && strings.EqualFold(key, "messages"):
-		return atMessages
-	case at == atMessage && strings.EqualFold(key, "content"):
-		return atContent
-	case at == atPart && strings.EqualFold(key, "source"):
-		return atSource
-	}
-	return atOther
-}
-
-func (s *scanner) eof(err error) error {
-	if errors.Is(err, io.EOF) {
-		return s.syntax("unexpected end of JSON input")
-	}
-	return err
-}
-
-// copyString copies the rest of a string, its opening quote read, with
-// its escapes as they are.
-func (s *scanner) copyString() error {
 	for {
 		b, err := s.next()
 		if err != nil {
@@ -374,22 +259,13 @@ func (s *scanner) copyString() error {
 	}
 }
 
-// spoolValue decodes a source's value into the spool as it arrives and
-// writes its reference in its place. A value that is not a string is
-// copied: parsing refuses it.
-func (s *scanner) spoolValue() error {
-	b, err := s.skipSpace()
-	if err != nil {
-		return s.eof(err)
-	}
-	if b != '"' {
-		_ = s.r.UnreadByte()
-		return s.value(atOther)
-	}
+// spoolValue decodes an audio value, its opening quote read, into the
+// spool as it arrives and writes its reference in its place.
+func (s *spooler) spoolValue() error {
 	sp := spooled{off: s.off}
 	str := &stringReader{s: s}
 	dst := &limitedWriter{w: s.spool, n: s.lim.Audio}
-	_, err = io.Copy(dst, base64.NewDecoder(base64.StdEncoding, &padder{r: str}))
+	_, err := io.Copy(dst, base64.NewDecoder(base64.RawStdEncoding, unpadded{str}))
 	sp.n = dst.written
 	s.off += dst.written
 	switch {
@@ -442,7 +318,7 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 // stringReader reads the rest of a JSON string, its opening quote read,
 // unescaped, up to its closing quote.
 type stringReader struct {
-	s   *scanner
+	s   *spooler
 	end bool
 	err error // a read or syntax error: the whole input fails
 }
@@ -520,45 +396,18 @@ func (r *stringReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// padder passes base64 through, and pads it at its end when it came
-// without padding, so that one decoder takes both, as the service's
-// clients send both.
-type padder struct {
-	r      io.Reader
-	n      int // base64 characters seen, newlines aside
-	padded bool
-	tail   []byte
-	done   bool
-}
+// unpadded drops base64's padding, so that one decoder takes values with
+// and without it, as the service's clients send both.
+type unpadded struct{ r io.Reader }
 
-func (p *padder) Read(b []byte) (int, error) {
-	if p.done {
-		if len(p.tail) == 0 {
-			return 0, io.EOF
-		}
-		n := copy(b, p.tail)
-		p.tail = p.tail[n:]
-		return n, nil
-	}
-	n, err := p.r.Read(b)
-	for _, c := range b[:n] {
-		switch c {
-		case '\r', '\n':
-		case '=':
-			p.padded = true
-			p.n++
-		default:
-			p.n++
+func (u unpadded) Read(p []byte) (int, error) {
+	n, err := u.r.Read(p)
+	k := 0
+	for _, c := range p[:n] {
+		if c != '=' {
+			p[k] = c
+			k++
 		}
 	}
-	if errors.Is(err, io.EOF) {
-		p.done = true
-		if !p.padded && p.n%4 > 1 {
-			p.tail = []byte("==")[:4-p.n%4]
-		}
-		if n > 0 || len(p.tail) > 0 {
-			return n, nil
-		}
-	}
-	return n, err
+	return k, err
 }

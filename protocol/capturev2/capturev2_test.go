@@ -73,31 +73,3 @@ func TestEncodeIsOneLineAndFramed(t *testing.T) {
 		t.Fatalf("payload %q decodes to %q, %v", body, v.Message, err)
 	}
 }
-
-func TestEncodeAllocatesNothing(t *testing.T) {
-	buf := make([]byte, 0, 512)
-	for _, ev := range []brainwire.CaptureEvent{
-		{Type: brainwire.CaptureOutcome, Result: &brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, InboxItemID: "i1", Bucket: "People", Confidence: 0.9}},
-		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
-	} {
-		if n := testing.AllocsPerRun(100, func() { buf = Encoder{}.Encode(buf[:0], ev) }); n != 0 {
-			t.Fatalf("Encode of %s allocates %v times", ev.Type, n)
-		}
-	}
-}
-
-func BenchmarkEncode(b *testing.B) {
-	evs := []brainwire.CaptureEvent{
-		{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
-		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
-		{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
-	}
-	buf := make([]byte, 0, 512)
-	b.ReportAllocs()
-	for b.Loop() {
-		buf = buf[:0]
-		for _, ev := range evs {
-			buf = Encoder{}.Encode(buf, ev)
-		}
-	}
-}

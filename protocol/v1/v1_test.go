@@ -125,30 +125,3 @@ func TestNothingAfterTheEnd(t *testing.T) {
 		t.Fatalf("frames after RUN_ERROR: %q", dst[n:])
 	}
 }
-
-func BenchmarkEncodeFailure(b *testing.B) {
-	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
-	evs := []brainwire.CaptureEvent{
-		{Type: brainwire.CaptureStepStart, StepName: "Classifying"},
-		{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth},
-		{Type: brainwire.CaptureComplete, ThreadID: "thread-1", RunID: "run-1"},
-	}
-	buf := make([]byte, 0, 512)
-	b.ReportAllocs()
-	for b.Loop() {
-		e := NewEncoder(c)
-		buf = buf[:0]
-		for _, ev := range evs {
-			buf = e.Encode(buf, ev)
-		}
-	}
-}
-
-func TestEncodeFailureAllocatesNothing(t *testing.T) {
-	c := brainwire.Capture{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1"}
-	ev := brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "brainwire could not sign in to the agent service", Code: brainwire.EUpstreamAuth}
-	buf := make([]byte, 0, 512)
-	if n := testing.AllocsPerRun(100, func() { buf = NewEncoder(c).Encode(buf[:0], ev) }); n != 0 {
-		t.Fatalf("Encode of a failure allocates %v times", n)
-	}
-}

@@ -73,16 +73,7 @@ func JSON(status int, v any) Response { return scripttest.JSON(status, v) }
 // Error answers status with the API's error body
 // {"error":{"message","type","param","code"}}.
 func Error(status int, code, message string) Response {
-	var body struct {
-		Error struct {
-			Message string  `json:"message"`
-			Type    string  `json:"type"`
-			Param   *string `json:"param"`
-			Code    string  `json:"code"`
-		} `json:"error"`
-	}
-	body.Error.Message, body.Error.Type, body.Error.Code = message, "invalid_request_error", code
-	return JSON(status, body)
+	return JSON(status, responseswire.ErrorBody{Error: responseswire.APIError{Message: message, Type: "invalid_request_error", Code: code}})
 }
 
 // Raw answers status with a body of any content type.

@@ -1,7 +1,20 @@
 package responseswire
 
-// The objects a health check reads, members in the order the services
-// write them.
+// The objects a health check reads, and the error body of a refused call,
+// members in the order the services write them.
+
+// ErrorBody is the API's non-2xx body.
+type ErrorBody struct {
+	Error APIError `json:"error"`
+}
+
+// APIError is an ErrorBody's error.
+type APIError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
 
 // Model is a model object (GET /models/{model}, and the items of GET
 // /models) of OpenAI's API and of servers implementing it.

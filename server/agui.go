@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/agui"
@@ -47,23 +46,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		s.runVoiceAudio(w, r, c, fp, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
 	default:
-		if err := brainwire.CheckText("text", in.Text); err != nil {
-			writeError(w, err)
-			return
-		}
-		if n := utf8.RuneCountInString(in.Text); n > s.cfg.MaxTextLength {
-			writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
-			return
-		}
-		c, err := s.newCapture(r, brainwire.KindText, in.ThreadID, in.RunID)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		c.Text = in.Text
-		if hold, ok := s.holdKey(w, r, c, fp, newEncoder); ok {
-			s.runCapture(w, r, c, newEncoder(c), hold)
-		}
+		s.runText(w, r, in.Text, in.ThreadID, in.RunID, fp, newEncoder)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/capture"
 )
 
 // statusFor maps application error codes to HTTP statuses, in one place.
@@ -32,7 +33,7 @@ func statusFor(code string) int {
 		return http.StatusRequestTimeout
 	case errTooBusy:
 		return http.StatusServiceUnavailable
-	case errKeyReused:
+	case capture.EKeyReused:
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
@@ -43,7 +44,6 @@ const (
 	errUnsupportedMedia = "unsupported_media_type"
 	errRequestTimeout   = "request_timeout" // the body did not arrive in time
 	errTooBusy          = "too_busy"        // a bound on concurrent work is reached
-	errKeyReused        = "key_reused"      // an Idempotency-Key sent again with another request
 )
 
 // bodyReadError describes a failure to read the request body without the

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/capture"
 	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
@@ -41,7 +40,7 @@ func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followU
 		writeError(w, err)
 		return
 	}
-	s.runCapture(w, r, capture.Request{Capture: c, Fingerprint: fp.String()}, newEncoder)
+	s.runCapture(w, r, fp.request(c), newEncoder)
 }
 
 // followUpCapture checks a follow-up and makes its capture, not yet

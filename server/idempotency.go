@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/capture"
 )
 
 // A capture request may carry an Idempotency-Key (the IETF httpapi draft
@@ -126,16 +127,21 @@ func requestKey(r *http.Request) string {
 	return k
 }
 
-// fingerprint identifies a capture request for its key: a hash of its
-// route and of what it asks for (the body, or a voice upload's fields and
-// audio). Nil when the request has no key: there is nothing to compare.
-type fingerprint struct{ h hash.Hash }
+// fingerprint identifies a capture request under its Idempotency-Key: a
+// hash of its route and of what it asks for (the body, or a voice
+// upload's fields and audio). Nil when the request has no key: there is
+// nothing to compare.
+type fingerprint struct {
+	key string
+	h   hash.Hash
+}
 
 func newFingerprint(r *http.Request) *fingerprint {
-	if requestKey(r) == "" {
+	key := requestKey(r)
+	if key == "" {
 		return nil
 	}
-	f := &fingerprint{h: sha256.New()}
+	f := &fingerprint{key: key, h: sha256.New()}
 	f.add([]byte(r.Method + " " + r.URL.Path))
 	return f
 }
@@ -157,9 +163,10 @@ func (f *fingerprint) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (f *fingerprint) String() string {
+// request is capture c to run under the request's key, if it has one.
+func (f *fingerprint) request(c brainwire.Capture) capture.Request {
 	if f == nil {
-		return ""
+		return capture.Request{Capture: c}
 	}
-	return hex.EncodeToString(f.h.Sum(nil))
+	return capture.Request{Capture: c, Key: f.key, Fingerprint: hex.EncodeToString(f.h.Sum(nil))}
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/capture"
 	"github.com/brainwire/brainwire/protocol/capturev2"
 )
 
@@ -109,7 +108,7 @@ func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(b
 	c.AudioURL = up.url
 	// The upload is complete and stored: the key is claimed now, before
 	// the agent transcribes anything.
-	s.runCapture(w, r, capture.Request{Capture: c, Fingerprint: up.fingerprint.String()}, newEncoder)
+	s.runCapture(w, r, up.fingerprint.request(c), newEncoder)
 }
 
 // runVoiceAudio stores audio that came whole in the request (AG-UI's
@@ -158,7 +157,9 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 		c.AudioURL = url
 		return nil
 	}
-	s.runCapture(w, r, capture.Request{Capture: c, Fingerprint: fp.String(), Prepare: store}, newEncoder)
+	req := fp.request(c)
+	req.Prepare = store
+	s.runCapture(w, r, req, newEncoder)
 }
 
 func (s *Server) deleteAudio(ctx context.Context, url string) {

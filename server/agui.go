@@ -52,7 +52,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 
 // readAGUIInput reads a RunAgentInput as it arrives (into fp too, when
 // not nil), within the body
-// limit, as readJSONBody reads the other routes' bodies, with the same
+// limit, as decodeJSON reads the other routes' bodies, with the same
 // answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
 // into a file when the server takes voice captures, so that a body of
 // tens of megabytes holds a few buffers, not the body; otherwise the body

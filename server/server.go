@@ -1,6 +1,7 @@
-// Package server is the capture server: routes, API-key auth, the SSE
-// stream to the phone, and the capture pipeline that runs the agent
-// (provider) through the adapter into the phone's protocol.
+// Package server is the capture server: routes, API-key auth, the
+// requests of each protocol, and the SSE stream of a capture's events to
+// the client in its protocol. The captures themselves run in package
+// capture.
 package server
 
 import (

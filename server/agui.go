@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"os"
 
@@ -51,22 +50,16 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 }
 
 // readAGUIInput reads a RunAgentInput as it arrives (into fp too, when
-// not nil), within the body
-// limit, as decodeJSON reads the other routes' bodies, with the same
-// answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
+// not nil), from jsonBody as decodeJSON reads the other routes' bodies,
+// with the same answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
 // into a file when the server takes voice captures, so that a body of
 // tens of megabytes holds a few buffers, not the body; otherwise the body
 // is held to the conversation's limit and its audio, refused anyway, is
 // decoded in memory. The spool, when not nil, is the caller's to close.
 func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *fingerprint) (agui.Input, *fileSpool, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return agui.Input{}, nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
-	}
-	limit := s.aguiBodyLimit()
-	tooLarge := brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
-	if r.ContentLength > limit {
-		return agui.Input{}, nil, tooLarge
+	body, err := jsonBody(w, r, s.aguiBodyLimit())
+	if err != nil {
+		return agui.Input{}, nil, err
 	}
 	lim := agui.Limits{JSON: max(s.cfg.MaxBodyBytes, aguiConversationBytes), Audio: s.maxAudioBytes()}
 	var spool agui.Spool = &agui.MemSpool{}
@@ -75,7 +68,6 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 		file = &fileSpool{}
 		spool = file
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
 	if fp != nil {
 		body = io.TeeReader(body, fp) // the body as sent, for its Idempotency-Key
 	}
@@ -84,9 +76,9 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return agui.Input{}, file, tooLarge
+		return agui.Input{}, file, bodyError(tooBig)
 	case errors.As(err, &readErr):
-		return agui.Input{}, file, bodyReadError(readErr.Err)
+		return agui.Input{}, file, bodyError(readErr.Err)
 	case err != nil && brainwire.ErrorCode(err) == brainwire.EInternal:
 		s.log.Error("spooling AG-UI inline audio", "error", err)
 		return agui.Input{}, file, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored")

@@ -62,26 +62,32 @@ func (s *Server) runText(w http.ResponseWriter, r *http.Request, text, threadID,
 // preallocBody is the most decodeJSON sets aside before the bytes arrive.
 const preallocBody = 64 << 10
 
-// decodeJSON reads a whole application/json body within the size limit and
-// decodes it into v, for every JSON route but AG-UI's (which streams),
-// and returns the request's fingerprint for its Idempotency-Key, if it has
-// one. Strict, it refuses unknown fields, so a client's typo is a clear
-// 400; the routes of earlier app builds take what those builds sent,
-// extras and all. A body that declares more than the limit is refused
-// before any of it is read, and one that turns out longer is cut off at
-// the limit. The body is read whole (bodies are small) so that bytes that
-// are not UTF-8 are refused, not silently turned into U+FFFD. Failures
-// say what went wrong without the connection's details: a body that
-// stalls past the server's read deadline is a 408.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) (*fingerprint, error) {
+// jsonBody is the request's application/json body, of at most limit
+// bytes: a body that declares more is refused before any of it is read,
+// and one that turns out longer fails its read at the limit (bodyError).
+func jsonBody(w http.ResponseWriter, r *http.Request, limit int64) (io.Reader, error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/json" {
 		return nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
 	}
-	limit := s.cfg.MaxBodyBytes
-	tooLarge := func() error { return brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit) }
 	if r.ContentLength > limit {
-		return nil, tooLarge()
+		return nil, bodyError(&http.MaxBytesError{Limit: limit})
+	}
+	return http.MaxBytesReader(w, r.Body, limit), nil
+}
+
+// decodeJSON reads a whole JSON body within the size limit (jsonBody) and
+// decodes it into v, for every JSON route but AG-UI's (which streams, from
+// jsonBody too), and returns the request's fingerprint for its
+// Idempotency-Key, if it has one. Strict, it refuses unknown fields, so a
+// client's typo is a clear 400; the routes of earlier app builds take
+// what those builds sent, extras and all. The body is read whole (bodies
+// are small) so that bytes that are not UTF-8 are refused, not silently
+// turned into U+FFFD.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) (*fingerprint, error) {
+	rd, err := jsonBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return nil, err
 	}
 	// The declared length sizes the buffer up to a point: beyond it, the
 	// buffer grows with what arrives, so a client that declares a large
@@ -90,12 +96,8 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, stric
 	if r.ContentLength > 0 {
 		buf.Grow(int(min(r.ContentLength, preallocBody)) + bytes.MinRead)
 	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, tooLarge()
-		}
-		return nil, bodyReadError(err)
+	if _, err := buf.ReadFrom(rd); err != nil {
+		return nil, bodyError(err)
 	}
 	body := buf.Bytes()
 	if !utf8.Valid(body) {

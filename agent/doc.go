@@ -8,7 +8,8 @@
 // here: the tool rounds and their limit, the order of events (a tool's
 // result goes out before the run continues, so that the phone hears the
 // outcome while the agent still writes), and what a run that stopped or
-// ended early reports. The calls that open a response, the run's start and
-// each continuation, all go through one place (Loop.open), where refused
-// calls are to be retried.
+// ended early reports. A call that opens a response (the run's start, each
+// continuation) and is refused before the service answered is retried
+// below the provider, in its HTTP transport (internal/retry, stacked by
+// package wiring), where the retry can see the status and Retry-After.
 package agent

@@ -107,10 +107,7 @@ func (l *Loop) start(ctx context.Context, req brainwire.RunRequest) chan started
 	ch := make(chan started, 1)
 	go func() {
 		var s started
-		s.err = l.open(func() (err error) {
-			s.run, err = l.provider.Start(ctx, req)
-			return err
-		})
+		s.run, s.err = l.provider.Start(ctx, req)
 		ch <- s
 	}()
 	return ch
@@ -190,18 +187,11 @@ func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.Too
 				return fmt.Errorf("%s: %s: %w", run, res.Name, res.Fatal)
 			}
 		}
-		if err := l.open(func() error { return run.Continue(results) }); err != nil {
+		if err := run.Continue(results); err != nil {
 			return err
 		}
 	}
 }
-
-// open makes a call that opens a response: the run's start, or its
-// continuation after a round of tools. These are the calls an agent
-// service refuses before it answers (429, 5xx, a connection reset before
-// any byte), and open is the one place where such refusals are to be
-// retried.
-func (l *Loop) open(call func() error) error { return call() }
 
 // name names a run in messages; run is nil when it never started.
 func name(run brainwire.Run) string {

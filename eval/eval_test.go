@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,30 +221,25 @@ func TestCompareListsChangedCases(t *testing.T) {
 	}
 }
 
-// handlerTarget is a Target in front of a handler, run with a counter of
-// captures in flight.
-func handlerTarget(h http.Handler) eval.Open {
-	return func(_ context.Context, _ string, _ brainwire.Observer) (eval.Target, error) {
-		return eval.Target{Handler: h, APIKey: "k"}, nil
-	}
+// captureFunc is a Capturer in a function.
+type captureFunc func(context.Context, brainwire.Capture) (brainwire.CaptureResult, error)
+
+func (f captureFunc) Capture(ctx context.Context, c brainwire.Capture) (brainwire.CaptureResult, error) {
+	return f(ctx, c)
 }
 
 // TestRunBoundsConcurrencyAndStopsOnRefusals checks the runner against a
-// fake server: never more captures in flight than asked, progress for
-// each, and a refused capture fails the pass with what the server said.
+// fake capture service: never more captures in flight than asked,
+// progress for each, and a refused capture fails the pass with what the
+// service said.
 func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 	cases := make([]eval.Case, 12)
 	for i := range cases {
 		cases[i] = eval.Case{ID: string(rune('a' + i)), Text: "x", ExpectedBucket: "People"}
 	}
 	var inFlight, peak atomic.Int32
-	var mu sync.Mutex
-	var obs brainwire.Observer
-	open := func(_ context.Context, _ string, o brainwire.Observer) (eval.Target, error) {
-		mu.Lock()
-		obs = o
-		mu.Unlock()
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	open := func(_ context.Context, _ string, obs brainwire.Observer) (eval.Target, error) {
+		run := captureFunc(func(ctx context.Context, c brainwire.Capture) (brainwire.CaptureResult, error) {
 			n := inFlight.Add(1)
 			defer inFlight.Add(-1)
 			for {
@@ -255,17 +248,13 @@ func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 					break
 				}
 			}
-			var body struct {
-				RunID string `json:"run_id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&body)
-			_, co := obs.StartCapture(r.Context(), brainwire.Capture{RunID: body.RunID})
+			_, co := obs.StartCapture(ctx, c)
 			time.Sleep(5 * time.Millisecond)
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte(`data: {"type":"COMPLETE","threadId":"t","runId":"` + body.RunID + `"}` + "\n\n"))
-			co.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "People", Confidence: 0.9})
+			res := brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "People", Confidence: 0.9}
+			co.End(res)
+			return res, nil
 		})
-		return eval.Target{Handler: h, APIKey: "k"}, nil
+		return eval.Target{Captures: run}, nil
 	}
 	var progress []int
 	passes, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t", Concurrency: 3,
@@ -284,21 +273,13 @@ func TestRunBoundsConcurrencyAndStopsOnRefusals(t *testing.T) {
 		t.Errorf("results %+v", p.Results[0])
 	}
 
-	refuse := handlerTarget(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		w.Write([]byte(`{"detail":"Invalid or missing API key"}`))
-	}))
-	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t"}, refuse, eval.Side{Label: "agent"}); err == nil ||
-		!strings.Contains(err.Error(), "Invalid or missing API key") {
-		t.Errorf("refused captures: %v", err)
+	refuse := func(context.Context, string, brainwire.Observer) (eval.Target, error) {
+		return eval.Target{Captures: captureFunc(func(context.Context, brainwire.Capture) (brainwire.CaptureResult, error) {
+			return brainwire.CaptureResult{}, brainwire.Errorf(brainwire.EUnavailable, "this server's store keeps no idempotency keys")
+		})}, nil
 	}
-	cut := handlerTarget(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write([]byte(`data: {"type":"STEP_START","stepName":"Classifying"}` + "\n\n"))
-	}))
-	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases[:1], RunID: "eval-t"}, cut, eval.Side{Label: "agent"}); err == nil ||
-		!strings.Contains(err.Error(), "without COMPLETE") {
-		t.Errorf("cut stream: %v", err)
+	if _, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t"}, refuse, eval.Side{Label: "agent"}); err == nil ||
+		!strings.Contains(err.Error(), "keeps no idempotency keys") {
+		t.Errorf("refused captures: %v", err)
 	}
 }

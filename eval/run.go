@@ -1,19 +1,14 @@
 package eval
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/brainwire/brainwire"
 )
@@ -21,16 +16,22 @@ import (
 // DefaultConcurrency is how many cases run at once.
 const DefaultConcurrency = 4
 
-// Target is a capture server to evaluate: wired as serve wires it (the
-// caller uses the one composition function), with a scratch store, its
-// agent running the instructions under test.
+// Target is what an evaluation runs its captures on: the capture service
+// wired as serve wires it (the caller uses the one composition function),
+// with a scratch store, its agent running the instructions under test.
 type Target struct {
-	Handler http.Handler
-	APIKey  string
+	Captures Capturer
+	// UserID is whose captures they are.
+	UserID string
 	// Agent is the agent the server runs, instructions applied.
 	Agent brainwire.AgentInfo
 	// Close releases the target (its scratch store); nil: nothing.
 	Close func()
+}
+
+// Capturer runs a capture to its end: a capture.Service.
+type Capturer interface {
+	Capture(ctx context.Context, c brainwire.Capture) (brainwire.CaptureResult, error)
 }
 
 // Open opens a Target running instructions ("" keeps the agent's), whose
@@ -117,15 +118,13 @@ type job struct {
 // sides run together, their captures interleaved case by case, so that
 // what changes over the evaluation's time (a service's load, warm
 // connections) weighs on each alike. A case whose capture could not be
-// run at all (the server refused it) fails the evaluation; a capture
+// run at all (the service refused it) fails the evaluation; a capture
 // that ends in ERROR is a result like any other.
 func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, error) {
 	trials := cfg.trials()
 	type sideRun struct {
 		target Target
 		obs    *collector
-		client *http.Client
-		url    string
 		label  string // in run ids
 		pass   *Pass
 	}
@@ -140,14 +139,12 @@ func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, er
 		if target.Close != nil {
 			defer target.Close()
 		}
-		srv := httptest.NewServer(target.Handler)
-		defer srv.Close()
 		label := s.Label
 		if labels[label] { // the same instructions twice: runs apart
 			label = fmt.Sprintf("%s-%d", label, i+1)
 		}
 		labels[label] = true
-		runs[i] = &sideRun{target: target, obs: obs, client: srv.Client(), url: srv.URL, label: label,
+		runs[i] = &sideRun{target: target, obs: obs, label: label,
 			pass: &Pass{Instructions: s.Label, Agent: target.Agent, Results: make([]Result, len(cfg.Cases)*trials)}}
 	}
 	// Trial after trial through the corpus, each case on every side, the
@@ -189,12 +186,14 @@ func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, er
 			if trials > 1 {
 				runID += fmt.Sprintf("-t%d", jb.trial+1)
 			}
-			if err := capture(ctx, sr.client, sr.url, sr.target.APIKey, c.Text, runID); err != nil {
+			capture := brainwire.Capture{Kind: brainwire.KindText, UserID: sr.target.UserID,
+				ThreadID: "thread-" + uuid.NewString(), RunID: runID, Text: c.Text}
+			if _, err := sr.target.Captures.Capture(ctx, capture); err != nil {
 				errs[j] = fmt.Errorf("case %s: %w", c.ID, err)
 				cancel()
 				return
 			}
-			res, err := sr.obs.result(ctx, c, runID)
+			res, err := sr.obs.result(c, runID)
 			if err != nil {
 				errs[j] = fmt.Errorf("case %s: %w", c.ID, err)
 				cancel()
@@ -225,43 +224,6 @@ func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, er
 	return passes, nil
 }
 
-// capture posts one capture as the phone does and reads its stream to the
-// end (COMPLETE).
-func capture(ctx context.Context, client *http.Client, base, key, text, runID string) error {
-	body, _ := json.Marshal(map[string]string{"text": text, "run_id": runID})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/capture", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("capture request: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var d struct{ Detail string }
-		_ = json.NewDecoder(resp.Body).Decode(&d)
-		return fmt.Errorf("the server refused the capture: %s %s", resp.Status, d.Detail)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), `data: {"type":"COMPLETE"`) {
-			// Read on to the end, so that the server ends the capture
-			// before the connection goes.
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading the capture stream: %w", err)
-	}
-	return errors.New("the capture stream ended without COMPLETE")
-}
-
 // collector keeps what each capture's result and reasoning were, by the
 // capture's run id.
 type collector struct {
@@ -276,7 +238,6 @@ type runRecord struct {
 	// reasoning is the chain-of-thought up to the outcome, not the
 	// agent's closing words.
 	reasoning excerpt
-	ended     chan struct{} // closed by End
 }
 
 func newCollector() *collector { return &collector{runs: map[string]*runRecord{}} }
@@ -284,7 +245,7 @@ func newCollector() *collector { return &collector{runs: map[string]*runRecord{}
 // StartCapture implements brainwire.Observer. Telemetry's observer, when
 // there is one, has started the run's trace before.
 func (o *collector) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	r := &runRecord{ended: make(chan struct{})}
+	r := &runRecord{}
 	r.trace, _ = brainwire.RunTraceFrom(ctx)
 	o.mu.Lock()
 	o.runs[c.RunID] = r
@@ -314,23 +275,16 @@ func (ro *runObserver) End(res brainwire.CaptureResult) {
 	ro.o.mu.Lock()
 	ro.r.res = res
 	ro.o.mu.Unlock()
-	close(ro.r.ended)
 }
 
-// result is the case's result, once the server has ended the capture: it
-// does so right after sending COMPLETE.
-func (o *collector) result(ctx context.Context, c Case, runID string) (Result, error) {
+// result is the case's result, once its capture has ended.
+func (o *collector) result(c Case, runID string) (Result, error) {
 	o.mu.Lock()
 	r := o.runs[runID]
 	o.mu.Unlock()
 	out := Result{Case: c, Trial: Trial{RunID: runID}}
 	if r == nil {
-		return out, errors.New("the server ran no capture with its run id")
-	}
-	select {
-	case <-r.ended:
-	case <-ctx.Done():
-		return out, ctx.Err()
+		return out, errors.New("no capture ran with its run id")
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

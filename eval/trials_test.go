@@ -3,10 +3,8 @@ package eval_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -311,25 +309,21 @@ func TestRunTrials(t *testing.T) {
 	var order []string
 	long := "début " + strings.Repeat("é", 2000) + " fin"
 	open := func(_ context.Context, instructions string, obs brainwire.Observer) (eval.Target, error) {
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var body struct {
-				RunID string `json:"run_id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&body)
+		run := captureFunc(func(ctx context.Context, c brainwire.Capture) (brainwire.CaptureResult, error) {
 			mu.Lock()
 			order = append(order, instructions)
 			mu.Unlock()
-			ctx := brainwire.WithRunTrace(r.Context(), brainwire.TraceRef{TraceID: "trace-" + body.RunID, SpanID: "s"})
-			_, co := obs.StartCapture(ctx, brainwire.Capture{RunID: body.RunID})
+			ctx = brainwire.WithRunTrace(ctx, brainwire.TraceRef{TraceID: "trace-" + c.RunID, SpanID: "s"})
+			_, co := obs.StartCapture(ctx, c)
 			for i := 0; i < len(long); i += 7 { // chunks that split characters
 				co.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{Text: long[i:min(i+7, len(long))]}})
 			}
 			co.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning, Chunk: brainwire.ReasoningChunk{Text: "Filed.", AfterOutcome: true}})
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write([]byte(`data: {"type":"COMPLETE","threadId":"t","runId":"` + body.RunID + `"}` + "\n\n"))
-			co.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "People", Confidence: 0.9})
+			res := brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "People", Confidence: 0.9}
+			co.End(res)
+			return res, nil
 		})
-		return eval.Target{Handler: h, APIKey: "k"}, nil
+		return eval.Target{Captures: run}, nil
 	}
 	passes, err := eval.Run(t.Context(), eval.Config{Cases: cases, RunID: "eval-t", Trials: 3, Concurrency: 1}, open,
 		eval.Side{Label: "agent", Instructions: "A"}, eval.Side{Label: "agent", Instructions: "B"})

@@ -122,35 +122,3 @@ func (p describeProbe) Ping(ctx context.Context) error {
 	}
 	return nil
 }
-
-// correction tells the observers that record corrections about one.
-func (s *Server) correction(ctx context.Context, c brainwire.Correction) {
-	if co, ok := s.cfg.Observer.(brainwire.CorrectionObserver); ok {
-		co.Correction(ctx, c)
-	}
-	s.log.Info("correction", "kind", c.Kind, "item", c.ItemID, "agent_run", c.Run.RunID, "agent_version", c.Run.AgentVersion,
-		"agent_outcome", c.Run.Outcome, "agent_bucket", c.Run.Bucket, "bucket", c.Bucket, "round", c.Round, "outcome", c.Outcome)
-}
-
-// followUpCorrection records what a follow-up made of the misunderstood
-// capture it answered: an evaluation of the run that asked.
-func (s *Server) followUpCorrection(ctx context.Context, c brainwire.Capture, res *brainwire.CaptureResult) {
-	fu := c.FollowUp
-	// Only a misunderstood item takes a follow-up; one filed before runs
-	// were recorded still says what the agent guessed.
-	run := brainwire.AgentRun{Outcome: brainwire.OutcomeMisunderstood}
-	if cm := fu.Item.ClassificationMeta; cm != nil {
-		run.Bucket, run.Confidence = cm.Bucket, cm.Confidence
-	}
-	if fu.Item.AgentRun != nil {
-		run = *fu.Item.AgentRun
-	}
-	bucket := ""
-	if res.Outcome.Resolved() {
-		bucket = res.Bucket
-	}
-	s.correction(ctx, brainwire.Correction{
-		Kind: brainwire.CorrectionFollowUp, UserID: c.UserID, ItemID: fu.Item.ID, Run: run,
-		Bucket: bucket, Round: fu.Round, Outcome: res.Outcome, FollowUpRunID: c.RunID, At: s.cfg.Now(),
-	})
-}

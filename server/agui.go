@@ -5,10 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"os"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/agui"
@@ -47,43 +45,21 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		s.runVoiceAudio(w, r, c, fp, in.Audio.Data, in.Audio.Filename, in.Audio.MimeType, newEncoder)
 	default:
-		if err := brainwire.CheckText("text", in.Text); err != nil {
-			writeError(w, err)
-			return
-		}
-		if n := utf8.RuneCountInString(in.Text); n > s.cfg.MaxTextLength {
-			writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
-			return
-		}
-		c, err := s.newCapture(r, brainwire.KindText, in.ThreadID, in.RunID)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		c.Text = in.Text
-		if hold, ok := s.holdKey(w, r, c, fp, newEncoder); ok {
-			s.runCapture(w, r, c, newEncoder(c), hold)
-		}
+		s.runText(w, r, in.Text, in.ThreadID, in.RunID, fp, newEncoder)
 	}
 }
 
 // readAGUIInput reads a RunAgentInput as it arrives (into fp too, when
-// not nil), within the body
-// limit, as readJSONBody reads the other routes' bodies, with the same
-// answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
+// not nil), from jsonBody as decodeJSON reads the other routes' bodies,
+// with the same answers (415, 413, 408, 400). Its inline audio is decoded as it arrives
 // into a file when the server takes voice captures, so that a body of
 // tens of megabytes holds a few buffers, not the body; otherwise the body
 // is held to the conversation's limit and its audio, refused anyway, is
 // decoded in memory. The spool, when not nil, is the caller's to close.
 func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *fingerprint) (agui.Input, *fileSpool, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return agui.Input{}, nil, &brainwire.Error{Code: errUnsupportedMedia, Message: "Content-Type must be application/json"}
-	}
-	limit := s.aguiBodyLimit()
-	tooLarge := brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", limit)
-	if r.ContentLength > limit {
-		return agui.Input{}, nil, tooLarge
+	body, err := jsonBody(w, r, s.aguiBodyLimit())
+	if err != nil {
+		return agui.Input{}, nil, err
 	}
 	lim := agui.Limits{JSON: max(s.cfg.MaxBodyBytes, aguiConversationBytes), Audio: s.maxAudioBytes()}
 	var spool agui.Spool = &agui.MemSpool{}
@@ -92,7 +68,6 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 		file = &fileSpool{}
 		spool = file
 	}
-	var body io.Reader = http.MaxBytesReader(w, r.Body, limit)
 	if fp != nil {
 		body = io.TeeReader(body, fp) // the body as sent, for its Idempotency-Key
 	}
@@ -101,9 +76,9 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return agui.Input{}, file, tooLarge
+		return agui.Input{}, file, bodyError(tooBig)
 	case errors.As(err, &readErr):
-		return agui.Input{}, file, bodyReadError(readErr.Err)
+		return agui.Input{}, file, bodyError(readErr.Err)
 	case err != nil && brainwire.ErrorCode(err) == brainwire.EInternal:
 		s.log.Error("spooling AG-UI inline audio", "error", err)
 		return agui.Input{}, file, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored")

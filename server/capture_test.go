@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -101,267 +100,138 @@ func TestCaptureClassified(t *testing.T) {
 	}
 }
 
-func TestCapturePending(t *testing.T) {
-	c := classify(ft.FileCaptureCall("call_1", "that thing about the place", "Ideas", 0.4, "pending"), 2)
-	h := newHarness(t, c.Script())
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"STEP_END","stepName":"Classifying"}`,
-		`{"type":"LOW_CONFIDENCE","value":{"inboxItemId":"id3","bucket":"Ideas","confidence":0.4}}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("that thing about the place")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+// TestCaptureOutcomesAreKept: each outcome short of a classification is
+// told the phone and kept as it should be: a low-confidence capture filed
+// pending with its bucket record, a misunderstood one waiting for its
+// follow-up on the run's thread, one the agent never filed kept
+// unresolved for a person, with the run's conversation.
+func TestCaptureOutcomesAreKept(t *testing.T) {
+	noTool := func() []ft.Call {
+		r := ft.NewRun(upThread, upRun)
+		evs := []ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.MessageStepCreated("step_01", "msg_01")}
+		evs = append(evs, r.Message("msg_01", "I am not", " sure what", " to do.")...)
+		evs = append(evs, r.MessageStepCompleted("step_01", "msg_01", ft.Usage{Prompt: 10, Completion: 5, Total: 15}), r.Completed(ft.Usage{Prompt: 10, Completion: 5, Total: 15}), ft.Done())
+		return []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))}
 	}
-	items := h.inbox(testUser)
-	if len(items) != 1 || items[0].Status != "pending" || items[0].FiledRecordID == "" {
-		t.Fatalf("inbox %+v", items)
+	cases := []struct {
+		name, text, outcome string
+		script              []ft.Call
+		status              string
+		record              bool // filed in a bucket
+	}{
+		{"low confidence", "that thing about the place",
+			`{"type":"LOW_CONFIDENCE","value":{"inboxItemId":"id3","bucket":"Ideas","confidence":0.4}}`,
+			classify(ft.FileCaptureCall("call_1", "that thing about the place", "Ideas", 0.4, "pending"), 2).Script(), "pending", true},
+		{"misunderstood", "asdf qwerty",
+			`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-id1","inboxItemId":"id3","questionText":"What did you mean by \"asdf\"?","foundryConversationId":"thread_01"}}`,
+			classify(ft.ToolCall{ID: "call_1", Name: "file_capture",
+				Arguments: `{"text":"asdf qwerty","bucket":"Ideas","confidence":0.1,"status":"misunderstood","question":"What did you mean by \"asdf\"?"}`}, 3).Script(),
+			"misunderstood", false},
+		{"no tool call", "hmm", `{"type":"UNRESOLVED","value":{"inboxItemId":"id3"}}`, noTool(), brainwire.StatusUnresolved, false},
 	}
-	if _, err := h.store.GetBucketRecord(context.Background(), testUser, "Ideas", items[0].FiledRecordID); err != nil {
-		t.Fatal(err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.script)
+			want := strings.Join([]string{
+				`{"type":"STEP_START","stepName":"Classifying"}`,
+				`{"type":"STEP_END","stepName":"Classifying"}`,
+				c.outcome,
+				complete,
+			}, "\n")
+			if got := payloads(h.capture(c.text)); got != want {
+				t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+			}
+			items := h.inbox(testUser)
+			if len(items) != 1 || items[0].ID != "id3" || items[0].Status != c.status || items[0].RawText != c.text ||
+				(items[0].FiledRecordID != "") != c.record || items[0].FoundryThreadID != upThread {
+				t.Fatalf("inbox %+v", items)
+			}
+			if c.record {
+				if _, err := h.store.GetBucketRecord(context.Background(), testUser, "Ideas", items[0].FiledRecordID); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
-func TestCaptureMisunderstood(t *testing.T) {
-	call := ft.ToolCall{ID: "call_1", Name: "file_capture",
-		Arguments: `{"text":"asdf qwerty","bucket":"Ideas","confidence":0.1,"status":"misunderstood","question":"What did you mean by \"asdf\"?"}`}
-	h := newHarness(t, classify(call, 3).Script())
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"STEP_END","stepName":"Classifying"}`,
-		`{"type":"MISUNDERSTOOD","value":{"threadId":"thread-id1","inboxItemId":"id3","questionText":"What did you mean by \"asdf\"?","foundryConversationId":"thread_01"}}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("asdf qwerty")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	items := h.inbox(testUser)
-	if len(items) != 1 || items[0].Status != "misunderstood" || items[0].FiledRecordID != "" || items[0].FoundryThreadID != upThread {
-		t.Fatalf("inbox %+v", items)
-	}
-}
-
-func TestCaptureWithoutToolCallIsUnresolved(t *testing.T) {
+// TestUpstreamFaults: whatever goes wrong upstream, the phone hears an
+// ERROR that says what (an AG-UI client a RUN_ERROR), nothing is stored,
+// and a run that may still be alive upstream is cancelled.
+func TestUpstreamFaults(t *testing.T) {
 	r := ft.NewRun(upThread, upRun)
-	evs := []ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.MessageStepCreated("step_01", "msg_01")}
-	evs = append(evs, r.Message("msg_01", "I am not", " sure what", " to do.")...)
-	evs = append(evs, r.MessageStepCompleted("step_01", "msg_01", ft.Usage{Prompt: 10, Completion: 5, Total: 15}), r.Completed(ft.Usage{Prompt: 10, Completion: 5, Total: 15}), ft.Done())
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))})
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"STEP_END","stepName":"Classifying"}`,
-		`{"type":"UNRESOLVED","value":{"inboxItemId":"id3"}}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("hmm")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	// Kept for a person to file, with the run's conversation.
-	items := h.inbox(testUser)
-	if len(items) != 1 || items[0].ID != "id3" || items[0].Status != brainwire.StatusUnresolved || items[0].RawText != "hmm" ||
-		items[0].FiledRecordID != "" || items[0].FoundryThreadID != upThread {
-		t.Fatalf("inbox %+v", items)
-	}
-}
-
-func TestCaptureInvalidBucketThenRetry(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	bad := ft.FileCaptureCall("call_1", "Pay the water bill", "Misc", 0.8, "classified")
-	good := ft.FileCaptureCall("call_2", "Pay the water bill", "Admin", 0.8, "classified")
-	first := append([]ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}, r.ToolCallStep("step_01", bad)...)
-	first = append(first, r.RequiresAction(bad), ft.Done())
-	second := append([]ft.Event{r.ToolStepCompleted("step_01", []ft.ToolCall{bad}, []string{`{"error":"invalid_bucket"}`}, ft.Usage{}), r.Queued(), r.InProgress()},
-		r.ToolCallStep("step_02", good)...)
-	second = append(second, r.RequiresAction(good), ft.Done())
-	third := []ft.Event{r.ToolStepCompleted("step_02", []ft.ToolCall{good}, []string{`{}`}, ft.Usage{}), r.Queued(), r.InProgress(), r.Completed(ft.Usage{Prompt: 1, Completion: 1, Total: 2}), ft.Done()}
-	h := newHarness(t, []ft.Call{
-		ft.Expect("POST /threads/runs", ft.Stream(first...)),
-		ft.Expect(submitPath(), ft.Stream(second...)),
-		ft.Expect(submitPath(), ft.Stream(third...)),
-	})
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"STEP_END","stepName":"Classifying"}`,
-		`{"type":"CLASSIFIED","value":{"inboxItemId":"id3","bucket":"Admin","confidence":0.8}}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("Pay the water bill")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	if out := toolOutputs(t, h, 0)[0]["output"].(string); !strings.Contains(out, `"error":"invalid_bucket"`) || !strings.Contains(out, "Admin") {
-		t.Errorf("the agent was not told the bucket was invalid and which are valid: %s", out)
-	}
-	if items := h.inbox(testUser); len(items) != 1 || items[0].ClassificationMeta.Bucket != "Admin" {
-		t.Fatalf("inbox %+v", items)
-	}
-}
-
-func TestCaptureTwoToolCallsInOneRequiresAction(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	a := ft.FileCaptureCall("call_1", "Plan the launch with Sam", "Projects", 0.8, "classified")
-	b := ft.FileCaptureCall("call_2", "Plan the launch with Sam", "People", 0.7, "classified")
-	first := append([]ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}, r.ToolCallStep("step_01", a, b)...)
-	first = append(first, r.RequiresAction(a, b), ft.Done())
-	cont := []ft.Event{r.ToolStepCompleted("step_01", []ft.ToolCall{a, b}, []string{`{}`, `{}`}, ft.Usage{}), r.Queued(), r.InProgress(), r.Completed(ft.Usage{Prompt: 1, Completion: 1, Total: 2}), ft.Done()}
-	h := newHarness(t, []ft.Call{
-		ft.Expect("POST /threads/runs", ft.Stream(first...)),
-		ft.Expect(submitPath(), ft.Stream(cont...)),
-	})
-	frames := h.capture("Plan the launch with Sam")
-	var types []string
-	for _, f := range frames {
-		types = append(types, f.Data["type"].(string))
-	}
-	if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" {
-		t.Fatalf("stream:\n%s", payloads(frames))
-	}
-	// Both calls ran and both outputs went back in one submission; the
-	// first call in the agent's order filed the capture, the second was
-	// told it already was.
-	outs := toolOutputs(t, h, 0)
-	if len(outs) != 2 || outs[0]["tool_call_id"] != "call_1" || outs[1]["tool_call_id"] != "call_2" {
-		t.Fatalf("tool outputs %v", outs)
-	}
-	items := h.inbox(testUser)
-	if len(items) != 1 || items[0].ClassificationMeta.Bucket != "Projects" {
-		t.Fatalf("inbox %+v, want the one item call_1 filed in Projects", items)
-	}
-	if o := outs[0]["output"].(string); !strings.Contains(o, `"item_id":"`+items[0].ID+`"`) || !strings.Contains(o, `"bucket":"Projects"`) {
-		t.Errorf("call_1 output %s", o)
-	}
-	if o := outs[1]["output"].(string); !strings.Contains(o, `"error":"already_filed"`) || !strings.Contains(o, items[0].ID) {
-		t.Errorf("call_2 output %s", o)
-	}
-	value := frames[2].Data["value"].(map[string]any)
-	if value["inboxItemId"] != items[0].ID || value["bucket"] != "Projects" {
-		t.Errorf("outcome %v", value)
-	}
-}
-
-func TestCaptureRunFailed(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.Failed("server_error", "Sorry, something went wrong."), ft.Done()))})
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent run failed: Sorry, something went wrong.","code":"upstream"}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("anything")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	if items := h.inbox(testUser); len(items) != 0 {
-		t.Fatalf("stored %d items", len(items))
-	}
-}
-
-func TestCaptureErrorEvent(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.InProgress(), ft.ErrorEvent(`{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`)))})
-	frames := h.capture("anything")
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service reported an error: Rate limit is exceeded.","code":"upstream"}`,
-		complete,
-	}, "\n")
-	if got := payloads(frames); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	// The run may still be alive upstream after an in-stream error.
-	h.waitForCancel(upRun)
-}
-
-func TestCaptureConnectionResetMidStream(t *testing.T) {
-	c := classify(ft.FileCaptureCall("call_1", "x", "People", 0.9, "classified"), 4)
-	evs := c.Stream()
+	cut := classify(ft.FileCaptureCall("call_1", "x", "People", 0.9, "classified"), 4).Stream()
 	// Cut the connection in the middle of the fifth event's data.
-	evs = append(evs[:5:5], ft.Cut(evs[5]))
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(evs...))})
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service failed: the agent service's event stream broke off","code":"upstream"}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("x")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+	cut = append(cut[:5:5], ft.Cut(cut[5]))
+	cases := []struct {
+		name          string
+		script        []ft.Call
+		opts          []option
+		message, code string
+		cancels       bool
+	}{
+		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+			r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), r.Failed("server_error", "Sorry, something went wrong."), ft.Done()))},
+			nil, "The agent run failed: Sorry, something went wrong.", brainwire.EUpstream, false},
+		{"error event", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+			r.ThreadCreated(), r.Created(), r.InProgress(), ft.ErrorEvent(`{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`)))},
+			nil, "The agent service reported an error: Rate limit is exceeded.", brainwire.EUpstream, true},
+		{"connection reset mid-stream", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(cut...))},
+			nil, "The agent service failed: the agent service's event stream broke off", brainwire.EUpstream, true},
+		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests, retry later."))},
+			nil, "The agent service is busy; try again later", brainwire.EBusy, false},
+		{"hang past the run timeout", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.Hang()))},
+			[]option{withRunTimeout(300 * time.Millisecond)}, "The agent took too long to respond", "timeout", true},
 	}
-	h.waitForCancel(upRun)
-	if items := h.inbox(testUser); len(items) != 0 {
-		t.Fatalf("stored %d items", len(items))
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.script, c.opts...)
+			start := time.Now()
+			want := strings.Join([]string{
+				`{"type":"STEP_START","stepName":"Classifying"}`,
+				`{"type":"ERROR","message":"` + c.message + `","code":"` + c.code + `"}`,
+				complete,
+			}, "\n")
+			if got := payloads(h.capture("x")); got != want {
+				t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the failed capture took %v", took)
+			}
+			if c.cancels {
+				h.waitForCancel(upRun)
+			} else if n := len(h.up.Cancels()); n != 0 {
+				t.Errorf("%d cancels for a run that ended or never started", n)
+			}
+			if items := h.inbox(testUser); len(items) != 0 {
+				t.Fatalf("stored %d items", len(items))
+			}
+
+			h = newHarness(t, c.script, c.opts...)
+			evs := h.agui(runInput("Call mom", `{}`, `{"reasoning":true}`))
+			if last := evs[len(evs)-1]; last.typ() != "RUN_ERROR" || last["message"] != c.message || last["code"] != c.code {
+				t.Fatalf("AG-UI stream ended with %v, want RUN_ERROR %q (%s)", last, c.message, c.code)
+			}
+		})
 	}
 }
 
-func TestCaptureNon2xx(t *testing.T) {
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests, retry later."))})
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent service is busy; try again later","code":"busy"}`,
-		complete,
-	}, "\n")
-	if got := payloads(h.capture("x")); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	if n := len(h.up.Cancels()); n != 0 {
-		t.Errorf("%d cancels without a run", n)
-	}
-}
-
-func TestCaptureHangPastTimeoutCancelsTheRun(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.Hang()))}, withRunTimeout(300*time.Millisecond))
-	start := time.Now()
-	frames := h.capture("x")
-	want := strings.Join([]string{
-		`{"type":"STEP_START","stepName":"Classifying"}`,
-		`{"type":"ERROR","message":"The agent took too long to respond","code":"timeout"}`,
-		complete,
-	}, "\n")
-	if got := payloads(frames); got != want {
-		t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("timed-out capture took %v", took)
-	}
-	h.waitForCancel(upRun)
-}
-
+// TestClientDisconnectCancelsTheRun: a client that goes away mid-stream,
+// like a phone losing its network, stops the run upstream, on every
+// protocol.
 func TestClientDisconnectCancelsTheRun(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
-
-	// A raw connection, closed as soon as STEP_START arrives, like a
-	// phone losing its network.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ path, body, marker string }{
+		{"/api/capture", `{"text":"x"}`, "STEP_START"},
+		{"/api/agui", runInput("x", `{}`, `{}`), "STEP_STARTED"},
+		{"/api/ag-ui", legacyBody("x"), "STEP_STARTED"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			r := ft.NewRun(upThread, upRun)
+			h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
+				r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
+			h.disconnectAfterStart(c.path, "application/json", c.body, c.marker)
+		})
 	}
-	body := `{"text":"x"}`
-	_, _ = conn.Write([]byte("POST /api/capture HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testKey +
-		"\r\nContent-Type: application/json\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n" + body))
-	buf := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	got := ""
-	for !strings.Contains(got, "STEP_START") {
-		n, err := conn.Read(buf)
-		if err != nil {
-			t.Fatalf("reading: %v (got %q)", err, got)
-		}
-		got += string(buf[:n])
-	}
-	// Wait until the request creating the upstream run was sent before
-	// going away: the provider then cancels the run, waiting for its id
-	// if need be.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	conn.Close()
-	h.waitForCancel(upRun)
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }

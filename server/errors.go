@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/capture"
 )
 
 // statusFor maps application error codes to HTTP statuses, in one place.
@@ -32,7 +33,7 @@ func statusFor(code string) int {
 		return http.StatusRequestTimeout
 	case errTooBusy:
 		return http.StatusServiceUnavailable
-	case errKeyReused:
+	case capture.EKeyReused:
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
@@ -43,13 +44,18 @@ const (
 	errUnsupportedMedia = "unsupported_media_type"
 	errRequestTimeout   = "request_timeout" // the body did not arrive in time
 	errTooBusy          = "too_busy"        // a bound on concurrent work is reached
-	errKeyReused        = "key_reused"      // an Idempotency-Key sent again with another request
 )
 
-// bodyReadError describes a failure to read the request body without the
-// connection's details (addresses are nobody's business but the logs').
-func bodyReadError(err error) error {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+// bodyError describes a failure to read the request body without the
+// connection's details (addresses are nobody's business but the logs'):
+// a body over its limit is a 413, one that stalls past the server's read
+// deadline a 408.
+func bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return brainwire.Errorf(brainwire.ETooLarge, "request body is over %d bytes", tooBig.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &brainwire.Error{Code: errRequestTimeout, Message: "the request body did not arrive in time"}
 	}
 	return brainwire.Errorf(brainwire.EInvalid, "the request body could not be read")

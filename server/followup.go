@@ -1,13 +1,9 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
-
-	"github.com/google/uuid"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/capturev2"
@@ -15,11 +11,6 @@ import (
 
 // MaxFollowUpRounds bounds the clarifying conversation on one capture.
 const MaxFollowUpRounds = brainwire.MaxFollowUpRounds
-
-// followUpClaimGrace is how long a follow-up's claim on its round outlives
-// the run timeout: time to file and to give the claim back. Only a server
-// that died mid-run leaves a claim to lapse.
-const followUpClaimGrace = 30 * time.Second
 
 type followUpRequest struct {
 	InboxItemID   string `json:"inbox_item_id"`
@@ -29,17 +20,11 @@ type followUpRequest struct {
 	RunID         string `json:"run_id"`
 }
 
-// followUpInstructions tell the agent, for this run only, what the new
-// message is: the answer to its own question, to be filed on the same item.
-const followUpInstructions = "The person is answering the clarifying question you asked about " +
-	"their capture (follow-up round %d of %d). Classify the capture again using their answer " +
-	"and call file_capture once. If it is still unclear, mark it misunderstood with a new question."
-
 // handleFollowUp continues the agent's run on the Foundry thread stored on a
 // misunderstood inbox item and files the result onto that same item.
 func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 	var req followUpRequest
-	fp, err := s.decodeCapture(w, r, &req, true)
+	fp, err := s.decodeJSON(w, r, &req, true)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -47,41 +32,15 @@ func (s *Server) handleFollowUp(w http.ResponseWriter, r *http.Request) {
 	s.runFollowUp(w, r, req, fp, func(brainwire.Capture) encoder { return capturev2.Encoder{} })
 }
 
-// runFollowUp checks a follow-up, claims its round and runs it, streaming
-// in the encoder's protocol. Every protocol's follow-up goes through it.
-// The request's Idempotency-Key, if any, is claimed before the round: a
-// repeat of a follow-up that refiled its item replays it, where the round
-// would refuse it.
+// runFollowUp checks a follow-up and runs it, streaming in the encoder's
+// protocol. Every protocol's follow-up goes through it.
 func (s *Server) runFollowUp(w http.ResponseWriter, r *http.Request, req followUpRequest, fp *fingerprint, newEncoder func(brainwire.Capture) encoder) {
 	c, err := s.followUpCapture(r, req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
-	if !ok {
-		return
-	}
-	defer hold.release(r.Context())
-	if c, err = s.claimFollowUp(r, c, req.InboxItemID); err != nil {
-		writeError(w, err)
-		return
-	}
-	if hold != nil {
-		hold.afterRound = true
-	}
-	res := s.runCapture(w, r, c, newEncoder(c), hold)
-	if !res.Outcome.Filed() {
-		// Nothing was filed: give the round back so the person can try
-		// again, also when they went away (hence a context of its own).
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
-		defer cancel()
-		if err := s.cfg.Store.ReleaseFollowUp(ctx, c.UserID, c.FollowUp.Item.ID, c.FollowUp.ClaimToken); err != nil {
-			s.log.Error("releasing the follow-up claim", "inbox_item_id", c.FollowUp.Item.ID, "round", c.FollowUp.Round, "error", err)
-		}
-	}
-	// After the round: a retry the key lets through finds it free.
-	hold.settle(r.Context(), c, res)
+	s.runCapture(w, r, fp.request(c), newEncoder)
 }
 
 // followUpCapture checks a follow-up and makes its capture, not yet
@@ -108,21 +67,6 @@ func (s *Server) followUpCapture(r *http.Request, req followUpRequest) (brainwir
 	}
 	c.Text = text
 	c.FollowUp = &brainwire.FollowUp{Item: brainwire.InboxItem{ID: req.InboxItemID}, Round: req.FollowUpRound}
-	return c, nil
-}
-
-// claimFollowUp claims the follow-up's round of item itemID in the store
-// before anything runs: of concurrent follow-ups on the item, on this
-// server or another replica, one gets it and the others a 409.
-func (s *Server) claimFollowUp(r *http.Request, c brainwire.Capture, itemID string) (brainwire.Capture, error) {
-	now := s.cfg.Now()
-	claim := brainwire.FollowUpClaim{Round: c.FollowUp.Round, Token: uuid.NewString(), At: now,
-		Until: now.Add(s.cfg.RunTimeout + followUpClaimGrace)}
-	item, err := s.cfg.Store.ClaimFollowUp(r.Context(), c.UserID, itemID, claim)
-	if err != nil {
-		return brainwire.Capture{}, err
-	}
-	c.FollowUp = &brainwire.FollowUp{Item: item, Round: c.FollowUp.Round, ClaimToken: claim.Token}
 	return c, nil
 }
 

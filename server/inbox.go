@@ -79,7 +79,7 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req recategorizeRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if _, err := s.decodeJSON(w, r, &req, true); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -106,7 +106,7 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 	if item.AgentRun != nil {
 		run = *item.AgentRun
 	}
-	s.correction(r.Context(), brainwire.Correction{Kind: brainwire.CorrectionRecategorize, UserID: item.UserID,
+	s.capture.Correction(r.Context(), brainwire.Correction{Kind: brainwire.CorrectionRecategorize, UserID: item.UserID,
 		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now, Repeat: judgedBy(before, ClassifiedByUser)})
 	writeJSON(w, http.StatusOK, item)
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/v1"
@@ -29,7 +28,7 @@ type legacyRunRequest struct {
 // handleLegacyCapture captures the text of the last user message.
 func (s *Server) handleLegacyCapture(w http.ResponseWriter, r *http.Request) {
 	var req legacyRunRequest
-	fp, err := s.decodeCapture(w, r, &req, false)
+	fp, err := s.decodeJSON(w, r, &req, false)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -45,30 +44,14 @@ func (s *Server) handleLegacyCapture(w http.ResponseWriter, r *http.Request) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "messages has no user message with content"))
 		return
 	}
-	if err := brainwire.CheckText("text", text); err != nil {
-		writeError(w, err)
-		return
-	}
-	if n := utf8.RuneCountInString(text); n > s.cfg.MaxTextLength {
-		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "text is %d characters; the limit is %d", n, s.cfg.MaxTextLength))
-		return
-	}
-	c, err := s.newCapture(r, brainwire.KindText, req.ThreadID, req.RunID)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c.Text = text
-	if hold, ok := s.holdKey(w, r, c, fp, v1Encoder); ok {
-		s.runCapture(w, r, c, v1Encoder(c), hold)
-	}
+	s.runText(w, r, text, req.ThreadID, req.RunID, fp, v1Encoder)
 }
 
 // handleLegacyFollowUp is /api/capture/follow-up for those builds. A
 // missing follow_up_round is round 1, as it was for them.
 func (s *Server) handleLegacyFollowUp(w http.ResponseWriter, r *http.Request) {
 	var req followUpRequest
-	fp, err := s.decodeCapture(w, r, &req, false)
+	fp, err := s.decodeJSON(w, r, &req, false)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -99,7 +82,7 @@ type legacyRespondRequest struct {
 // error before the stream starts.
 func (s *Server) handleLegacyRespond(w http.ResponseWriter, r *http.Request) {
 	var req legacyRespondRequest
-	if err := s.decodeJSONBody(w, r, &req, false); err != nil {
+	if _, err := s.decodeJSON(w, r, &req, false); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire"
-	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 )
 
 // legacyBody is POST /api/ag-ui's body as earlier app builds send it.
@@ -19,67 +17,6 @@ func legacyBody(text string) string {
 		"thread_id": "thread-1700000000000", "run_id": "run-1700000000000",
 	})
 	return string(b)
-}
-
-const (
-	v1RunStarted  = `{"type":"RUN_STARTED","threadId":"thread-1700000000000","runId":"run-1700000000000"}`
-	v1RunFinished = `{"type":"RUN_FINISHED","threadId":"thread-1700000000000","runId":"run-1700000000000"}`
-	v1StepStarted = `{"type":"STEP_STARTED","stepName":"Classifying"}`
-	v1StepEnded   = `{"type":"STEP_FINISHED","stepName":"Classifying"}`
-)
-
-func v1Text(s string) string {
-	return strings.Join([]string{
-		`{"type":"TEXT_MESSAGE_START","messageId":"run-1700000000000-result","role":"assistant"}`,
-		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"run-1700000000000-result","delta":"` + s + `"}`,
-		`{"type":"TEXT_MESSAGE_END","messageId":"run-1700000000000-result"}`,
-	}, "\n")
-}
-
-func TestLegacyCaptureOutcomes(t *testing.T) {
-	noTool := func() []ft.Call {
-		r := ft.NewRun(upThread, upRun)
-		evs := []ft.Event{r.ThreadCreated(), r.Created(), r.InProgress()}
-		evs = append(evs, r.Message("msg_01", "No idea.")...)
-		return []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(append(evs, r.Completed(ft.Usage{}), ft.Done())...))}
-	}
-	r := ft.NewRun(upThread, upRun)
-	cases := []struct {
-		name   string
-		script []ft.Call
-		want   []string
-		stored int
-	}{
-		{"classified", classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 3).Script(),
-			[]string{v1RunStarted, v1StepStarted, v1StepEnded, v1Text("Filed → People (0.90)"),
-				`{"type":"CUSTOM","name":"CLASSIFIED","value":{"inboxItemId":"id1","bucket":"People","confidence":0.9}}`, v1RunFinished}, 1},
-		{"low confidence asks which bucket", classify(ft.FileCaptureCall("call_1", "Call Sarah", "Ideas", 0.4, "pending"), 1).Script(),
-			[]string{v1RunStarted, v1StepStarted, v1StepEnded, v1Text("Filed (needs review) → Ideas (0.40)"),
-				`{"type":"CUSTOM","name":"HITL_REQUIRED","value":{"threadId":"thread-1700000000000","inboxItemId":"id1","questionText":"Which bucket does this belong in? Best guess: Ideas (0.40)","bucket":"Ideas","confidence":0.4}}`, v1RunFinished}, 1},
-		{"misunderstood", classify(ft.ToolCall{ID: "call_1", Name: "file_capture",
-			Arguments: `{"text":"asdf","bucket":"Ideas","confidence":0.1,"status":"misunderstood","question":"What did you mean?"}`}, 1).Script(),
-			[]string{v1RunStarted, v1StepStarted, v1StepEnded, v1Text("What did you mean?"),
-				`{"type":"CUSTOM","name":"MISUNDERSTOOD","value":{"threadId":"thread-1700000000000","inboxItemId":"id1","questionText":"What did you mean?"}}`, v1RunFinished}, 1},
-		{"unresolved", noTool(),
-			[]string{v1RunStarted, v1StepStarted, v1StepEnded, v1Text("Not filed: the agent could not classify this capture."),
-				`{"type":"CUSTOM","name":"UNRESOLVED","value":{"inboxItemId":"id1"}}`, v1RunFinished}, 1},
-		{"failed run", []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(r.ThreadCreated(), r.Created(), r.InProgress(), r.Failed("server_error", "Sorry."), ft.Done()))},
-			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent run failed: Sorry.","code":"upstream"}`}, 0},
-		{"429", []ft.Call{ft.Expect("POST /threads/runs", ft.Error(http.StatusTooManyRequests, "rate_limit_exceeded", "Too many requests."))},
-			[]string{v1RunStarted, v1StepStarted, `{"type":"RUN_ERROR","message":"The agent service is busy; try again later","code":"busy"}`}, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, c.script)
-			want := strings.Join(c.want, "\n")
-			if got := payloads(h.readStream(h.post("/api/ag-ui", "application/json", legacyBody("Call Sarah")))); got != want {
-				t.Fatalf("stream:\n%s\nwant:\n%s", got, want)
-			}
-			if n := len(h.inbox(testUser)); n != c.stored {
-				t.Fatalf("stored %d items, want %d", n, c.stored)
-			}
-		})
-	}
 }
 
 func TestLegacyRejectsBadRequestsBeforeStreaming(t *testing.T) {
@@ -200,11 +137,4 @@ func TestLegacyVoice(t *testing.T) {
 	if items := h.inbox(testUser); len(items) != 1 || items[0].Source != brainwire.KindVoice {
 		t.Fatalf("inbox %+v", items)
 	}
-}
-
-func TestLegacyClientDisconnectCancelsTheRun(t *testing.T) {
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
-	h.disconnectAfterStart("/api/ag-ui", "application/json", legacyBody("x"), "STEP_STARTED")
 }

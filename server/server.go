@@ -1,6 +1,7 @@
-// Package server is the capture server: routes, API-key auth, the SSE
-// stream to the phone, and the capture pipeline that runs the agent
-// (provider) through the adapter into the phone's protocol.
+// Package server is the capture server: routes, API-key auth, the
+// requests of each protocol, and the SSE stream of a capture's events to
+// the client in its protocol. The captures themselves run in package
+// capture.
 package server
 
 import (
@@ -16,8 +17,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/agent"
-	"github.com/brainwire/brainwire/tools"
+	"github.com/brainwire/brainwire/capture"
 )
 
 // Defaults for the limits in Config.
@@ -89,10 +89,8 @@ type Server struct {
 	log     *slog.Logger
 	health  healthCache
 	agent   *agentCache
-	loop    *agent.Loop   // runs each capture's agent through cfg.Provider
+	capture *capture.Service
 	uploads chan struct{} // a slot per voice upload being received
-	// keys are the store's idempotency keys; nil when it keeps none.
-	keys brainwire.IdempotencyStore
 }
 
 // New validates cfg and returns a Server.
@@ -140,8 +138,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.AgentRefresh = DefaultAgentRefresh
 	}
 	s := &Server{cfg: cfg, auth: newAuthenticator(cfg.Keys), log: cfg.Logger, agent: newAgentCache(cfg.Provider, cfg.Logger),
-		loop: agent.NewLoop(cfg.Provider), uploads: make(chan struct{}, cfg.MaxUploads)}
-	s.keys, _ = cfg.Store.(brainwire.IdempotencyStore)
+		uploads: make(chan struct{}, cfg.MaxUploads)}
+	s.capture = capture.New(capture.Config{Provider: cfg.Provider, Store: cfg.Store, Blobs: cfg.Blobs, Transcriber: cfg.Transcriber,
+		Observer: cfg.Observer, WrapTools: cfg.WrapTools, Logger: cfg.Logger, Agent: s.Agent, AgentName: cfg.AgentName,
+		Instructions: cfg.Instructions, EvalRunID: cfg.EvalRunID, RunTimeout: cfg.RunTimeout, NewID: cfg.NewID, Now: cfg.Now})
 	s.router = s.routes()
 	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {
@@ -210,6 +210,9 @@ func (s *Server) routes() *mux.Router {
 // Handler returns the HTTP handler of the API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Capture returns the service that runs the server's captures.
+func (s *Server) Capture() *capture.Service { return s.capture }
+
 type userKey struct{}
 
 // requireKey answers 401 unless the request carries a configured API key
@@ -231,11 +234,6 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 func userFrom(ctx context.Context) string {
 	u, _ := ctx.Value(userKey{}).(string)
 	return u
-}
-
-func (s *Server) toolDeps() tools.Deps {
-	return tools.Deps{Store: s.cfg.Store, Blobs: s.cfg.Blobs, Transcriber: s.cfg.Transcriber,
-		NewID: s.cfg.NewID, Now: s.cfg.Now, AgentName: s.cfg.AgentName}
 }
 
 // ListenAndServe serves on addr until ctx ends, then shuts down gracefully:

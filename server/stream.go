@@ -3,9 +3,48 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/capture"
 )
+
+// encoder writes a capture's events in the wire protocol of the route the
+// client called (capturev2, v1, agui). It may keep state across the
+// capture's events: one per capture.
+type encoder interface {
+	Encode(dst []byte, ev brainwire.CaptureEvent) []byte
+}
+
+// runCapture runs req's capture, under the request's Idempotency-Key if it
+// has one, and streams its events to the client in the protocol of the
+// encoder newEncoder makes for it. Every protocol streams its captures
+// here; a capture refused before it runs is a JSON error instead. A client
+// that cannot be written to is gone: the capture's run stops.
+func (s *Server) runCapture(w http.ResponseWriter, r *http.Request, req capture.Request, newEncoder func(brainwire.Capture) encoder) {
+	run, err := s.capture.Start(r.Context(), req)
+	if err != nil {
+		if errors.Is(err, capture.ErrKeyRunning) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(keyRetryAfter/time.Second)))
+		}
+		writeError(w, err)
+		return
+	}
+	if run.Replayed() {
+		w.Header().Set(headerReplayed, "true")
+	}
+	stream := startStream(w, s.cfg.KeepAlive)
+	defer stream.close()
+	enc := newEncoder(run.Capture())
+	var buf []byte
+	for ev := range run.Events() {
+		if buf = enc.Encode(buf[:0], ev); len(buf) > 0 && stream.write(buf) != nil {
+			break
+		}
+	}
+}
 
 // eventStream writes SSE frames to one client and flushes each at once. A
 // comment frame goes out when the stream has been quiet for keepAlive, so

@@ -128,38 +128,6 @@ func (h *harness) getJSON(path string, v any) {
 	}
 }
 
-// TestUnresolvedOutcomeOnEveryProtocol checks that AG-UI's outcome and
-// the v1 UNRESOLVED event name the kept item too.
-func TestUnresolvedOutcomeOnEveryProtocol(t *testing.T) {
-	h := newHarness(t, nil, withSimulator(t))
-	var custom, result map[string]any
-	for _, ev := range h.agui(runInput("Pay the water bill #no-tool", `{}`, `{}`)) {
-		switch {
-		case ev.typ() == "CUSTOM" && ev["name"] == "brainwire.outcome":
-			custom, _ = ev["value"].(map[string]any)
-		case ev.typ() == "RUN_FINISHED":
-			result, _ = ev["result"].(map[string]any)
-		}
-	}
-	if custom["outcome"] != "unresolved" || custom["inboxItemId"] == "" || custom["inboxItemId"] == nil || result["inboxItemId"] != custom["inboxItemId"] {
-		t.Errorf("AG-UI outcome %v, result %v: want the kept item", custom, result)
-	}
-	frames := h.readStream(h.post("/api/ag-ui", "application/json", legacyBody("Pay the water bill #no-tool")))
-	var v1 map[string]any
-	for _, f := range frames {
-		if f.Data["name"] == "UNRESOLVED" {
-			v1, _ = f.Data["value"].(map[string]any)
-		}
-	}
-	if id, _ := v1["inboxItemId"].(string); id == "" {
-		t.Errorf("v1 UNRESOLVED %v: want the kept item\n%s", v1, payloads(frames))
-	}
-	items := h.inbox(testUser)
-	if len(items) != 2 || items[0].Status != brainwire.StatusUnresolved || items[1].Status != brainwire.StatusUnresolved {
-		t.Errorf("inbox %+v, want the two kept captures", items)
-	}
-}
-
 // refusesUnresolved is the real store, failing to keep unresolved
 // captures, as a store that is down would.
 type refusesUnresolved struct{ brainwire.Store }

@@ -40,11 +40,6 @@ const (
 // upload slot frees when one of the uploads in flight has arrived.
 const uploadRetryAfter = 5 * time.Second
 
-// voiceMessage asks the agent to transcribe before it classifies; the
-// `audio:` line carries the URL the transcribe_audio tool accepts.
-const voiceMessage = "This is a voice capture. Call transcribe_audio with the blob_url below, " +
-	"then classify the transcript and file it with file_capture.\naudio: %s"
-
 // handleVoice takes a multipart upload with a `file` part (the audio) and
 // optional `thread_id` / `run_id` fields.
 func (s *Server) handleVoice(w http.ResponseWriter, r *http.Request) {
@@ -113,9 +108,7 @@ func (s *Server) voice(w http.ResponseWriter, r *http.Request, newEncoder func(b
 	c.AudioURL = up.url
 	// The upload is complete and stored: the key is claimed now, before
 	// the agent transcribes anything.
-	if hold, ok := s.holdKey(w, r, c, up.fingerprint, newEncoder); ok {
-		s.runCapture(w, r, c, newEncoder(c), hold)
-	}
+	s.runCapture(w, r, up.fingerprint.request(c), newEncoder)
 }
 
 // runVoiceAudio stores audio that came whole in the request (AG-UI's
@@ -149,20 +142,24 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 	}
 	// The audio came whole with the request: the key is claimed before
 	// it is stored, and given back if it cannot be.
-	hold, ok := s.holdKey(w, r, c, fp, newEncoder)
-	if !ok {
-		return
+	var url string
+	defer func() {
+		if url != "" {
+			s.deleteAudio(r.Context(), url)
+		}
+	}()
+	store := func(ctx context.Context, c *brainwire.Capture) (err error) {
+		url, err = s.cfg.Blobs.Put(ctx, "voice-"+s.cfg.NewID()+"."+format, ctype, io.NewSectionReader(audio, 0, audio.Size()))
+		if err != nil {
+			s.log.Error("storing voice upload", "error", err)
+			return brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored")
+		}
+		c.AudioURL = url
+		return nil
 	}
-	defer hold.release(r.Context())
-	url, err := s.cfg.Blobs.Put(r.Context(), "voice-"+s.cfg.NewID()+"."+format, ctype, io.NewSectionReader(audio, 0, audio.Size()))
-	if err != nil {
-		s.log.Error("storing voice upload", "error", err)
-		writeError(w, brainwire.Errorf(brainwire.EUnavailable, "the audio could not be stored"))
-		return
-	}
-	defer s.deleteAudio(r.Context(), url)
-	c.AudioURL = url
-	s.runCapture(w, r, c, newEncoder(c), hold)
+	req := fp.request(c)
+	req.Prepare = store
+	s.runCapture(w, r, req, newEncoder)
 }
 
 func (s *Server) deleteAudio(ctx context.Context, url string) {

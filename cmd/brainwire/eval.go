@@ -238,7 +238,7 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 			store.Close()
 			return eval.Target{}, fmt.Errorf("eval: the agent service does not describe the agent: %w", err)
 		}
-		return eval.Target{Handler: srv.Handler(), APIKey: key, Agent: agentInfo, Close: func() { store.Close() }}, nil
+		return eval.Target{Captures: srv.Capture(), UserID: "eval", Agent: agentInfo, Close: func() { store.Close() }}, nil
 	}
 }
 

@@ -80,7 +80,7 @@ func (a AgentInfo) Described(version string) AgentInfo {
 }
 
 // WithInstructions returns the agent as it runs with instructions in place
-// of its own, as `brainwire eval --instructions` runs it: the version is
+// of its own, as `brainwire eval -instructions` runs it: the version is
 // then the hash, whatever version the agent declares, since those are not
 // the instructions the declared version names. Empty instructions change
 // nothing.

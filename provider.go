@@ -16,7 +16,7 @@ type RunRequest struct {
 	// this run only.
 	AdditionalInstructions string
 	// Instructions, when set, replace the agent's instructions for this
-	// run only (`brainwire eval --instructions`).
+	// run only (`brainwire eval -instructions`).
 	Instructions string
 	// Tools are the tools offered to the agent, as it is told of them;
 	// the agent loop runs them when it asks.

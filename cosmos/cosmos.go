@@ -276,7 +276,7 @@ func pingErr(what string, err error) error {
 	if statusOf(err) == http.StatusNotFound {
 		return &opError{
 			doing: "reading " + what,
-			app:   brainwire.Errorf(brainwire.EUnavailable, "the store's %s does not exist (create it with --init-db)", what),
+			app:   brainwire.Errorf(brainwire.EUnavailable, "the store's %s does not exist (create it with -init-db)", what),
 			cause: err,
 		}
 	}

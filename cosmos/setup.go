@@ -30,7 +30,7 @@ var ErrNotSetUp = errors.New("the Cosmos DB database is not set up for brainwire
 func (s *Store) CheckSetup(ctx context.Context) error {
 	if _, err := s.db.Read(ctx, nil); err != nil {
 		if statusOf(err) == http.StatusNotFound {
-			return fmt.Errorf("%w: database %q does not exist: run `brainwire serve --init-db` once to create it and its containers", ErrNotSetUp, s.dbName)
+			return fmt.Errorf("%w: database %q does not exist: run `brainwire serve -init-db` once to create it and its containers", ErrNotSetUp, s.dbName)
 		}
 		return opErr("reading database "+s.dbName, "the store", err)
 	}
@@ -48,7 +48,7 @@ func (s *Store) CheckSetup(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: database %q has no container %s: run `brainwire serve --init-db` once to create what is missing",
+		return fmt.Errorf("%w: database %q has no container %s: run `brainwire serve -init-db` once to create what is missing",
 			ErrNotSetUp, s.dbName, strings.Join(missing, ", "))
 	}
 	if inbox == nil {
@@ -63,7 +63,7 @@ func (s *Store) CheckSetup(ctx context.Context) error {
 		return fmt.Errorf("cosmos: encoding the indexing policy: %w", err)
 	}
 	return fmt.Errorf("%w: the %s container of database %q has no composite index on (createdAt descending, id descending), "+
-		"which listing the inbox needs. Run `brainwire serve --init-db` once (it adds the index to the existing container and "+
+		"which listing the inbox needs. Run `brainwire serve -init-db` once (it adds the index to the existing container and "+
 		"changes nothing else), or with the Azure CLI: az cosmosdb sql container update --resource-group <resource-group> "+
 		"--account-name %s --database-name %s --name %s --idx '%s'",
 		ErrNotSetUp, InboxContainer, s.dbName, s.accountName(), s.dbName, InboxContainer, idx)
@@ -75,7 +75,7 @@ func (s *Store) checkKeysContainer(ctx context.Context) error {
 	_, err := s.keys.Read(ctx, nil)
 	switch {
 	case statusOf(err) == http.StatusNotFound:
-		return fmt.Errorf("%w: database %q has no container %s (idempotency keys): run `brainwire serve --init-db` once to create it",
+		return fmt.Errorf("%w: database %q has no container %s (idempotency keys): run `brainwire serve -init-db` once to create it",
 			ErrNotSetUp, s.dbName, KeysContainer)
 	case err != nil:
 		return opErr("reading container "+KeysContainer+" in database "+s.dbName, "the store", err)
@@ -126,7 +126,7 @@ func listError(err error) error {
 		// The caller's values are all parameters: a rejected query is this
 		// package's fault or, most likely, an Inbox container without its
 		// composite index (CheckSetup says what to run).
-		return &opError{doing: "listing inbox (is the Inbox container's composite index on createdAt, id missing? run `brainwire serve --init-db`)",
+		return &opError{doing: "listing inbox (is the Inbox container's composite index on createdAt, id missing? run `brainwire serve -init-db`)",
 			app: brainwire.Errorf(brainwire.EInternal, "internal error"), cause: err}
 	}
 	return opErr("listing inbox", "inbox", err)

@@ -38,7 +38,7 @@ func testCheckSetup(t *testing.T, e *emulator) {
 	t.Cleanup(func() { _, _ = s.db.Delete(context.Background(), nil) })
 
 	err := s.CheckSetup(ctx)
-	if !errors.Is(err, ErrNotSetUp) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "serve --init-db") {
+	if !errors.Is(err, ErrNotSetUp) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "serve -init-db") {
 		t.Fatalf("no database: %v", err)
 	}
 
@@ -48,7 +48,7 @@ func testCheckSetup(t *testing.T, e *emulator) {
 		t.Fatalf("database without the composite index: %v", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"Inbox", "composite index", "brainwire serve --init-db", "az cosmosdb sql container update",
+	for _, want := range []string{"Inbox", "composite index", "brainwire serve -init-db", "az cosmosdb sql container update",
 		"--database-name " + s.dbName, "--name Inbox", "--account-name "} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the message does not say %q:\n%s", want, msg)

@@ -211,7 +211,7 @@ func TestCompareListsChangedCases(t *testing.T) {
 	if err := rep.Write(&md, eval.FormatMarkdown); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Changed cases (3)", "broken", "FAILED: accuracy 0.500 is below --min-accuracy 0.750", "new.txt"} {
+	for _, want := range []string{"Changed cases (3)", "broken", "FAILED: accuracy 0.500 is below -min-accuracy 0.750", "new.txt"} {
 		if !strings.Contains(table.String(), want) || !strings.Contains(md.String(), want) {
 			t.Errorf("reports lack %q:\n%s\n%s", want, table.String(), md.String())
 		}

@@ -62,7 +62,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	if err := alone.Write(&b, eval.FormatHTML); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "Wrong cases (2)") || !strings.Contains(b.String(), "FAILED: accuracy is below --min-accuracy 0.900") {
+	if !strings.Contains(b.String(), "Wrong cases (2)") || !strings.Contains(b.String(), "FAILED: accuracy is below -min-accuracy 0.900") {
 		t.Errorf("without a baseline the page lists no wrong cases:\n%s", b.String())
 	}
 }

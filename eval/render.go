@@ -86,9 +86,9 @@ func (r *Report) render(w io.Writer, markdown bool) error {
 	verdict := ""
 	switch {
 	case r.MinAccuracy > 0 && r.Passed:
-		verdict = fmt.Sprintf("accuracy %.3f reaches --min-accuracy %.3f", r.Candidate.Metrics.Accuracy, r.MinAccuracy)
+		verdict = fmt.Sprintf("accuracy %.3f reaches -min-accuracy %.3f", r.Candidate.Metrics.Accuracy, r.MinAccuracy)
 	case r.MinAccuracy > 0:
-		verdict = fmt.Sprintf("FAILED: accuracy %.3f is below --min-accuracy %.3f", r.Candidate.Metrics.Accuracy, r.MinAccuracy)
+		verdict = fmt.Sprintf("FAILED: accuracy %.3f is below -min-accuracy %.3f", r.Candidate.Metrics.Accuracy, r.MinAccuracy)
 	}
 	if verdict != "" {
 		if markdown {
@@ -320,7 +320,7 @@ func (r *Report) traceNote(func(string) string) []string {
 	for _, res := range r.Results {
 		if res.TraceID != "" {
 			if r.TraceURL == "" {
-				return []string{"Trace ids open in Jaeger, Grafana/Tempo or Application Insights; --trace-url makes them links."}
+				return []string{"Trace ids open in Jaeger, Grafana/Tempo or Application Insights; -trace-url makes them links."}
 			}
 			return nil
 		}

@@ -49,7 +49,7 @@ type Config struct {
 	// AgentName is the agent's display name, recorded as the classifier.
 	AgentName string
 	// Instructions, when set, replace the agent's instructions on every
-	// run (`brainwire eval --instructions`); the agent's version is then
+	// run (`brainwire eval -instructions`); the agent's version is then
 	// their hash.
 	Instructions string
 	// EvalRunID marks every capture as part of that evaluation.

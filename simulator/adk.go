@@ -60,11 +60,7 @@ type adkSession struct {
 
 	invocation string      // the run in progress or paused
 	pending    []*toolCall // calls handed over, awaiting responses
-	stage      stage
-	audio      *message
-	magic      magic
-	retried    bool
-	longDone   bool
+	mem        runMemory
 	context    int64 // tokens the agent has read or written
 	bytes      int
 	elem       *list.Element
@@ -365,7 +361,7 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 	s.adk.lru.MoveToFront(ss.elem)
 	// A text starts a new run; function responses go on with the paused
 	// one.
-	refuse := ss.magic.refuse
+	refuse := ss.mem.magic.refuse
 	if len(r.message.texts) > 0 {
 		refuse = parseMagic(strings.Join(r.message.texts, "\n")).refuse
 	}

@@ -402,9 +402,8 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 			ToolChoice:          orDefault(req.ToolChoice, `"auto"`),
 			ParallelToolCalls:   parallel,
 		},
-		toolNames: spec.toolNames,
-		noTools:   spec.noTools,
-		classify:  cls,
+		mem:      runMemory{tools: spec.toolNames, noTools: spec.noTools},
+		classify: cls,
 	}
 	if r.obj.Tools == nil {
 		r.obj.Tools = []json.RawMessage{}
@@ -417,8 +416,8 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 	for _, m := range th.messages {
 		r.context += tokens(m.text)
 	}
-	if m := newestUser(th); m != nil {
-		r.magic = parseMagic(m.text)
+	if m := newestUser(th.messages); m != nil {
+		r.mem.magic = parseMagic(m.text)
 	}
 	s.addRun(th, r)
 	return r
@@ -507,7 +506,7 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, threadID
 		s.mu.Unlock()
 		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
 	}
-	if err := s.refuse(newRefusal(msgs, newestUser(th)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+	if err := s.refuse(newRefusal(msgs, newestUser(th.messages)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
 		s.mu.Unlock()
 		return err
 	}
@@ -737,7 +736,7 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 		})
 	}
 	if err == nil {
-		if he := s.refuse(r.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
+		if he := s.refuse(r.mem.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
 			err = he
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
@@ -116,27 +117,25 @@ type storedResponse struct {
 
 // session is what the agent has read and written in a chain of responses.
 type session struct {
-	messages []sessionMessage
+	messages []*message
 	tokens   int64 // everything read and written so far
 }
 
-type sessionMessage struct {
-	role       string
-	text       string
-	audioURL   string
-	transcript *string
-}
-
+// clone copies the session, its messages too: a response that goes on
+// from it learns transcripts of its own.
 func (s *session) clone() *session {
-	if s == nil {
-		return &session{}
+	c := &session{}
+	if s != nil {
+		c.tokens = s.tokens
+		for _, m := range s.messages {
+			mm := *m
+			c.messages = append(c.messages, &mm)
+		}
 	}
-	c := *s
-	c.messages = append([]sessionMessage(nil), s.messages...)
-	return &c
+	return c
 }
 
-func (s *session) add(m sessionMessage) {
+func (s *session) add(m *message) {
 	s.messages = append(s.messages, m)
 	s.tokens += tokens(m.text)
 	if len(s.messages) > maxSessionMessages {
@@ -151,19 +150,6 @@ func (s *session) size() int {
 	}
 	return n
 }
-
-// runMemory is what the agent remembers across the responses of one run.
-type runMemory struct {
-	magic    magic
-	stage    stage
-	retried  bool
-	longDone bool
-	audio    int // index in the session of the message being transcribed
-	tools    map[string]bool
-	noTools  bool
-}
-
-func (r *runMemory) offers(tool string) bool { return !r.noTools && r.tools[tool] }
 
 // touch marks an entry used and evicts beyond the limits; the caller
 // holds st.mu.
@@ -467,7 +453,7 @@ const (
 
 type inputItem struct {
 	kind    inputKind
-	message sessionMessage
+	message *message
 	callID  string
 	output  string
 }
@@ -483,8 +469,7 @@ func parseInput(raw json.RawMessage) ([]inputItem, error) {
 		if err := checkText(text, "input"); err != nil {
 			return nil, err
 		}
-		url, _ := splitAudio(text)
-		return []inputItem{{kind: inputMessage, message: sessionMessage{role: "user", text: text, audioURL: url}}}, nil
+		return []inputItem{{kind: inputMessage, message: userMessage(text)}}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -535,7 +520,7 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		if err := checkText(text, param+".content"); err != nil {
 			return inputItem{}, err
 		}
-		m := sessionMessage{role: it.Role, text: text}
+		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
 		if it.Role == "user" {
 			m.audioURL, _ = splitAudio(text)
 		}
@@ -754,14 +739,14 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		switch in.kind {
 		case inputMessage:
 			sess.add(in.message)
-			newMessage = newMessage || in.message.role == "user"
+			newMessage = newMessage || in.message.obj.Role == "user"
 		case inputFunctionOutput:
 			sess.tokens += tokens(in.output)
 		}
 	}
 	if newMessage {
 		// A new message from the person starts a new run of the agent.
-		run = runMemory{magic: parseMagic(newestUserText(sess))}
+		run = runMemory{magic: parseMagic(newestUser(sess.messages).text)}
 	}
 	run.tools, run.noTools = names, choice == "none"
 	// A run under #refuse has each of its calls refused before anything
@@ -802,13 +787,14 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	// The response follows the instructions it was sent, as a run follows
 	// its own: their cue lines steer the classifier.
 	cls := s.classifierFor(instructions)
-	b := &responsePlanner{s: s, cls: cls, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens}
+	b := &responsePlanner{s: s, cls: cls, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens,
+		plan: responsePlan{end: "completed"}}
 	if newMessage {
 		b.start()
 	} else {
 		b.continueWith(pending, outputs)
 	}
-	t.plan = b.plan
+	t.plan = &b.plan
 	sess.tokens += b.plan.outputTokens
 	r.session, r.run, r.prompt = sess, run, b.prompt
 	if store {
@@ -816,16 +802,6 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		st.storeResponse(r)
 	}
 	return t, nil
-}
-
-// newestUserText is the text of the session's newest user message.
-func newestUserText(sess *session) string {
-	for i := len(sess.messages) - 1; i >= 0; i-- {
-		if sess.messages[i].role == "user" {
-			return sess.messages[i].text
-		}
-	}
-	return ""
 }
 
 func orNull(s string) *string {

@@ -55,9 +55,9 @@ func (s *Simulator) inputItems(input []inputItem) []convItem {
 		case inputMessage:
 			m := in.message
 			id := s.cfg.NewID("msg")
-			var obj any = inputMessageItem{Type: "message", ID: id, Status: "completed", Role: m.role,
+			var obj any = inputMessageItem{Type: "message", ID: id, Status: "completed", Role: m.obj.Role,
 				Content: []inputTextPart{{Type: "input_text", Text: m.text}}}
-			if m.role == "assistant" {
+			if m.obj.Role == "assistant" {
 				obj = responseswire.NewMessageItem(id, []string{m.text})
 			}
 			out = append(out, convItem{id: id, obj: obj, size: len(m.text)})

@@ -183,18 +183,12 @@ type message struct {
 
 // run is one run plus the agent's memory of it. Guarded by Simulator.mu.
 type run struct {
-	obj       foundrywire.Run
-	toolNames map[string]bool
-	magic     magic
-	noTools   bool        // tool_choice "none"
-	classify  *classifier // the run's instructions' rules applied
+	obj      foundrywire.Run
+	mem      runMemory
+	classify *classifier // the run's instructions' rules applied
 
-	stage     stage             // what the pending calls are for
 	pending   []*toolCall       // calls awaiting outputs
 	toolStep  *foundrywire.Step // the step the pending calls belong to
-	audio     *message          // message whose audio is being transcribed
-	retried   bool
-	longDone  bool              // #long:N has shaped the first message
 	stepUsage foundrywire.Usage // the pending tool step's usage, reported when it completes
 	context   int64             // tokens the agent has read or written so far
 	usage     foundrywire.Usage // sum over completed steps
@@ -208,8 +202,6 @@ func (r *run) activeStatus() bool {
 	}
 	return false
 }
-
-func (r *run) offers(tool string) bool { return !r.noTools && r.toolNames[tool] }
 
 // newThread registers a thread; the caller holds s.mu.
 func (s *Simulator) newThread(metadata json.RawMessage) *thread {

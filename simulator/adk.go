@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire/adk/adkwire"
@@ -389,13 +388,10 @@ type adkFrame struct {
 // blank line each, no event names, no end marker, then the body ends. A
 // client that goes away stops it: the run is already recorded.
 func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames []adkFrame, streaming bool) {
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if flush(rc) != nil {
+	rc, pace, err := s.openStream(w, false)
+	if err != nil {
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for _, f := range frames {
 		if f.isStream && !streaming {
 			continue

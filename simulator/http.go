@@ -65,9 +65,8 @@ func (s *Simulator) route(w http.ResponseWriter, req *http.Request) error {
 		return &httpError{status: http.StatusUnauthorized, code: "unauthorized",
 			message: "Access token is missing or invalid: send Authorization: Bearer <token>."}
 	}
-	if req.URL.Query().Get("api-version") == "" {
-		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
-			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	if err := needAPIVersion(req); err != nil {
+		return err
 	}
 	seg := strings.Split(strings.Trim(operationPath(req.URL.Path), "/"), "/")
 	m := req.Method
@@ -103,7 +102,20 @@ func (s *Simulator) route(w http.ResponseWriter, req *http.Request) error {
 	case len(seg) == 2 && seg[0] == "assistants":
 		return method(m, http.MethodGet, func() error { return s.getAssistant(w, seg[1]) })
 	}
+	return noOperation(req)
+}
+
+func noOperation(req *http.Request) error {
 	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+}
+
+// needAPIVersion refuses a call without ?api-version=, as the service does.
+func needAPIVersion(req *http.Request) error {
+	if req.URL.Query().Get("api-version") == "" {
+		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
+			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	}
+	return nil
 }
 
 func method(got, want string, h func() error) error {

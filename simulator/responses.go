@@ -251,7 +251,7 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 		return method(m, http.MethodGet, func() error { return s.listConversationItems(w, req, seg[1]) })
 	case len(seg) == 1 && seg[0] == "models":
 		return method(m, http.MethodGet, func() error {
-			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+			return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
 		})
 	case len(seg) == 2 && seg[0] == "models":
 		return method(m, http.MethodGet, func() error {
@@ -261,7 +261,7 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 			return writeJSON(w, http.StatusOK, s.model())
 		})
 	}
-	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+	return noOperation(req)
 }
 
 func (s *Simulator) model() responseswire.Model {
@@ -271,12 +271,11 @@ func (s *Simulator) model() responseswire.Model {
 // getDeployment answers the project's deployment of the simulated model,
 // named after it (GET {project}/deployments/{name}?api-version=v1).
 func (s *Simulator) getDeployment(w http.ResponseWriter, req *http.Request, seg []string) error {
-	if req.URL.Query().Get("api-version") == "" {
-		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
-			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	if err := needAPIVersion(req); err != nil {
+		return err
 	}
 	if len(seg) != 1 || seg[0] == "" {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+		return noOperation(req)
 	}
 	if seg[0] != s.cfg.Model {
 		return &httpError{status: http.StatusNotFound, code: "DeploymentNotFound", message: fmt.Sprintf("Deployment %s was not found.", seg[0])}
@@ -292,9 +291,8 @@ func authorizedKey(req *http.Request) bool {
 }
 
 func (s *Simulator) getAgent(w http.ResponseWriter, req *http.Request, seg []string) error {
-	if req.URL.Query().Get("api-version") == "" {
-		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
-			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	if err := needAPIVersion(req); err != nil {
+		return err
 	}
 	switch {
 	case len(seg) == 1 && seg[0] == DefaultAgentName:

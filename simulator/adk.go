@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -61,17 +60,6 @@ type adkSession struct {
 	pending    []*toolCall // calls handed over, awaiting responses
 	mem        runMemory
 	context    int64 // tokens the agent has read or written
-	bytes      int
-	elem       *list.Element
-}
-
-// adkSessions holds the ADK face's sessions, least recently used evicted
-// beyond Config.MaxThreads or the stored-bytes limit. Guarded by
-// Simulator.mu.
-type adkSessions struct {
-	byKey map[string]*adkSession
-	lru   *list.List
-	bytes int
 }
 
 func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
@@ -159,17 +147,12 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 		id = s.uuid()
 	}
 	key := sessionKey(app, user, id)
-	if _, ok := s.adk.byKey[key]; ok {
+	if _, ok := s.adk.get(key); ok {
 		return adkDetail(http.StatusConflict, "Session already exists: %s", id)
 	}
 	ss := &adkSession{key: key, obj: adkwire.Session{ID: id, AppName: app, UserID: user,
 		State: orDefault(body.State, `{}`), Events: []adkwire.Event{}, LastUpdateTime: adkwire.Time(s.cfg.Now())}}
-	if s.adk.byKey == nil {
-		s.adk.byKey, s.adk.lru = map[string]*adkSession{}, list.New()
-	}
-	ss.elem = s.adk.lru.PushFront(ss)
-	s.adk.byKey[key] = ss
-	s.accountADK(ss, len(ss.obj.State))
+	s.adk.put(key, ss, len(ss.obj.State))
 	return writeJSON(w, http.StatusOK, ss.obj)
 }
 
@@ -177,10 +160,9 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 // any app: 404 when it has none of that id.
 func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) error {
 	s.mu.Lock()
-	ss, ok := s.adk.byKey[sessionKey(app, user, id)]
+	ss, ok := s.adk.get(sessionKey(app, user, id))
 	var obj adkwire.Session
 	if ok {
-		s.adk.lru.MoveToFront(ss.elem)
 		obj = ss.obj
 		obj.Events = slices.Clone(obj.Events)
 	}
@@ -191,24 +173,9 @@ func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) erro
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-// accountADK adds n bytes to a session's share and evicts least recently
-// used sessions beyond the limits; the caller holds s.mu.
-func (s *Simulator) accountADK(ss *adkSession, n int) {
-	ss.bytes += n
-	if s.adk.byKey[ss.key] == ss {
-		s.adk.bytes += n
-	}
-	for len(s.adk.byKey) > s.cfg.MaxThreads || s.adk.bytes > maxStoredBytes {
-		e := s.adk.lru.Back()
-		if e == nil || e.Value.(*adkSession) == ss {
-			return
-		}
-		old := e.Value.(*adkSession)
-		s.adk.lru.Remove(e)
-		delete(s.adk.byKey, old.key)
-		s.adk.bytes -= old.bytes
-	}
-}
+// accountADK adds n bytes to a session's share, evicting others beyond
+// the limits; the caller holds s.mu.
+func (s *Simulator) accountADK(ss *adkSession, n int) { s.adk.grow(ss.key, n) }
 
 // adkRunRequest is /run_sse's body. The server reads camelCase and
 // snake_case names alike.
@@ -352,12 +319,11 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 		return err
 	}
 	s.mu.Lock()
-	ss, ok := s.adk.byKey[sessionKey(r.app, r.user, r.session)]
+	ss, ok := s.adk.get(sessionKey(r.app, r.user, r.session))
 	if !ok {
 		s.mu.Unlock()
 		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
 	}
-	s.adk.lru.MoveToFront(ss.elem)
 	// A text starts a new run; function responses go on with the paused
 	// one.
 	refuse := ss.mem.magic.refuse

@@ -605,10 +605,7 @@ func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error 
 		return err
 	}
 	s.mu.Lock()
-	all := make([]*thread, 0, len(s.threads))
-	for _, th := range s.threads {
-		all = append(all, th)
-	}
+	all := s.threads.all()
 	s.mu.Unlock()
 	slices.SortFunc(all, func(a, b *thread) int {
 		if order == "asc" {
@@ -626,10 +623,7 @@ func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error 
 // deleteThread forgets a thread, its messages and its runs.
 func (s *Simulator) deleteThread(w http.ResponseWriter, id string) error {
 	s.mu.Lock()
-	th, ok := s.threads[id]
-	if ok {
-		s.dropThread(th)
-	}
+	ok := s.threads.remove(id)
 	s.mu.Unlock()
 	if !ok {
 		return notFound("thread", id)

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -67,41 +66,27 @@ func responsesOperation(path string) (string, bool) {
 }
 
 // responsesState is the face's memory: conversations and stored
-// responses, least recently used evicted beyond the limits. Guarded by
-// its own mutex.
+// responses (four times as many), least recently used evicted. Guarded
+// by its own mutex.
 type responsesState struct {
 	mu            sync.Mutex
-	conversations map[string]*conversation
-	responses     map[string]*storedResponse
-	lru           *list.List // of lruEntry, most recently used first
-	bytes         int
-	// maxConversations is Config.MaxThreads; four times as many
-	// responses are kept.
-	maxConversations int
-}
-
-type lruEntry struct {
-	conv *conversation
-	resp *storedResponse
+	conversations *lru[*conversation]
+	responses     *lru[*storedResponse]
 }
 
 func newResponsesState(maxConversations int) *responsesState {
-	return &responsesState{conversations: map[string]*conversation{}, responses: map[string]*storedResponse{}, lru: list.New(),
-		maxConversations: maxConversations}
+	return &responsesState{conversations: newLRU[*conversation](maxConversations), responses: newLRU[*storedResponse](4 * maxConversations)}
 }
 
 // conversation is a Conversations API conversation: the session its
 // responses share, committed when a response in it completes.
 type conversation struct {
-	obj     conversationObject
-	session *session
-	last    *storedResponse // the last completed response, whose calls may be pending
-	active  bool            // a response in it is streaming
-	items   []convItem      // what its responses took in and gave out (responses_items.go)
-	// itemBytes is the text its items hold; bytes that and its session's.
-	itemBytes int
-	bytes     int
-	elem      *list.Element
+	obj       conversationObject
+	session   *session
+	last      *storedResponse // the last completed response, whose calls may be pending
+	active    bool            // a response in it is streaming
+	items     []convItem      // what its responses took in and gave out (responses_items.go)
+	itemBytes int             // the text its items hold
 }
 
 // storedResponse is a response and what the agent knew when it ended.
@@ -111,8 +96,6 @@ type storedResponse struct {
 	run     runMemory // the agent's memory of the run, for continuations
 	pending []*toolCall
 	prompt  int64 // its input tokens
-	bytes   int
-	elem    *list.Element
 }
 
 // session is what the agent has read and written in a chain of responses.
@@ -151,71 +134,26 @@ func (s *session) size() int {
 	return n
 }
 
-// touch marks an entry used and evicts beyond the limits; the caller
-// holds st.mu.
-func (st *responsesState) touch(e lruEntry, size int, elem **list.Element, keep *list.Element) {
-	if *elem == nil {
-		*elem = st.lru.PushFront(e)
-	} else {
-		st.lru.MoveToFront(*elem)
-	}
-	st.bytes += size
-	for len(st.conversations) > st.maxConversations || len(st.responses) > 4*st.maxConversations || st.bytes > maxStoredBytes {
-		back := st.lru.Back()
-		if back == nil || back == keep || back == *elem {
-			return
-		}
-		st.lru.Remove(back)
-		switch v := back.Value.(lruEntry); {
-		case v.conv != nil:
-			delete(st.conversations, v.conv.obj.ID)
-			st.bytes -= v.conv.bytes
-		case v.resp != nil:
-			delete(st.responses, v.resp.obj.ID)
-			st.bytes -= v.resp.bytes
-		}
-	}
-}
-
 func (st *responsesState) storeResponse(r *storedResponse) {
-	st.responses[r.obj.ID] = r
-	r.bytes = r.session.size()
+	n := r.session.size()
 	if r.obj.Instructions != nil {
-		r.bytes += len(*r.obj.Instructions)
+		n += len(*r.obj.Instructions)
 	}
 	for _, t := range r.obj.Tools {
-		r.bytes += len(t)
+		n += len(t)
 	}
-	st.touch(lruEntry{resp: r}, r.bytes, &r.elem, nil)
-}
-
-func (st *responsesState) response(id string) (*storedResponse, bool) {
-	r, ok := st.responses[id]
-	if ok {
-		st.lru.MoveToFront(r.elem)
-	}
-	return r, ok
-}
-
-func (st *responsesState) conversation(id string) (*conversation, bool) {
-	c, ok := st.conversations[id]
-	if ok {
-		st.lru.MoveToFront(c.elem)
-	}
-	return c, ok
+	st.responses.put(r.obj.ID, r, n)
 }
 
 // commit replaces a conversation's session after a completed response,
 // and adds the response's items to its own.
 func (st *responsesState) commit(c *conversation, sess *session, last *storedResponse, items []convItem) {
-	if _, ok := st.conversations[c.obj.ID]; !ok {
+	if _, ok := st.conversations.get(c.obj.ID); !ok {
 		return // evicted meanwhile
 	}
 	c.itemBytes += c.addItems(items)
-	size := sess.size() + c.itemBytes
-	st.bytes -= c.bytes
-	c.session, c.last, c.bytes = sess, last, size
-	st.touch(lruEntry{conv: c}, size, &c.elem, nil)
+	c.session, c.last = sess, last
+	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 }
 
 // serveResponses answers one Responses face call.
@@ -368,9 +306,7 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 	}
 	c.itemBytes = c.addItems(s.inputItems(input))
 	st.mu.Lock()
-	st.conversations[c.obj.ID] = c
-	c.bytes = sess.size() + c.itemBytes
-	st.touch(lruEntry{conv: c}, c.bytes, &c.elem, nil)
+	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 	obj := c.obj
 	st.mu.Unlock()
 	return writeJSON(w, http.StatusOK, obj)
@@ -379,7 +315,7 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
 	st := s.responses
 	st.mu.Lock()
-	c, ok := st.conversation(id)
+	c, ok := st.conversations.get(id)
 	var obj conversationObject
 	if ok {
 		obj = c.obj
@@ -394,7 +330,7 @@ func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
 func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
 	st := s.responses
 	st.mu.Lock()
-	r, ok := st.response(id)
+	r, ok := st.responses.get(id)
 	var obj responseswire.Response
 	if ok {
 		obj = r.obj
@@ -409,7 +345,7 @@ func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
 func (s *Simulator) cancelResponse(id string) error {
 	st := s.responses
 	st.mu.Lock()
-	_, ok := st.response(id)
+	_, ok := st.responses.get(id)
 	st.mu.Unlock()
 	if !ok {
 		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
@@ -683,7 +619,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	sess := &session{}
 	switch {
 	case convID != "":
-		c, ok := st.conversation(convID)
+		c, ok := st.conversations.get(convID)
 		if !ok {
 			return nil, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Conversation with id '%s' not found.", convID), param: "conversation"}
 		}
@@ -692,7 +628,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		}
 		conv, prev, sess = c, c.last, c.session.clone()
 	case prevID != "":
-		p, ok := st.response(prevID)
+		p, ok := st.responses.get(prevID)
 		if !ok {
 			return nil, &httpError{status: http.StatusNotFound, code: "previous_response_not_found",
 				message: fmt.Sprintf("Previous response with id '%s' not found.", prevID), param: "previous_response_id"}

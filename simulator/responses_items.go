@@ -124,7 +124,7 @@ func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Reque
 	}
 	st := s.responses
 	st.mu.Lock()
-	c, ok := st.conversation(id)
+	c, ok := st.conversations.get(id)
 	var items []convItem
 	if ok {
 		items = slices.Clone(c.items)

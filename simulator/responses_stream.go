@@ -175,6 +175,6 @@ func (t *responseTurn) finish(s *Simulator, delivered bool) {
 		}
 	}
 	if t.store {
-		st.response(r.obj.ID) // marks it used
+		st.responses.get(r.obj.ID) // marks it used
 	}
 }

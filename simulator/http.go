@@ -68,41 +68,70 @@ func (s *Simulator) route(w http.ResponseWriter, req *http.Request) error {
 	if err := needAPIVersion(req); err != nil {
 		return err
 	}
-	seg := strings.Split(strings.Trim(operationPath(req.URL.Path), "/"), "/")
-	m := req.Method
-	switch {
-	case len(seg) == 1 && seg[0] == "threads":
-		if m == http.MethodGet {
-			return s.listThreads(w, req)
+	return s.dispatch(w, req, operationPath(req.URL.Path), threadsRoutes)
+}
+
+// route is one operation of a Foundry face: a method and a path whose
+// "*" segments (or "**", the rest) are the handler's ids.
+type route struct {
+	method, path string
+	serve        func(s *Simulator, w http.ResponseWriter, req *http.Request, ids []string) error
+}
+
+// threadsRoutes are the classic threads/runs API's operations.
+var threadsRoutes = []route{
+	{http.MethodGet, "threads", (*Simulator).listThreads},
+	{http.MethodPost, "threads", (*Simulator).createThread},
+	{http.MethodPost, "threads/runs", (*Simulator).createThreadAndRun},
+	{http.MethodDelete, "threads/*", (*Simulator).deleteThread},
+	{http.MethodGet, "threads/*", (*Simulator).getThread},
+	{http.MethodGet, "threads/*/messages", (*Simulator).listMessages},
+	{http.MethodPost, "threads/*/messages", (*Simulator).createMessage},
+	{http.MethodGet, "threads/*/runs", (*Simulator).listRuns},
+	{http.MethodPost, "threads/*/runs", (*Simulator).createRun},
+	{http.MethodGet, "threads/*/runs/*", (*Simulator).getRun},
+	{http.MethodPost, "threads/*/runs/*/submit_tool_outputs", (*Simulator).submitToolOutputs},
+	{http.MethodPost, "threads/*/runs/*/cancel", (*Simulator).cancel},
+	{http.MethodGet, "assistants/*", (*Simulator).getAssistant},
+}
+
+// dispatch serves op with the routes of the first path it fits; another
+// method is refused with the last of them.
+func (s *Simulator) dispatch(w http.ResponseWriter, req *http.Request, op string, routes []route) error {
+	seg := strings.Split(strings.Trim(op, "/"), "/")
+	path, want := "", ""
+	for _, rt := range routes {
+		ids, ok := match(rt.path, seg)
+		switch {
+		case !ok || (path != "" && rt.path != path):
+			continue
+		case rt.method == req.Method:
+			return rt.serve(s, w, req, ids)
 		}
-		return method(m, http.MethodPost, func() error { return s.createThread(w, req) })
-	case len(seg) == 2 && seg[0] == "threads" && seg[1] == "runs":
-		return method(m, http.MethodPost, func() error { return s.createThreadAndRun(w, req) })
-	case len(seg) == 2 && seg[0] == "threads":
-		if m == http.MethodDelete {
-			return s.deleteThread(w, seg[1])
-		}
-		return method(m, http.MethodGet, func() error { return s.getThread(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "threads" && seg[2] == "messages":
-		if m == http.MethodGet {
-			return s.listMessages(w, req, seg[1])
-		}
-		return method(m, http.MethodPost, func() error { return s.createMessage(w, req, seg[1]) })
-	case len(seg) == 3 && seg[0] == "threads" && seg[2] == "runs":
-		if m == http.MethodGet {
-			return s.listRuns(w, seg[1])
-		}
-		return method(m, http.MethodPost, func() error { return s.createRun(w, req, seg[1]) })
-	case len(seg) == 4 && seg[0] == "threads" && seg[2] == "runs":
-		return method(m, http.MethodGet, func() error { return s.getRun(w, seg[1], seg[3]) })
-	case len(seg) == 5 && seg[0] == "threads" && seg[2] == "runs" && seg[4] == "submit_tool_outputs":
-		return method(m, http.MethodPost, func() error { return s.submitToolOutputs(w, req, seg[1], seg[3]) })
-	case len(seg) == 5 && seg[0] == "threads" && seg[2] == "runs" && seg[4] == "cancel":
-		return method(m, http.MethodPost, func() error { return s.cancel(w, seg[1], seg[3]) })
-	case len(seg) == 2 && seg[0] == "assistants":
-		return method(m, http.MethodGet, func() error { return s.getAssistant(w, seg[1]) })
+		path, want = rt.path, rt.method
 	}
-	return noOperation(req)
+	if path == "" {
+		return noOperation(req)
+	}
+	return &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use " + want + "."}
+}
+
+// match reports whether path segments seg fit pattern, with the segments
+// its wildcards took.
+func match(pattern string, seg []string) ([]string, bool) {
+	parts := strings.Split(pattern, "/")
+	var ids []string
+	for i, p := range parts {
+		switch {
+		case p == "**":
+			return append(ids, seg[min(i, len(seg)):]...), true
+		case i >= len(seg) || (p != "*" && p != seg[i]):
+			return nil, false
+		case p == "*":
+			ids = append(ids, seg[i])
+		}
+	}
+	return ids, len(parts) == len(seg)
 }
 
 func noOperation(req *http.Request) error {
@@ -116,13 +145,6 @@ func needAPIVersion(req *http.Request) error {
 			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
 	}
 	return nil
-}
-
-func method(got, want string, h func() error) error {
-	if got != want {
-		return &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use " + want + "."}
-	}
-	return h()
 }
 
 // operationPath drops an /api/projects/<name> prefix.
@@ -435,7 +457,7 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 	return r
 }
 
-func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body threadRequest
 	if err := decode(w, req, &body, true); err != nil {
 		return err
@@ -452,7 +474,8 @@ func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request) error
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) getThread(w http.ResponseWriter, id string) error {
+func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	s.mu.Lock()
 	th, ok := s.thread(id)
 	var obj foundrywire.Thread
@@ -466,7 +489,7 @@ func (s *Simulator) getThread(w http.ResponseWriter, id string) error {
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body runRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -495,7 +518,8 @@ func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request)
 	return s.answer(w, req, t, body.Stream, snapshot)
 }
 
-func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, threadID string) error {
+func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
 	var body runRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -552,7 +576,8 @@ func (s *Simulator) answer(w http.ResponseWriter, req *http.Request, t *turn, st
 	return nil
 }
 
-func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, threadID string) error {
+func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
 	var body messageInput
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -599,7 +624,7 @@ func pageOf(q url.Values) (limit int, order string, err error) {
 }
 
 // listThreads lists the threads kept, newest first unless order=asc.
-func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request, _ []string) error {
 	limit, order, err := pageOf(req.URL.Query())
 	if err != nil {
 		return err
@@ -621,7 +646,8 @@ func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error 
 }
 
 // deleteThread forgets a thread, its messages and its runs.
-func (s *Simulator) deleteThread(w http.ResponseWriter, id string) error {
+func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	s.mu.Lock()
 	ok := s.threads.remove(id)
 	s.mu.Unlock()
@@ -631,7 +657,8 @@ func (s *Simulator) deleteThread(w http.ResponseWriter, id string) error {
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "thread.deleted", "deleted": true})
 }
 
-func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threadID string) error {
+func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
 	q := req.URL.Query()
 	limit, order, err := pageOf(q)
 	if err != nil {
@@ -670,7 +697,8 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threa
 	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
 }
 
-func (s *Simulator) listRuns(w http.ResponseWriter, threadID string) error {
+func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	threadID := ids[0]
 	s.mu.Lock()
 	th, ok := s.thread(threadID)
 	if !ok {
@@ -709,7 +737,8 @@ func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
 	return th, r, nil
 }
 
-func (s *Simulator) getRun(w http.ResponseWriter, threadID, runID string) error {
+func (s *Simulator) getRun(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	threadID, runID := ids[0], ids[1]
 	s.mu.Lock()
 	_, r, err := s.lookupRun(threadID, runID)
 	var obj foundrywire.Run
@@ -723,7 +752,8 @@ func (s *Simulator) getRun(w http.ResponseWriter, threadID, runID string) error 
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, threadID, runID string) error {
+func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID, runID := ids[0], ids[1]
 	var body struct {
 		ToolOutputs []struct {
 			ToolCallID string          `json:"tool_call_id"`
@@ -810,7 +840,8 @@ func pendingIDs(r *run) string {
 	return "[" + strings.Join(ids, ", ") + "]"
 }
 
-func (s *Simulator) cancel(w http.ResponseWriter, threadID, runID string) error {
+func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	threadID, runID := ids[0], ids[1]
 	s.mu.Lock()
 	_, r, err := s.lookupRun(threadID, runID)
 	if err != nil {
@@ -840,7 +871,8 @@ func (s *Simulator) cancel(w http.ResponseWriter, threadID, runID string) error 
 	return writeJSON(w, http.StatusOK, snapshot)
 }
 
-func (s *Simulator) getAssistant(w http.ResponseWriter, id string) error {
+func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	if id != s.cfg.AgentID {
 		return notFound("assistant", id)
 	}

@@ -168,38 +168,28 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 		return &httpError{status: http.StatusUnauthorized, code: "invalid_api_key",
 			message: "Missing credentials: send Authorization: Bearer <token> or api-key: <key>."}
 	}
-	seg := strings.Split(strings.Trim(op, "/"), "/")
-	m := req.Method
-	switch {
-	case seg[0] == "agents":
-		return method(m, http.MethodGet, func() error { return s.getAgent(w, req, seg[1:]) })
-	case seg[0] == "deployments":
-		return method(m, http.MethodGet, func() error { return s.getDeployment(w, req, seg[1:]) })
-	case len(seg) == 1 && seg[0] == "responses":
-		return method(m, http.MethodPost, func() error { return s.createResponse(w, req) })
-	case len(seg) == 2 && seg[0] == "responses":
-		return method(m, http.MethodGet, func() error { return s.getResponse(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "responses" && seg[2] == "cancel":
-		return method(m, http.MethodPost, func() error { return s.cancelResponse(seg[1]) })
-	case len(seg) == 1 && seg[0] == "conversations":
-		return method(m, http.MethodPost, func() error { return s.createConversation(w, req) })
-	case len(seg) == 2 && seg[0] == "conversations":
-		return method(m, http.MethodGet, func() error { return s.getConversation(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "conversations" && seg[2] == "items":
-		return method(m, http.MethodGet, func() error { return s.listConversationItems(w, req, seg[1]) })
-	case len(seg) == 1 && seg[0] == "models":
-		return method(m, http.MethodGet, func() error {
-			return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
-		})
-	case len(seg) == 2 && seg[0] == "models":
-		return method(m, http.MethodGet, func() error {
-			if seg[1] != s.cfg.Model {
-				return notFound("model", seg[1])
-			}
-			return writeJSON(w, http.StatusOK, s.model())
-		})
-	}
-	return noOperation(req)
+	return s.dispatch(w, req, op, responsesRoutes)
+}
+
+// responsesRoutes are the Responses face's operations.
+var responsesRoutes = []route{
+	{http.MethodGet, "agents/**", (*Simulator).getAgent},
+	{http.MethodGet, "deployments/**", (*Simulator).getDeployment},
+	{http.MethodPost, "responses", (*Simulator).createResponse},
+	{http.MethodGet, "responses/*", (*Simulator).getResponse},
+	{http.MethodPost, "responses/*/cancel", (*Simulator).cancelResponse},
+	{http.MethodPost, "conversations", (*Simulator).createConversation},
+	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
+	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
+	{http.MethodGet, "models", func(s *Simulator, w http.ResponseWriter, _ *http.Request, _ []string) error {
+		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+	}},
+	{http.MethodGet, "models/*", func(s *Simulator, w http.ResponseWriter, _ *http.Request, ids []string) error {
+		if ids[0] != s.cfg.Model {
+			return notFound("model", ids[0])
+		}
+		return writeJSON(w, http.StatusOK, s.model())
+	}},
 }
 
 func (s *Simulator) model() responseswire.Model {
@@ -275,7 +265,7 @@ func agentTools() []json.RawMessage {
 	return out
 }
 
-func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body struct {
 		Items    []json.RawMessage `json:"items"`
 		Metadata json.RawMessage   `json:"metadata"`
@@ -312,7 +302,8 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
+func (s *Simulator) getConversation(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	st := s.responses
 	st.mu.Lock()
 	c, ok := st.conversations.get(id)
@@ -327,7 +318,8 @@ func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
+func (s *Simulator) getResponse(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	st := s.responses
 	st.mu.Lock()
 	r, ok := st.responses.get(id)
@@ -342,7 +334,8 @@ func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) cancelResponse(id string) error {
+func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	st := s.responses
 	st.mu.Lock()
 	_, ok := st.responses.get(id)
@@ -528,7 +521,7 @@ func requestTools(raw json.RawMessage) ([]json.RawMessage, map[string]bool, erro
 
 // createResponse validates the request, plans the agent's answer and
 // delivers it: streamed, or as the finished response object.
-func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body responseRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err

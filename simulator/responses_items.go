@@ -116,7 +116,8 @@ type itemList struct {
 // listConversationItems answers GET /conversations/{id}/items: newest
 // first unless order=asc, limit items (20 by default, at most 100), those
 // after the item named by after.
-func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Request, id string) error {
+func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Request, ids []string) error {
+	id := ids[0]
 	q := req.URL.Query()
 	limit, order, err := pageOf(q)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -94,7 +95,7 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	if !strings.HasPrefix(th.ID, "thread_") || th.Object != "thread" || th.CreatedAt != testClock.Unix() {
 		t.Errorf("thread %+v", th)
 	}
-	created := decodeAs[runObj](t, s1[1])
+	created := decodeAs[foundrywire.Run](t, s1[1])
 	if !strings.HasPrefix(created.ID, "run_") || created.ThreadID != th.ID || created.AssistantID != testAgent ||
 		created.Status != "queued" || created.CreatedAt != testClock.Unix() || created.StartedAt != nil ||
 		created.Instructions != testInstructions || created.Usage != nil || created.RequiredAction != nil {
@@ -107,17 +108,17 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	if fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Errorf("tools not echoed:\n got %v\nwant %v", got, want)
 	}
-	if started := decodeAs[runObj](t, s1[3]); started.Status != "in_progress" || started.StartedAt == nil {
+	if started := decodeAs[foundrywire.Run](t, s1[3]); started.Status != "in_progress" || started.StartedAt == nil {
 		t.Errorf("in_progress run %+v", started)
 	}
 	for _, f := range s1 {
 		switch f.Event {
 		case "thread.run.step.created":
-			if st := decodeAs[stepObj](t, f); !strings.HasPrefix(st.ID, "step_") || st.ThreadID != th.ID {
+			if st := decodeAs[foundrywire.Step](t, f); !strings.HasPrefix(st.ID, "step_") || st.ThreadID != th.ID {
 				t.Errorf("step %+v", st)
 			}
 		case "thread.message.created":
-			if m := decodeAs[messageObj](t, f); !strings.HasPrefix(m.ID, "msg_") || m.RunID != created.ID || m.ThreadID != th.ID {
+			if m := decodeAs[foundrywire.Message](t, f); !strings.HasPrefix(m.ID, "msg_") || m.RunID == nil || *m.RunID != created.ID || m.ThreadID != th.ID {
 				t.Errorf("message %+v", m)
 			}
 		}
@@ -227,7 +228,7 @@ func TestTwoCalls(t *testing.T) {
 		calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
 	})
 	wantShape(t, s2, finalTurn()...)
-	if st := decodeAs[stepObj](t, s2[0]); len(st.StepDetails.ToolCalls) != 2 || *st.StepDetails.ToolCalls[1].Function.Output == "" {
+	if st := decodeAs[foundrywire.Step](t, s2[0]); len(deref(st.StepDetails.ToolCalls)) != 2 || *(*st.StepDetails.ToolCalls)[1].Function.Output == "" {
 		t.Errorf("completed tool step %+v", st)
 	}
 	if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
@@ -273,7 +274,7 @@ func TestFail(t *testing.T) {
 	if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
 		t.Errorf("failed run %+v", r)
 	}
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
 	if got.Status != "failed" {
 		t.Errorf("GET run: status %q", got.Status)
@@ -292,7 +293,7 @@ func TestErrorEvent(t *testing.T) {
 		t.Errorf("error payload %s", s[len(s)-1].Data)
 	}
 	r := lastRun(t, s)
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
 	if got.Status != "failed" {
 		t.Errorf("GET run after error event: status %q", got.Status)
@@ -386,7 +387,7 @@ func TestFollowUpOnSameThread(t *testing.T) {
 
 	var list struct {
 		Object string       `json:"object"`
-		Data   []messageObj `json:"data"`
+		Data   []foundrywire.Message `json:"data"`
 	}
 	c.call(http.MethodGet, "/threads/"+threadID+"/messages?order=asc&limit=100", nil, http.StatusOK, &list)
 	var roles []string
@@ -436,7 +437,7 @@ func TestCancelMidStream(t *testing.T) {
 	defer resp.Body.Close()
 	p := newSSEReader(resp.Body)
 	var frames []frame
-	var run runObj
+	var run foundrywire.Run
 	for {
 		f, err := p.next()
 		if err != nil {
@@ -444,14 +445,14 @@ func TestCancelMidStream(t *testing.T) {
 		}
 		frames = append(frames, f)
 		if f.Event == "thread.run.created" {
-			run = decodeAs[runObj](t, f)
+			run = decodeAs[foundrywire.Run](t, f)
 		}
 		if f.Event == "thread.message.in_progress" {
 			break // the next chunk is a minute away
 		}
 	}
 	start := time.Now()
-	var cancelled runObj
+	var cancelled foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+run.ThreadID+"/runs/"+run.ID+"/cancel", nil, http.StatusOK, &cancelled)
 	if cancelled.Status != "cancelling" {
 		t.Errorf("cancel answered status %q", cancelled.Status)
@@ -473,7 +474,7 @@ func TestCancelMidStream(t *testing.T) {
 	wantShape(t, frames, "thread.created", "thread.run.created", "thread.run.queued", "thread.run.in_progress",
 		"thread.run.step.created", "thread.run.step.in_progress", "thread.message.created", "thread.message.in_progress",
 		"thread.run.cancelling", "thread.run.cancelled", "done")
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
 	if got.Status != "cancelled" || got.CancelledAt == nil {
 		t.Errorf("run after cancel %+v", got)
@@ -484,12 +485,12 @@ func TestCancelMidStream(t *testing.T) {
 func TestCancelWhileAwaitingOutputs(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simConfig())
-	var queued runObj
+	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/runs", map[string]any{
 		"assistant_id": testAgent, "tools": json.RawMessage(testTools),
 		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
 	}, http.StatusOK, &queued)
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+queued.ThreadID+"/runs/"+queued.ID+"/cancel", nil, http.StatusOK, &got)
 	if got.Status != "cancelling" {
 		t.Errorf("cancel answered %q", got.Status)
@@ -525,14 +526,14 @@ func TestDisconnectFreesHandler(t *testing.T) {
 		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
 	})
 	p := newSSEReader(resp.Body)
-	var run runObj
+	var run foundrywire.Run
 	for {
 		f, err := p.next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if f.Event == "thread.run.created" {
-			run = decodeAs[runObj](t, f)
+			run = decodeAs[foundrywire.Run](t, f)
 		}
 		if f.Event == "thread.message.in_progress" {
 			break
@@ -545,7 +546,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler still running 5s after the client left")
 	}
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
 	<-returned
 	if got.Status != "requires_action" || got.RequiredAction == nil {
@@ -563,12 +564,12 @@ func TestNonStreamed(t *testing.T) {
 		ID string `json:"id"`
 	}
 	c.call(http.MethodPost, "/threads", map[string]any{"messages": []any{userMessage("Renew my passport")}}, http.StatusOK, &th)
-	var queued runObj
+	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": testAgent, "tools": json.RawMessage(testTools)}, http.StatusOK, &queued)
 	if queued.Status != "queued" || queued.ThreadID != th.ID {
 		t.Fatalf("create answered %+v", queued)
 	}
-	var r runObj
+	var r foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+th.ID+"/runs/"+queued.ID, nil, http.StatusOK, &r)
 	if r.Status != "requires_action" || len(r.RequiredAction.SubmitToolOutputs.ToolCalls) != 1 {
 		t.Fatalf("run %+v", r)
@@ -591,7 +592,7 @@ func TestNonStreamed(t *testing.T) {
 		t.Errorf("run %+v", r)
 	}
 	var list struct {
-		Data    []messageObj `json:"data"`
+		Data    []foundrywire.Message `json:"data"`
 		FirstID string       `json:"first_id"`
 	}
 	c.call(http.MethodGet, "/threads/"+th.ID+"/messages?limit=1", nil, http.StatusOK, &list)
@@ -687,7 +688,7 @@ func TestProtocolErrors(t *testing.T) {
 			resp := c.request(context.Background(), http.MethodPost, path, map[string]any{"tool_outputs": outs, "stream": true})
 			t.Run(name, func(t *testing.T) { check(t, resp, http.StatusBadRequest, "invalid_request") })
 		}
-		var still runObj
+		var still foundrywire.Run
 		c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &still)
 		if still.Status != "requires_action" {
 			t.Fatalf("after bad submits: status %q", still.Status)

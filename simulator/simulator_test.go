@@ -37,30 +37,48 @@ func fileFlow(t *testing.T, c *client, text string) (fileArgs, []frame, []frame)
 	return a, s1, s2
 }
 
-func TestClassifiedBuckets(t *testing.T) {
+// TestFilings: each kind of capture is filed with its bucket, confidence
+// and status, the reasoning says why, and the closing message what
+// happened.
+func TestFilings(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		text, bucket, title string
-		confidence          float64
-		cue                 string // must appear in the reasoning
+		text, bucket, status, title string
+		confidence                  float64 // at most this when misunderstood
+		reasoning                   []string
+		closing                     string
 	}{
-		{"Call mom about her birthday on Sunday", "People", "Mom", 0.95, `"call mom"`},
-		{"Finish the launch deck before the Friday deadline", "Projects", "Finish the launch deck before the", 0.95, `"deadline"`},
-		{"What if we made an app that waters plants", "Ideas", "What if we made an app", 0.8, `"what if"`},
-		{"Pay the electricity bill and renew car insurance", "Admin", "Pay the electricity bill and renew", 0.95, `"insurance"`},
+		{"Call mom about her birthday on Sunday", "People", "classified", "Mom", 0.95, []string{"Cues for People", `"call mom"`}, "Filed to People."},
+		{"Finish the launch deck before the Friday deadline", "Projects", "classified", "Finish the launch deck before the", 0.95,
+			[]string{"Cues for Projects", `"deadline"`}, "Filed to Projects."},
+		{"What if we made an app that waters plants", "Ideas", "classified", "What if we made an app", 0.8, []string{"Cues for Ideas", `"what if"`}, "Filed to Ideas."},
+		{"Pay the electricity bill and renew car insurance", "Admin", "classified", "Pay the electricity bill and renew", 0.95,
+			[]string{"Cues for Admin", `"insurance"`}, "Filed to Admin."},
+		{"Maybe we could plan Sarah's birthday", "Ideas", "pending", "Maybe we could plan Sarah's birthday", 0.53,
+			[]string{"below 0.6: status pending", "Cues for People"}, "Filed to Ideas, pending your review."},
+		{"the thing from earlier", "Ideas", "misunderstood", "The thing from earlier", 0.3, []string{"Nothing tells me where this belongs"}, "Not filed yet: I asked for a clarification."},
+		{"xkcd ??? 42 !!", "Ideas", "misunderstood", "Xkcd ??? 42", 0.3, []string{"mostly not words"}, "Not filed yet: I asked for a clarification."},
+		{"dentist", "Admin", "misunderstood", "Dentist", 0.3, []string{"too short"}, "Not filed yet: I asked for a clarification."},
 	}
 	c, _ := newSim(t, simConfig())
 	for _, tc := range cases {
-		t.Run(tc.bucket, func(t *testing.T) {
+		t.Run(tc.text, func(t *testing.T) {
 			a, s1, s2 := fileFlow(t, c, tc.text)
-			if a.Text != tc.text || a.Bucket != tc.bucket || *a.Confidence != tc.confidence ||
-				a.Status != "classified" || a.Title != tc.title || a.Question != nil {
+			misunderstood := tc.status == "misunderstood"
+			if a.Text != tc.text || a.Bucket != tc.bucket || a.Status != tc.status || a.Title != tc.title ||
+				(misunderstood && *a.Confidence > tc.confidence) || (!misunderstood && *a.Confidence != tc.confidence) ||
+				(a.Question != nil) != misunderstood || (misunderstood && !strings.HasSuffix(*a.Question, "?")) {
 				t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
 			}
 			reasoning := messages(t, s1)[0]
-			if !strings.Contains(reasoning, "Cues for "+tc.bucket) || !strings.Contains(reasoning, tc.cue) ||
-				!strings.Contains(reasoning, "not a language model") {
-				t.Errorf("reasoning does not explain the cues: %q", reasoning)
+			want := append([]string{"not a language model"}, tc.reasoning...)
+			if misunderstood {
+				want = append(want, *a.Question)
+			}
+			for _, w := range want {
+				if !strings.Contains(reasoning, w) {
+					t.Errorf("reasoning %q does not say %q", reasoning, w)
+				}
 			}
 			if n := deltaCount(s1)[0]; n < 20 {
 				t.Errorf("reasoning streamed in %d chunks, want word-sized chunks", n)
@@ -68,7 +86,7 @@ func TestClassifiedBuckets(t *testing.T) {
 			if n := strings.Count(strings.Join(names(s1), " "), "thread.run.step.delta"); n < 5 {
 				t.Errorf("call streamed in %d step deltas, want the name then several argument fragments", n)
 			}
-			if got := messages(t, s2); len(got) != 1 || got[0] != "Filed to "+tc.bucket+"." {
+			if got := messages(t, s2); len(got) != 1 || got[0] != tc.closing {
 				t.Errorf("closing message %q", got)
 			}
 			checkFirstTurnObjects(t, s1, tc.text)
@@ -126,44 +144,6 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	r, _ := pendingCalls(t, s1)
 	if r.ID != created.ID || r.ExpiresAt == nil || *r.ExpiresAt != testClock.Unix()+600 {
 		t.Errorf("requires_action run %+v", r)
-	}
-}
-
-func TestPending(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	a, s1, s2 := fileFlow(t, c, "Maybe we could plan Sarah's birthday")
-	if a.Bucket != "Ideas" || *a.Confidence != 0.53 || a.Status != "pending" || a.Question != nil {
-		t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
-	}
-	if r := messages(t, s1)[0]; !strings.Contains(r, "below 0.6: status pending") || !strings.Contains(r, "Cues for People") {
-		t.Errorf("reasoning %q", r)
-	}
-	if got := messages(t, s2); got[0] != "Filed to Ideas, pending your review." {
-		t.Errorf("closing message %q", got)
-	}
-}
-
-func TestMisunderstood(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	for _, tc := range []struct{ text, why string }{
-		{"the thing from earlier", "Nothing tells me where this belongs"},
-		{"xkcd ??? 42 !!", "mostly not words"},
-		{"dentist", "too short"},
-	} {
-		t.Run(tc.text, func(t *testing.T) {
-			a, s1, s2 := fileFlow(t, c, tc.text)
-			if a.Status != "misunderstood" || a.Question == nil || !strings.HasSuffix(*a.Question, "?") || *a.Confidence > 0.3 {
-				t.Fatalf("arguments %+v", a)
-			}
-			if r := messages(t, s1)[0]; !strings.Contains(r, tc.why) || !strings.Contains(r, *a.Question) {
-				t.Errorf("reasoning %q does not say %q and ask %q", r, tc.why, *a.Question)
-			}
-			if got := messages(t, s2)[0]; !strings.Contains(got, "clarification") {
-				t.Errorf("closing message %q", got)
-			}
-		})
 	}
 }
 
@@ -386,7 +366,7 @@ func TestFollowUpOnSameThread(t *testing.T) {
 	wantShape(t, done, finalTurn()...)
 
 	var list struct {
-		Object string       `json:"object"`
+		Object string                `json:"object"`
 		Data   []foundrywire.Message `json:"data"`
 	}
 	c.call(http.MethodGet, "/threads/"+threadID+"/messages?order=asc&limit=100", nil, http.StatusOK, &list)
@@ -424,33 +404,39 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-func TestCancelMidStream(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simulator.Config{ChunkDelay: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	body := map[string]any{
+// untilPaused starts a streamed capture and reads it up to its reasoning's
+// first chunk, which a simulator with a long ChunkDelay holds back.
+func (c *client) untilPaused(ctx context.Context) (*http.Response, *sseReader, []frame, foundrywire.Run) {
+	c.t.Helper()
+	resp := c.request(ctx, http.MethodPost, "/threads/runs", map[string]any{
 		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
 		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
-	}
-	resp := c.request(ctx, http.MethodPost, "/threads/runs", body)
-	defer resp.Body.Close()
+	})
 	p := newSSEReader(resp.Body)
 	var frames []frame
 	var run foundrywire.Run
 	for {
 		f, err := p.next()
 		if err != nil {
-			t.Fatalf("before the pause: %v", err)
+			c.t.Fatalf("before the pause: %v", err)
 		}
 		frames = append(frames, f)
 		if f.Event == "thread.run.created" {
-			run = decodeAs[foundrywire.Run](t, f)
+			run = decodeAs[foundrywire.Run](c.t, f)
 		}
 		if f.Event == "thread.message.in_progress" {
-			break // the next chunk is a minute away
+			return resp, p, frames, run
 		}
 	}
+}
+
+func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
+	c, _ := newSim(t, simulator.Config{ChunkDelay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, p, frames, run := c.untilPaused(ctx)
+	defer resp.Body.Close()
 	start := time.Now()
 	var cancelled foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+run.ThreadID+"/runs/"+run.ID+"/cancel", nil, http.StatusOK, &cancelled)
@@ -521,24 +507,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp := c.request(ctx, http.MethodPost, "/threads/runs", map[string]any{
-		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
-		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
-	})
-	p := newSSEReader(resp.Body)
-	var run foundrywire.Run
-	for {
-		f, err := p.next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Event == "thread.run.created" {
-			run = decodeAs[foundrywire.Run](t, f)
-		}
-		if f.Event == "thread.message.in_progress" {
-			break
-		}
-	}
+	resp, _, _, run := c.untilPaused(ctx)
 	cancel()
 	resp.Body.Close()
 	select {
@@ -593,7 +562,7 @@ func TestNonStreamed(t *testing.T) {
 	}
 	var list struct {
 		Data    []foundrywire.Message `json:"data"`
-		FirstID string       `json:"first_id"`
+		FirstID string                `json:"first_id"`
 	}
 	c.call(http.MethodGet, "/threads/"+th.ID+"/messages?limit=1", nil, http.StatusOK, &list)
 	if len(list.Data) != 1 || list.Data[0].Role != "assistant" || list.Data[0].Content[0].Text.Value != "Filed to Admin." {

@@ -27,22 +27,14 @@ func isADKPath(p string) bool {
 	return p == "/run_sse" || p == "/list-apps" || strings.HasPrefix(p, "/apps/")
 }
 
-// adkError is a non-2xx answer in FastAPI's shape: {"detail": ...}.
-type adkError struct {
-	status int
-	detail any         // a string, or a validation error list
-	header http.Header // sent with it (a refusal's retry-after-ms)
-}
-
-func (e *adkError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
-
-func adkDetail(status int, format string, args ...any) *adkError {
-	return &adkError{status: status, detail: fmt.Sprintf(format, args...)}
+// adkDetail is a non-2xx answer in FastAPI's shape: {"detail": message}.
+func adkDetail(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, message: fmt.Sprintf(format, args...)}
 }
 
 // adkInvalid is FastAPI's 422 for a body that fails validation.
-func adkInvalid(loc []any, msg string) *adkError {
-	return &adkError{status: http.StatusUnprocessableEntity, detail: []map[string]any{
+func adkInvalid(loc []any, msg string) *httpError {
+	return &httpError{status: http.StatusUnprocessableEntity, message: msg, detail: []map[string]any{
 		{"type": "value_error", "loc": append([]any{"body"}, loc...), "msg": msg, "input": nil},
 	}}
 }
@@ -69,14 +61,18 @@ func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x0
 // Origin header names another site.
 func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
 	if err := s.routeADK(w, req); err != nil {
-		var ae *adkError
-		if !errors.As(err, &ae) {
-			ae = adkDetail(http.StatusInternalServerError, "internal simulator error")
+		var he *httpError
+		if !errors.As(err, &he) {
+			he = adkDetail(http.StatusInternalServerError, "internal simulator error")
 		}
-		for k, v := range ae.header {
+		detail := he.detail
+		if detail == nil {
+			detail = he.message
+		}
+		for k, v := range he.header {
 			w.Header()[k] = v
 		}
-		_ = writeJSON(w, ae.status, map[string]any{"detail": ae.detail}) // the client is gone if this fails
+		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
 	}
 }
 
@@ -206,7 +202,7 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 	if err := decode(w, req, &raw, false); err != nil {
 		var he *httpError
 		if errors.As(err, &he) && he.status == http.StatusRequestEntityTooLarge {
-			return nil, adkDetail(he.status, "%s", he.message)
+			return nil, he
 		}
 		return nil, adkInvalid(nil, "JSON decode error")
 	}
@@ -332,7 +328,7 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 	}
 	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r.key()) }); he != nil {
 		s.mu.Unlock()
-		return &adkError{status: he.status, detail: he.message, header: he.header}
+		return he
 	}
 	frames := s.planADK(ss, r.message)
 	s.mu.Unlock()

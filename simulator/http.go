@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
@@ -19,13 +20,15 @@ import (
 	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
-// httpError is a non-2xx answer in the service's error shape.
+// httpError is a non-2xx answer: in the service's error shape on the
+// Foundry faces, FastAPI's {"detail": ...} on the ADK face.
 type httpError struct {
 	status  int
 	code    string
 	message string
 	param   string
 	header  http.Header // sent with it (a refusal's retry-after-ms)
+	detail  any         // the ADK face's detail when not the message
 }
 
 func (e *httpError) Error() string {
@@ -475,18 +478,13 @@ func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request, _ []s
 }
 
 func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
-	id := ids[0]
-	s.mu.Lock()
-	th, ok := s.thread(id)
-	var obj foundrywire.Thread
-	if ok {
-		obj = th.obj
-	}
-	s.mu.Unlock()
-	if !ok {
-		return notFound("thread", id)
-	}
-	return writeJSON(w, http.StatusOK, obj)
+	return held(w, &s.mu, func() (foundrywire.Thread, error) {
+		th, ok := s.thread(ids[0])
+		if !ok {
+			return foundrywire.Thread{}, notFound("thread", ids[0])
+		}
+		return th.obj, nil
+	})
 }
 
 func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request, _ []string) error {
@@ -738,18 +736,24 @@ func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
 }
 
 func (s *Simulator) getRun(w http.ResponseWriter, _ *http.Request, ids []string) error {
-	threadID, runID := ids[0], ids[1]
-	s.mu.Lock()
-	_, r, err := s.lookupRun(threadID, runID)
-	var obj foundrywire.Run
-	if err == nil {
-		obj = r.obj
-	}
-	s.mu.Unlock()
+	return held(w, &s.mu, func() (foundrywire.Run, error) {
+		_, r, err := s.lookupRun(ids[0], ids[1])
+		if err != nil {
+			return foundrywire.Run{}, err
+		}
+		return r.obj, nil
+	})
+}
+
+// held answers a copy of what get finds, taken under mu.
+func held[T any](w http.ResponseWriter, mu *sync.Mutex, get func() (T, error)) error {
+	mu.Lock()
+	v, err := get()
+	mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, obj)
+	return writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, ids []string) error {

@@ -303,35 +303,27 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request,
 }
 
 func (s *Simulator) getConversation(w http.ResponseWriter, _ *http.Request, ids []string) error {
-	id := ids[0]
-	st := s.responses
-	st.mu.Lock()
-	c, ok := st.conversations.get(id)
-	var obj conversationObject
-	if ok {
-		obj = c.obj
-	}
-	st.mu.Unlock()
-	if !ok {
-		return notFound("conversation", id)
-	}
-	return writeJSON(w, http.StatusOK, obj)
+	return held(w, &s.responses.mu, func() (conversationObject, error) {
+		c, ok := s.responses.conversations.get(ids[0])
+		if !ok {
+			return conversationObject{}, notFound("conversation", ids[0])
+		}
+		return c.obj, nil
+	})
 }
 
 func (s *Simulator) getResponse(w http.ResponseWriter, _ *http.Request, ids []string) error {
-	id := ids[0]
-	st := s.responses
-	st.mu.Lock()
-	r, ok := st.responses.get(id)
-	var obj responseswire.Response
-	if ok {
-		obj = r.obj
-	}
-	st.mu.Unlock()
-	if !ok {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
-	}
-	return writeJSON(w, http.StatusOK, obj)
+	return held(w, &s.responses.mu, func() (responseswire.Response, error) {
+		r, ok := s.responses.responses.get(ids[0])
+		if !ok {
+			return responseswire.Response{}, responseNotFound(ids[0])
+		}
+		return r.obj, nil
+	})
+}
+
+func responseNotFound(id string) error {
+	return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
 }
 
 func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids []string) error {
@@ -341,7 +333,7 @@ func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids [
 	_, ok := st.responses.get(id)
 	st.mu.Unlock()
 	if !ok {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
+		return responseNotFound(id)
 	}
 	return badRequest("", "Only responses created with background=true can be cancelled.")
 }

@@ -190,45 +190,88 @@ func TestFileCaptureErrorEndsRun(t *testing.T) {
 	}
 }
 
-func TestTwoCalls(t *testing.T) {
+// TestMagic: each magic phrase drives its behaviour on the threads face.
+func TestMagic(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simConfig())
-	s1 := c.createAndRun("#two-calls Call mom about her birthday and finish the deck")
-	wantShape(t, s1, firstTurn()...)
-	r, calls := pendingCalls(t, s1)
-	if len(calls) != 2 || calls[0].ID == calls[1].ID {
-		t.Fatalf("calls %+v", calls)
+	textOnly := seq([]string{"thread.created"}, runStart, messageStep, toCompletion)
+	cases := []struct {
+		text  string
+		shape []string
+		check func(t *testing.T, s []frame)
+	}{
+		{"#two-calls Call mom about her birthday and finish the deck", firstTurn(), func(t *testing.T, s1 []frame) {
+			r, calls := pendingCalls(t, s1)
+			if len(calls) != 2 || calls[0].ID == calls[1].ID {
+				t.Fatalf("calls %+v", calls)
+			}
+			first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
+			if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
+				t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
+			}
+			s2 := c.submit(r.ThreadID, r.ID, map[string]string{
+				calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
+				calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
+			})
+			wantShape(t, s2, finalTurn()...)
+			if st := decodeAs[foundrywire.Step](t, s2[0]); len(deref(st.StepDetails.ToolCalls)) != 2 || *(*st.StepDetails.ToolCalls)[1].Function.Output == "" {
+				t.Errorf("completed tool step %+v", st)
+			}
+			if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
+				t.Errorf("closing message %q", m)
+			}
+		}},
+		{"#no-tool Call mom", textOnly, func(t *testing.T, s []frame) {
+			if done := lastRun(t, s); done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
+				t.Errorf("run %+v", done)
+			}
+			if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
+				t.Errorf("message %q", messages(t, s)[0])
+			}
+		}},
+		{"Call mom #fail", seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"}), func(t *testing.T, s []frame) {
+			r := lastRun(t, s)
+			if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
+				t.Errorf("failed run %+v", r)
+			}
+		}},
+		{"#error-event Call mom", seq([]string{"thread.created"}, runStart, []string{"error"}), func(t *testing.T, s []frame) {
+			var e struct {
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
+				t.Errorf("error payload %s", s[len(s)-1].Data)
+			}
+		}},
+		{"Call mom #long:3", firstTurn(), func(t *testing.T, s []frame) {
+			if got := deltaCount(s); len(got) != 1 || got[0] != 3 {
+				t.Errorf("reasoning chunks %v, want [3]", got)
+			}
+		}},
+		{"Call mom #long:300", firstTurn(), func(t *testing.T, s []frame) {
+			if got := deltaCount(s); len(got) != 1 || got[0] != 300 {
+				t.Errorf("reasoning chunks %v, want [300]", got)
+			}
+		}},
 	}
-	first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
-	if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
-		t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
+	for _, tc := range cases {
+		t.Run(tc.text, func(t *testing.T) {
+			s := c.createAndRun(tc.text)
+			wantShape(t, s, tc.shape...)
+			tc.check(t, s)
+			r := lastRun(t, s)
+			if r.Status == "failed" {
+				// The run is left failed, as GET reads it, even after an in-stream error.
+				var got foundrywire.Run
+				c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
+				if got.Status != "failed" {
+					t.Errorf("GET run: status %q", got.Status)
+				}
+			} else if tc.shape[len(tc.shape)-1] == "done" {
+				checkRunRules(t, [][]frame{s})
+			}
+		})
 	}
-	s2 := c.submit(r.ThreadID, r.ID, map[string]string{
-		calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
-		calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
-	})
-	wantShape(t, s2, finalTurn()...)
-	if st := decodeAs[foundrywire.Step](t, s2[0]); len(deref(st.StepDetails.ToolCalls)) != 2 || *(*st.StepDetails.ToolCalls)[1].Function.Output == "" {
-		t.Errorf("completed tool step %+v", st)
-	}
-	if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
-		t.Errorf("closing message %q", m)
-	}
-}
-
-func TestNoTool(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("#no-tool Call mom")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
-	done := lastRun(t, s)
-	if done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
-		t.Errorf("run %+v", done)
-	}
-	if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
-		t.Errorf("message %q", messages(t, s)[0])
-	}
-	checkRunRules(t, [][]frame{s})
 
 	// Without file_capture on offer the agent can only answer in text.
 	for name, extra := range map[string]map[string]any{
@@ -240,57 +283,7 @@ func TestNoTool(t *testing.T) {
 			for k, v := range extra {
 				body[k] = v
 			}
-			wantShape(t, c.stream("/threads/runs", body), seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
-		})
-	}
-}
-
-func TestFail(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("Call mom #fail")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"})...)
-	r := lastRun(t, s)
-	if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
-		t.Errorf("failed run %+v", r)
-	}
-	var got foundrywire.Run
-	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
-	if got.Status != "failed" {
-		t.Errorf("GET run: status %q", got.Status)
-	}
-}
-
-func TestErrorEvent(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("#error-event Call mom")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"error"})...)
-	var e struct {
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
-		t.Errorf("error payload %s", s[len(s)-1].Data)
-	}
-	r := lastRun(t, s)
-	var got foundrywire.Run
-	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
-	if got.Status != "failed" {
-		t.Errorf("GET run after error event: status %q", got.Status)
-	}
-}
-
-func TestLongChunks(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	for _, n := range []int{3, 300} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			s := c.createAndRun(fmt.Sprintf("Call mom #long:%d", n))
-			wantShape(t, s, firstTurn()...)
-			if got := deltaCount(s); len(got) != 1 || got[0] != n {
-				t.Errorf("reasoning chunks %v, want [%d]", got, n)
-			}
-			checkRunRules(t, [][]frame{s})
+			wantShape(t, c.stream("/threads/runs", body), textOnly...)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -45,25 +46,12 @@ type hashTag struct {
 	start, end int
 }
 
+var hashTagRE = regexp.MustCompile(`#[A-Za-z0-9:-]+`)
+
 func hashTags(text string) []hashTag {
 	var out []hashTag
-	for i := 0; i < len(text); i++ {
-		if text[i] != '#' {
-			continue
-		}
-		j := i + 1
-		for j < len(text) {
-			c := text[j] | 0x20 // ASCII lower case; digits, ':' and '-' are unchanged
-			if (c >= 'a' && c <= 'z') || (text[j] >= '0' && text[j] <= '9') || text[j] == ':' || text[j] == '-' {
-				j++
-				continue
-			}
-			break
-		}
-		if j > i+1 {
-			out = append(out, hashTag{tag: strings.ToLower(text[i:j]), start: i, end: j})
-		}
-		i = j - 1
+	for _, loc := range hashTagRE.FindAllStringIndex(text, -1) {
+		out = append(out, hashTag{tag: strings.ToLower(text[loc[0]:loc[1]]), start: loc[0], end: loc[1]})
 	}
 	return out
 }

@@ -679,7 +679,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	r := &storedResponse{obj: responseswire.Response{
 		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
 		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
-		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNullPtr(summary)},
+		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNull(summary)},
 		Store: store, Temperature: responseswire.Float(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
 		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: responseswire.Float(1), Truncation: "disabled",
 		Metadata: orDefault(body.Metadata, `{}`),
@@ -730,4 +730,3 @@ func orNull(s string) *string {
 	return &s
 }
 
-func orNullPtr(s string) *string { return orNull(s) }

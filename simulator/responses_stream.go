@@ -107,14 +107,12 @@ func (t *responseTurn) finished(now int64) responseswire.Response {
 		o.Output = []json.RawMessage{}
 	}
 	if u != nil {
-		u.InputTokens = t.inputTokens()
+		u.InputTokens = t.resp.prompt
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 		o.Usage = u
 	}
 	return o
 }
-
-func (t *responseTurn) inputTokens() int64 { return t.resp.prompt }
 
 // itemObject is an output item as the finished response lists it.
 func itemObject(it plannedItem) any {

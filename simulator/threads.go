@@ -337,10 +337,7 @@ func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request,
 	th := s.newThread(body.Thread.Metadata)
 	s.addMessages(th, msgs)
 	r := s.startRun(th, spec)
-	t := s.planStart(th, r, true)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
+	return s.deliver(w, req, s.planStart(th, r, true), body.Stream)
 }
 
 func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []string) error {
@@ -373,30 +370,21 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []st
 	}
 	s.addMessages(th, msgs)
 	r := s.startRun(th, spec)
-	t := s.planStart(th, r, false)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
+	return s.deliver(w, req, s.planStart(th, r, false), body.Stream)
 }
 
-// launch readies a planned turn; the caller holds s.mu. A streamed turn
-// becomes the run's active one, for cancel to find; any other runs to its
-// end at once. It returns the run as it stood at launch.
-func (s *Simulator) launch(t *turn, stream bool) foundrywire.Run {
-	snapshot := t.run.obj
-	if stream {
-		t.run.active = t
-	} else {
-		s.runDetached(t, t.frames)
-	}
-	return snapshot
-}
-
-// answer streams a launched turn, or answers the run as it was at launch.
-func (s *Simulator) answer(w http.ResponseWriter, req *http.Request, t *turn, stream bool, snapshot foundrywire.Run) error {
+// deliver sends a planned turn; the caller holds s.mu, which it releases.
+// A streamed turn becomes the run's active one, for cancel to find; any
+// other runs to its end at once and is answered as it stood before.
+func (s *Simulator) deliver(w http.ResponseWriter, req *http.Request, t *turn, stream bool) error {
 	if !stream {
+		snapshot := t.run.obj
+		s.runDetached(t, t.frames)
+		s.mu.Unlock()
 		return writeJSON(w, http.StatusOK, snapshot)
 	}
+	t.run.active = t
+	s.mu.Unlock()
 	s.stream(req.Context(), w, t)
 	return nil
 }
@@ -589,10 +577,7 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 	// outputs, so a second submit is refused.
 	r.obj.Status = "queued"
 	r.obj.RequiredAction = nil
-	t := s.planContinue(th, r, outputs)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
+	return s.deliver(w, req, s.planContinue(th, r, outputs), body.Stream)
 }
 
 // checkOutputs requires exactly one string output per pending call.

@@ -729,4 +729,3 @@ func orNull(s string) *string {
 	}
 	return &s
 }
-

@@ -267,7 +267,9 @@ func (a *agent) resume(calls []*toolCall) {
 			a.face.say("I couldn't transcribe the voice note (" + problem + "). Please type the capture instead.")
 			return
 		}
-		newestUser(a.msgs).transcript = &transcript
+		if m := newestUser(a.msgs); m != nil { // the voice note
+			m.transcript = &transcript
+		}
 		a.classifyAndFile()
 		return
 	}

@@ -17,6 +17,11 @@
 //	             /run_sse (app Config.ADKApp)                    none            {"detail": …}
 //	Stats        GET /simulator/stats (Stats)                  none
 //
+// The ADK face, like `adk api_server`, refuses a non-GET request with an
+// Origin header (403); its agent "classifier" declares the tools as
+// long-running, and a later /run_sse with the function responses resumes
+// the run.
+//
 // A run on any face reads the user's messages, transcribes a voice note
 // first when the newest message has a line "audio: <url>" (or audio_url:,
 // blob_url:) and transcribe_audio is offered, then calls file_capture with
@@ -61,8 +66,8 @@
 //	#invalid-bucket  the first file_capture names bucket "Misc"; after an error output it retries once
 //	#two-calls       two file_capture calls at once: the best bucket, then the runner-up
 //	#no-tool         reasoning and a text answer only, no tool call
-//	#fail            the run fails (threads: thread.run.failed; Responses: response.failed;
-//	                 ADK: errorCode MALFORMED_FUNCTION_CALL) with code server_error
+//	#fail            the run fails: thread.run.failed or response.failed with code server_error,
+//	                 on ADK a model call with errorCode MALFORMED_FUNCTION_CALL
 //	#error-event     an in-stream error: threads and Responses an "error" event and no done,
 //	                 ADK three thought chunks and an error frame (ServerError: 503 UNAVAILABLE)
 //	#incomplete      Responses only: response.incomplete (max_output_tokens)

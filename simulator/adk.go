@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire/adk/adkwire"
@@ -29,22 +27,14 @@ func isADKPath(p string) bool {
 	return p == "/run_sse" || p == "/list-apps" || strings.HasPrefix(p, "/apps/")
 }
 
-// adkError is a non-2xx answer in FastAPI's shape: {"detail": ...}.
-type adkError struct {
-	status int
-	detail any         // a string, or a validation error list
-	header http.Header // sent with it (a refusal's retry-after-ms)
-}
-
-func (e *adkError) Error() string { return fmt.Sprintf("%d: %v", e.status, e.detail) }
-
-func adkDetail(status int, format string, args ...any) *adkError {
-	return &adkError{status: status, detail: fmt.Sprintf(format, args...)}
+// adkDetail is a non-2xx answer in FastAPI's shape: {"detail": message}.
+func adkDetail(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, message: fmt.Sprintf(format, args...)}
 }
 
 // adkInvalid is FastAPI's 422 for a body that fails validation.
-func adkInvalid(loc []any, msg string) *adkError {
-	return &adkError{status: http.StatusUnprocessableEntity, detail: []map[string]any{
+func adkInvalid(loc []any, msg string) *httpError {
+	return &httpError{status: http.StatusUnprocessableEntity, message: msg, detail: []map[string]any{
 		{"type": "value_error", "loc": append([]any{"body"}, loc...), "msg": msg, "input": nil},
 	}}
 }
@@ -60,23 +50,8 @@ type adkSession struct {
 
 	invocation string      // the run in progress or paused
 	pending    []*toolCall // calls handed over, awaiting responses
-	stage      stage
-	audio      *message
-	magic      magic
-	retried    bool
-	longDone   bool
+	mem        runMemory
 	context    int64 // tokens the agent has read or written
-	bytes      int
-	elem       *list.Element
-}
-
-// adkSessions holds the ADK face's sessions, least recently used evicted
-// beyond Config.MaxThreads or the stored-bytes limit. Guarded by
-// Simulator.mu.
-type adkSessions struct {
-	byKey map[string]*adkSession
-	lru   *list.List
-	bytes int
 }
 
 func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
@@ -86,14 +61,18 @@ func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x0
 // Origin header names another site.
 func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
 	if err := s.routeADK(w, req); err != nil {
-		var ae *adkError
-		if !errors.As(err, &ae) {
-			ae = adkDetail(http.StatusInternalServerError, "internal simulator error")
+		var he *httpError
+		if !errors.As(err, &he) {
+			he = adkDetail(http.StatusInternalServerError, "internal simulator error")
 		}
-		for k, v := range ae.header {
+		detail := he.detail
+		if detail == nil {
+			detail = he.message
+		}
+		for k, v := range he.header {
 			w.Header()[k] = v
 		}
-		_ = writeJSON(w, ae.status, map[string]any{"detail": ae.detail}) // the client is gone if this fails
+		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
 	}
 }
 
@@ -164,17 +143,12 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 		id = s.uuid()
 	}
 	key := sessionKey(app, user, id)
-	if _, ok := s.adk.byKey[key]; ok {
+	if _, ok := s.adk.get(key); ok {
 		return adkDetail(http.StatusConflict, "Session already exists: %s", id)
 	}
 	ss := &adkSession{key: key, obj: adkwire.Session{ID: id, AppName: app, UserID: user,
 		State: orDefault(body.State, `{}`), Events: []adkwire.Event{}, LastUpdateTime: adkwire.Time(s.cfg.Now())}}
-	if s.adk.byKey == nil {
-		s.adk.byKey, s.adk.lru = map[string]*adkSession{}, list.New()
-	}
-	ss.elem = s.adk.lru.PushFront(ss)
-	s.adk.byKey[key] = ss
-	s.accountADK(ss, len(ss.obj.State))
+	s.adk.put(key, ss, len(ss.obj.State))
 	return writeJSON(w, http.StatusOK, ss.obj)
 }
 
@@ -182,10 +156,9 @@ func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app,
 // any app: 404 when it has none of that id.
 func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) error {
 	s.mu.Lock()
-	ss, ok := s.adk.byKey[sessionKey(app, user, id)]
+	ss, ok := s.adk.get(sessionKey(app, user, id))
 	var obj adkwire.Session
 	if ok {
-		s.adk.lru.MoveToFront(ss.elem)
 		obj = ss.obj
 		obj.Events = slices.Clone(obj.Events)
 	}
@@ -196,24 +169,9 @@ func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) erro
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-// accountADK adds n bytes to a session's share and evicts least recently
-// used sessions beyond the limits; the caller holds s.mu.
-func (s *Simulator) accountADK(ss *adkSession, n int) {
-	ss.bytes += n
-	if s.adk.byKey[ss.key] == ss {
-		s.adk.bytes += n
-	}
-	for len(s.adk.byKey) > s.cfg.MaxThreads || s.adk.bytes > maxStoredBytes {
-		e := s.adk.lru.Back()
-		if e == nil || e.Value.(*adkSession) == ss {
-			return
-		}
-		old := e.Value.(*adkSession)
-		s.adk.lru.Remove(e)
-		delete(s.adk.byKey, old.key)
-		s.adk.bytes -= old.bytes
-	}
-}
+// accountADK adds n bytes to a session's share, evicting others beyond
+// the limits; the caller holds s.mu.
+func (s *Simulator) accountADK(ss *adkSession, n int) { s.adk.grow(ss.key, n) }
 
 // adkRunRequest is /run_sse's body. The server reads camelCase and
 // snake_case names alike.
@@ -244,7 +202,7 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 	if err := decode(w, req, &raw, false); err != nil {
 		var he *httpError
 		if errors.As(err, &he) && he.status == http.StatusRequestEntityTooLarge {
-			return nil, adkDetail(he.status, "%s", he.message)
+			return nil, he
 		}
 		return nil, adkInvalid(nil, "JSON decode error")
 	}
@@ -357,21 +315,20 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 		return err
 	}
 	s.mu.Lock()
-	ss, ok := s.adk.byKey[sessionKey(r.app, r.user, r.session)]
+	ss, ok := s.adk.get(sessionKey(r.app, r.user, r.session))
 	if !ok {
 		s.mu.Unlock()
 		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
 	}
-	s.adk.lru.MoveToFront(ss.elem)
 	// A text starts a new run; function responses go on with the paused
 	// one.
-	refuse := ss.magic.refuse
+	refuse := ss.mem.magic.refuse
 	if len(r.message.texts) > 0 {
 		refuse = parseMagic(strings.Join(r.message.texts, "\n")).refuse
 	}
 	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r.key()) }); he != nil {
 		s.mu.Unlock()
-		return &adkError{status: he.status, detail: he.message, header: he.header}
+		return he
 	}
 	frames := s.planADK(ss, r.message)
 	s.mu.Unlock()
@@ -393,13 +350,10 @@ type adkFrame struct {
 // blank line each, no event names, no end marker, then the body ends. A
 // client that goes away stops it: the run is already recorded.
 func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames []adkFrame, streaming bool) {
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if flush(rc) != nil {
+	rc, pace, err := s.openStream(w, false)
+	if err != nil {
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for _, f := range frames {
 		if f.isStream && !streaming {
 			continue

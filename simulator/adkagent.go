@@ -1,6 +1,8 @@
 package simulator
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -8,8 +10,6 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk/adkwire"
-	"github.com/brainwire/brainwire/foundry/foundrywire"
-	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
 // The ADK face's agent: the same keyword classifier and magic phrases as
@@ -24,9 +24,10 @@ import (
 // Simulator.mu and applies the run's effect on the session at once, as
 // the server records events whether or not anyone reads them.
 type adkPlan struct {
-	s      *Simulator
-	ss     *adkSession
-	frames []adkFrame
+	s        *Simulator
+	ss       *adkSession
+	frames   []adkFrame
+	thoughts []string // reasoning for the next model call
 }
 
 // planADK plans the answer to a message; the caller holds s.mu.
@@ -96,37 +97,29 @@ func (p *adkPlan) userEvent(parts []adkwire.Part) {
 func (p *adkPlan) start(texts []string) {
 	ss := p.ss
 	text := strings.Join(texts, "\n")
-	m := &message{text: text, obj: foundrywire.Message{Role: "user"}}
-	m.audioURL, _ = splitAudio(text)
 	if ss.context == 0 {
 		ss.context = 32 + tokens(p.s.cfg.Instructions) + tokens(string(defaultTools()))
 	}
 	ss.context += tokens(text)
-	ss.messages = append(ss.messages, m)
+	ss.messages = append(ss.messages, userMessage(text))
 	for len(ss.messages) > maxThreadMessages {
 		p.s.accountADK(ss, -len(ss.messages[0].text))
 		ss.messages = ss.messages[1:]
 	}
 	ss.invocation = "e-" + p.s.uuid()
-	ss.pending, ss.stage, ss.audio = nil, stageNone, nil
-	ss.magic, ss.retried, ss.longDone = parseMagic(text), false, false
+	ss.pending = nil
+	ss.mem = runMemory{magic: parseMagic(text), tools: map[string]bool{brainwire.ToolFileCapture: true, brainwire.ToolTranscribeAudio: true}}
 	p.s.accountADK(ss, len(text))
 	parts := make([]adkwire.Part, len(texts))
 	for i, t := range texts {
 		parts[i] = adkwire.Part{Text: t}
 	}
 	p.userEvent(parts)
+	p.agent().think()
+}
 
-	if m.audioURL != "" {
-		// The URL may carry a signature, so the thoughts (kept in telemetry) do not repeat it.
-		args, _ := jsonw.Marshal(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
-		ss.audio = m
-		p.handOver(p.reason("Keyword check (offline simulator, not a language model). This capture is a voice note. "+
-			"I need its transcript before I can classify it, so I am calling transcribe_audio."),
-			[]*toolCall{{id: p.callID(), name: brainwire.ToolTranscribeAudio, arguments: string(args)}}, stageTranscribe)
-		return
-	}
-	p.classifyAndFile()
+func (p *adkPlan) agent() *agent {
+	return &agent{s: p.s, cls: p.s.classifier, mem: &p.ss.mem, msgs: p.ss.messages, face: p}
 }
 
 // resume takes the responses to the calls the run handed over and goes on.
@@ -166,98 +159,50 @@ func (p *adkPlan) resume(responses []adkResponse) {
 		ss.context += tokens(c.output)
 	}
 	ss.pending = nil
-	switch ss.stage {
-	case stageTranscribe:
-		transcript, problem := parseTranscript(calls[0].output)
-		if problem != "" {
-			p.say("I couldn't transcribe the voice note (" + problem + "). Please type the capture instead.")
-			return
-		}
-		ss.audio.transcript = &transcript
-		p.s.accountADK(ss, len(transcript))
-		p.classifyAndFile()
-	default:
-		if ss.magic.invalidBucket && !ss.retried && calls[0].bucket == invalidBucket {
-			if bad, why := toolError(calls[0].output); bad {
-				ss.retried = true
-				c := readMessages(ss.messages)
-				v := p.s.classifier.classify(c.texts)
-				p.handOver(p.reason(fmt.Sprintf("file_capture rejected the bucket %q (%s): it is not one of People, Projects, Ideas or Admin. "+
-					"Retrying with %s, status %s, confidence %s.", invalidBucket, why, v.Bucket, v.Status, fmtConf(v.Confidence))),
-					[]*toolCall{p.fileCall(v, c.fileText, v.Bucket)}, stageFile)
-				return
-			}
-		}
-		p.say(summarize(calls))
+	p.agent().resume(calls)
+	if m := newestUser(ss.messages); m != nil && m.transcript != nil && calls[0].name == brainwire.ToolTranscribeAudio {
+		p.s.accountADK(ss, len(*m.transcript))
 	}
 }
 
-func (p *adkPlan) classifyAndFile() {
-	ss := p.ss
-	c := readMessages(ss.messages)
-	v, why := p.s.verdict(p.s.classifier, c)
-	switch {
-	case ss.magic.errorEvent:
+// The ADK face's moves: reasoning waits for the model call it belongs
+// to; an answer or calls make one.
+
+func (p *adkPlan) reason(_, text string) { p.thoughts = p.ss.mem.thought(text) }
+
+func (p *adkPlan) say(text string) { p.modelCall(p.takeThoughts(), splitChunks(text), nil, "", "") }
+
+// handOver makes a model call that calls tools the client runs: the run
+// pauses until their responses come.
+func (p *adkPlan) handOver(calls []*toolCall) {
+	p.modelCall(p.takeThoughts(), nil, calls, "", "")
+	p.ss.pending = calls
+}
+
+func (p *adkPlan) unfiled(v Verdict, why string) {
+	p.modelCall(p.ss.mem.thought(why+" I am answering in text only, without calling file_capture."),
+		splitChunks(v.Bucket+", "+v.Status+"."), nil, "", "")
+}
+
+func (p *adkPlan) failModel(why string) {
+	if p.ss.mem.magic.errorEvent {
 		// The model stream dies a few chunks in.
-		chunks := p.reason(why)
-		p.partials(chunks[:min(3, len(chunks))], nil, nil, "", &adkwire.Usage{PromptTokenCount: ss.context, TotalTokenCount: ss.context}, false)
+		chunks := p.ss.mem.thought(why)
+		p.partials(chunks[:min(3, len(chunks))], nil, nil, "", &adkwire.Usage{PromptTokenCount: p.ss.context, TotalTokenCount: p.ss.context}, false)
 		p.fail("ServerError", "503 UNAVAILABLE. {'error': {'code': 503, 'message': 'The model is overloaded. "+
 			"(simulated by "+MagicErrorEvent+")', 'status': 'UNAVAILABLE'}}")
 		return
-	case ss.magic.fail:
-		p.modelCall(p.reason(why+" Calling file_capture."), nil, nil, "MALFORMED_FUNCTION_CALL",
-			"Malformed function call: the arguments of file_capture are not valid JSON. (simulated failure: "+MagicFail+")")
-		return
-	case ss.magic.noTool:
-		p.modelCall(p.reason(why+" I am answering in text only, without calling file_capture."),
-			splitChunks(v.Bucket+", "+v.Status+"."), nil, "", "")
-		return
 	}
-	var calls []*toolCall
-	switch {
-	case ss.magic.invalidBucket && !ss.retried:
-		calls = []*toolCall{p.fileCall(v, c.fileText, invalidBucket)}
-	case ss.magic.twoCalls && v.Status != brainwire.StatusMisunderstood:
-		runnerUp := p.s.runnerUpCall(v, c.fileText)
-		runnerUp.id = p.callID()
-		calls = []*toolCall{p.fileCall(v, c.fileText, v.Bucket), runnerUp}
-	default:
-		calls = []*toolCall{p.fileCall(v, c.fileText, v.Bucket)}
-	}
-	next := fmt.Sprintf(" Title \"%s\". Calling file_capture.", v.Title)
-	if len(calls) > 1 {
-		next = fmt.Sprintf(" Title \"%s\". Calling file_capture twice: %s, and %s as the runner-up.", v.Title, calls[0].bucket, calls[1].bucket)
-	}
-	p.handOver(p.reason(why+next), calls, stageFile)
+	p.modelCall(p.ss.mem.thought(why+" Calling file_capture."), nil, nil, "MALFORMED_FUNCTION_CALL",
+		"Malformed function call: the arguments of file_capture are not valid JSON. (simulated failure: "+MagicFail+")")
 }
 
 func (p *adkPlan) callID() string { return "adk-" + p.s.uuid() }
 
-func (p *adkPlan) fileCall(v Verdict, text, bucket string) *toolCall {
-	c := p.s.fileCall(v, text, bucket)
-	c.id = p.callID()
-	return c
-}
-
-// reason cuts thought text into chunks; the run's first model call
-// honours #long:N.
-func (p *adkPlan) reason(text string) []string {
-	chunks := splitChunks(text)
-	if n := p.ss.magic.long; n > 0 && !p.ss.longDone {
-		chunks = fitChunks(chunks, n)
-		p.ss.longDone = true
-	}
-	return chunks
-}
-
-// say answers in text: the agent's final response.
-func (p *adkPlan) say(text string) { p.modelCall(nil, splitChunks(text), nil, "", "") }
-
-// handOver makes a model call that calls tools the client runs: the run
-// pauses until their responses come.
-func (p *adkPlan) handOver(thoughts []string, calls []*toolCall, st stage) {
-	p.modelCall(thoughts, nil, calls, "", "")
-	p.ss.pending, p.ss.stage = calls, st
+func (p *adkPlan) takeThoughts() []string {
+	t := p.thoughts
+	p.thoughts = nil
+	return t
 }
 
 // fail ends the stream with an error frame: an exception the server
@@ -362,4 +307,22 @@ func callIDs(calls []*toolCall) []string {
 		ids[i] = c.id
 	}
 	return ids
+}
+
+// uuid returns a version-4-shaped UUID drawn from Config.NewID, so that
+// seeded ids stay deterministic: ADK names sessions, events and
+// invocations with uuid4s.
+func (s *Simulator) uuid() string {
+	sum := sha256.Sum256([]byte(s.cfg.NewID("uuid")))
+	b := sum[:16]
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// adkSignature stands for the opaque signature Gemini puts on
+// function-call parts.
+func adkSignature(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return base64.URLEncoding.EncodeToString(sum[:16])
 }

@@ -3,6 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -45,25 +46,12 @@ type hashTag struct {
 	start, end int
 }
 
+var hashTagRE = regexp.MustCompile(`#[A-Za-z0-9:-]+`)
+
 func hashTags(text string) []hashTag {
 	var out []hashTag
-	for i := 0; i < len(text); i++ {
-		if text[i] != '#' {
-			continue
-		}
-		j := i + 1
-		for j < len(text) {
-			c := text[j] | 0x20 // ASCII lower case; digits, ':' and '-' are unchanged
-			if (c >= 'a' && c <= 'z') || (text[j] >= '0' && text[j] <= '9') || text[j] == ':' || text[j] == '-' {
-				j++
-				continue
-			}
-			break
-		}
-		if j > i+1 {
-			out = append(out, hashTag{tag: strings.ToLower(text[i:j]), start: i, end: j})
-		}
-		i = j - 1
+	for _, loc := range hashTagRE.FindAllStringIndex(text, -1) {
+		out = append(out, hashTag{tag: strings.ToLower(text[loc[0]:loc[1]]), start: loc[0], end: loc[1]})
 	}
 	return out
 }
@@ -163,9 +151,6 @@ type capture struct {
 	voice    bool     // the newest message's text came from a transcript
 }
 
-// readThread gathers the user messages; the caller holds s.mu.
-func readThread(th *thread) capture { return readMessages(th.messages) }
-
 // readMessages gathers the user messages of a conversation.
 func readMessages(msgs []*message) capture {
 	var c capture
@@ -194,14 +179,170 @@ func readMessages(msgs []*message) capture {
 	return c
 }
 
-// newestUser returns the thread's newest user message; the caller holds s.mu.
-func newestUser(th *thread) *message {
-	for i := len(th.messages) - 1; i >= 0; i-- {
-		if th.messages[i].obj.Role == "user" {
-			return th.messages[i]
+// userMessage is a message from the person, its audio line read.
+func userMessage(text string) *message {
+	url, _ := splitAudio(text)
+	return &message{text: text, audioURL: url, obj: foundrywire.Message{Role: "user"}}
+}
+
+// newestUser returns the newest user message of msgs, nil when none.
+func newestUser(msgs []*message) *message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].obj.Role == "user" {
+			return msgs[i]
 		}
 	}
 	return nil
+}
+
+// runMemory is what the agent remembers across the turns of one run.
+type runMemory struct {
+	magic    magic
+	stage    stage // what the pending calls are for
+	retried  bool  // #invalid-bucket has retried
+	longDone bool  // #long:N has shaped the run's first reasoning
+	tools    map[string]bool
+	noTools  bool // tool_choice "none"
+}
+
+func (m *runMemory) offers(tool string) bool { return !m.noTools && m.tools[tool] }
+
+// thought cuts reasoning into chunks; the run's first honours #long:N.
+func (m *runMemory) thought(text string) []string {
+	chunks := splitChunks(text)
+	if m.magic.long > 0 && !m.longDone {
+		chunks = fitChunks(chunks, m.magic.long)
+		m.longDone = true
+	}
+	return chunks
+}
+
+// face is how one API renders the agent's moves.
+type face interface {
+	reason(title, text string)     // think aloud
+	say(text string)               // answer in text, ending the run
+	handOver(calls []*toolCall)    // ask the client to run calls; the run waits
+	unfiled(v Verdict, why string) // answer without filing
+	callID() string
+}
+
+// modelFailer is a face whose model call fails under #fail and
+// #error-event once it has classified (the ADK face); the others fail
+// the run as it starts.
+type modelFailer interface {
+	failModel(why string)
+}
+
+// agent is the simulated agent's one move, the same on every face: it
+// reads the conversation's user messages and transcribes, classifies,
+// files or answers, as its run's memory and magic phrases say.
+type agent struct {
+	s    *Simulator
+	cls  *classifier // the run's instructions' rules applied
+	mem  *runMemory
+	msgs []*message
+	face face
+}
+
+// think is the agent's first move on a new message: a voice note is
+// transcribed first.
+func (a *agent) think() {
+	if m := newestUser(a.msgs); m != nil && m.transcript == nil && m.audioURL != "" && a.mem.offers(brainwire.ToolTranscribeAudio) {
+		// The URL may carry a signature, so the reasoning (kept in telemetry) does not repeat it.
+		a.face.reason("Transcribing the voice note", "Keyword check (offline simulator, not a language model). This capture is a voice note. "+
+			"I need its transcript before I can classify it, so I am calling transcribe_audio.")
+		args, _ := jsonw.Marshal(map[string]string{"blob_url": m.audioURL}) // a string map always encodes
+		a.handOver([]*toolCall{{id: a.face.callID(), name: brainwire.ToolTranscribeAudio, arguments: string(args)}}, stageTranscribe)
+		return
+	}
+	a.classifyAndFile()
+}
+
+// resume is the agent's move once calls, its pending ones, have their
+// outputs.
+func (a *agent) resume(calls []*toolCall) {
+	if a.mem.stage == stageTranscribe {
+		transcript, problem := parseTranscript(calls[0].output)
+		if problem != "" {
+			a.face.say("I couldn't transcribe the voice note (" + problem + "). Please type the capture instead.")
+			return
+		}
+		if m := newestUser(a.msgs); m != nil { // the voice note
+			m.transcript = &transcript
+		}
+		a.classifyAndFile()
+		return
+	}
+	if a.mem.magic.invalidBucket && !a.mem.retried && len(calls) > 0 && calls[0].bucket == invalidBucket {
+		if bad, why := toolError(calls[0].output); bad {
+			a.mem.retried = true
+			c := readMessages(a.msgs)
+			v := a.cls.classify(c.texts)
+			a.face.reason("Retrying with a valid bucket", fmt.Sprintf("file_capture rejected the bucket %q (%s): it is not one of People, Projects, Ideas or Admin. "+
+				"Retrying with %s, status %s, confidence %s.", invalidBucket, why, v.Bucket, v.Status, fmtConf(v.Confidence)))
+			a.handOver([]*toolCall{a.fileCall(v, c.fileText, v.Bucket)}, stageFile)
+			return
+		}
+	}
+	a.face.say(summarize(calls))
+}
+
+func (a *agent) classifyAndFile() {
+	c := readMessages(a.msgs)
+	v, why := a.s.verdict(a.cls, c)
+	m := a.mem.magic
+	if f, ok := a.face.(modelFailer); ok && (m.fail || m.errorEvent) {
+		f.failModel(why)
+		return
+	}
+	if m.noTool || !a.mem.offers(brainwire.ToolFileCapture) {
+		a.face.unfiled(v, why)
+		return
+	}
+	var calls []*toolCall
+	switch {
+	case m.invalidBucket && !a.mem.retried:
+		calls = []*toolCall{a.fileCall(v, c.fileText, invalidBucket)}
+	case m.twoCalls && v.Status != brainwire.StatusMisunderstood:
+		calls = []*toolCall{a.fileCall(v, c.fileText, v.Bucket), a.runnerUpCall(v, c.fileText)}
+	default:
+		calls = []*toolCall{a.fileCall(v, c.fileText, v.Bucket)}
+	}
+	next := fmt.Sprintf(" Title \"%s\". Calling file_capture.", v.Title)
+	if len(calls) > 1 {
+		next = fmt.Sprintf(" Title \"%s\". Calling file_capture twice: %s, and %s as the runner-up.", v.Title, calls[0].bucket, calls[1].bucket)
+	}
+	a.face.reason("Classifying the capture", why+next)
+	a.handOver(calls, stageFile)
+}
+
+func (a *agent) handOver(calls []*toolCall, st stage) {
+	a.mem.stage = st
+	a.face.handOver(calls)
+}
+
+func (a *agent) fileCall(v Verdict, text, bucket string) *toolCall {
+	return a.newFileCall(fileArgs{Text: text, Bucket: bucket, Confidence: v.Confidence, Status: v.Status, Title: v.Title, Question: v.Question})
+}
+
+// runnerUpCall files the second-ranked bucket with its own confidence.
+func (a *agent) runnerUpCall(v Verdict, text string) *toolCall {
+	total := 0
+	for _, n := range v.Scores {
+		total += n
+	}
+	bucket := rankBuckets(v.Scores)[1]
+	conf := confidence(v.Scores[bucket], total)
+	status := brainwire.StatusPending
+	if conf >= brainwire.ConfidenceThreshold {
+		status = brainwire.StatusClassified
+	}
+	return a.newFileCall(fileArgs{Text: text, Bucket: bucket, Confidence: conf, Status: status, Title: v.Title})
+}
+
+func (a *agent) newFileCall(f fileArgs) *toolCall {
+	args, _ := jsonw.Marshal(f) // strings and a float always encode
+	return &toolCall{id: a.face.callID(), name: brainwire.ToolFileCapture, arguments: string(args), bucket: f.Bucket, status: f.Status}
 }
 
 type stage uint8
@@ -229,374 +370,6 @@ type fileArgs struct {
 	Status     string  `json:"status"`
 	Title      string  `json:"title"`
 	Question   string  `json:"question,omitempty"`
-}
-
-// frame is one event of a turn. apply runs under Simulator.mu when the
-// event is due, moves the visible state on, and returns the payload.
-type frame struct {
-	event string // "" changes state but writes nothing
-	pace  bool   // pause ChunkDelay before it
-	apply func(now int64) any
-}
-
-// turn is what one HTTP response delivers: from run creation (or tool
-// outputs) to requires_action or a terminal state.
-type turn struct {
-	run    *run
-	frames []frame
-	done   bool // end with "event: done"
-
-	cancelCh  chan struct{} // closed when a cancel is requested
-	cancelled bool
-}
-
-// builder plans a turn; it runs under Simulator.mu.
-type builder struct {
-	s  *Simulator
-	th *thread
-	r  *run
-	t  *turn
-}
-
-func (s *Simulator) newBuilder(th *thread, r *run) *builder {
-	return &builder{s: s, th: th, r: r, t: &turn{run: r, cancelCh: make(chan struct{})}}
-}
-
-func (b *builder) add(event string, pace bool, apply func(now int64) any) {
-	b.t.frames = append(b.t.frames, frame{event: event, pace: pace, apply: apply})
-}
-
-func (b *builder) runEvent(event string, change func(o *foundrywire.Run, now int64)) {
-	b.add(event, false, func(now int64) any {
-		if change != nil {
-			change(&b.r.obj, now)
-		}
-		return b.r.obj
-	})
-}
-
-// planStart plans a new run's first turn; the caller holds s.mu.
-func (s *Simulator) planStart(th *thread, r *run, withThread bool) *turn {
-	b := s.newBuilder(th, r)
-	if withThread {
-		b.add("thread.created", false, func(int64) any { return th.obj })
-	}
-	b.runEvent("thread.run.created", nil)
-	b.runEvent("thread.run.queued", nil)
-	b.runEvent("thread.run.in_progress", func(o *foundrywire.Run, now int64) {
-		o.Status = "in_progress"
-		o.StartedAt = ptr(now)
-	})
-	switch {
-	case r.magic.errorEvent:
-		b.errorEvent("The simulator was asked for an in-stream error (" + MagicErrorEvent + ").")
-	case r.magic.fail:
-		b.fail("server_error", "Sorry, something went wrong. (simulated failure: "+MagicFail+")")
-	default:
-		b.think()
-	}
-	return b.t
-}
-
-// planContinue plans the turn after tool outputs; the caller holds s.mu and
-// has checked outputs against the pending calls.
-func (s *Simulator) planContinue(th *thread, r *run, outputs map[string]string) *turn {
-	b := s.newBuilder(th, r)
-	calls := r.pending
-	for _, c := range calls {
-		c.output = outputs[c.id]
-		r.context += tokens(c.output)
-	}
-	b.completeToolStep(r.toolStep, calls, r.stepUsage)
-	r.pending, r.toolStep = nil, nil
-	b.runEvent("thread.run.queued", nil)
-	b.runEvent("thread.run.in_progress", func(o *foundrywire.Run, now int64) {
-		o.Status = "in_progress"
-		o.StartedAt = ptr(now)
-	})
-
-	switch r.stage {
-	case stageTranscribe:
-		transcript, problem := parseTranscript(calls[0].output)
-		if problem != "" {
-			b.say("I couldn't transcribe the voice note (" + problem + "). Please type the capture instead.")
-			b.complete()
-			break
-		}
-		r.audio.transcript = &transcript
-		b.classifyAndFile()
-	default:
-		if r.magic.invalidBucket && !r.retried && len(calls) > 0 && calls[0].bucket == invalidBucket {
-			if bad, why := toolError(calls[0].output); bad {
-				r.retried = true
-				c := readThread(th)
-				v := r.classify.classify(c.texts)
-				b.reason(fmt.Sprintf("file_capture rejected the bucket %q (%s): it is not one of People, Projects, Ideas or Admin. "+
-					"Retrying with %s, status %s, confidence %s.", invalidBucket, why, v.Bucket, v.Status, fmtConf(v.Confidence)))
-				b.toolStep([]*toolCall{s.fileCall(v, c.fileText, v.Bucket)}, stageFile)
-				b.requiresAction()
-				break
-			}
-		}
-		b.say(summarize(calls))
-		b.complete()
-	}
-	return b.t
-}
-
-// think is the agent's first move once the run is in progress.
-func (b *builder) think() {
-	if m := newestUser(b.th); m != nil && m.transcript == nil && b.r.offers(brainwire.ToolTranscribeAudio) {
-		if url := m.audioURL; url != "" {
-			// The URL may carry a signature, so the reasoning (kept in telemetry) does not repeat it.
-			b.reason("Keyword check (offline simulator, not a language model). This capture is a voice note. " +
-				"I need its transcript before I can classify it, so I am calling transcribe_audio.")
-			args, _ := jsonw.Marshal(map[string]string{"blob_url": url}) // a string map always encodes
-			b.r.audio = m
-			b.toolStep([]*toolCall{{id: b.s.cfg.NewID("call"), name: brainwire.ToolTranscribeAudio, arguments: string(args)}}, stageTranscribe)
-			b.requiresAction()
-			return
-		}
-	}
-	b.classifyAndFile()
-}
-
-func (b *builder) classifyAndFile() {
-	c := readThread(b.th)
-	v, why := b.s.verdict(b.r.classify, c)
-	if b.r.magic.noTool || !b.r.offers(brainwire.ToolFileCapture) {
-		b.reason(why + " I am answering in text only, without calling file_capture: " + v.Bucket + ", " + v.Status + ".")
-		b.complete()
-		return
-	}
-	var calls []*toolCall
-	switch {
-	case b.r.magic.invalidBucket && !b.r.retried:
-		calls = []*toolCall{b.s.fileCall(v, c.fileText, invalidBucket)}
-	case b.r.magic.twoCalls && v.Status != brainwire.StatusMisunderstood:
-		calls = []*toolCall{b.s.fileCall(v, c.fileText, v.Bucket), b.s.runnerUpCall(v, c.fileText)}
-	default:
-		calls = []*toolCall{b.s.fileCall(v, c.fileText, v.Bucket)}
-	}
-	next := fmt.Sprintf(" Title \"%s\". Calling file_capture.", v.Title)
-	if len(calls) > 1 {
-		next = fmt.Sprintf(" Title \"%s\". Calling file_capture twice: %s, and %s as the runner-up.", v.Title, calls[0].bucket, calls[1].bucket)
-	}
-	b.reason(why + next)
-	b.toolStep(calls, stageFile)
-	b.requiresAction()
-}
-
-func (s *Simulator) fileCall(v Verdict, text, bucket string) *toolCall {
-	a := fileArgs{Text: text, Bucket: bucket, Confidence: v.Confidence, Status: v.Status, Title: v.Title, Question: v.Question}
-	return s.newFileCall(a)
-}
-
-// runnerUpCall files the second-ranked bucket with its own confidence.
-func (s *Simulator) runnerUpCall(v Verdict, text string) *toolCall {
-	ranked := rankBuckets(v.Scores)
-	total := 0
-	for _, n := range v.Scores {
-		total += n
-	}
-	bucket := ranked[1]
-	conf := confidence(v.Scores[bucket], total)
-	status := brainwire.StatusPending
-	if conf >= brainwire.ConfidenceThreshold {
-		status = brainwire.StatusClassified
-	}
-	return s.newFileCall(fileArgs{Text: text, Bucket: bucket, Confidence: conf, Status: status, Title: v.Title})
-}
-
-func (s *Simulator) newFileCall(a fileArgs) *toolCall {
-	args, _ := jsonw.Marshal(a) // strings and a float always encode
-	return &toolCall{id: s.cfg.NewID("call"), name: brainwire.ToolFileCapture, arguments: string(args),
-		bucket: a.Bucket, status: a.Status}
-}
-
-// reason streams the agent's reasoning; the run's first message honours
-// #long:N.
-func (b *builder) reason(text string) {
-	chunks := splitChunks(text)
-	if b.r.magic.long > 0 && !b.r.longDone {
-		chunks = fitChunks(chunks, b.r.magic.long)
-		b.r.longDone = true
-	}
-	b.messageStep(chunks)
-}
-
-// say streams a short message.
-func (b *builder) say(text string) { b.messageStep(splitChunks(text)) }
-
-func (b *builder) messageStep(chunks []string) {
-	r, th, s := b.r, b.th, b.s
-	text := strings.Join(chunks, "")
-	prompt, completion := r.context, tokens(text)
-	r.context += completion
-	st := b.newStep("message_creation")
-	msg := &message{obj: foundrywire.Message{
-		ID:          s.cfg.NewID("msg"),
-		Object:      "thread.message",
-		AssistantID: ptr(r.obj.AssistantID),
-		ThreadID:    th.obj.ID,
-		RunID:       ptr(r.obj.ID),
-		Status:      "in_progress",
-		Role:        "assistant",
-		Content:     []foundrywire.ContentPart{},
-		Attachments: []json.RawMessage{},
-		Metadata:    json.RawMessage(`{}`),
-	}}
-	st.StepDetails = foundrywire.StepDetails{Type: "message_creation", MessageCreation: &foundrywire.MessageCreation{MessageID: msg.obj.ID}}
-
-	b.add("thread.run.step.created", false, func(now int64) any {
-		st.CreatedAt = now
-		return *st
-	})
-	b.add("thread.run.step.in_progress", false, func(int64) any { return *st })
-	b.add("thread.message.created", false, func(now int64) any {
-		msg.obj.CreatedAt = now
-		s.addMessage(th, msg)
-		return msg.obj
-	})
-	b.add("thread.message.in_progress", false, func(int64) any { return msg.obj })
-	for i, c := range chunks {
-		d := foundrywire.TextDelta(msg.obj.ID, c, i == 0)
-		b.add("thread.message.delta", true, func(int64) any { return d })
-	}
-	b.add("thread.message.completed", false, func(now int64) any {
-		msg.obj.Status = "completed"
-		msg.obj.CompletedAt = ptr(now)
-		msg.obj.Content = foundrywire.TextContent(text)
-		s.setMessageText(th, msg, text)
-		return msg.obj
-	})
-	u := foundrywire.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-	b.add("thread.run.step.completed", false, func(now int64) any {
-		st.Status = "completed"
-		st.CompletedAt = ptr(now)
-		st.Usage = ptr(u)
-		r.usage = r.usage.Add(u)
-		return *st
-	})
-}
-
-func (b *builder) newStep(kind string) *foundrywire.Step {
-	st := &foundrywire.Step{
-		ID:          b.s.cfg.NewID("step"),
-		Object:      "thread.run.step",
-		RunID:       b.r.obj.ID,
-		AssistantID: b.r.obj.AssistantID,
-		ThreadID:    b.th.obj.ID,
-		Type:        kind,
-		Status:      "in_progress",
-	}
-	if b.r.obj.ExpiresAt != nil {
-		st.ExpiresAt = ptr(*b.r.obj.ExpiresAt)
-	}
-	return st
-}
-
-// toolStep streams the calls as step deltas: per call a chunk with id and
-// name, then the arguments in fragments.
-func (b *builder) toolStep(calls []*toolCall, st stage) {
-	r := b.r
-	step := b.newStep("tool_calls")
-	step.StepDetails = foundrywire.StepDetails{Type: "tool_calls", ToolCalls: &[]foundrywire.StepToolCall{}}
-	var completion int64
-	for _, c := range calls {
-		completion += tokens(c.name + c.arguments)
-	}
-	r.stepUsage = foundrywire.Usage{PromptTokens: r.context, CompletionTokens: completion, TotalTokens: r.context + completion}
-	r.context += completion
-	r.pending, r.toolStep, r.stage = calls, step, st
-
-	b.add("thread.run.step.created", false, func(now int64) any {
-		step.CreatedAt = now
-		return *step
-	})
-	b.add("thread.run.step.in_progress", false, func(int64) any { return *step })
-	for i, c := range calls {
-		b.add("thread.run.step.delta", false, func(int64) any {
-			return foundrywire.ToolDelta(step.ID, foundrywire.CallStart(i, c.id, c.name))
-		})
-		for _, frag := range splitArgs(c.arguments) {
-			b.add("thread.run.step.delta", false, func(int64) any {
-				return foundrywire.ToolDelta(step.ID, foundrywire.CallArguments(i, frag))
-			})
-		}
-	}
-}
-
-func (b *builder) completeToolStep(step *foundrywire.Step, calls []*toolCall, u foundrywire.Usage) {
-	r := b.r
-	b.add("thread.run.step.completed", false, func(now int64) any {
-		done := make([]foundrywire.StepToolCall, len(calls))
-		for i, c := range calls {
-			done[i] = foundrywire.StepToolCall{ID: c.id, Type: "function",
-				Function: foundrywire.StepFunction{Name: c.name, Arguments: c.arguments, Output: ptr(c.output)}}
-		}
-		step.StepDetails.ToolCalls = &done
-		step.Status = "completed"
-		step.CompletedAt = ptr(now)
-		step.Usage = ptr(u)
-		r.usage = r.usage.Add(u)
-		return *step
-	})
-}
-
-func (b *builder) requiresAction() {
-	calls := make([]foundrywire.RequiredCall, len(b.r.pending))
-	for i, c := range b.r.pending {
-		calls[i] = foundrywire.RequiredCall{ID: c.id, Type: "function", Function: foundrywire.FunctionCall{Name: c.name, Arguments: c.arguments}}
-	}
-	b.runEvent("thread.run.requires_action", func(o *foundrywire.Run, _ int64) {
-		o.Status = "requires_action"
-		o.RequiredAction = &foundrywire.RequiredAction{Type: "submit_tool_outputs", SubmitToolOutputs: foundrywire.SubmitToolOutputs{ToolCalls: calls}}
-	})
-	b.t.done = true
-}
-
-func (b *builder) complete() {
-	b.runEvent("thread.run.completed", func(o *foundrywire.Run, now int64) {
-		o.Status = "completed"
-		o.CompletedAt = ptr(now)
-		o.ExpiresAt = nil
-		o.RequiredAction = nil
-		o.Usage = ptr(b.r.usage)
-	})
-	b.t.done = true
-}
-
-func (b *builder) fail(code, msg string) {
-	b.runEvent("thread.run.failed", func(o *foundrywire.Run, now int64) { failRun(o, now, code, msg) })
-	b.t.done = true
-}
-
-// errorEvent sends an in-stream error and ends the stream without done; the
-// run is left failed so the thread can take new runs.
-func (b *builder) errorEvent(msg string) {
-	b.add("error", false, func(int64) any { return foundrywire.ErrorEvent{Code: "server_error", Message: msg} })
-	b.add("", false, func(now int64) any {
-		failRun(&b.r.obj, now, "server_error", msg)
-		return nil
-	})
-	b.t.done = false
-}
-
-func failRun(o *foundrywire.Run, now int64, code, msg string) {
-	o.Status = "failed"
-	o.FailedAt = ptr(now)
-	o.ExpiresAt = nil
-	o.RequiredAction = nil
-	o.LastError = &foundrywire.LastError{Code: code, Message: msg}
-}
-
-// cancelRun moves a run to cancelled.
-func cancelRun(o *foundrywire.Run, now int64) {
-	o.Status = "cancelled"
-	o.CancelledAt = ptr(now)
-	o.ExpiresAt = nil
-	o.RequiredAction = nil
 }
 
 // explain writes the reasoning behind a verdict.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -289,87 +290,7 @@ func firstTurn() []string {
 // finalTurn is the stream after the last tool outputs.
 func finalTurn() []string { return seq(resumed, messageStep, toCompletion) }
 
-// Wire objects as a client reads them.
-type runObj struct {
-	ID             string            `json:"id"`
-	Object         string            `json:"object"`
-	CreatedAt      int64             `json:"created_at"`
-	AssistantID    string            `json:"assistant_id"`
-	ThreadID       string            `json:"thread_id"`
-	Status         string            `json:"status"`
-	StartedAt      *int64            `json:"started_at"`
-	ExpiresAt      *int64            `json:"expires_at"`
-	CancelledAt    *int64            `json:"cancelled_at"`
-	FailedAt       *int64            `json:"failed_at"`
-	CompletedAt    *int64            `json:"completed_at"`
-	RequiredAction *requiredAction   `json:"required_action"`
-	LastError      *lastError        `json:"last_error"`
-	Model          string            `json:"model"`
-	Instructions   string            `json:"instructions"`
-	Tools          []json.RawMessage `json:"tools"`
-	Usage          *usage            `json:"usage"`
-}
-
-type requiredAction struct {
-	Type              string `json:"type"`
-	SubmitToolOutputs struct {
-		ToolCalls []toolCall `json:"tool_calls"`
-	} `json:"submit_tool_outputs"`
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string  `json:"name"`
-		Arguments string  `json:"arguments"`
-		Output    *string `json:"output"`
-	} `json:"function"`
-}
-
-type lastError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
-type stepObj struct {
-	ID          string `json:"id"`
-	Object      string `json:"object"`
-	RunID       string `json:"run_id"`
-	ThreadID    string `json:"thread_id"`
-	Type        string `json:"type"`
-	Status      string `json:"status"`
-	StepDetails struct {
-		Type            string `json:"type"`
-		MessageCreation *struct {
-			MessageID string `json:"message_id"`
-		} `json:"message_creation"`
-		ToolCalls []toolCall `json:"tool_calls"`
-	} `json:"step_details"`
-	Usage *usage `json:"usage"`
-}
-
-type messageObj struct {
-	ID       string `json:"id"`
-	Object   string `json:"object"`
-	ThreadID string `json:"thread_id"`
-	RunID    string `json:"run_id"`
-	Role     string `json:"role"`
-	Status   string `json:"status"`
-	Content  []struct {
-		Type string `json:"type"`
-		Text struct {
-			Value string `json:"value"`
-		} `json:"text"`
-	} `json:"content"`
-}
-
+// fileArgs are file_capture's arguments, as the server reads them.
 type fileArgs struct {
 	Text       string   `json:"text"`
 	Bucket     string   `json:"bucket"`
@@ -400,28 +321,28 @@ func find(t *testing.T, frames []frame, name string) frame {
 	return frame{}
 }
 
-func lastRun(t *testing.T, frames []frame) runObj {
+func lastRun(t *testing.T, frames []frame) foundrywire.Run {
 	t.Helper()
 	for i := len(frames) - 1; i >= 0; i-- {
 		if strings.HasPrefix(frames[i].Event, "thread.run.") && !strings.HasPrefix(frames[i].Event, "thread.run.step.") {
-			return decodeAs[runObj](t, frames[i])
+			return decodeAs[foundrywire.Run](t, frames[i])
 		}
 	}
 	t.Fatalf("no run event in %v", names(frames))
-	return runObj{}
+	return foundrywire.Run{}
 }
 
 // pendingCalls returns the calls of the stream's requires_action.
-func pendingCalls(t *testing.T, frames []frame) (runObj, []toolCall) {
+func pendingCalls(t *testing.T, frames []frame) (foundrywire.Run, []foundrywire.RequiredCall) {
 	t.Helper()
-	r := decodeAs[runObj](t, find(t, frames, "thread.run.requires_action"))
+	r := decodeAs[foundrywire.Run](t, find(t, frames, "thread.run.requires_action"))
 	if r.Status != "requires_action" || r.RequiredAction == nil || r.RequiredAction.Type != "submit_tool_outputs" {
 		t.Fatalf("requires_action run: status %q, required_action %+v", r.Status, r.RequiredAction)
 	}
 	return r, r.RequiredAction.SubmitToolOutputs.ToolCalls
 }
 
-func fileCall(t *testing.T, c toolCall) fileArgs {
+func fileCall(t *testing.T, c foundrywire.RequiredCall) fileArgs {
 	t.Helper()
 	if c.Type != "function" || c.Function.Name != "file_capture" || !strings.HasPrefix(c.ID, "call_") {
 		t.Fatalf("want a file_capture function call, got %+v", c)
@@ -442,7 +363,7 @@ func messages(t *testing.T, frames []frame) []string {
 	var out []string
 	for _, f := range frames {
 		if f.Event == "thread.message.completed" {
-			m := decodeAs[messageObj](t, f)
+			m := decodeAs[foundrywire.Message](t, f)
 			out = append(out, m.Content[0].Text.Value)
 		}
 	}
@@ -471,3 +392,11 @@ func deltaCount(frames []frame) []int {
 }
 
 const fileOK = `{"bucket":"%s","confidence":%v,"item_id":"item-1","status":"%s"}`
+
+// deref is a step's tool calls, none when it has none.
+func deref[T any](p *[]T) []T {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

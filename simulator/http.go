@@ -1,31 +1,29 @@
 package simulator
 
 import (
-	"cmp"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"sync"
 
-	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/jsonw"
 )
 
-// httpError is a non-2xx answer in the service's error shape.
+// httpError is a non-2xx answer: in the service's error shape on the
+// Foundry faces, FastAPI's {"detail": ...} on the ADK face.
 type httpError struct {
 	status  int
 	code    string
 	message string
 	param   string
 	header  http.Header // sent with it (a refusal's retry-after-ms)
+	detail  any         // the ADK face's detail when not the message
 }
 
 func (e *httpError) Error() string {
@@ -55,62 +53,68 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.serveResponses(w, req, op)
 		return
 	}
-	if err := s.route(w, req); err != nil {
+	if err := s.routeThreads(w, req); err != nil {
 		writeError(w, err)
 	}
 }
 
-func (s *Simulator) route(w http.ResponseWriter, req *http.Request) error {
-	if !authorized(req) {
-		return &httpError{status: http.StatusUnauthorized, code: "unauthorized",
-			message: "Access token is missing or invalid: send Authorization: Bearer <token>."}
+// route is one operation of a Foundry face: a method and a path whose
+// "*" segments (or "**", the rest) are the handler's ids.
+type route struct {
+	method, path string
+	serve        func(s *Simulator, w http.ResponseWriter, req *http.Request, ids []string) error
+}
+
+// dispatch serves op with the routes of the first path it fits; another
+// method is refused with the last of them.
+func (s *Simulator) dispatch(w http.ResponseWriter, req *http.Request, op string, routes []route) error {
+	seg := strings.Split(strings.Trim(op, "/"), "/")
+	path, want := "", ""
+	for _, rt := range routes {
+		ids, ok := match(rt.path, seg)
+		switch {
+		case !ok || (path != "" && rt.path != path):
+			continue
+		case rt.method == req.Method:
+			return rt.serve(s, w, req, ids)
+		}
+		path, want = rt.path, rt.method
 	}
+	if path == "" {
+		return noOperation(req)
+	}
+	return &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use " + want + "."}
+}
+
+// match reports whether path segments seg fit pattern, with the segments
+// its wildcards took.
+func match(pattern string, seg []string) ([]string, bool) {
+	parts := strings.Split(pattern, "/")
+	var ids []string
+	for i, p := range parts {
+		switch {
+		case p == "**":
+			return append(ids, seg[min(i, len(seg)):]...), true
+		case i >= len(seg) || (p != "*" && p != seg[i]):
+			return nil, false
+		case p == "*":
+			ids = append(ids, seg[i])
+		}
+	}
+	return ids, len(parts) == len(seg)
+}
+
+func noOperation(req *http.Request) error {
+	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+}
+
+// needAPIVersion refuses a call without ?api-version=, as the service does.
+func needAPIVersion(req *http.Request) error {
 	if req.URL.Query().Get("api-version") == "" {
 		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
 			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
 	}
-	seg := strings.Split(strings.Trim(operationPath(req.URL.Path), "/"), "/")
-	m := req.Method
-	switch {
-	case len(seg) == 1 && seg[0] == "threads":
-		if m == http.MethodGet {
-			return s.listThreads(w, req)
-		}
-		return method(m, http.MethodPost, func() error { return s.createThread(w, req) })
-	case len(seg) == 2 && seg[0] == "threads" && seg[1] == "runs":
-		return method(m, http.MethodPost, func() error { return s.createThreadAndRun(w, req) })
-	case len(seg) == 2 && seg[0] == "threads":
-		if m == http.MethodDelete {
-			return s.deleteThread(w, seg[1])
-		}
-		return method(m, http.MethodGet, func() error { return s.getThread(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "threads" && seg[2] == "messages":
-		if m == http.MethodGet {
-			return s.listMessages(w, req, seg[1])
-		}
-		return method(m, http.MethodPost, func() error { return s.createMessage(w, req, seg[1]) })
-	case len(seg) == 3 && seg[0] == "threads" && seg[2] == "runs":
-		if m == http.MethodGet {
-			return s.listRuns(w, seg[1])
-		}
-		return method(m, http.MethodPost, func() error { return s.createRun(w, req, seg[1]) })
-	case len(seg) == 4 && seg[0] == "threads" && seg[2] == "runs":
-		return method(m, http.MethodGet, func() error { return s.getRun(w, seg[1], seg[3]) })
-	case len(seg) == 5 && seg[0] == "threads" && seg[2] == "runs" && seg[4] == "submit_tool_outputs":
-		return method(m, http.MethodPost, func() error { return s.submitToolOutputs(w, req, seg[1], seg[3]) })
-	case len(seg) == 5 && seg[0] == "threads" && seg[2] == "runs" && seg[4] == "cancel":
-		return method(m, http.MethodPost, func() error { return s.cancel(w, seg[1], seg[3]) })
-	case len(seg) == 2 && seg[0] == "assistants":
-		return method(m, http.MethodGet, func() error { return s.getAssistant(w, seg[1]) })
-	}
-	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
-}
-
-func method(got, want string, h func() error) error {
-	if got != want {
-		return &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use " + want + "."}
-	}
-	return h()
+	return nil
 }
 
 // operationPath drops an /api/projects/<name> prefix.
@@ -181,391 +185,6 @@ func decode(w http.ResponseWriter, req *http.Request, v any, optional bool) erro
 	return nil
 }
 
-type messageInput struct {
-	Role     string          `json:"role"`
-	Content  json.RawMessage `json:"content"`
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-type runRequest struct {
-	AssistantID            string          `json:"assistant_id"`
-	Thread                 *threadRequest  `json:"thread"`
-	Model                  string          `json:"model"`
-	Instructions           *string         `json:"instructions"`
-	AdditionalInstructions string          `json:"additional_instructions"`
-	AdditionalMessages     []messageInput  `json:"additional_messages"`
-	Tools                  json.RawMessage `json:"tools"`
-	ToolChoice             json.RawMessage `json:"tool_choice"`
-	ToolResources          json.RawMessage `json:"tool_resources"`
-	Stream                 bool            `json:"stream"`
-	Temperature            *float64        `json:"temperature"`
-	TopP                   *float64        `json:"top_p"`
-	MaxPromptTokens        *int64          `json:"max_prompt_tokens"`
-	MaxCompletionTokens    *int64          `json:"max_completion_tokens"`
-	TruncationStrategy     json.RawMessage `json:"truncation_strategy"`
-	ResponseFormat         json.RawMessage `json:"response_format"`
-	ParallelToolCalls      *bool           `json:"parallel_tool_calls"`
-	Metadata               json.RawMessage `json:"metadata"`
-}
-
-type threadRequest struct {
-	Messages []messageInput  `json:"messages"`
-	Metadata json.RawMessage `json:"metadata"`
-}
-
-// parseMessages validates input messages; ids are given when they are added.
-func parseMessages(in []messageInput, param string) ([]*message, error) {
-	out := make([]*message, 0, len(in))
-	for i, m := range in {
-		p := fmt.Sprintf("%s[%d]", param, i)
-		if m.Role != "user" && m.Role != "assistant" {
-			return nil, badRequest(p+".role", "Invalid role %q: use 'user' or 'assistant'.", m.Role)
-		}
-		text, err := messageText(m.Content)
-		if err != nil {
-			return nil, badRequest(p+".content", "%v", err)
-		}
-		if utf8.RuneCountInString(text) > maxMessageRunes {
-			return nil, badRequest(p+".content", "The message is over %d characters.", maxMessageRunes)
-		}
-		url, _ := splitAudio(text)
-		out = append(out, &message{
-			text:     text,
-			audioURL: url,
-			obj: foundrywire.Message{
-				Object:      "thread.message",
-				Status:      "completed",
-				Role:        m.Role,
-				Content:     []foundrywire.ContentPart{{Type: "text", Text: foundrywire.ContentText{Value: text, Annotations: []json.RawMessage{}}}},
-				Attachments: []json.RawMessage{},
-				Metadata:    orDefault(m.Metadata, `{}`),
-			},
-		})
-	}
-	return out, nil
-}
-
-// messageText accepts a string or an array of text blocks.
-func messageText(raw json.RawMessage) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == "" {
-			return "", errors.New("message content is empty")
-		}
-		return s, nil
-	}
-	var blocks []struct {
-		Type string          `json:"type"`
-		Text json.RawMessage `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", errors.New("message content must be a string or an array of content blocks")
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type != "text" {
-			continue
-		}
-		var t string
-		if json.Unmarshal(b.Text, &t) != nil {
-			var v struct {
-				Value string `json:"value"`
-			}
-			if json.Unmarshal(b.Text, &v) != nil {
-				return "", errors.New("a text block's text must be a string")
-			}
-			t = v.Value
-		}
-		parts = append(parts, t)
-	}
-	text := strings.Join(parts, "\n")
-	if text == "" {
-		return "", errors.New("message content has no text")
-	}
-	return text, nil
-}
-
-// addMessages gives parsed messages their ids and adds them; the caller
-// holds s.mu.
-func (s *Simulator) addMessages(th *thread, msgs []*message) {
-	for _, m := range msgs {
-		m.obj.ID = s.cfg.NewID("msg")
-		m.obj.CreatedAt = s.now()
-		m.obj.CompletedAt = ptr(m.obj.CreatedAt)
-		m.obj.ThreadID = th.obj.ID
-		s.addMessage(th, m)
-	}
-}
-
-// runSpec is a validated run request.
-type runSpec struct {
-	req       *runRequest
-	tools     []json.RawMessage
-	toolNames map[string]bool
-	noTools   bool
-}
-
-func parseRunSpec(req *runRequest) (*runSpec, error) {
-	if req.AssistantID == "" {
-		return nil, badRequest("assistant_id", "assistant_id is required.")
-	}
-	spec := &runSpec{req: req, toolNames: map[string]bool{}}
-	raw := req.Tools
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = defaultTools()
-	}
-	if err := json.Unmarshal(raw, &spec.tools); err != nil {
-		return nil, badRequest("tools", "tools must be an array of tool definitions.")
-	}
-	for i, t := range spec.tools {
-		var def struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "Each tool needs a type.")
-		}
-		if def.Type == "function" {
-			if def.Function == nil || def.Function.Name == "" {
-				return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "A function tool needs a name.")
-			}
-			spec.toolNames[def.Function.Name] = true
-		}
-	}
-	var choice string
-	if json.Unmarshal(req.ToolChoice, &choice) == nil && choice == "none" {
-		spec.noTools = true
-	}
-	return spec, nil
-}
-
-// defaultTools are the agent's own tools, used when a run names none.
-func defaultTools() json.RawMessage {
-	return json.RawMessage(`[` +
-		`{"type":"function","function":{"name":"` + brainwire.ToolFileCapture + `","description":"File the capture into a bucket.",` +
-		`"parameters":{"type":"object","properties":{"text":{"type":"string"},"bucket":{"type":"string","enum":["People","Projects","Ideas","Admin"]},` +
-		`"confidence":{"type":"number"},"status":{"type":"string","enum":["classified","pending","misunderstood"]},"title":{"type":"string"},` +
-		`"question":{"type":"string"}},"required":["text","bucket","confidence","status"]},"strict":false}},` +
-		`{"type":"function","function":{"name":"` + brainwire.ToolTranscribeAudio + `","description":"Transcribe a voice capture.",` +
-		`"parameters":{"type":"object","properties":{"blob_url":{"type":"string"}},"required":["blob_url"]},"strict":false}}]`)
-}
-
-// startRun creates a queued run on th; the caller holds s.mu.
-func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
-	req := spec.req
-	now := s.now()
-	instructions := s.cfg.Instructions
-	if req.Instructions != nil {
-		instructions = *req.Instructions
-	}
-	if req.AdditionalInstructions != "" {
-		instructions = strings.TrimSpace(instructions + "\n\n" + req.AdditionalInstructions)
-	}
-	cls := s.classifierFor(instructions)
-	model := req.Model
-	if model == "" {
-		model = s.cfg.Model
-	}
-	temperature, topP := 1.0, 1.0
-	if req.Temperature != nil {
-		temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		topP = *req.TopP
-	}
-	parallel := true
-	if req.ParallelToolCalls != nil {
-		parallel = *req.ParallelToolCalls
-	}
-	r := &run{
-		obj: foundrywire.Run{
-			ID:                  s.cfg.NewID("run"),
-			Object:              "thread.run",
-			CreatedAt:           now,
-			AssistantID:         req.AssistantID,
-			ThreadID:            th.obj.ID,
-			Status:              "queued",
-			ExpiresAt:           ptr(now + runLifetime),
-			Model:               model,
-			Instructions:        instructions,
-			Tools:               spec.tools,
-			ToolResources:       orDefault(req.ToolResources, `{}`),
-			Metadata:            orDefault(req.Metadata, `{}`),
-			Temperature:         foundrywire.Float(temperature),
-			TopP:                foundrywire.Float(topP),
-			MaxCompletionTokens: req.MaxCompletionTokens,
-			MaxPromptTokens:     req.MaxPromptTokens,
-			TruncationStrategy:  orDefault(req.TruncationStrategy, `{"type":"auto","last_messages":null}`),
-			ResponseFormat:      orDefault(req.ResponseFormat, `"auto"`),
-			ToolChoice:          orDefault(req.ToolChoice, `"auto"`),
-			ParallelToolCalls:   parallel,
-		},
-		toolNames: spec.toolNames,
-		noTools:   spec.noTools,
-		classify:  cls,
-	}
-	if r.obj.Tools == nil {
-		r.obj.Tools = []json.RawMessage{}
-	}
-	// The prompt the agent reads: instructions, tool schemas and the thread.
-	r.context = 32 + tokens(instructions)
-	for _, t := range spec.tools {
-		r.context += tokens(string(t))
-	}
-	for _, m := range th.messages {
-		r.context += tokens(m.text)
-	}
-	if m := newestUser(th); m != nil {
-		r.magic = parseMagic(m.text)
-	}
-	s.addRun(th, r)
-	return r
-}
-
-func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request) error {
-	var body threadRequest
-	if err := decode(w, req, &body, true); err != nil {
-		return err
-	}
-	msgs, err := parseMessages(body.Messages, "messages")
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th := s.newThread(body.Metadata)
-	s.addMessages(th, msgs)
-	obj := th.obj
-	s.mu.Unlock()
-	return writeJSON(w, http.StatusOK, obj)
-}
-
-func (s *Simulator) getThread(w http.ResponseWriter, id string) error {
-	s.mu.Lock()
-	th, ok := s.thread(id)
-	var obj foundrywire.Thread
-	if ok {
-		obj = th.obj
-	}
-	s.mu.Unlock()
-	if !ok {
-		return notFound("thread", id)
-	}
-	return writeJSON(w, http.StatusOK, obj)
-}
-
-func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request) error {
-	var body runRequest
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	spec, err := parseRunSpec(&body)
-	if err != nil {
-		return err
-	}
-	if body.Thread == nil {
-		body.Thread = &threadRequest{}
-	}
-	msgs, err := parseMessages(body.Thread.Messages, "thread.messages")
-	if err != nil {
-		return err
-	}
-	if err := s.refuse(newRefusal(msgs, nil), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th := s.newThread(body.Thread.Metadata)
-	s.addMessages(th, msgs)
-	r := s.startRun(th, spec)
-	t := s.planStart(th, r, true)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
-}
-
-func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, threadID string) error {
-	var body runRequest
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	spec, err := parseRunSpec(&body)
-	if err != nil {
-		return err
-	}
-	msgs, err := parseMessages(body.AdditionalMessages, "additional_messages")
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
-	}
-	if active := th.activeRun(); active != nil {
-		s.mu.Unlock()
-		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
-	}
-	if err := s.refuse(newRefusal(msgs, newestUser(th)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	s.addMessages(th, msgs)
-	r := s.startRun(th, spec)
-	t := s.planStart(th, r, false)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
-}
-
-// launch readies a planned turn; the caller holds s.mu. A streamed turn
-// becomes the run's active one, for cancel to find; any other runs to its
-// end at once. It returns the run as it stood at launch.
-func (s *Simulator) launch(t *turn, stream bool) foundrywire.Run {
-	snapshot := t.run.obj
-	if stream {
-		t.run.active = t
-	} else {
-		s.runDetached(t, t.frames)
-	}
-	return snapshot
-}
-
-// answer streams a launched turn, or answers the run as it was at launch.
-func (s *Simulator) answer(w http.ResponseWriter, req *http.Request, t *turn, stream bool, snapshot foundrywire.Run) error {
-	if !stream {
-		return writeJSON(w, http.StatusOK, snapshot)
-	}
-	s.stream(req.Context(), w, t)
-	return nil
-}
-
-func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, threadID string) error {
-	var body messageInput
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	msgs, err := parseMessages([]messageInput{body}, "message")
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
-	}
-	if active := th.activeRun(); active != nil {
-		s.mu.Unlock()
-		return badRequest("", "Can't add messages to %s while a run %s is active.", threadID, active.obj.ID)
-	}
-	s.addMessages(th, msgs)
-	obj := msgs[0].obj
-	s.mu.Unlock()
-	return writeJSON(w, http.StatusOK, obj)
-}
-
 // pageOf reads a list call's limit (1 to 100, 20 by default) and order
 // ("asc" or "desc", the default).
 func pageOf(q url.Values) (limit int, order string, err error) {
@@ -587,272 +206,13 @@ func pageOf(q url.Values) (limit int, order string, err error) {
 	return limit, order, nil
 }
 
-// listThreads lists the threads kept, newest first unless order=asc.
-func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request) error {
-	limit, order, err := pageOf(req.URL.Query())
+// held answers a copy of what get finds, taken under mu.
+func held[T any](w http.ResponseWriter, mu *sync.Mutex, get func() (T, error)) error {
+	mu.Lock()
+	v, err := get()
+	mu.Unlock()
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	all := make([]*thread, 0, len(s.threads))
-	for _, th := range s.threads {
-		all = append(all, th)
-	}
-	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b *thread) int {
-		if order == "asc" {
-			return cmp.Compare(a.seq, b.seq)
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-	page := make([]foundrywire.Thread, 0, min(limit, len(all)))
-	for _, th := range all[:min(limit, len(all))] {
-		page = append(page, th.obj)
-	}
-	return writeList(w, page, len(all) > len(page), func(th foundrywire.Thread) string { return th.ID })
-}
-
-// deleteThread forgets a thread, its messages and its runs.
-func (s *Simulator) deleteThread(w http.ResponseWriter, id string) error {
-	s.mu.Lock()
-	th, ok := s.threads[id]
-	if ok {
-		s.dropThread(th)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return notFound("thread", id)
-	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "thread.deleted", "deleted": true})
-}
-
-func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, threadID string) error {
-	q := req.URL.Query()
-	limit, order, err := pageOf(q)
-	if err != nil {
-		return err
-	}
-	runID, after := q.Get("run_id"), q.Get("after")
-
-	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
-	}
-	all := make([]foundrywire.Message, 0, len(th.messages))
-	for _, m := range th.messages {
-		if runID == "" || (m.obj.RunID != nil && *m.obj.RunID == runID) {
-			all = append(all, m.obj)
-		}
-	}
-	s.mu.Unlock()
-
-	if order == "desc" {
-		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
-			all[i], all[j] = all[j], all[i]
-		}
-	}
-	if after != "" {
-		for i, m := range all {
-			if m.ID == after {
-				all = all[i+1:]
-				break
-			}
-		}
-	}
-	page := all[:min(limit, len(all))]
-	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
-}
-
-func (s *Simulator) listRuns(w http.ResponseWriter, threadID string) error {
-	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
-	}
-	runs := make([]foundrywire.Run, 0, len(th.runOrder))
-	for i := len(th.runOrder) - 1; i >= 0; i-- {
-		if r := th.runs[th.runOrder[i]]; r != nil {
-			runs = append(runs, r.obj)
-		}
-	}
-	s.mu.Unlock()
-	return writeList(w, runs, false, func(r foundrywire.Run) string { return r.ID })
-}
-
-// writeList answers a page of a list call, naming its first and last ids.
-func writeList[T any](w http.ResponseWriter, page []T, hasMore bool, id func(T) string) error {
-	list := foundrywire.List{Object: "list", Data: page, HasMore: hasMore}
-	if len(page) > 0 {
-		list.FirstID, list.LastID = id(page[0]), id(page[len(page)-1])
-	}
-	return writeJSON(w, http.StatusOK, list)
-}
-
-// lookupRun finds a run; the caller holds s.mu.
-func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
-	th, ok := s.thread(threadID)
-	if !ok {
-		return nil, nil, notFound("thread", threadID)
-	}
-	r, ok := th.runs[runID]
-	if !ok {
-		return nil, nil, notFound("run", runID)
-	}
-	return th, r, nil
-}
-
-func (s *Simulator) getRun(w http.ResponseWriter, threadID, runID string) error {
-	s.mu.Lock()
-	_, r, err := s.lookupRun(threadID, runID)
-	var obj foundrywire.Run
-	if err == nil {
-		obj = r.obj
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, obj)
-}
-
-func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, threadID, runID string) error {
-	var body struct {
-		ToolOutputs []struct {
-			ToolCallID string          `json:"tool_call_id"`
-			Output     json.RawMessage `json:"output"`
-		} `json:"tool_outputs"`
-		Stream bool `json:"stream"`
-	}
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th, r, err := s.lookupRun(threadID, runID)
-	if err == nil {
-		err = checkOutputs(r, len(body.ToolOutputs), func(i int) (string, json.RawMessage) {
-			return body.ToolOutputs[i].ToolCallID, body.ToolOutputs[i].Output
-		})
-	}
-	if err == nil {
-		if he := s.refuse(r.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
-			err = he
-		}
-	}
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	outputs := make(map[string]string, len(body.ToolOutputs))
-	for _, o := range body.ToolOutputs {
-		var text string
-		_ = json.Unmarshal(o.Output, &text) // checked by checkOutputs
-		outputs[o.ToolCallID] = text
-	}
-	// The service takes the run out of requires_action as it accepts the
-	// outputs, so a second submit is refused.
-	r.obj.Status = "queued"
-	r.obj.RequiredAction = nil
-	t := s.planContinue(th, r, outputs)
-	snapshot := s.launch(t, body.Stream)
-	s.mu.Unlock()
-	return s.answer(w, req, t, body.Stream, snapshot)
-}
-
-// checkOutputs requires exactly one string output per pending call.
-func checkOutputs(r *run, n int, at func(int) (string, json.RawMessage)) error {
-	if r.obj.Status != "requires_action" {
-		return badRequest("", "Runs in status %q do not accept tool outputs.", r.obj.Status)
-	}
-	pending := map[string]bool{}
-	for _, c := range r.pending {
-		pending[c.id] = true
-	}
-	seen := map[string]bool{}
-	for i := range n {
-		id, out := at(i)
-		p := fmt.Sprintf("tool_outputs[%d]", i)
-		switch {
-		case id == "":
-			return badRequest(p+".tool_call_id", "tool_call_id is required.")
-		case !pending[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s is not awaiting an output.", id)
-		case seen[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s has more than one output.", id)
-		}
-		var text string
-		if err := json.Unmarshal(out, &text); err != nil {
-			return badRequest(p+".output", "output must be a string.")
-		}
-		seen[id] = true
-	}
-	for _, c := range r.pending {
-		if !seen[c.id] {
-			return badRequest("tool_outputs", "Expected tool outputs for call_ids %s, got %d output(s): missing %s.",
-				pendingIDs(r), n, c.id)
-		}
-	}
-	return nil
-}
-
-func pendingIDs(r *run) string {
-	ids := make([]string, len(r.pending))
-	for i, c := range r.pending {
-		ids[i] = c.id
-	}
-	return "[" + strings.Join(ids, ", ") + "]"
-}
-
-func (s *Simulator) cancel(w http.ResponseWriter, threadID, runID string) error {
-	s.mu.Lock()
-	_, r, err := s.lookupRun(threadID, runID)
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	if !r.activeStatus() {
-		s.mu.Unlock()
-		return badRequest("", "Cannot cancel run with status '%s'.", r.obj.Status)
-	}
-	var snapshot foundrywire.Run
-	switch t := r.active; {
-	case r.obj.Status == "cancelling":
-		snapshot = r.obj
-	case t != nil:
-		// The open stream reports the cancellation and finishes it.
-		t.cancelled = true
-		close(t.cancelCh)
-		r.obj.Status = "cancelling"
-		snapshot = r.obj
-	default:
-		snapshot = r.obj
-		snapshot.Status = "cancelling"
-		cancelRun(&r.obj, s.now())
-	}
-	s.mu.Unlock()
-	return writeJSON(w, http.StatusOK, snapshot)
-}
-
-func (s *Simulator) getAssistant(w http.ResponseWriter, id string) error {
-	if id != s.cfg.AgentID {
-		return notFound("assistant", id)
-	}
-	var tools []json.RawMessage
-	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
-	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
-		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
-		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),
-	})
-}
-
-// agentMetadata is the agent's metadata: its version, when configured.
-func (s *Simulator) agentMetadata() json.RawMessage {
-	if s.cfg.AgentVersion == "" {
-		return json.RawMessage(`{}`)
-	}
-	b, _ := json.Marshal(map[string]string{"version": s.cfg.AgentVersion}) // strings always encode
-	return b
+	return writeJSON(w, http.StatusOK, v)
 }

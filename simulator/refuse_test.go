@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/responses/responseswire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -55,10 +56,10 @@ func TestRefuseRefusesEachCallOfTheRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var call fnCall
+	var call responseswire.FunctionCallItem
 	for _, raw := range served["output"].([]any) {
 		if o := raw.(map[string]any); o["type"] == "function_call" {
-			call = fnCall{CallID: o["call_id"].(string)}
+			call = responseswire.FunctionCallItem{CallID: o["call_id"].(string)}
 		}
 	}
 	if call.CallID == "" {

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
@@ -66,41 +66,27 @@ func responsesOperation(path string) (string, bool) {
 }
 
 // responsesState is the face's memory: conversations and stored
-// responses, least recently used evicted beyond the limits. Guarded by
-// its own mutex.
+// responses (four times as many), least recently used evicted. Guarded
+// by its own mutex.
 type responsesState struct {
 	mu            sync.Mutex
-	conversations map[string]*conversation
-	responses     map[string]*storedResponse
-	lru           *list.List // of lruEntry, most recently used first
-	bytes         int
-	// maxConversations is Config.MaxThreads; four times as many
-	// responses are kept.
-	maxConversations int
-}
-
-type lruEntry struct {
-	conv *conversation
-	resp *storedResponse
+	conversations *lru[*conversation]
+	responses     *lru[*storedResponse]
 }
 
 func newResponsesState(maxConversations int) *responsesState {
-	return &responsesState{conversations: map[string]*conversation{}, responses: map[string]*storedResponse{}, lru: list.New(),
-		maxConversations: maxConversations}
+	return &responsesState{conversations: newLRU[*conversation](maxConversations), responses: newLRU[*storedResponse](4 * maxConversations)}
 }
 
 // conversation is a Conversations API conversation: the session its
 // responses share, committed when a response in it completes.
 type conversation struct {
-	obj     conversationObject
-	session *session
-	last    *storedResponse // the last completed response, whose calls may be pending
-	active  bool            // a response in it is streaming
-	items   []convItem      // what its responses took in and gave out (responses_items.go)
-	// itemBytes is the text its items hold; bytes that and its session's.
-	itemBytes int
-	bytes     int
-	elem      *list.Element
+	obj       conversationObject
+	session   *session
+	last      *storedResponse // the last completed response, whose calls may be pending
+	active    bool            // a response in it is streaming
+	items     []convItem      // what its responses took in and gave out (responses_items.go)
+	itemBytes int             // the text its items hold
 }
 
 // storedResponse is a response and what the agent knew when it ended.
@@ -110,33 +96,29 @@ type storedResponse struct {
 	run     runMemory // the agent's memory of the run, for continuations
 	pending []*toolCall
 	prompt  int64 // its input tokens
-	bytes   int
-	elem    *list.Element
 }
 
 // session is what the agent has read and written in a chain of responses.
 type session struct {
-	messages []sessionMessage
+	messages []*message
 	tokens   int64 // everything read and written so far
 }
 
-type sessionMessage struct {
-	role       string
-	text       string
-	audioURL   string
-	transcript *string
-}
-
+// clone copies the session, its messages too: a response that goes on
+// from it learns transcripts of its own.
 func (s *session) clone() *session {
-	if s == nil {
-		return &session{}
+	c := &session{}
+	if s != nil {
+		c.tokens = s.tokens
+		for _, m := range s.messages {
+			mm := *m
+			c.messages = append(c.messages, &mm)
+		}
 	}
-	c := *s
-	c.messages = append([]sessionMessage(nil), s.messages...)
-	return &c
+	return c
 }
 
-func (s *session) add(m sessionMessage) {
+func (s *session) add(m *message) {
 	s.messages = append(s.messages, m)
 	s.tokens += tokens(m.text)
 	if len(s.messages) > maxSessionMessages {
@@ -152,84 +134,26 @@ func (s *session) size() int {
 	return n
 }
 
-// runMemory is what the agent remembers across the responses of one run.
-type runMemory struct {
-	magic    magic
-	stage    stage
-	retried  bool
-	longDone bool
-	audio    int // index in the session of the message being transcribed
-	tools    map[string]bool
-	noTools  bool
-}
-
-func (r *runMemory) offers(tool string) bool { return !r.noTools && r.tools[tool] }
-
-// touch marks an entry used and evicts beyond the limits; the caller
-// holds st.mu.
-func (st *responsesState) touch(e lruEntry, size int, elem **list.Element, keep *list.Element) {
-	if *elem == nil {
-		*elem = st.lru.PushFront(e)
-	} else {
-		st.lru.MoveToFront(*elem)
-	}
-	st.bytes += size
-	for len(st.conversations) > st.maxConversations || len(st.responses) > 4*st.maxConversations || st.bytes > maxStoredBytes {
-		back := st.lru.Back()
-		if back == nil || back == keep || back == *elem {
-			return
-		}
-		st.lru.Remove(back)
-		switch v := back.Value.(lruEntry); {
-		case v.conv != nil:
-			delete(st.conversations, v.conv.obj.ID)
-			st.bytes -= v.conv.bytes
-		case v.resp != nil:
-			delete(st.responses, v.resp.obj.ID)
-			st.bytes -= v.resp.bytes
-		}
-	}
-}
-
 func (st *responsesState) storeResponse(r *storedResponse) {
-	st.responses[r.obj.ID] = r
-	r.bytes = r.session.size()
+	n := r.session.size()
 	if r.obj.Instructions != nil {
-		r.bytes += len(*r.obj.Instructions)
+		n += len(*r.obj.Instructions)
 	}
 	for _, t := range r.obj.Tools {
-		r.bytes += len(t)
+		n += len(t)
 	}
-	st.touch(lruEntry{resp: r}, r.bytes, &r.elem, nil)
-}
-
-func (st *responsesState) response(id string) (*storedResponse, bool) {
-	r, ok := st.responses[id]
-	if ok {
-		st.lru.MoveToFront(r.elem)
-	}
-	return r, ok
-}
-
-func (st *responsesState) conversation(id string) (*conversation, bool) {
-	c, ok := st.conversations[id]
-	if ok {
-		st.lru.MoveToFront(c.elem)
-	}
-	return c, ok
+	st.responses.put(r.obj.ID, r, n)
 }
 
 // commit replaces a conversation's session after a completed response,
 // and adds the response's items to its own.
 func (st *responsesState) commit(c *conversation, sess *session, last *storedResponse, items []convItem) {
-	if _, ok := st.conversations[c.obj.ID]; !ok {
+	if _, ok := st.conversations.get(c.obj.ID); !ok {
 		return // evicted meanwhile
 	}
 	c.itemBytes += c.addItems(items)
-	size := sess.size() + c.itemBytes
-	st.bytes -= c.bytes
-	c.session, c.last, c.bytes = sess, last, size
-	st.touch(lruEntry{conv: c}, size, &c.elem, nil)
+	c.session, c.last = sess, last
+	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 }
 
 // serveResponses answers one Responses face call.
@@ -244,38 +168,28 @@ func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op 
 		return &httpError{status: http.StatusUnauthorized, code: "invalid_api_key",
 			message: "Missing credentials: send Authorization: Bearer <token> or api-key: <key>."}
 	}
-	seg := strings.Split(strings.Trim(op, "/"), "/")
-	m := req.Method
-	switch {
-	case seg[0] == "agents":
-		return method(m, http.MethodGet, func() error { return s.getAgent(w, req, seg[1:]) })
-	case seg[0] == "deployments":
-		return method(m, http.MethodGet, func() error { return s.getDeployment(w, req, seg[1:]) })
-	case len(seg) == 1 && seg[0] == "responses":
-		return method(m, http.MethodPost, func() error { return s.createResponse(w, req) })
-	case len(seg) == 2 && seg[0] == "responses":
-		return method(m, http.MethodGet, func() error { return s.getResponse(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "responses" && seg[2] == "cancel":
-		return method(m, http.MethodPost, func() error { return s.cancelResponse(seg[1]) })
-	case len(seg) == 1 && seg[0] == "conversations":
-		return method(m, http.MethodPost, func() error { return s.createConversation(w, req) })
-	case len(seg) == 2 && seg[0] == "conversations":
-		return method(m, http.MethodGet, func() error { return s.getConversation(w, seg[1]) })
-	case len(seg) == 3 && seg[0] == "conversations" && seg[2] == "items":
-		return method(m, http.MethodGet, func() error { return s.listConversationItems(w, req, seg[1]) })
-	case len(seg) == 1 && seg[0] == "models":
-		return method(m, http.MethodGet, func() error {
-			return writeJSON(w, http.StatusOK, listObject{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
-		})
-	case len(seg) == 2 && seg[0] == "models":
-		return method(m, http.MethodGet, func() error {
-			if seg[1] != s.cfg.Model {
-				return notFound("model", seg[1])
-			}
-			return writeJSON(w, http.StatusOK, s.model())
-		})
-	}
-	return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+	return s.dispatch(w, req, op, responsesRoutes)
+}
+
+// responsesRoutes are the Responses face's operations.
+var responsesRoutes = []route{
+	{http.MethodGet, "agents/**", (*Simulator).getAgent},
+	{http.MethodGet, "deployments/**", (*Simulator).getDeployment},
+	{http.MethodPost, "responses", (*Simulator).createResponse},
+	{http.MethodGet, "responses/*", (*Simulator).getResponse},
+	{http.MethodPost, "responses/*/cancel", (*Simulator).cancelResponse},
+	{http.MethodPost, "conversations", (*Simulator).createConversation},
+	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
+	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
+	{http.MethodGet, "models", func(s *Simulator, w http.ResponseWriter, _ *http.Request, _ []string) error {
+		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+	}},
+	{http.MethodGet, "models/*", func(s *Simulator, w http.ResponseWriter, _ *http.Request, ids []string) error {
+		if ids[0] != s.cfg.Model {
+			return notFound("model", ids[0])
+		}
+		return writeJSON(w, http.StatusOK, s.model())
+	}},
 }
 
 func (s *Simulator) model() responseswire.Model {
@@ -285,12 +199,11 @@ func (s *Simulator) model() responseswire.Model {
 // getDeployment answers the project's deployment of the simulated model,
 // named after it (GET {project}/deployments/{name}?api-version=v1).
 func (s *Simulator) getDeployment(w http.ResponseWriter, req *http.Request, seg []string) error {
-	if req.URL.Query().Get("api-version") == "" {
-		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
-			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	if err := needAPIVersion(req); err != nil {
+		return err
 	}
 	if len(seg) != 1 || seg[0] == "" {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: "No such operation: " + req.Method + " " + req.URL.Path}
+		return noOperation(req)
 	}
 	if seg[0] != s.cfg.Model {
 		return &httpError{status: http.StatusNotFound, code: "DeploymentNotFound", message: fmt.Sprintf("Deployment %s was not found.", seg[0])}
@@ -306,9 +219,8 @@ func authorizedKey(req *http.Request) bool {
 }
 
 func (s *Simulator) getAgent(w http.ResponseWriter, req *http.Request, seg []string) error {
-	if req.URL.Query().Get("api-version") == "" {
-		return &httpError{status: http.StatusBadRequest, code: "MissingApiVersionParameter",
-			message: "The api-version query parameter (?api-version=) is required for all requests.", param: "api-version"}
+	if err := needAPIVersion(req); err != nil {
+		return err
 	}
 	switch {
 	case len(seg) == 1 && seg[0] == DefaultAgentName:
@@ -353,7 +265,7 @@ func agentTools() []json.RawMessage {
 	return out
 }
 
-func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body struct {
 		Items    []json.RawMessage `json:"items"`
 		Metadata json.RawMessage   `json:"metadata"`
@@ -384,51 +296,44 @@ func (s *Simulator) createConversation(w http.ResponseWriter, req *http.Request)
 	}
 	c.itemBytes = c.addItems(s.inputItems(input))
 	st.mu.Lock()
-	st.conversations[c.obj.ID] = c
-	c.bytes = sess.size() + c.itemBytes
-	st.touch(lruEntry{conv: c}, c.bytes, &c.elem, nil)
+	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 	obj := c.obj
 	st.mu.Unlock()
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-func (s *Simulator) getConversation(w http.ResponseWriter, id string) error {
-	st := s.responses
-	st.mu.Lock()
-	c, ok := st.conversation(id)
-	var obj conversationObject
-	if ok {
-		obj = c.obj
-	}
-	st.mu.Unlock()
-	if !ok {
-		return notFound("conversation", id)
-	}
-	return writeJSON(w, http.StatusOK, obj)
+func (s *Simulator) getConversation(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	return held(w, &s.responses.mu, func() (conversationObject, error) {
+		c, ok := s.responses.conversations.get(ids[0])
+		if !ok {
+			return conversationObject{}, notFound("conversation", ids[0])
+		}
+		return c.obj, nil
+	})
 }
 
-func (s *Simulator) getResponse(w http.ResponseWriter, id string) error {
-	st := s.responses
-	st.mu.Lock()
-	r, ok := st.response(id)
-	var obj responseswire.Response
-	if ok {
-		obj = r.obj
-	}
-	st.mu.Unlock()
-	if !ok {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
-	}
-	return writeJSON(w, http.StatusOK, obj)
+func (s *Simulator) getResponse(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	return held(w, &s.responses.mu, func() (responseswire.Response, error) {
+		r, ok := s.responses.responses.get(ids[0])
+		if !ok {
+			return responseswire.Response{}, responseNotFound(ids[0])
+		}
+		return r.obj, nil
+	})
 }
 
-func (s *Simulator) cancelResponse(id string) error {
+func responseNotFound(id string) error {
+	return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
+}
+
+func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
 	st := s.responses
 	st.mu.Lock()
-	_, ok := st.response(id)
+	_, ok := st.responses.get(id)
 	st.mu.Unlock()
 	if !ok {
-		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
+		return responseNotFound(id)
 	}
 	return badRequest("", "Only responses created with background=true can be cancelled.")
 }
@@ -467,7 +372,7 @@ const (
 
 type inputItem struct {
 	kind    inputKind
-	message sessionMessage
+	message *message
 	callID  string
 	output  string
 }
@@ -483,8 +388,7 @@ func parseInput(raw json.RawMessage) ([]inputItem, error) {
 		if err := checkText(text, "input"); err != nil {
 			return nil, err
 		}
-		url, _ := splitAudio(text)
-		return []inputItem{{kind: inputMessage, message: sessionMessage{role: "user", text: text, audioURL: url}}}, nil
+		return []inputItem{{kind: inputMessage, message: userMessage(text)}}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -535,7 +439,7 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		if err := checkText(text, param+".content"); err != nil {
 			return inputItem{}, err
 		}
-		m := sessionMessage{role: it.Role, text: text}
+		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
 		if it.Role == "user" {
 			m.audioURL, _ = splitAudio(text)
 		}
@@ -609,7 +513,7 @@ func requestTools(raw json.RawMessage) ([]json.RawMessage, map[string]bool, erro
 
 // createResponse validates the request, plans the agent's answer and
 // delivers it: streamed, or as the finished response object.
-func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request) error {
+func (s *Simulator) createResponse(w http.ResponseWriter, req *http.Request, _ []string) error {
 	var body responseRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -700,7 +604,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	sess := &session{}
 	switch {
 	case convID != "":
-		c, ok := st.conversation(convID)
+		c, ok := st.conversations.get(convID)
 		if !ok {
 			return nil, &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Conversation with id '%s' not found.", convID), param: "conversation"}
 		}
@@ -709,7 +613,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		}
 		conv, prev, sess = c, c.last, c.session.clone()
 	case prevID != "":
-		p, ok := st.response(prevID)
+		p, ok := st.responses.get(prevID)
 		if !ok {
 			return nil, &httpError{status: http.StatusNotFound, code: "previous_response_not_found",
 				message: fmt.Sprintf("Previous response with id '%s' not found.", prevID), param: "previous_response_id"}
@@ -754,14 +658,14 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		switch in.kind {
 		case inputMessage:
 			sess.add(in.message)
-			newMessage = newMessage || in.message.role == "user"
+			newMessage = newMessage || in.message.obj.Role == "user"
 		case inputFunctionOutput:
 			sess.tokens += tokens(in.output)
 		}
 	}
 	if newMessage {
 		// A new message from the person starts a new run of the agent.
-		run = runMemory{magic: parseMagic(newestUserText(sess))}
+		run = runMemory{magic: parseMagic(newestUser(sess.messages).text)}
 	}
 	run.tools, run.noTools = names, choice == "none"
 	// A run under #refuse has each of its calls refused before anything
@@ -775,7 +679,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	r := &storedResponse{obj: responseswire.Response{
 		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
 		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
-		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNullPtr(summary)},
+		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNull(summary)},
 		Store: store, Temperature: responseswire.Float(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
 		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: responseswire.Float(1), Truncation: "disabled",
 		Metadata: orDefault(body.Metadata, `{}`),
@@ -802,13 +706,14 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	// The response follows the instructions it was sent, as a run follows
 	// its own: their cue lines steer the classifier.
 	cls := s.classifierFor(instructions)
-	b := &responsePlanner{s: s, cls: cls, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens}
+	b := &responsePlanner{s: s, cls: cls, sess: sess, run: &run, summaries: summary != "", prompt: prompt + sess.tokens,
+		plan: responsePlan{end: "completed"}}
 	if newMessage {
 		b.start()
 	} else {
 		b.continueWith(pending, outputs)
 	}
-	t.plan = b.plan
+	t.plan = &b.plan
 	sess.tokens += b.plan.outputTokens
 	r.session, r.run, r.prompt = sess, run, b.prompt
 	if store {
@@ -818,21 +723,9 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	return t, nil
 }
 
-// newestUserText is the text of the session's newest user message.
-func newestUserText(sess *session) string {
-	for i := len(sess.messages) - 1; i >= 0; i-- {
-		if sess.messages[i].role == "user" {
-			return sess.messages[i].text
-		}
-	}
-	return ""
-}
-
 func orNull(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
-
-func orNullPtr(s string) *string { return orNull(s) }

@@ -55,9 +55,9 @@ func (s *Simulator) inputItems(input []inputItem) []convItem {
 		case inputMessage:
 			m := in.message
 			id := s.cfg.NewID("msg")
-			var obj any = inputMessageItem{Type: "message", ID: id, Status: "completed", Role: m.role,
+			var obj any = inputMessageItem{Type: "message", ID: id, Status: "completed", Role: m.obj.Role,
 				Content: []inputTextPart{{Type: "input_text", Text: m.text}}}
-			if m.role == "assistant" {
+			if m.obj.Role == "assistant" {
 				obj = responseswire.NewMessageItem(id, []string{m.text})
 			}
 			out = append(out, convItem{id: id, obj: obj, size: len(m.text)})
@@ -116,7 +116,8 @@ type itemList struct {
 // listConversationItems answers GET /conversations/{id}/items: newest
 // first unless order=asc, limit items (20 by default, at most 100), those
 // after the item named by after.
-func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Request, id string) error {
+func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Request, ids []string) error {
+	id := ids[0]
 	q := req.URL.Query()
 	limit, order, err := pageOf(q)
 	if err != nil {
@@ -124,7 +125,7 @@ func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Reque
 	}
 	st := s.responses
 	st.mu.Lock()
-	c, ok := st.conversation(id)
+	c, ok := st.conversations.get(id)
 	var items []convItem
 	if ok {
 		items = slices.Clone(c.items)

@@ -4,22 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/brainwire/brainwire/internal/jsonw"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
 
 // The Responses face's other objects, field order as the API writes them.
-
-// listObject is a page of a list operation.
-type listObject struct {
-	Object  string `json:"object"`
-	Data    any    `json:"data"`
-	FirstID string `json:"first_id"`
-	LastID  string `json:"last_id"`
-	HasMore bool   `json:"has_more"`
-}
 
 type conversationObject struct {
 	ID        string          `json:"id"`
@@ -117,14 +107,12 @@ func (t *responseTurn) finished(now int64) responseswire.Response {
 		o.Output = []json.RawMessage{}
 	}
 	if u != nil {
-		u.InputTokens = t.inputTokens()
+		u.InputTokens = t.resp.prompt
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 		o.Usage = u
 	}
 	return o
 }
-
-func (t *responseTurn) inputTokens() int64 { return t.resp.prompt }
 
 // itemObject is an output item as the finished response lists it.
 func itemObject(it plannedItem) any {
@@ -141,17 +129,11 @@ func itemObject(it plannedItem) any {
 // client that goes away abandons the response: it ends cancelled and adds
 // nothing to its conversation.
 func (s *Simulator) streamResponse(ctx context.Context, w http.ResponseWriter, t *responseTurn) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if flush(rc) != nil {
+	rc, pace, err := s.openStream(w, true)
+	if err != nil {
 		t.finish(s, false)
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for _, f := range t.frames(s) {
 		if f.Paced {
 			pace.pause(ctx, nil)
@@ -191,6 +173,6 @@ func (t *responseTurn) finish(s *Simulator, delivered bool) {
 		}
 	}
 	if t.store {
-		st.response(r.obj.ID) // marks it used
+		st.responses.get(r.obj.ID) // marks it used
 	}
 }

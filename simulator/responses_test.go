@@ -14,6 +14,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
+	"github.com/brainwire/brainwire/responses/responseswire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -61,36 +62,11 @@ func firstRequest(conv, text string) map[string]any {
 		"instructions": testInstructions, "reasoning": map[string]any{"summary": "auto"}, "store": true}
 }
 
-// fnCall is a function call of a finished response.
-type fnCall struct {
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type respObj struct {
-	ID                 string               `json:"id"`
-	Status             string               `json:"status"`
-	PreviousResponseID *string              `json:"previous_response_id"`
-	Conversation       *struct{ ID string } `json:"conversation"`
-	Error              *struct{ Code, Message string }
-	IncompleteDetails  *struct{ Reason string } `json:"incomplete_details"`
-	Output             []json.RawMessage        `json:"output"`
-	Usage              *struct {
-		InputTokens         int64 `json:"input_tokens"`
-		OutputTokens        int64 `json:"output_tokens"`
-		TotalTokens         int64 `json:"total_tokens"`
-		OutputTokensDetails struct {
-			ReasoningTokens int64 `json:"reasoning_tokens"`
-		} `json:"output_tokens_details"`
-	} `json:"usage"`
-}
-
 // final returns the response object of the stream's terminal event.
-func final(t *testing.T, frames []frame) respObj {
+func final(t *testing.T, frames []frame) responseswire.Response {
 	t.Helper()
 	var ev struct {
-		Response respObj `json:"response"`
+		Response responseswire.Response `json:"response"`
 	}
 	if err := json.Unmarshal([]byte(frames[len(frames)-1].Data), &ev); err != nil {
 		t.Fatal(err)
@@ -98,19 +74,16 @@ func final(t *testing.T, frames []frame) respObj {
 	return ev.Response
 }
 
-func calls(t *testing.T, r respObj) []fnCall {
+func calls(t *testing.T, r responseswire.Response) []responseswire.FunctionCallItem {
 	t.Helper()
-	var out []fnCall
+	var out []responseswire.FunctionCallItem
 	for _, raw := range r.Output {
-		var it struct {
-			Type string `json:"type"`
-			fnCall
-		}
+		var it responseswire.FunctionCallItem
 		if err := json.Unmarshal(raw, &it); err != nil {
 			t.Fatal(err)
 		}
 		if it.Type == "function_call" {
-			out = append(out, it.fnCall)
+			out = append(out, it)
 		}
 	}
 	return out
@@ -131,7 +104,7 @@ func texts(frames []frame, typ string) (string, int) {
 	return b.String(), n
 }
 
-func outputsFor(cs []fnCall, output func(fnCall) string) []any {
+func outputsFor(cs []responseswire.FunctionCallItem, output func(responseswire.FunctionCallItem) string) []any {
 	var in []any
 	for _, c := range cs {
 		in = append(in, map[string]any{"type": "function_call_output", "call_id": c.CallID, "output": output(c)})
@@ -139,7 +112,7 @@ func outputsFor(cs []fnCall, output func(fnCall) string) []any {
 	return in
 }
 
-func filed(c fnCall) string {
+func filed(c responseswire.FunctionCallItem) string {
 	var a struct {
 		Bucket, Status string
 		Confidence     float64
@@ -287,7 +260,7 @@ func TestResponsesClassifiedInAConversation(t *testing.T) {
 		t.Fatalf("second response %+v", r2)
 	}
 	// The stored responses read back.
-	var got respObj
+	var got responseswire.Response
 	c.call(http.MethodGet, responsesPath+"/responses/"+r1.ID, nil, http.StatusOK, &got)
 	if got.Status != "completed" || len(calls(t, got)) != 1 {
 		t.Fatalf("stored %+v", got)
@@ -435,7 +408,7 @@ func TestResponsesInvalidBucketRetry(t *testing.T) {
 	if len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"bucket":"Misc"`) {
 		t.Fatalf("%+v", cs)
 	}
-	s2 := c.respond(map[string]any{"previous_response_id": r1.ID, "input": outputsFor(cs, func(fnCall) string {
+	s2 := c.respond(map[string]any{"previous_response_id": r1.ID, "input": outputsFor(cs, func(responseswire.FunctionCallItem) string {
 		return `{"error":"invalid_bucket","message":"unknown bucket \"Misc\""}`
 	}), "tools": responsesTools})
 	r2 := final(t, s2)
@@ -463,7 +436,9 @@ func TestResponsesVoice(t *testing.T) {
 	if reasoning, _ := texts(s1, "response.reasoning_summary_text.delta"); strings.Contains(reasoning, "secret") {
 		t.Fatal("the reasoning repeats the signed URL")
 	}
-	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, func(fnCall) string { return `{"text":"Call my sister about the concert tickets"}` }),
+	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, func(responseswire.FunctionCallItem) string {
+		return `{"text":"Call my sister about the concert tickets"}`
+	}),
 		"tools": responsesTools, "reasoning": map[string]any{"summary": "auto"}})
 	cs2 := calls(t, final(t, s2))
 	if len(cs2) != 1 || cs2[0].Name != "file_capture" || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) ||
@@ -506,7 +481,7 @@ func TestResponsesFollowUpAfterAStoredResponse(t *testing.T) {
 	// Without answering the call, the chain cannot go on.
 	c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "previous_response_id": r1.ID,
 		"input": userInput("my sister")}, http.StatusBadRequest, nil)
-	in := append(outputsFor(cs, func(fnCall) string { return `{"status":"superseded"}` }), userInput("I meant call my sister")...)
+	in := append(outputsFor(cs, func(responseswire.FunctionCallItem) string { return `{"status":"superseded"}` }), userInput("I meant call my sister")...)
 	r := final(t, c.respond(map[string]any{"previous_response_id": r1.ID, "input": in, "tools": responsesTools}))
 	if cs2 := calls(t, r); len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) {
 		t.Fatalf("%+v", cs2)
@@ -662,13 +637,13 @@ func TestResponsesDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev struct{ Response respObj }
+	var ev struct{ Response responseswire.Response }
 	_ = json.Unmarshal([]byte(created.Data), &ev)
 	cancel()
 	resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var got respObj
+		var got responseswire.Response
 		c.call(http.MethodGet, responsesPath+"/responses/"+ev.Response.ID, nil, http.StatusOK, &got)
 		if got.Status == "cancelled" {
 			break
@@ -689,7 +664,7 @@ func TestResponsesDisconnect(t *testing.T) {
 
 func TestResponsesNotStreamed(t *testing.T) {
 	c, _ := newSim(t, simulator.Config{})
-	var r respObj
+	var r responseswire.Response
 	c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport", "tools": responsesTools},
 		http.StatusOK, &r)
 	if r.Status != "completed" || len(calls(t, r)) != 1 {
@@ -752,7 +727,7 @@ func TestResponsesEvictsLeastRecentlyUsed(t *testing.T) {
 	c.call(http.MethodGet, responsesPath+"/conversations/"+second, nil, http.StatusNotFound, nil)
 	var ids []string
 	for range 13 {
-		var r respObj
+		var r responseswire.Response
 		c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
 		ids = append(ids, r.ID)
 	}

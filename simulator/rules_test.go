@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/recordings"
 )
 
@@ -48,7 +49,7 @@ func isRunEvent(name string) bool {
 func checkRunRules(t *testing.T, streams [][]frame) {
 	t.Helper()
 	var runID, threadID string
-	var stepSum usage
+	var stepSum foundrywire.Usage
 	for si, frames := range streams {
 		if len(frames) == 0 || frames[len(frames)-1].Event != "done" {
 			t.Errorf("stream %d: does not end with done: %v", si, names(frames))
@@ -71,7 +72,7 @@ func checkRunRules(t *testing.T, streams [][]frame) {
 			}
 			switch {
 			case isRunEvent(f.Event):
-				r := decodeAs[runObj](t, f)
+				r := decodeAs[foundrywire.Run](t, f)
 				if runID == "" {
 					runID, threadID = r.ID, r.ThreadID
 				}
@@ -106,12 +107,12 @@ func checkRunRules(t *testing.T, streams [][]frame) {
 					}
 				}
 			case f.Event == "thread.run.step.created":
-				st := decodeAs[stepObj](t, f)
+				st := decodeAs[foundrywire.Step](t, f)
 				if st.Object != "thread.run.step" || st.Status != "in_progress" || st.Usage != nil || st.RunID != runID {
 					t.Errorf("stream %d: step created %+v", si, st)
 				}
 				if st.Type == "tool_calls" {
-					if len(st.StepDetails.ToolCalls) != 0 {
+					if len(deref(st.StepDetails.ToolCalls)) != 0 {
 						t.Errorf("stream %d: new tool step already has calls", si)
 					}
 					toolStep = st.ID
@@ -166,21 +167,19 @@ func checkRunRules(t *testing.T, streams [][]frame) {
 					args[*c.Index].WriteString(frag)
 				}
 			case f.Event == "thread.run.step.completed":
-				st := decodeAs[stepObj](t, f)
+				st := decodeAs[foundrywire.Step](t, f)
 				if st.Status != "completed" || st.Usage == nil {
 					t.Errorf("stream %d: completed step %+v", si, st)
 					continue
 				}
-				stepSum.PromptTokens += st.Usage.PromptTokens
-				stepSum.CompletionTokens += st.Usage.CompletionTokens
-				stepSum.TotalTokens += st.Usage.TotalTokens
-				for _, c := range st.StepDetails.ToolCalls {
+				stepSum = stepSum.Add(*st.Usage)
+				for _, c := range deref(st.StepDetails.ToolCalls) {
 					if c.Function.Output == nil {
 						t.Errorf("stream %d: completed tool call %s has no output", si, c.ID)
 					}
 				}
 			case f.Event == "thread.message.created":
-				m := decodeAs[messageObj](t, f)
+				m := decodeAs[foundrywire.Message](t, f)
 				if m.Status != "in_progress" || len(m.Content) != 0 || m.Role != "assistant" {
 					t.Errorf("stream %d: message created %+v", si, m)
 				}
@@ -207,7 +206,7 @@ func checkRunRules(t *testing.T, streams [][]frame) {
 					text.WriteString(c.Text.Value)
 				}
 			case f.Event == "thread.message.completed":
-				m := decodeAs[messageObj](t, f)
+				m := decodeAs[foundrywire.Message](t, f)
 				if m.ID != msgID || m.Status != "completed" || len(m.Content) != 1 || m.Content[0].Text.Value != text.String() {
 					t.Errorf("stream %d: completed message %q does not match its deltas %q", si, m.Content, text.String())
 				}

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -81,11 +80,9 @@ type Simulator struct {
 	vary       *variation  // Config.Variation, with its counts
 
 	mu      sync.Mutex
-	threads map[string]*thread
-	lru     *list.List  // of *thread, most recently used first
-	created uint64      // threads created so far
-	bytes   int         // message text held, for eviction
-	adk     adkSessions // the ADK face's sessions (adk.go)
+	threads *lru[*thread]
+	created uint64            // threads created so far
+	adk     *lru[*adkSession] // the ADK face's sessions (adk.go)
 
 	// responses is the Responses API face's state (responses.go).
 	responses *responsesState
@@ -126,8 +123,8 @@ func New(cfg Config) *Simulator {
 		classifier: newClassifier().withRules(rules),
 		ruled:      len(rules) > 0,
 		vary:       newVariation(cfg.Variation),
-		threads:    map[string]*thread{},
-		lru:        list.New(),
+		threads:    newLRU[*thread](cfg.MaxThreads),
+		adk:        newLRU[*adkSession](cfg.MaxThreads),
 		responses:  newResponsesState(cfg.MaxThreads),
 	}
 }
@@ -168,9 +165,7 @@ type thread struct {
 	messages []*message
 	runs     map[string]*run
 	runOrder []string // oldest first
-	bytes    int
-	elem     *list.Element
-	seq      uint64 // order of creation, for listing threads
+	seq      uint64   // order of creation, for listing threads
 }
 
 // message is a thread message plus what the agent learned about it.
@@ -183,18 +178,12 @@ type message struct {
 
 // run is one run plus the agent's memory of it. Guarded by Simulator.mu.
 type run struct {
-	obj       foundrywire.Run
-	toolNames map[string]bool
-	magic     magic
-	noTools   bool        // tool_choice "none"
-	classify  *classifier // the run's instructions' rules applied
+	obj      foundrywire.Run
+	mem      runMemory
+	classify *classifier // the run's instructions' rules applied
 
-	stage     stage             // what the pending calls are for
 	pending   []*toolCall       // calls awaiting outputs
 	toolStep  *foundrywire.Step // the step the pending calls belong to
-	audio     *message          // message whose audio is being transcribed
-	retried   bool
-	longDone  bool              // #long:N has shaped the first message
 	stepUsage foundrywire.Usage // the pending tool step's usage, reported when it completes
 	context   int64             // tokens the agent has read or written so far
 	usage     foundrywire.Usage // sum over completed steps
@@ -208,8 +197,6 @@ func (r *run) activeStatus() bool {
 	}
 	return false
 }
-
-func (r *run) offers(tool string) bool { return !r.noTools && r.toolNames[tool] }
 
 // newThread registers a thread; the caller holds s.mu.
 func (s *Simulator) newThread(metadata json.RawMessage) *thread {
@@ -225,38 +212,12 @@ func (s *Simulator) newThread(metadata json.RawMessage) *thread {
 	}
 	s.created++
 	th.seq = s.created
-	th.elem = s.lru.PushFront(th)
-	s.threads[th.obj.ID] = th
-	s.evict(th)
+	s.threads.put(th.obj.ID, th, 0)
 	return th
 }
 
 // thread returns a live thread and marks it used; the caller holds s.mu.
-func (s *Simulator) thread(id string) (*thread, bool) {
-	th, ok := s.threads[id]
-	if ok {
-		s.lru.MoveToFront(th.elem)
-	}
-	return th, ok
-}
-
-// evict drops least recently used threads until the limits hold, never keep.
-func (s *Simulator) evict(keep *thread) {
-	for len(s.threads) > s.cfg.MaxThreads || s.bytes > maxStoredBytes {
-		e := s.lru.Back()
-		if e == nil || e.Value.(*thread) == keep {
-			return
-		}
-		s.dropThread(e.Value.(*thread))
-	}
-}
-
-// dropThread forgets a thread; the caller holds s.mu.
-func (s *Simulator) dropThread(th *thread) {
-	s.lru.Remove(th.elem)
-	delete(s.threads, th.obj.ID)
-	s.bytes -= th.bytes
-}
+func (s *Simulator) thread(id string) (*thread, bool) { return s.threads.get(id) }
 
 // addMessage appends a message, dropping the oldest beyond the per-thread
 // cap; the caller holds s.mu.
@@ -268,7 +229,6 @@ func (s *Simulator) addMessage(th *thread, m *message) {
 		th.messages = th.messages[1:]
 		s.account(th, -len(old.text))
 	}
-	s.evict(th)
 }
 
 // setMessageText records an assistant message's final text.
@@ -276,16 +236,10 @@ func (s *Simulator) setMessageText(th *thread, m *message, text string) {
 	d := len(text) - len(m.text)
 	m.text = text
 	s.account(th, d)
-	s.evict(th)
 }
 
-// account adds n bytes to th's share; an evicted thread no longer counts.
-func (s *Simulator) account(th *thread, n int) {
-	th.bytes += n
-	if s.threads[th.obj.ID] == th {
-		s.bytes += n
-	}
-}
+// account adds n bytes to th's share, evicting others beyond the limits.
+func (s *Simulator) account(th *thread, n int) { s.threads.grow(th.obj.ID, n) }
 
 // runBytes is what a run holds beyond its thread's messages.
 func runBytes(r *run) int {
@@ -312,7 +266,6 @@ func (s *Simulator) addRun(th *thread, r *run) {
 		delete(th.runs, th.runOrder[0])
 		th.runOrder = th.runOrder[1:]
 	}
-	s.evict(th)
 }
 
 // activeRun returns the thread's run that is not finished, if any.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -36,30 +37,48 @@ func fileFlow(t *testing.T, c *client, text string) (fileArgs, []frame, []frame)
 	return a, s1, s2
 }
 
-func TestClassifiedBuckets(t *testing.T) {
+// TestFilings: each kind of capture is filed with its bucket, confidence
+// and status, the reasoning says why, and the closing message what
+// happened.
+func TestFilings(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		text, bucket, title string
-		confidence          float64
-		cue                 string // must appear in the reasoning
+		text, bucket, status, title string
+		confidence                  float64 // at most this when misunderstood
+		reasoning                   []string
+		closing                     string
 	}{
-		{"Call mom about her birthday on Sunday", "People", "Mom", 0.95, `"call mom"`},
-		{"Finish the launch deck before the Friday deadline", "Projects", "Finish the launch deck before the", 0.95, `"deadline"`},
-		{"What if we made an app that waters plants", "Ideas", "What if we made an app", 0.8, `"what if"`},
-		{"Pay the electricity bill and renew car insurance", "Admin", "Pay the electricity bill and renew", 0.95, `"insurance"`},
+		{"Call mom about her birthday on Sunday", "People", "classified", "Mom", 0.95, []string{"Cues for People", `"call mom"`}, "Filed to People."},
+		{"Finish the launch deck before the Friday deadline", "Projects", "classified", "Finish the launch deck before the", 0.95,
+			[]string{"Cues for Projects", `"deadline"`}, "Filed to Projects."},
+		{"What if we made an app that waters plants", "Ideas", "classified", "What if we made an app", 0.8, []string{"Cues for Ideas", `"what if"`}, "Filed to Ideas."},
+		{"Pay the electricity bill and renew car insurance", "Admin", "classified", "Pay the electricity bill and renew", 0.95,
+			[]string{"Cues for Admin", `"insurance"`}, "Filed to Admin."},
+		{"Maybe we could plan Sarah's birthday", "Ideas", "pending", "Maybe we could plan Sarah's birthday", 0.53,
+			[]string{"below 0.6: status pending", "Cues for People"}, "Filed to Ideas, pending your review."},
+		{"the thing from earlier", "Ideas", "misunderstood", "The thing from earlier", 0.3, []string{"Nothing tells me where this belongs"}, "Not filed yet: I asked for a clarification."},
+		{"xkcd ??? 42 !!", "Ideas", "misunderstood", "Xkcd ??? 42", 0.3, []string{"mostly not words"}, "Not filed yet: I asked for a clarification."},
+		{"dentist", "Admin", "misunderstood", "Dentist", 0.3, []string{"too short"}, "Not filed yet: I asked for a clarification."},
 	}
 	c, _ := newSim(t, simConfig())
 	for _, tc := range cases {
-		t.Run(tc.bucket, func(t *testing.T) {
+		t.Run(tc.text, func(t *testing.T) {
 			a, s1, s2 := fileFlow(t, c, tc.text)
-			if a.Text != tc.text || a.Bucket != tc.bucket || *a.Confidence != tc.confidence ||
-				a.Status != "classified" || a.Title != tc.title || a.Question != nil {
+			misunderstood := tc.status == "misunderstood"
+			if a.Text != tc.text || a.Bucket != tc.bucket || a.Status != tc.status || a.Title != tc.title ||
+				(misunderstood && *a.Confidence > tc.confidence) || (!misunderstood && *a.Confidence != tc.confidence) ||
+				(a.Question != nil) != misunderstood || (misunderstood && !strings.HasSuffix(*a.Question, "?")) {
 				t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
 			}
 			reasoning := messages(t, s1)[0]
-			if !strings.Contains(reasoning, "Cues for "+tc.bucket) || !strings.Contains(reasoning, tc.cue) ||
-				!strings.Contains(reasoning, "not a language model") {
-				t.Errorf("reasoning does not explain the cues: %q", reasoning)
+			want := append([]string{"not a language model"}, tc.reasoning...)
+			if misunderstood {
+				want = append(want, *a.Question)
+			}
+			for _, w := range want {
+				if !strings.Contains(reasoning, w) {
+					t.Errorf("reasoning %q does not say %q", reasoning, w)
+				}
 			}
 			if n := deltaCount(s1)[0]; n < 20 {
 				t.Errorf("reasoning streamed in %d chunks, want word-sized chunks", n)
@@ -67,7 +86,7 @@ func TestClassifiedBuckets(t *testing.T) {
 			if n := strings.Count(strings.Join(names(s1), " "), "thread.run.step.delta"); n < 5 {
 				t.Errorf("call streamed in %d step deltas, want the name then several argument fragments", n)
 			}
-			if got := messages(t, s2); len(got) != 1 || got[0] != "Filed to "+tc.bucket+"." {
+			if got := messages(t, s2); len(got) != 1 || got[0] != tc.closing {
 				t.Errorf("closing message %q", got)
 			}
 			checkFirstTurnObjects(t, s1, tc.text)
@@ -94,7 +113,7 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	if !strings.HasPrefix(th.ID, "thread_") || th.Object != "thread" || th.CreatedAt != testClock.Unix() {
 		t.Errorf("thread %+v", th)
 	}
-	created := decodeAs[runObj](t, s1[1])
+	created := decodeAs[foundrywire.Run](t, s1[1])
 	if !strings.HasPrefix(created.ID, "run_") || created.ThreadID != th.ID || created.AssistantID != testAgent ||
 		created.Status != "queued" || created.CreatedAt != testClock.Unix() || created.StartedAt != nil ||
 		created.Instructions != testInstructions || created.Usage != nil || created.RequiredAction != nil {
@@ -107,17 +126,17 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	if fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Errorf("tools not echoed:\n got %v\nwant %v", got, want)
 	}
-	if started := decodeAs[runObj](t, s1[3]); started.Status != "in_progress" || started.StartedAt == nil {
+	if started := decodeAs[foundrywire.Run](t, s1[3]); started.Status != "in_progress" || started.StartedAt == nil {
 		t.Errorf("in_progress run %+v", started)
 	}
 	for _, f := range s1 {
 		switch f.Event {
 		case "thread.run.step.created":
-			if st := decodeAs[stepObj](t, f); !strings.HasPrefix(st.ID, "step_") || st.ThreadID != th.ID {
+			if st := decodeAs[foundrywire.Step](t, f); !strings.HasPrefix(st.ID, "step_") || st.ThreadID != th.ID {
 				t.Errorf("step %+v", st)
 			}
 		case "thread.message.created":
-			if m := decodeAs[messageObj](t, f); !strings.HasPrefix(m.ID, "msg_") || m.RunID != created.ID || m.ThreadID != th.ID {
+			if m := decodeAs[foundrywire.Message](t, f); !strings.HasPrefix(m.ID, "msg_") || m.RunID == nil || *m.RunID != created.ID || m.ThreadID != th.ID {
 				t.Errorf("message %+v", m)
 			}
 		}
@@ -125,44 +144,6 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 	r, _ := pendingCalls(t, s1)
 	if r.ID != created.ID || r.ExpiresAt == nil || *r.ExpiresAt != testClock.Unix()+600 {
 		t.Errorf("requires_action run %+v", r)
-	}
-}
-
-func TestPending(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	a, s1, s2 := fileFlow(t, c, "Maybe we could plan Sarah's birthday")
-	if a.Bucket != "Ideas" || *a.Confidence != 0.53 || a.Status != "pending" || a.Question != nil {
-		t.Errorf("arguments %+v (confidence %v)", a, *a.Confidence)
-	}
-	if r := messages(t, s1)[0]; !strings.Contains(r, "below 0.6: status pending") || !strings.Contains(r, "Cues for People") {
-		t.Errorf("reasoning %q", r)
-	}
-	if got := messages(t, s2); got[0] != "Filed to Ideas, pending your review." {
-		t.Errorf("closing message %q", got)
-	}
-}
-
-func TestMisunderstood(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	for _, tc := range []struct{ text, why string }{
-		{"the thing from earlier", "Nothing tells me where this belongs"},
-		{"xkcd ??? 42 !!", "mostly not words"},
-		{"dentist", "too short"},
-	} {
-		t.Run(tc.text, func(t *testing.T) {
-			a, s1, s2 := fileFlow(t, c, tc.text)
-			if a.Status != "misunderstood" || a.Question == nil || !strings.HasSuffix(*a.Question, "?") || *a.Confidence > 0.3 {
-				t.Fatalf("arguments %+v", a)
-			}
-			if r := messages(t, s1)[0]; !strings.Contains(r, tc.why) || !strings.Contains(r, *a.Question) {
-				t.Errorf("reasoning %q does not say %q and ask %q", r, tc.why, *a.Question)
-			}
-			if got := messages(t, s2)[0]; !strings.Contains(got, "clarification") {
-				t.Errorf("closing message %q", got)
-			}
-		})
 	}
 }
 
@@ -209,45 +190,88 @@ func TestFileCaptureErrorEndsRun(t *testing.T) {
 	}
 }
 
-func TestTwoCalls(t *testing.T) {
+// TestMagic: each magic phrase drives its behaviour on the threads face.
+func TestMagic(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simConfig())
-	s1 := c.createAndRun("#two-calls Call mom about her birthday and finish the deck")
-	wantShape(t, s1, firstTurn()...)
-	r, calls := pendingCalls(t, s1)
-	if len(calls) != 2 || calls[0].ID == calls[1].ID {
-		t.Fatalf("calls %+v", calls)
+	textOnly := seq([]string{"thread.created"}, runStart, messageStep, toCompletion)
+	cases := []struct {
+		text  string
+		shape []string
+		check func(t *testing.T, s []frame)
+	}{
+		{"#two-calls Call mom about her birthday and finish the deck", firstTurn(), func(t *testing.T, s1 []frame) {
+			r, calls := pendingCalls(t, s1)
+			if len(calls) != 2 || calls[0].ID == calls[1].ID {
+				t.Fatalf("calls %+v", calls)
+			}
+			first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
+			if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
+				t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
+			}
+			s2 := c.submit(r.ThreadID, r.ID, map[string]string{
+				calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
+				calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
+			})
+			wantShape(t, s2, finalTurn()...)
+			if st := decodeAs[foundrywire.Step](t, s2[0]); len(deref(st.StepDetails.ToolCalls)) != 2 || *(*st.StepDetails.ToolCalls)[1].Function.Output == "" {
+				t.Errorf("completed tool step %+v", st)
+			}
+			if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
+				t.Errorf("closing message %q", m)
+			}
+		}},
+		{"#no-tool Call mom", textOnly, func(t *testing.T, s []frame) {
+			if done := lastRun(t, s); done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
+				t.Errorf("run %+v", done)
+			}
+			if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
+				t.Errorf("message %q", messages(t, s)[0])
+			}
+		}},
+		{"Call mom #fail", seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"}), func(t *testing.T, s []frame) {
+			r := lastRun(t, s)
+			if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
+				t.Errorf("failed run %+v", r)
+			}
+		}},
+		{"#error-event Call mom", seq([]string{"thread.created"}, runStart, []string{"error"}), func(t *testing.T, s []frame) {
+			var e struct {
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
+				t.Errorf("error payload %s", s[len(s)-1].Data)
+			}
+		}},
+		{"Call mom #long:3", firstTurn(), func(t *testing.T, s []frame) {
+			if got := deltaCount(s); len(got) != 1 || got[0] != 3 {
+				t.Errorf("reasoning chunks %v, want [3]", got)
+			}
+		}},
+		{"Call mom #long:300", firstTurn(), func(t *testing.T, s []frame) {
+			if got := deltaCount(s); len(got) != 1 || got[0] != 300 {
+				t.Errorf("reasoning chunks %v, want [300]", got)
+			}
+		}},
 	}
-	first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
-	if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
-		t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
+	for _, tc := range cases {
+		t.Run(tc.text, func(t *testing.T) {
+			s := c.createAndRun(tc.text)
+			wantShape(t, s, tc.shape...)
+			tc.check(t, s)
+			r := lastRun(t, s)
+			if r.Status == "failed" {
+				// The run is left failed, as GET reads it, even after an in-stream error.
+				var got foundrywire.Run
+				c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
+				if got.Status != "failed" {
+					t.Errorf("GET run: status %q", got.Status)
+				}
+			} else if tc.shape[len(tc.shape)-1] == "done" {
+				checkRunRules(t, [][]frame{s})
+			}
+		})
 	}
-	s2 := c.submit(r.ThreadID, r.ID, map[string]string{
-		calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
-		calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
-	})
-	wantShape(t, s2, finalTurn()...)
-	if st := decodeAs[stepObj](t, s2[0]); len(st.StepDetails.ToolCalls) != 2 || *st.StepDetails.ToolCalls[1].Function.Output == "" {
-		t.Errorf("completed tool step %+v", st)
-	}
-	if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
-		t.Errorf("closing message %q", m)
-	}
-}
-
-func TestNoTool(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("#no-tool Call mom")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
-	done := lastRun(t, s)
-	if done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
-		t.Errorf("run %+v", done)
-	}
-	if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
-		t.Errorf("message %q", messages(t, s)[0])
-	}
-	checkRunRules(t, [][]frame{s})
 
 	// Without file_capture on offer the agent can only answer in text.
 	for name, extra := range map[string]map[string]any{
@@ -259,57 +283,7 @@ func TestNoTool(t *testing.T) {
 			for k, v := range extra {
 				body[k] = v
 			}
-			wantShape(t, c.stream("/threads/runs", body), seq([]string{"thread.created"}, runStart, messageStep, toCompletion)...)
-		})
-	}
-}
-
-func TestFail(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("Call mom #fail")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"})...)
-	r := lastRun(t, s)
-	if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
-		t.Errorf("failed run %+v", r)
-	}
-	var got runObj
-	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
-	if got.Status != "failed" {
-		t.Errorf("GET run: status %q", got.Status)
-	}
-}
-
-func TestErrorEvent(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	s := c.createAndRun("#error-event Call mom")
-	wantShape(t, s, seq([]string{"thread.created"}, runStart, []string{"error"})...)
-	var e struct {
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
-		t.Errorf("error payload %s", s[len(s)-1].Data)
-	}
-	r := lastRun(t, s)
-	var got runObj
-	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
-	if got.Status != "failed" {
-		t.Errorf("GET run after error event: status %q", got.Status)
-	}
-}
-
-func TestLongChunks(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	for _, n := range []int{3, 300} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			s := c.createAndRun(fmt.Sprintf("Call mom #long:%d", n))
-			wantShape(t, s, firstTurn()...)
-			if got := deltaCount(s); len(got) != 1 || got[0] != n {
-				t.Errorf("reasoning chunks %v, want [%d]", got, n)
-			}
-			checkRunRules(t, [][]frame{s})
+			wantShape(t, c.stream("/threads/runs", body), textOnly...)
 		})
 	}
 }
@@ -385,8 +359,8 @@ func TestFollowUpOnSameThread(t *testing.T) {
 	wantShape(t, done, finalTurn()...)
 
 	var list struct {
-		Object string       `json:"object"`
-		Data   []messageObj `json:"data"`
+		Object string                `json:"object"`
+		Data   []foundrywire.Message `json:"data"`
 	}
 	c.call(http.MethodGet, "/threads/"+threadID+"/messages?order=asc&limit=100", nil, http.StatusOK, &list)
 	var roles []string
@@ -423,35 +397,41 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
+// untilPaused starts a streamed capture and reads it up to its reasoning's
+// first chunk, which a simulator with a long ChunkDelay holds back.
+func (c *client) untilPaused(ctx context.Context) (*http.Response, *sseReader, []frame, foundrywire.Run) {
+	c.t.Helper()
+	resp := c.request(ctx, http.MethodPost, "/threads/runs", map[string]any{
+		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
+		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
+	})
+	p := newSSEReader(resp.Body)
+	var frames []frame
+	var run foundrywire.Run
+	for {
+		f, err := p.next()
+		if err != nil {
+			c.t.Fatalf("before the pause: %v", err)
+		}
+		frames = append(frames, f)
+		if f.Event == "thread.run.created" {
+			run = decodeAs[foundrywire.Run](c.t, f)
+		}
+		if f.Event == "thread.message.in_progress" {
+			return resp, p, frames, run
+		}
+	}
+}
+
 func TestCancelMidStream(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simulator.Config{ChunkDelay: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	body := map[string]any{
-		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
-		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
-	}
-	resp := c.request(ctx, http.MethodPost, "/threads/runs", body)
+	resp, p, frames, run := c.untilPaused(ctx)
 	defer resp.Body.Close()
-	p := newSSEReader(resp.Body)
-	var frames []frame
-	var run runObj
-	for {
-		f, err := p.next()
-		if err != nil {
-			t.Fatalf("before the pause: %v", err)
-		}
-		frames = append(frames, f)
-		if f.Event == "thread.run.created" {
-			run = decodeAs[runObj](t, f)
-		}
-		if f.Event == "thread.message.in_progress" {
-			break // the next chunk is a minute away
-		}
-	}
 	start := time.Now()
-	var cancelled runObj
+	var cancelled foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+run.ThreadID+"/runs/"+run.ID+"/cancel", nil, http.StatusOK, &cancelled)
 	if cancelled.Status != "cancelling" {
 		t.Errorf("cancel answered status %q", cancelled.Status)
@@ -473,7 +453,7 @@ func TestCancelMidStream(t *testing.T) {
 	wantShape(t, frames, "thread.created", "thread.run.created", "thread.run.queued", "thread.run.in_progress",
 		"thread.run.step.created", "thread.run.step.in_progress", "thread.message.created", "thread.message.in_progress",
 		"thread.run.cancelling", "thread.run.cancelled", "done")
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
 	if got.Status != "cancelled" || got.CancelledAt == nil {
 		t.Errorf("run after cancel %+v", got)
@@ -484,12 +464,12 @@ func TestCancelMidStream(t *testing.T) {
 func TestCancelWhileAwaitingOutputs(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simConfig())
-	var queued runObj
+	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/runs", map[string]any{
 		"assistant_id": testAgent, "tools": json.RawMessage(testTools),
 		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
 	}, http.StatusOK, &queued)
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+queued.ThreadID+"/runs/"+queued.ID+"/cancel", nil, http.StatusOK, &got)
 	if got.Status != "cancelling" {
 		t.Errorf("cancel answered %q", got.Status)
@@ -520,24 +500,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp := c.request(ctx, http.MethodPost, "/threads/runs", map[string]any{
-		"assistant_id": testAgent, "stream": true, "tools": json.RawMessage(testTools),
-		"thread": map[string]any{"messages": []any{userMessage("Call mom")}},
-	})
-	p := newSSEReader(resp.Body)
-	var run runObj
-	for {
-		f, err := p.next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Event == "thread.run.created" {
-			run = decodeAs[runObj](t, f)
-		}
-		if f.Event == "thread.message.in_progress" {
-			break
-		}
-	}
+	resp, _, _, run := c.untilPaused(ctx)
 	cancel()
 	resp.Body.Close()
 	select {
@@ -545,7 +508,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("handler still running 5s after the client left")
 	}
-	var got runObj
+	var got foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, http.StatusOK, &got)
 	<-returned
 	if got.Status != "requires_action" || got.RequiredAction == nil {
@@ -563,12 +526,12 @@ func TestNonStreamed(t *testing.T) {
 		ID string `json:"id"`
 	}
 	c.call(http.MethodPost, "/threads", map[string]any{"messages": []any{userMessage("Renew my passport")}}, http.StatusOK, &th)
-	var queued runObj
+	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": testAgent, "tools": json.RawMessage(testTools)}, http.StatusOK, &queued)
 	if queued.Status != "queued" || queued.ThreadID != th.ID {
 		t.Fatalf("create answered %+v", queued)
 	}
-	var r runObj
+	var r foundrywire.Run
 	c.call(http.MethodGet, "/threads/"+th.ID+"/runs/"+queued.ID, nil, http.StatusOK, &r)
 	if r.Status != "requires_action" || len(r.RequiredAction.SubmitToolOutputs.ToolCalls) != 1 {
 		t.Fatalf("run %+v", r)
@@ -591,8 +554,8 @@ func TestNonStreamed(t *testing.T) {
 		t.Errorf("run %+v", r)
 	}
 	var list struct {
-		Data    []messageObj `json:"data"`
-		FirstID string       `json:"first_id"`
+		Data    []foundrywire.Message `json:"data"`
+		FirstID string                `json:"first_id"`
 	}
 	c.call(http.MethodGet, "/threads/"+th.ID+"/messages?limit=1", nil, http.StatusOK, &list)
 	if len(list.Data) != 1 || list.Data[0].Role != "assistant" || list.Data[0].Content[0].Text.Value != "Filed to Admin." {
@@ -687,7 +650,7 @@ func TestProtocolErrors(t *testing.T) {
 			resp := c.request(context.Background(), http.MethodPost, path, map[string]any{"tool_outputs": outs, "stream": true})
 			t.Run(name, func(t *testing.T) { check(t, resp, http.StatusBadRequest, "invalid_request") })
 		}
-		var still runObj
+		var still foundrywire.Run
 		c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &still)
 		if still.Status != "requires_action" {
 			t.Fatalf("after bad submits: status %q", still.Status)

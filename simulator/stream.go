@@ -22,17 +22,11 @@ type sseEvent struct {
 // cancel ends it with cancelling/cancelled; a client that goes away leaves
 // the run to finish at once, as the service keeps running it.
 func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if err := flush(rc); err != nil {
+	rc, pace, err := s.openStream(w, true)
+	if err != nil {
 		s.runDetachedLocked(t, t.frames)
 		return
 	}
-	pace := newPacer(s.chunkDelay(), time.Now, &s.traffic.late)
 	for i, f := range t.frames {
 		if f.pace {
 			pace.pause(ctx, t.cancelCh)
@@ -81,6 +75,21 @@ func (s *Simulator) stream(ctx context.Context, w http.ResponseWriter, t *turn) 
 	}
 	s.mu.Unlock()
 	writeAll(w, rc, tail)
+}
+
+// openStream answers 200 with an event stream and returns its writer's
+// controller and the stream's pacer; the Foundry faces ask proxies not
+// to buffer or cache it (full).
+func (s *Simulator) openStream(w http.ResponseWriter, full bool) (*http.ResponseController, *pacer, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	if full {
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return rc, newPacer(s.chunkDelay(), time.Now, &s.traffic.late), flush(rc)
 }
 
 // runDetachedLocked is runDetached for callers not holding s.mu.

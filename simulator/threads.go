@@ -1,0 +1,679 @@
+package simulator
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
+)
+
+// routeThreads answers a call of the classic threads/runs API: it needs a
+// bearer token (any) and an api-version.
+func (s *Simulator) routeThreads(w http.ResponseWriter, req *http.Request) error {
+	if !authorized(req) {
+		return &httpError{status: http.StatusUnauthorized, code: "unauthorized",
+			message: "Access token is missing or invalid: send Authorization: Bearer <token>."}
+	}
+	if err := needAPIVersion(req); err != nil {
+		return err
+	}
+	return s.dispatch(w, req, operationPath(req.URL.Path), threadsRoutes)
+}
+
+// threadsRoutes are the classic threads/runs API's operations.
+var threadsRoutes = []route{
+	{http.MethodGet, "threads", (*Simulator).listThreads},
+	{http.MethodPost, "threads", (*Simulator).createThread},
+	{http.MethodPost, "threads/runs", (*Simulator).createThreadAndRun},
+	{http.MethodDelete, "threads/*", (*Simulator).deleteThread},
+	{http.MethodGet, "threads/*", (*Simulator).getThread},
+	{http.MethodGet, "threads/*/messages", (*Simulator).listMessages},
+	{http.MethodPost, "threads/*/messages", (*Simulator).createMessage},
+	{http.MethodGet, "threads/*/runs", (*Simulator).listRuns},
+	{http.MethodPost, "threads/*/runs", (*Simulator).createRun},
+	{http.MethodGet, "threads/*/runs/*", (*Simulator).getRun},
+	{http.MethodPost, "threads/*/runs/*/submit_tool_outputs", (*Simulator).submitToolOutputs},
+	{http.MethodPost, "threads/*/runs/*/cancel", (*Simulator).cancel},
+	{http.MethodGet, "assistants/*", (*Simulator).getAssistant},
+}
+
+type messageInput struct {
+	Role     string          `json:"role"`
+	Content  json.RawMessage `json:"content"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+type runRequest struct {
+	AssistantID            string          `json:"assistant_id"`
+	Thread                 *threadRequest  `json:"thread"`
+	Model                  string          `json:"model"`
+	Instructions           *string         `json:"instructions"`
+	AdditionalInstructions string          `json:"additional_instructions"`
+	AdditionalMessages     []messageInput  `json:"additional_messages"`
+	Tools                  json.RawMessage `json:"tools"`
+	ToolChoice             json.RawMessage `json:"tool_choice"`
+	ToolResources          json.RawMessage `json:"tool_resources"`
+	Stream                 bool            `json:"stream"`
+	Temperature            *float64        `json:"temperature"`
+	TopP                   *float64        `json:"top_p"`
+	MaxPromptTokens        *int64          `json:"max_prompt_tokens"`
+	MaxCompletionTokens    *int64          `json:"max_completion_tokens"`
+	TruncationStrategy     json.RawMessage `json:"truncation_strategy"`
+	ResponseFormat         json.RawMessage `json:"response_format"`
+	ParallelToolCalls      *bool           `json:"parallel_tool_calls"`
+	Metadata               json.RawMessage `json:"metadata"`
+}
+
+type threadRequest struct {
+	Messages []messageInput  `json:"messages"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// parseMessages validates input messages; ids are given when they are added.
+func parseMessages(in []messageInput, param string) ([]*message, error) {
+	out := make([]*message, 0, len(in))
+	for i, m := range in {
+		p := fmt.Sprintf("%s[%d]", param, i)
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, badRequest(p+".role", "Invalid role %q: use 'user' or 'assistant'.", m.Role)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return nil, badRequest(p+".content", "%v", err)
+		}
+		if utf8.RuneCountInString(text) > maxMessageRunes {
+			return nil, badRequest(p+".content", "The message is over %d characters.", maxMessageRunes)
+		}
+		url, _ := splitAudio(text)
+		out = append(out, &message{
+			text:     text,
+			audioURL: url,
+			obj: foundrywire.Message{
+				Object:      "thread.message",
+				Status:      "completed",
+				Role:        m.Role,
+				Content:     []foundrywire.ContentPart{{Type: "text", Text: foundrywire.ContentText{Value: text, Annotations: []json.RawMessage{}}}},
+				Attachments: []json.RawMessage{},
+				Metadata:    orDefault(m.Metadata, `{}`),
+			},
+		})
+	}
+	return out, nil
+}
+
+// messageText accepts a string or an array of text blocks.
+func messageText(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return "", errors.New("message content is empty")
+		}
+		return s, nil
+	}
+	var blocks []struct {
+		Type string          `json:"type"`
+		Text json.RawMessage `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return "", errors.New("message content must be a string or an array of content blocks")
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type != "text" {
+			continue
+		}
+		var t string
+		if json.Unmarshal(b.Text, &t) != nil {
+			var v struct {
+				Value string `json:"value"`
+			}
+			if json.Unmarshal(b.Text, &v) != nil {
+				return "", errors.New("a text block's text must be a string")
+			}
+			t = v.Value
+		}
+		parts = append(parts, t)
+	}
+	text := strings.Join(parts, "\n")
+	if text == "" {
+		return "", errors.New("message content has no text")
+	}
+	return text, nil
+}
+
+// addMessages gives parsed messages their ids and adds them; the caller
+// holds s.mu.
+func (s *Simulator) addMessages(th *thread, msgs []*message) {
+	for _, m := range msgs {
+		m.obj.ID = s.cfg.NewID("msg")
+		m.obj.CreatedAt = s.now()
+		m.obj.CompletedAt = ptr(m.obj.CreatedAt)
+		m.obj.ThreadID = th.obj.ID
+		s.addMessage(th, m)
+	}
+}
+
+// runSpec is a validated run request.
+type runSpec struct {
+	req       *runRequest
+	tools     []json.RawMessage
+	toolNames map[string]bool
+	noTools   bool
+}
+
+func parseRunSpec(req *runRequest) (*runSpec, error) {
+	if req.AssistantID == "" {
+		return nil, badRequest("assistant_id", "assistant_id is required.")
+	}
+	spec := &runSpec{req: req, toolNames: map[string]bool{}}
+	raw := req.Tools
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = defaultTools()
+	}
+	if err := json.Unmarshal(raw, &spec.tools); err != nil {
+		return nil, badRequest("tools", "tools must be an array of tool definitions.")
+	}
+	for i, t := range spec.tools {
+		var def struct {
+			Type     string `json:"type"`
+			Function *struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
+			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "Each tool needs a type.")
+		}
+		if def.Type == "function" {
+			if def.Function == nil || def.Function.Name == "" {
+				return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "A function tool needs a name.")
+			}
+			spec.toolNames[def.Function.Name] = true
+		}
+	}
+	var choice string
+	if json.Unmarshal(req.ToolChoice, &choice) == nil && choice == "none" {
+		spec.noTools = true
+	}
+	return spec, nil
+}
+
+// defaultTools are the agent's own tools, used when a run names none.
+func defaultTools() json.RawMessage {
+	return json.RawMessage(`[` +
+		`{"type":"function","function":{"name":"` + brainwire.ToolFileCapture + `","description":"File the capture into a bucket.",` +
+		`"parameters":{"type":"object","properties":{"text":{"type":"string"},"bucket":{"type":"string","enum":["People","Projects","Ideas","Admin"]},` +
+		`"confidence":{"type":"number"},"status":{"type":"string","enum":["classified","pending","misunderstood"]},"title":{"type":"string"},` +
+		`"question":{"type":"string"}},"required":["text","bucket","confidence","status"]},"strict":false}},` +
+		`{"type":"function","function":{"name":"` + brainwire.ToolTranscribeAudio + `","description":"Transcribe a voice capture.",` +
+		`"parameters":{"type":"object","properties":{"blob_url":{"type":"string"}},"required":["blob_url"]},"strict":false}}]`)
+}
+
+// startRun creates a queued run on th; the caller holds s.mu.
+func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
+	req := spec.req
+	now := s.now()
+	instructions := s.cfg.Instructions
+	if req.Instructions != nil {
+		instructions = *req.Instructions
+	}
+	if req.AdditionalInstructions != "" {
+		instructions = strings.TrimSpace(instructions + "\n\n" + req.AdditionalInstructions)
+	}
+	cls := s.classifierFor(instructions)
+	model := req.Model
+	if model == "" {
+		model = s.cfg.Model
+	}
+	temperature, topP := 1.0, 1.0
+	if req.Temperature != nil {
+		temperature = *req.Temperature
+	}
+	if req.TopP != nil {
+		topP = *req.TopP
+	}
+	parallel := true
+	if req.ParallelToolCalls != nil {
+		parallel = *req.ParallelToolCalls
+	}
+	r := &run{
+		obj: foundrywire.Run{
+			ID:                  s.cfg.NewID("run"),
+			Object:              "thread.run",
+			CreatedAt:           now,
+			AssistantID:         req.AssistantID,
+			ThreadID:            th.obj.ID,
+			Status:              "queued",
+			ExpiresAt:           ptr(now + runLifetime),
+			Model:               model,
+			Instructions:        instructions,
+			Tools:               spec.tools,
+			ToolResources:       orDefault(req.ToolResources, `{}`),
+			Metadata:            orDefault(req.Metadata, `{}`),
+			Temperature:         foundrywire.Float(temperature),
+			TopP:                foundrywire.Float(topP),
+			MaxCompletionTokens: req.MaxCompletionTokens,
+			MaxPromptTokens:     req.MaxPromptTokens,
+			TruncationStrategy:  orDefault(req.TruncationStrategy, `{"type":"auto","last_messages":null}`),
+			ResponseFormat:      orDefault(req.ResponseFormat, `"auto"`),
+			ToolChoice:          orDefault(req.ToolChoice, `"auto"`),
+			ParallelToolCalls:   parallel,
+		},
+		mem:      runMemory{tools: spec.toolNames, noTools: spec.noTools},
+		classify: cls,
+	}
+	if r.obj.Tools == nil {
+		r.obj.Tools = []json.RawMessage{}
+	}
+	// The prompt the agent reads: instructions, tool schemas and the thread.
+	r.context = 32 + tokens(instructions)
+	for _, t := range spec.tools {
+		r.context += tokens(string(t))
+	}
+	for _, m := range th.messages {
+		r.context += tokens(m.text)
+	}
+	if m := newestUser(th.messages); m != nil {
+		r.mem.magic = parseMagic(m.text)
+	}
+	s.addRun(th, r)
+	return r
+}
+
+func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request, _ []string) error {
+	var body threadRequest
+	if err := decode(w, req, &body, true); err != nil {
+		return err
+	}
+	msgs, err := parseMessages(body.Messages, "messages")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	th := s.newThread(body.Metadata)
+	s.addMessages(th, msgs)
+	obj := th.obj
+	s.mu.Unlock()
+	return writeJSON(w, http.StatusOK, obj)
+}
+
+func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	return held(w, &s.mu, func() (foundrywire.Thread, error) {
+		th, ok := s.thread(ids[0])
+		if !ok {
+			return foundrywire.Thread{}, notFound("thread", ids[0])
+		}
+		return th.obj, nil
+	})
+}
+
+func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request, _ []string) error {
+	var body runRequest
+	if err := decode(w, req, &body, false); err != nil {
+		return err
+	}
+	spec, err := parseRunSpec(&body)
+	if err != nil {
+		return err
+	}
+	if body.Thread == nil {
+		body.Thread = &threadRequest{}
+	}
+	msgs, err := parseMessages(body.Thread.Messages, "thread.messages")
+	if err != nil {
+		return err
+	}
+	if err := s.refuse(newRefusal(msgs, nil), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	th := s.newThread(body.Thread.Metadata)
+	s.addMessages(th, msgs)
+	r := s.startRun(th, spec)
+	return s.deliver(w, req, s.planStart(th, r, true), body.Stream)
+}
+
+func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
+	var body runRequest
+	if err := decode(w, req, &body, false); err != nil {
+		return err
+	}
+	spec, err := parseRunSpec(&body)
+	if err != nil {
+		return err
+	}
+	msgs, err := parseMessages(body.AdditionalMessages, "additional_messages")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	th, ok := s.thread(threadID)
+	if !ok {
+		s.mu.Unlock()
+		return notFound("thread", threadID)
+	}
+	if active := th.activeRun(); active != nil {
+		s.mu.Unlock()
+		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
+	}
+	if err := s.refuse(newRefusal(msgs, newestUser(th.messages)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.addMessages(th, msgs)
+	r := s.startRun(th, spec)
+	return s.deliver(w, req, s.planStart(th, r, false), body.Stream)
+}
+
+// deliver sends a planned turn; the caller holds s.mu, which it releases.
+// A streamed turn becomes the run's active one, for cancel to find; any
+// other runs to its end at once and is answered as it stood before.
+func (s *Simulator) deliver(w http.ResponseWriter, req *http.Request, t *turn, stream bool) error {
+	if !stream {
+		snapshot := t.run.obj
+		s.runDetached(t, t.frames)
+		s.mu.Unlock()
+		return writeJSON(w, http.StatusOK, snapshot)
+	}
+	t.run.active = t
+	s.mu.Unlock()
+	s.stream(req.Context(), w, t)
+	return nil
+}
+
+func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
+	var body messageInput
+	if err := decode(w, req, &body, false); err != nil {
+		return err
+	}
+	msgs, err := parseMessages([]messageInput{body}, "message")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	th, ok := s.thread(threadID)
+	if !ok {
+		s.mu.Unlock()
+		return notFound("thread", threadID)
+	}
+	if active := th.activeRun(); active != nil {
+		s.mu.Unlock()
+		return badRequest("", "Can't add messages to %s while a run %s is active.", threadID, active.obj.ID)
+	}
+	s.addMessages(th, msgs)
+	obj := msgs[0].obj
+	s.mu.Unlock()
+	return writeJSON(w, http.StatusOK, obj)
+}
+
+// listThreads lists the threads kept, newest first unless order=asc.
+func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request, _ []string) error {
+	limit, order, err := pageOf(req.URL.Query())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	all := s.threads.all()
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b *thread) int {
+		if order == "asc" {
+			return cmp.Compare(a.seq, b.seq)
+		}
+		return cmp.Compare(b.seq, a.seq)
+	})
+	page := make([]foundrywire.Thread, 0, min(limit, len(all)))
+	for _, th := range all[:min(limit, len(all))] {
+		page = append(page, th.obj)
+	}
+	return writeList(w, page, len(all) > len(page), func(th foundrywire.Thread) string { return th.ID })
+}
+
+// deleteThread forgets a thread, its messages and its runs.
+func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
+	s.mu.Lock()
+	ok := s.threads.remove(id)
+	s.mu.Unlock()
+	if !ok {
+		return notFound("thread", id)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "thread.deleted", "deleted": true})
+}
+
+func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID := ids[0]
+	q := req.URL.Query()
+	limit, order, err := pageOf(q)
+	if err != nil {
+		return err
+	}
+	runID, after := q.Get("run_id"), q.Get("after")
+
+	s.mu.Lock()
+	th, ok := s.thread(threadID)
+	if !ok {
+		s.mu.Unlock()
+		return notFound("thread", threadID)
+	}
+	all := make([]foundrywire.Message, 0, len(th.messages))
+	for _, m := range th.messages {
+		if runID == "" || (m.obj.RunID != nil && *m.obj.RunID == runID) {
+			all = append(all, m.obj)
+		}
+	}
+	s.mu.Unlock()
+
+	if order == "desc" {
+		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
+			all[i], all[j] = all[j], all[i]
+		}
+	}
+	if after != "" {
+		for i, m := range all {
+			if m.ID == after {
+				all = all[i+1:]
+				break
+			}
+		}
+	}
+	page := all[:min(limit, len(all))]
+	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
+}
+
+func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	threadID := ids[0]
+	s.mu.Lock()
+	th, ok := s.thread(threadID)
+	if !ok {
+		s.mu.Unlock()
+		return notFound("thread", threadID)
+	}
+	runs := make([]foundrywire.Run, 0, len(th.runOrder))
+	for i := len(th.runOrder) - 1; i >= 0; i-- {
+		if r := th.runs[th.runOrder[i]]; r != nil {
+			runs = append(runs, r.obj)
+		}
+	}
+	s.mu.Unlock()
+	return writeList(w, runs, false, func(r foundrywire.Run) string { return r.ID })
+}
+
+// writeList answers a page of a list call, naming its first and last ids.
+func writeList[T any](w http.ResponseWriter, page []T, hasMore bool, id func(T) string) error {
+	list := foundrywire.List{Object: "list", Data: page, HasMore: hasMore}
+	if len(page) > 0 {
+		list.FirstID, list.LastID = id(page[0]), id(page[len(page)-1])
+	}
+	return writeJSON(w, http.StatusOK, list)
+}
+
+// lookupRun finds a run; the caller holds s.mu.
+func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
+	th, ok := s.thread(threadID)
+	if !ok {
+		return nil, nil, notFound("thread", threadID)
+	}
+	r, ok := th.runs[runID]
+	if !ok {
+		return nil, nil, notFound("run", runID)
+	}
+	return th, r, nil
+}
+
+func (s *Simulator) getRun(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	return held(w, &s.mu, func() (foundrywire.Run, error) {
+		_, r, err := s.lookupRun(ids[0], ids[1])
+		if err != nil {
+			return foundrywire.Run{}, err
+		}
+		return r.obj, nil
+	})
+}
+
+func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, ids []string) error {
+	threadID, runID := ids[0], ids[1]
+	var body struct {
+		ToolOutputs []struct {
+			ToolCallID string          `json:"tool_call_id"`
+			Output     json.RawMessage `json:"output"`
+		} `json:"tool_outputs"`
+		Stream bool `json:"stream"`
+	}
+	if err := decode(w, req, &body, false); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	th, r, err := s.lookupRun(threadID, runID)
+	if err == nil {
+		err = checkOutputs(r, len(body.ToolOutputs), func(i int) (string, json.RawMessage) {
+			return body.ToolOutputs[i].ToolCallID, body.ToolOutputs[i].Output
+		})
+	}
+	if err == nil {
+		if he := s.refuse(r.mem.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
+			err = he
+		}
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	outputs := make(map[string]string, len(body.ToolOutputs))
+	for _, o := range body.ToolOutputs {
+		var text string
+		_ = json.Unmarshal(o.Output, &text) // checked by checkOutputs
+		outputs[o.ToolCallID] = text
+	}
+	// The service takes the run out of requires_action as it accepts the
+	// outputs, so a second submit is refused.
+	r.obj.Status = "queued"
+	r.obj.RequiredAction = nil
+	return s.deliver(w, req, s.planContinue(th, r, outputs), body.Stream)
+}
+
+// checkOutputs requires exactly one string output per pending call.
+func checkOutputs(r *run, n int, at func(int) (string, json.RawMessage)) error {
+	if r.obj.Status != "requires_action" {
+		return badRequest("", "Runs in status %q do not accept tool outputs.", r.obj.Status)
+	}
+	pending := map[string]bool{}
+	for _, c := range r.pending {
+		pending[c.id] = true
+	}
+	seen := map[string]bool{}
+	for i := range n {
+		id, out := at(i)
+		p := fmt.Sprintf("tool_outputs[%d]", i)
+		switch {
+		case id == "":
+			return badRequest(p+".tool_call_id", "tool_call_id is required.")
+		case !pending[id]:
+			return badRequest(p+".tool_call_id", "Tool call %s is not awaiting an output.", id)
+		case seen[id]:
+			return badRequest(p+".tool_call_id", "Tool call %s has more than one output.", id)
+		}
+		var text string
+		if err := json.Unmarshal(out, &text); err != nil {
+			return badRequest(p+".output", "output must be a string.")
+		}
+		seen[id] = true
+	}
+	for _, c := range r.pending {
+		if !seen[c.id] {
+			return badRequest("tool_outputs", "Expected tool outputs for call_ids %s, got %d output(s): missing %s.",
+				pendingIDs(r), n, c.id)
+		}
+	}
+	return nil
+}
+
+func pendingIDs(r *run) string {
+	ids := make([]string, len(r.pending))
+	for i, c := range r.pending {
+		ids[i] = c.id
+	}
+	return "[" + strings.Join(ids, ", ") + "]"
+}
+
+func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	threadID, runID := ids[0], ids[1]
+	s.mu.Lock()
+	_, r, err := s.lookupRun(threadID, runID)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if !r.activeStatus() {
+		s.mu.Unlock()
+		return badRequest("", "Cannot cancel run with status '%s'.", r.obj.Status)
+	}
+	var snapshot foundrywire.Run
+	switch t := r.active; {
+	case r.obj.Status == "cancelling":
+		snapshot = r.obj
+	case t != nil:
+		// The open stream reports the cancellation and finishes it.
+		t.cancelled = true
+		close(t.cancelCh)
+		r.obj.Status = "cancelling"
+		snapshot = r.obj
+	default:
+		snapshot = r.obj
+		snapshot.Status = "cancelling"
+		cancelRun(&r.obj, s.now())
+	}
+	s.mu.Unlock()
+	return writeJSON(w, http.StatusOK, snapshot)
+}
+
+func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []string) error {
+	id := ids[0]
+	if id != s.cfg.AgentID {
+		return notFound("assistant", id)
+	}
+	var tools []json.RawMessage
+	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
+	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
+		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
+		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
+		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),
+	})
+}
+
+// agentMetadata is the agent's metadata: its version, when configured.
+func (s *Simulator) agentMetadata() json.RawMessage {
+	if s.cfg.AgentVersion == "" {
+		return json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(map[string]string{"version": s.cfg.AgentVersion}) // strings always encode
+	return b
+}

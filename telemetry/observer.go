@@ -20,7 +20,6 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/textcut"
 	"github.com/brainwire/brainwire/telemetry/appinsights"
-	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
 // Span event names.
@@ -93,9 +92,6 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 	ctx, c.span = t.tracer.Start(ctx, "invoke_agent "+t.agent.Name,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	c.recording = c.span.IsRecording()
-	if c.recording && t.chunks != nil {
-		c.chunks = t.chunks.spanChunks(c.span.SpanContext(), t.content)
-	}
 	c.assemble = c.recording && t.content && t.maxText > 0
 	sc := c.span.SpanContext()
 	ref := brainwire.TraceRef{}
@@ -132,7 +128,7 @@ func agentAttrs(a brainwire.AgentInfo) []attribute.KeyValue {
 // operation id is the trace id, and items hang under the invoke_agent
 // span. Without tracing, ids are made up so items still group by capture.
 func (t *Telemetry) aiOperation(ctx context.Context, sc, parent trace.SpanContext) (appinsights.Operation, string) {
-	op := appinsights.Operation{Name: httpspan.Name(ctx)}
+	op := appinsights.Operation{Name: serverSpanName(ctx)}
 	if op.Name == "" {
 		op.Name = "invoke_agent " + t.agent.Name
 	}
@@ -229,8 +225,7 @@ type capture struct {
 	op        appinsights.Operation
 	requestID string
 
-	chunks     *chunkList             // where chunks are kept, with ChunkEvents
-	chunkAttrs [5]attribute.KeyValue  // otherwise: each chunk's event attributes
+	chunkAttrs [5]attribute.KeyValue  // each chunk's event attributes
 	aiCommon   []appinsights.Property // properties every chunk item shares
 	aiRun      string
 	aiThread   string
@@ -323,9 +318,7 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 // reasoning records one chunk, as it arrives: a span event and an
 // Application Insights trace item, neither of which waits on I/O.
 func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
-	if c.chunks != nil {
-		c.chunks.add(time.Now(), ch.Index, ch.Text, ch.RunID, ch.UpstreamRunID, ch.UpstreamThreadID)
-	} else if c.recording {
+	if c.recording {
 		// The event config copies the attributes, so one buffer per
 		// capture serves every chunk.
 		kv := &c.chunkAttrs

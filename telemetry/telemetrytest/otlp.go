@@ -32,6 +32,7 @@ type Receiver struct {
 	spans    []*Span
 	metrics  []*metricspb.ResourceMetrics
 	requests []proto.Message // every request, encoded on demand
+	largest  int             // the largest trace request's size in bytes
 	held     chan struct{}   // trace exports wait for it to close, if set
 }
 
@@ -118,6 +119,7 @@ func (s traceService) Export(ctx context.Context, req *colltrace.ExportTraceServ
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	s.r.requests = append(s.r.requests, req)
+	s.r.largest = max(s.r.largest, proto.Size(req))
 	for _, rs := range req.GetResourceSpans() {
 		res := &commonpb.KeyValueList{Values: rs.GetResource().GetAttributes()}
 		for _, ss := range rs.GetScopeSpans() {
@@ -158,6 +160,15 @@ func (r *Receiver) Trace(traceID string) []*Span {
 		}
 	}
 	return out
+}
+
+// LargestTraceRequest is the size in bytes of the largest trace export
+// received. The receiver, like a collector, refuses requests over gRPC's
+// default limit of 4 MiB.
+func (r *Receiver) LargestTraceRequest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.largest
 }
 
 // SpanSize is the encoded size of a span, as it travelled.

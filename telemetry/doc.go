@@ -27,7 +27,7 @@
 // keeps 128 events per span by default and drops the oldest; Start's
 // provider keeps them all (SpanLimits), and a provider given to New must
 // too. Ended spans go through the SDK's batch processor and otlptracegrpc
-// exporter, in requests of at most 4,096 events, under a collector's
+// exporter, in requests of at most 1,024 events, under a collector's
 // default 4 MiB; spans lost on the way are counted in
 // brainwire.telemetry.spans.dropped and logged (spans.go).
 //

@@ -35,7 +35,7 @@ import (
 
 // maxEventsPerExport bounds the span events of one export request: about
 // 1 MB of OTLP at some 240 bytes per reasoning chunk.
-const maxEventsPerExport = 4096
+const maxEventsPerExport = 1024
 
 // Exporters of the span pipelines (AttrTelemetryExporter).
 const (

@@ -150,19 +150,9 @@ func New(cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// TracerProvider is the provider spans are made with.
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
-
-// Propagator reads and writes trace context on HTTP headers.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // Enabled reports whether anything is recorded at all; when false the
 // wrappers may be left out.
 func (t *Telemetry) Enabled() bool { return t.enabled }
-
-// CaptureContent reports whether content (capture and reasoning text,
-// tool arguments and results) is recorded.
-func (t *Telemetry) CaptureContent() bool { return t.content }
 
 // Shutdown flushes and stops the exporters Start created, all at once but
 // the metrics, which go last so that they count what the others sent and

@@ -361,13 +361,18 @@ func checkAgentSpan(t *testing.T, agent *telemetrytest.Span, r result) {
 }
 
 // checkChunkEvents checks the invoke_agent span carries one
-// reasoning.chunk event per chunk, indices 0..n-1 in order.
+// reasoning.chunk event per chunk, indices 0..n-1 in order, among its
+// other events in time order.
 func checkChunkEvents(t *testing.T, agent *telemetrytest.Span, r result, n int, content bool) {
 	t.Helper()
 	upRun, upThread := attr(agent, "foundry.run_id"), attr(agent, "foundry.thread_id")
 	idx := 0
 	var last uint64
 	for _, ev := range agent.Events {
+		if ev.TimeUnixNano < last {
+			t.Fatalf("event %s (chunk %d) is timed before its predecessor", ev.Name, idx)
+		}
+		last = ev.TimeUnixNano
 		if ev.Name != "reasoning.chunk" {
 			continue
 		}
@@ -387,10 +392,6 @@ func checkChunkEvents(t *testing.T, agent *telemetrytest.Span, r result, n int, 
 		if !content && has {
 			t.Fatalf("chunk %d carries reasoning_text with content capture off", idx)
 		}
-		if ev.TimeUnixNano < last {
-			t.Fatalf("chunk %d is timed before its predecessor", idx)
-		}
-		last = ev.TimeUnixNano
 		idx++
 	}
 	if idx != n {

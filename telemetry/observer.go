@@ -225,10 +225,10 @@ type capture struct {
 	op        appinsights.Operation
 	requestID string
 
-	chunkAttrs [5]attribute.KeyValue  // each chunk's event attributes
-	aiCommon   []appinsights.Property // properties every chunk item shares
-	aiRun      string
-	aiThread   string
+	chunks   []heldChunk            // reasoning chunks not yet on the span
+	aiCommon []appinsights.Property // properties every chunk item shares
+	aiRun    string
+	aiThread string
 
 	versionAttr []attribute.KeyValue // gen_ai.agent.version, when known
 
@@ -298,6 +298,7 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 		c.reasoning(&ev.Chunk)
 	case brainwire.CaptureOutcome:
 		if c.recording {
+			c.addChunkEvents()
 			r := ev.Result
 			kv := []attribute.KeyValue{AttrOutcome.String(string(r.Outcome))}
 			if r.Bucket != "" {
@@ -310,6 +311,7 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 		}
 	case brainwire.CaptureError:
 		if c.recording {
+			c.addChunkEvents()
 			c.span.AddEvent(EventOutcome, trace.WithAttributes(AttrOutcome.String(string(brainwire.OutcomeError)), AttrErrorMessage.String(ev.Message)))
 		}
 	}
@@ -319,19 +321,18 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 // Application Insights trace item, neither of which waits on I/O.
 func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 	if c.recording {
-		// The event config copies the attributes, so one buffer per
-		// capture serves every chunk.
-		kv := &c.chunkAttrs
-		kv[0] = AttrRunID.String(ch.RunID)
-		kv[1] = AttrChunkIndex.Int(ch.Index)
-		kv[2] = AttrFoundryRunID.String(ch.UpstreamRunID)
-		kv[3] = AttrFoundryThreadID.String(ch.UpstreamThreadID)
-		n := 4
-		if c.t.content {
-			kv[4] = AttrReasoningText.String(ch.Text)
-			n = 5
+		var ids *chunkIDs // the last chunk's, while they stay the same
+		if n := len(c.chunks); n > 0 {
+			ids = c.chunks[n-1].ids
 		}
-		c.span.AddEvent(EventReasoningChunk, trace.WithAttributes(kv[:n]...))
+		if ids == nil || ids.run != ch.RunID || ids.upstreamRun != ch.UpstreamRunID || ids.upstreamThread != ch.UpstreamThreadID {
+			ids = &chunkIDs{run: ch.RunID, upstreamRun: ch.UpstreamRunID, upstreamThread: ch.UpstreamThreadID}
+		}
+		text := ch.Text
+		if !c.t.content {
+			text = ""
+		}
+		c.chunks = append(c.chunks, heldChunk{at: time.Now().UnixNano(), index: ch.Index, text: text, ids: ids})
 	}
 	if c.assemble && !c.truncated {
 		c.appendText(ch.Text)
@@ -363,6 +364,50 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 	}
 }
 
+// heldChunk is a reasoning chunk until it becomes a span event: its time
+// in Unix nanoseconds, index and text, and the ids it shares with the
+// run's other chunks.
+//
+// A chunk as an SDK span event is an Event and a copy of its five
+// attributes, some 400 bytes, against 40 here; the span holds its events
+// until it ends either way, and only then are they exported. So the
+// chunks are held here and added as events, with the times they came at,
+// when the span gets another event (the outcome's) or ends. Measured with
+// brainwire-load -n 300 -telemetry -profile (53 chunks per capture), three
+// alternating runs, medians: events added as the chunks came, 83 KiB of
+// live heap and 186 KiB of RSS per stream in flight; held here, 77 and
+// 169 KiB.
+type heldChunk struct {
+	at    int64
+	index int
+	text  string
+	ids   *chunkIDs
+}
+
+// chunkIDs are the capture's run id and the agent service's run and
+// thread ids, which a run's chunks share.
+type chunkIDs struct{ run, upstreamRun, upstreamThread string }
+
+// addChunkEvents adds the chunks held as the span's reasoning.chunk
+// events, in order, each at the time it came.
+func (c *capture) addChunkEvents() {
+	var kv [5]attribute.KeyValue
+	n := 4 // the text, last, only with content on
+	if c.t.content {
+		n = 5
+	}
+	for _, ch := range c.chunks {
+		kv[0] = AttrRunID.String(ch.ids.run)
+		kv[1] = AttrChunkIndex.Int(ch.index)
+		kv[2] = AttrFoundryRunID.String(ch.ids.upstreamRun)
+		kv[3] = AttrFoundryThreadID.String(ch.ids.upstreamThread)
+		kv[4] = AttrReasoningText.String(ch.text)
+		// The event copies its attributes, so kv serves every chunk.
+		c.span.AddEvent(EventReasoningChunk, trace.WithTimestamp(time.Unix(0, ch.at)), trace.WithAttributes(kv[:n]...))
+	}
+	c.chunks = nil
+}
+
 // appendText adds a chunk to the assembled reasoning, cutting it at the
 // configured size on a character boundary.
 func (c *capture) appendText(s string) {
@@ -386,6 +431,7 @@ func (c *capture) End(res brainwire.CaptureResult) {
 	end := c.t.now()
 	dur := end.Sub(c.start)
 	if c.recording {
+		c.addChunkEvents()
 		kv := make([]attribute.KeyValue, 0, 20)
 		kv = append(kv, AttrOutcome.String(string(res.Outcome)), AttrChunkCount.Int(res.ReasoningChunks),
 			AttrTimeToOutcomeMS.Int64(res.TimeToOutcome.Milliseconds()))

@@ -249,11 +249,7 @@ type Options struct {
 // Telemetry over them. Nothing is dialled synchronously: an unreachable
 // endpoint shows up as export errors, never as a slow start or capture.
 // Shutdown flushes them.
-func Start(ctx context.Context, s Settings, o Options) (*Telemetry, error) {
-	return start(ctx, s, o, defaultSpanTuning)
-}
-
-func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Telemetry, err error) {
+func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -287,7 +283,7 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 			return nil, err
 		}
 		if s.Traces != nil {
-			tp, pipelines, err := newTracerProvider(ctx, s, res, console, tuning, log)
+			tp, pipelines, err := newTracerProvider(ctx, s, res, console, defaultSpanTuning, log)
 			if err != nil {
 				return nil, err
 			}

@@ -23,7 +23,7 @@
 // Every chunk of the agent's reasoning becomes a reasoning.chunk event on
 // invoke_agent (run_id, chunk_index, reasoning_text, foundry.run_id,
 // foundry.thread_id), stamped with the time it came (it is held compactly
-// until the outcome or the span's end, as heldChunk says), and, as it
+// until the span ends, as heldChunk says), and, as it
 // comes, an Application Insights trace item "Reasoning chunk" in the
 // trace's operation. The SDK keeps 128 events per span by default and
 // drops the oldest; Start's provider keeps them all (SpanLimits), and a

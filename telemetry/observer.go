@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -225,7 +226,8 @@ type capture struct {
 	op        appinsights.Operation
 	requestID string
 
-	chunks   []heldChunk            // reasoning chunks not yet on the span
+	chunks   []heldChunk            // reasoning chunks, until the span ends
+	events   []heldEvent            // outcome events, until the span ends
 	aiCommon []appinsights.Property // properties every chunk item shares
 	aiRun    string
 	aiThread string
@@ -298,7 +300,6 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 		c.reasoning(&ev.Chunk)
 	case brainwire.CaptureOutcome:
 		if c.recording {
-			c.addChunkEvents()
 			r := ev.Result
 			kv := []attribute.KeyValue{AttrOutcome.String(string(r.Outcome))}
 			if r.Bucket != "" {
@@ -307,12 +308,11 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 			if r.HasConfidence() {
 				kv = append(kv, AttrConfidence.Float64(r.Confidence))
 			}
-			c.span.AddEvent(EventOutcome, trace.WithAttributes(kv...))
+			c.events = append(c.events, heldEvent{at: time.Now(), attrs: kv})
 		}
 	case brainwire.CaptureError:
 		if c.recording {
-			c.addChunkEvents()
-			c.span.AddEvent(EventOutcome, trace.WithAttributes(AttrOutcome.String(string(brainwire.OutcomeError)), AttrErrorMessage.String(ev.Message)))
+			c.events = append(c.events, heldEvent{at: time.Now(), attrs: []attribute.KeyValue{AttrOutcome.String(string(brainwire.OutcomeError)), AttrErrorMessage.String(ev.Message)}})
 		}
 	}
 }
@@ -364,19 +364,18 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 	}
 }
 
-// heldChunk is a reasoning chunk until it becomes a span event: its time
-// in Unix nanoseconds, index and text, and the ids it shares with the
-// run's other chunks.
+// heldChunk is a reasoning chunk until it becomes a span event, when the
+// span ends: its time in Unix nanoseconds, index and text, and the ids it
+// shares with the run's other chunks.
 //
 // A chunk as an SDK span event is an Event and a copy of its five
 // attributes, some 400 bytes, against 40 here; the span holds its events
 // until it ends either way, and only then are they exported. So the
 // chunks are held here and added as events, with the times they came at,
-// when the span gets another event (the outcome's) or ends. Measured with
-// brainwire-load -n 300 -telemetry -profile (53 chunks per capture), three
-// alternating runs, medians: events added as the chunks came, 83 KiB of
-// live heap and 186 KiB of RSS per stream in flight; held here, 77 and
-// 169 KiB.
+// when the span ends. Measured with brainwire-load -n 300 -telemetry
+// -profile (53 chunks per capture), three alternating runs, medians:
+// events added as the chunks came, 83 KiB of live heap and 186 KiB of RSS
+// per stream in flight; held here, 77 and 169 KiB.
 type heldChunk struct {
 	at    int64
 	index int
@@ -388,15 +387,29 @@ type heldChunk struct {
 // thread ids, which a run's chunks share.
 type chunkIDs struct{ run, upstreamRun, upstreamThread string }
 
-// addChunkEvents adds the chunks held as the span's reasoning.chunk
-// events, in order, each at the time it came.
-func (c *capture) addChunkEvents() {
+// heldEvent is an outcome event (EventOutcome) until the span ends.
+type heldEvent struct {
+	at    time.Time
+	attrs []attribute.KeyValue
+}
+
+// addHeldEvents adds the chunks held, and the outcome's event among them,
+// as the span's events in time order, each at the time it came.
+func (c *capture) addHeldEvents() {
 	var kv [5]attribute.KeyValue
 	n := 4 // the text, last, only with content on
 	if c.t.content {
 		n = 5
 	}
+	events := c.events
+	addOutcomes := func(before int64) {
+		for len(events) > 0 && events[0].at.UnixNano() < before {
+			c.span.AddEvent(EventOutcome, trace.WithTimestamp(events[0].at), trace.WithAttributes(events[0].attrs...))
+			events = events[1:]
+		}
+	}
 	for _, ch := range c.chunks {
+		addOutcomes(ch.at)
 		kv[0] = AttrRunID.String(ch.ids.run)
 		kv[1] = AttrChunkIndex.Int(ch.index)
 		kv[2] = AttrFoundryRunID.String(ch.ids.upstreamRun)
@@ -405,7 +418,8 @@ func (c *capture) addChunkEvents() {
 		// The event copies its attributes, so kv serves every chunk.
 		c.span.AddEvent(EventReasoningChunk, trace.WithTimestamp(time.Unix(0, ch.at)), trace.WithAttributes(kv[:n]...))
 	}
-	c.chunks = nil
+	addOutcomes(math.MaxInt64)
+	c.chunks, c.events = nil, nil
 }
 
 // appendText adds a chunk to the assembled reasoning, cutting it at the
@@ -431,7 +445,7 @@ func (c *capture) End(res brainwire.CaptureResult) {
 	end := c.t.now()
 	dur := end.Sub(c.start)
 	if c.recording {
-		c.addChunkEvents()
+		c.addHeldEvents()
 		kv := make([]attribute.KeyValue, 0, 20)
 		kv = append(kv, AttrOutcome.String(string(res.Outcome)), AttrChunkCount.Int(res.ReasoningChunks),
 			AttrTimeToOutcomeMS.Int64(res.TimeToOutcome.Milliseconds()))

@@ -23,13 +23,13 @@
 // Every chunk of the agent's reasoning becomes a reasoning.chunk event on
 // invoke_agent (run_id, chunk_index, reasoning_text, foundry.run_id,
 // foundry.thread_id), stamped with the time it came (it is held compactly
-// until the span ends, as heldChunk says), and, as it
-// comes, an Application Insights trace item "Reasoning chunk" in the
-// trace's operation. The SDK keeps 128 events per span by default and
-// drops the oldest; Start's provider keeps them all (SpanLimits), and a
-// provider given to New must too. Ended spans go through the SDK's batch processor and otlptracegrpc
-// exporter, in requests of at most 1,024 events, under a collector's
-// default 4 MiB; spans lost on the way are counted in
+// until the span ends, as heldChunk says), and, as it comes, an
+// Application Insights trace item "Reasoning chunk" in the trace's
+// operation. The SDK keeps 128 events per span by default and drops the
+// oldest; Start's provider keeps them all (SpanLimits), and a provider
+// given to New must too. Ended spans go through the SDK's batch processor
+// and otlptracegrpc exporter, in requests of at most 1,024 events, under a
+// collector's default 4 MiB; spans lost on the way are counted in
 // brainwire.telemetry.spans.dropped and logged (spans.go).
 //
 // A person's recategorization, and a follow-up answering a misunderstood

@@ -317,8 +317,9 @@ func (c *capture) CaptureEvent(ev brainwire.CaptureEvent) {
 	}
 }
 
-// reasoning records one chunk, as it arrives: a span event and an
-// Application Insights trace item, neither of which waits on I/O.
+// reasoning records one chunk, as it arrives: held for the span (a span
+// event when it ends), and an Application Insights trace item, neither of
+// which waits on I/O.
 func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 	if c.recording {
 		var ids *chunkIDs // the last chunk's, while they stay the same

@@ -34,7 +34,9 @@ import (
 // logged.
 
 // maxEventsPerExport bounds the span events of one export request: about
-// 1 MB of OTLP at some 240 bytes per reasoning chunk.
+// 250 KB of OTLP at some 240 bytes per reasoning chunk. The SDK's exporter
+// builds a request's messages all at once (about 800 bytes per event);
+// smaller requests keep that off the heap while captures stream.
 const maxEventsPerExport = 1024
 
 // Exporters of the span pipelines (AttrTelemetryExporter).

@@ -233,8 +233,6 @@ type Options struct {
 	// ServiceName is service.name unless OTEL_SERVICE_NAME sets one
 	// (DefaultServiceName when empty).
 	ServiceName string
-	// ServiceVersion is service.version, unless the settings name one.
-	ServiceVersion string
 	// Resource holds more attributes of the process's resource, such as
 	// an evaluation's service.instance.id and brainwire.eval.run_id;
 	// OTEL_RESOURCE_ATTRIBUTES wins over them. Without a
@@ -340,9 +338,6 @@ func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
 	attrs := []attribute.KeyValue{
 		semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName)),
 		semconv.ServiceInstanceID(uuid.NewString()),
-	}
-	if v := o.ServiceVersion; v != "" {
-		attrs = append(attrs, semconv.ServiceVersion(v))
 	}
 	// Later attributes win: the caller's instance id over the random one.
 	attrs = append(attrs, o.Resource...)

@@ -86,9 +86,11 @@ func findAgentSpan(t *testing.T, recv *telemetrytest.Receiver, runID string) *te
 	return nil
 }
 
-// TestCaptureTelemetry runs captures of 3, 300 and 5,000 reasoning chunks
-// through the real server and checks what an OTLP collector and
-// Application Insights received once telemetry was shut down.
+// TestCaptureTelemetry runs captures of 3, 300 and twice 10,000 reasoning
+// chunks through the real server and checks what an OTLP collector (with
+// gRPC's default 4 MiB limit) and Application Insights received once
+// telemetry was shut down: every chunk, in order. The two long runs end in
+// one batch of spans, which is split into requests under the limit.
 func TestCaptureTelemetry(t *testing.T) {
 	recv := telemetrytest.NewReceiver(t)
 	ingest := telemetrytest.NewIngestion(t, telemetrytest.IngestOK)
@@ -107,7 +109,8 @@ func TestCaptureTelemetry(t *testing.T) {
 	runs := []*run{
 		{n: 3, header: map[string]string{"traceparent": "00-" + callerTraceID + "-" + callerSpanID + "-01"}},
 		{n: 300},
-		{n: 5000},
+		{n: 10000},
+		{n: 10000},
 	}
 	for _, r := range runs {
 		r.res = s.capture(fmt.Sprintf("Call mom about her birthday on Sunday #long:%d", r.n), r.header)
@@ -133,6 +136,11 @@ func TestCaptureTelemetry(t *testing.T) {
 			}
 		}
 	}
+	if n := recv.LargestTraceRequest(); n > 4<<20 {
+		t.Errorf("a trace export of %d bytes, over the 4 MiB a collector takes by default", n)
+	} else {
+		t.Logf("largest trace export: %d bytes", n)
+	}
 	if got := telemetrytest.Attr(recv.Spans()[0].Resource.Values, "service.name"); got != "brainwire-test" {
 		t.Errorf("service.name = %v", got)
 	}
@@ -140,8 +148,8 @@ func TestCaptureTelemetry(t *testing.T) {
 		t.Errorf("resource attribute team = %v", got)
 	}
 
-	for _, r := range runs {
-		t.Run(fmt.Sprintf("long_%d", r.n), func(t *testing.T) {
+	for i, r := range runs {
+		t.Run(fmt.Sprintf("%d_long_%d", i, r.n), func(t *testing.T) {
 			agent := findAgentSpan(t, recv, r.res.runID)
 			tr := newTree(t, recv.Trace(hex.EncodeToString(agent.TraceId)))
 			checkTree(t, tr)
@@ -205,8 +213,8 @@ func TestCaptureTelemetry(t *testing.T) {
 				errored += dp.GetAsInt()
 			}
 		}
-		if classified != 3 || errored != 1 {
-			t.Errorf("brainwire.captures: %d classified, %d error; want 3 and 1", classified, errored)
+		if classified != int64(len(runs)) || errored != 1 {
+			t.Errorf("brainwire.captures: %d classified, %d error; want %d and 1", classified, errored, len(runs))
 		}
 		for _, dp := range recv.Metric("brainwire.upstream.errors").GetSum().GetDataPoints() {
 			if telemetrytest.Attr(dp.Attributes, "error.type") != "server_error" || dp.GetAsInt() != 1 {
@@ -353,13 +361,18 @@ func checkAgentSpan(t *testing.T, agent *telemetrytest.Span, r result) {
 }
 
 // checkChunkEvents checks the invoke_agent span carries one
-// reasoning.chunk event per chunk, indices 0..n-1 in order.
+// reasoning.chunk event per chunk, indices 0..n-1 in order, among its
+// other events in time order.
 func checkChunkEvents(t *testing.T, agent *telemetrytest.Span, r result, n int, content bool) {
 	t.Helper()
 	upRun, upThread := attr(agent, "foundry.run_id"), attr(agent, "foundry.thread_id")
 	idx := 0
 	var last uint64
 	for _, ev := range agent.Events {
+		if ev.TimeUnixNano < last {
+			t.Fatalf("event %s (chunk %d) is timed before its predecessor", ev.Name, idx)
+		}
+		last = ev.TimeUnixNano
 		if ev.Name != "reasoning.chunk" {
 			continue
 		}
@@ -379,10 +392,6 @@ func checkChunkEvents(t *testing.T, agent *telemetrytest.Span, r result, n int, 
 		if !content && has {
 			t.Fatalf("chunk %d carries reasoning_text with content capture off", idx)
 		}
-		if ev.TimeUnixNano < last {
-			t.Fatalf("chunk %d is timed before its predecessor", idx)
-		}
-		last = ev.TimeUnixNano
 		idx++
 	}
 	if idx != n {

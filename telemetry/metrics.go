@@ -217,12 +217,11 @@ func registerSpanMetrics(m metric.Meter, spans []*spanPipeline, in *instruments)
 	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		for _, s := range all {
-			l := s.p.losses()
 			o.ObserveInt64(exported, s.p.exported.Load(), s.exporter)
-			o.ObserveInt64(dropped, l.queueFull, s.full)
-			o.ObserveInt64(dropped, l.failed, s.failed)
-			o.ObserveInt64(dropped, l.shutdown, s.atShutdown)
-			o.ObserveInt64(queue, s.p.queued(), s.exporter)
+			o.ObserveInt64(dropped, s.p.queueFull.Load(), s.full)
+			o.ObserveInt64(dropped, s.p.failed.Load(), s.failed)
+			o.ObserveInt64(dropped, s.p.left.Load(), s.atShutdown)
+			o.ObserveInt64(queue, max(s.p.waiting.Load(), 0), s.exporter)
 		}
 		return nil
 	}, exported, dropped, queue)

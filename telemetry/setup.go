@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -232,8 +233,6 @@ type Options struct {
 	// ServiceName is service.name unless OTEL_SERVICE_NAME sets one
 	// (DefaultServiceName when empty).
 	ServiceName string
-	// ServiceVersion is service.version, unless the settings name one.
-	ServiceVersion string
 	// Resource holds more attributes of the process's resource, such as
 	// an evaluation's service.instance.id and brainwire.eval.run_id;
 	// OTEL_RESOURCE_ATTRIBUTES wins over them. Without a
@@ -244,32 +243,11 @@ type Options struct {
 	Console io.Writer
 }
 
-// Tuning of the span pipeline: spans are queued only when they end, so
-// the queue holds finished spans, never a capture's chunks; a full queue
-// drops spans rather than waiting (telemetry never holds up a capture),
-// and counts and logs them (spanPipeline).
-// The queue holds a burst of thousands of captures ending at once, a dozen
-// spans each (a queue of 16,384 overflowed in one of four runs of 10,000
-// captures on a 2-vCPU box); its slots cost 16 bytes each. Batches are
-// large and split into requests by their events (export.go), because an
-// invoke_agent span of a long run carries every chunk.
-const (
-	spanQueueSize     = 65536
-	spanExportBatch   = 512
-	spanBatchTimeout  = 2 * time.Second
-	spanExportTimeout = 10 * time.Second
-	aiQueueSize       = appinsights.DefaultQueueSize
-)
-
 // Start builds the exporters and providers s asks for and returns a
 // Telemetry over them. Nothing is dialled synchronously: an unreachable
 // endpoint shows up as export errors, never as a slow start or capture.
 // Shutdown flushes them.
-func Start(ctx context.Context, s Settings, o Options) (*Telemetry, error) {
-	return start(ctx, s, o, defaultSpanTuning)
-}
-
-func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Telemetry, err error) {
+func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -303,12 +281,12 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 			return nil, err
 		}
 		if s.Traces != nil {
-			tp, ce, pipelines, err := newTracerProvider(ctx, s, res, console, tuning, log)
+			tp, pipelines, err := newTracerProvider(ctx, s, res, console, defaultSpanTuning, log)
 			if err != nil {
 				return nil, err
 			}
 			shutdowns = append(shutdowns, tp.Shutdown)
-			cfg.TracerProvider, cfg.ChunkEvents, cfg.spanPipelines = tp, ce, pipelines
+			cfg.TracerProvider, cfg.spanPipelines = tp, pipelines
 		}
 		if s.Metrics != nil {
 			mp, err := newMeterProvider(ctx, s, res, console)
@@ -323,7 +301,6 @@ func start(ctx context.Context, s Settings, o Options, tuning spanTuning) (_ *Te
 		host, _ := os.Hostname()
 		ai, err := appinsights.New(appinsights.Config{
 			ConnectionString: *s.AppInsights,
-			QueueSize:        aiQueueSize,
 			Logger:           log,
 			Tags: map[string]string{
 				"ai.cloud.role":          s.ServiceName,
@@ -362,9 +339,6 @@ func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
 		semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName)),
 		semconv.ServiceInstanceID(uuid.NewString()),
 	}
-	if v := o.ServiceVersion; v != "" {
-		attrs = append(attrs, semconv.ServiceVersion(v))
-	}
 	// Later attributes win: the caller's instance id over the random one.
 	attrs = append(attrs, o.Resource...)
 	res, err := resource.New(ctx,
@@ -401,41 +375,32 @@ func SpanLimits() sdktrace.SpanLimits {
 	return l
 }
 
-// newTracerProvider builds the provider, the ChunkEvents its spans'
-// chunks are kept in, and a pipeline per exporter, which counts the spans
-// it exports and loses.
-func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer, tuning spanTuning, log *slog.Logger) (*sdktrace.TracerProvider, *ChunkEvents, []*spanPipeline, error) {
+// newTracerProvider builds the provider and a pipeline per exporter.
+func newTracerProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer, tuning spanTuning, log *slog.Logger) (*sdktrace.TracerProvider, []*spanPipeline, error) {
 	// No sampler option: the SDK reads OTEL_TRACES_SAMPLER (default
 	// parentbased_always_on).
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithRawSpanLimits(SpanLimits())}
 	var pipelines []*spanPipeline
 	if e := s.Traces; e.OTLP != "" {
-		// Headers, compression, timeout and certificates: the exporter
-		// reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
-		exp, err := newOTLPExporter(ctx, e.OTLP)
+		// Headers, compression, timeout, certificates and retries: the
+		// exporter reads OTEL_EXPORTER_OTLP_[TRACES_]* itself.
+		exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(e.OTLP))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+			return nil, nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
 		}
-		p := newSpanPipeline(spanExporterOTLP, eventBoundedExporter{exp, maxEventsPerExport}, true, tuning, log)
-		exp.outcome = p.outcome
-		pipelines = append(pipelines, p)
+		pipelines = append(pipelines, newSpanPipeline(spanExporterOTLP, exp, tuning, log))
 	}
 	if s.Traces.Console {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(console))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
+			return nil, nil, fmt.Errorf("telemetry: console trace exporter: %w", err)
 		}
-		pipelines = append(pipelines, newSpanPipeline(spanExporterConsole, exp, false, tuning, log))
+		pipelines = append(pipelines, newSpanPipeline(spanExporterConsole, exp, tuning, log))
 	}
-	processors := make([]sdktrace.SpanProcessor, len(pipelines))
-	for i, p := range pipelines {
-		processors[i] = p
+	for _, p := range pipelines {
+		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
-	ce := NewChunkEvents(processors...)
-	return sdktrace.NewTracerProvider(
-		sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(SpanLimits()),
-		sdktrace.WithSpanProcessor(ce),
-	), ce, pipelines, nil
+	return sdktrace.NewTracerProvider(opts...), pipelines, nil
 }
 
 func newMeterProvider(ctx context.Context, s Settings, res *resource.Resource, console io.Writer) (*sdkmetric.MeterProvider, error) {

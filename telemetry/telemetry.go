@@ -31,15 +31,9 @@ type Agent struct {
 
 // Config wires a Telemetry to its backends. The zero value records nothing.
 type Config struct {
-	// TracerProvider creates the spans; nil records none. Its per-span
-	// event limit must not drop events (see the package documentation):
-	// Start configures its own provider that way.
+	// TracerProvider creates the spans; nil records none. Its span limits
+	// must keep every event (SpanLimits), as Start's do.
 	TracerProvider trace.TracerProvider
-	// ChunkEvents, when the provider's spans end through it, keeps the
-	// reasoning chunks of each run until its span ends (see ChunkEvents);
-	// nil makes each chunk an SDK span event, which costs ten times the
-	// memory.
-	ChunkEvents *ChunkEvents
 	// MeterProvider creates the instruments; nil records no metrics.
 	MeterProvider metric.MeterProvider
 	// Propagator reads the incoming trace context and writes it on
@@ -70,12 +64,11 @@ type Config struct {
 // Telemetry records captures as OpenTelemetry spans and metrics and as
 // Application Insights items. It is a brainwire.Observer; WrapTools,
 // WrapTransport and WrapStore instrument the rest of a capture, and
-// package httpspan the HTTP requests around it.
+// Middleware the HTTP requests around it.
 // Safe for concurrent use.
 type Telemetry struct {
 	tp      trace.TracerProvider
 	tracer  trace.Tracer
-	chunks  *ChunkEvents
 	prop    propagation.TextMapPropagator
 	ai      *appinsights.Exporter
 	agent   Agent
@@ -116,7 +109,6 @@ func New(cfg Config) (*Telemetry, error) {
 		content: cfg.CaptureContent,
 		log:     cfg.Logger,
 		now:     cfg.Now,
-		chunks:  cfg.ChunkEvents,
 	}
 	if t.agent.Name == "" {
 		t.agent.Name = "agent"
@@ -158,20 +150,9 @@ func New(cfg Config) (*Telemetry, error) {
 	return t, nil
 }
 
-// TracerProvider is the provider spans are made with, for the other
-// stages of the pipeline (httpspan).
-func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
-
-// Propagator reads and writes trace context on HTTP headers.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // Enabled reports whether anything is recorded at all; when false the
 // wrappers may be left out.
 func (t *Telemetry) Enabled() bool { return t.enabled }
-
-// CaptureContent reports whether content (capture and reasoning text,
-// tool arguments and results) is recorded.
-func (t *Telemetry) CaptureContent() bool { return t.content }
 
 // Shutdown flushes and stops the exporters Start created, all at once but
 // the metrics, which go last so that they count what the others sent and

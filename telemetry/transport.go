@@ -22,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
 // WrapTransport returns a RoundTripper that gives every call to the agent
@@ -48,10 +47,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := tr.t
 	op, named := brainwire.OperationFrom(req.Context())
 	if !named {
-		op.Name = httpspan.Method(req.Method).Value.AsString()
-		if op.Name == "_OTHER" {
-			op.Name = "HTTP"
-		}
+		op.Name = methodName(req.Method)
 	}
 	threadID, runID := op.ThreadID, op.RunID
 	var attrs []attribute.KeyValue
@@ -66,7 +62,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		attrs = append(attrs,
 			semconv.GenAIProviderNameKey.String(provider),
-			httpspan.Method(req.Method),
+			methodAttr(req.Method),
 			semconv.URLFull(redactURL(req.URL)),
 		)
 		if host, port := hostPort(req.URL); host != "" {
@@ -378,4 +374,31 @@ func hostPort(u *url.URL) (string, int) {
 		}
 	}
 	return host, p
+}
+
+var knownMethods = map[string]attribute.KeyValue{
+	http.MethodGet:     semconv.HTTPRequestMethodGet,
+	http.MethodPost:    semconv.HTTPRequestMethodPost,
+	http.MethodPut:     semconv.HTTPRequestMethodPut,
+	http.MethodPatch:   semconv.HTTPRequestMethodPatch,
+	http.MethodDelete:  semconv.HTTPRequestMethodDelete,
+	http.MethodHead:    semconv.HTTPRequestMethodHead,
+	http.MethodOptions: semconv.HTTPRequestMethodOptions,
+}
+
+// methodAttr is the http.request.method attribute of m, kept to the known
+// set ("_OTHER" for the rest) so that no one makes up span names.
+func methodAttr(m string) attribute.KeyValue {
+	if kv, ok := knownMethods[m]; ok {
+		return kv
+	}
+	return semconv.HTTPRequestMethodOther
+}
+
+// methodName names a span after method m: "HTTP" when it is not a known one.
+func methodName(m string) string {
+	if _, ok := knownMethods[m]; ok {
+		return m
+	}
+	return "HTTP"
 }

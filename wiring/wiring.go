@@ -27,7 +27,6 @@ import (
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
-	"github.com/brainwire/brainwire/telemetry/httpspan"
 )
 
 // Config is what a brainwire server is made of: the capture server's own
@@ -101,7 +100,7 @@ func New(cfg Config) (*server.Server, error) {
 		sc.Store = tel.WrapStore(sc.Store)
 		observers = append(observers, tel)
 		wrapTools = tel.WrapTools
-		middleware = httpspan.Middleware(httpspan.Config{TracerProvider: tel.TracerProvider(), Propagator: tel.Propagator()})
+		middleware = tel.Middleware()
 	}
 	if cfg.Recorder != nil {
 		rt = cfg.Recorder.Transport(rt)

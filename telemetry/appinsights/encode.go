@@ -40,9 +40,11 @@ func newEnvelopeNames(nameKey string) envelopeNames {
 // appendEnvelope appends it as one line of JSON, in the shape
 // json.Marshal gives a contracts.Envelope holding a contracts.Data of
 // MessageData, RequestData or EventData (envelope_test.go holds it to
-// that). Written
-// by hand because reflection over those structs and their maps cost
-// several times the rest of the exporter's work per item.
+// that). Written by hand because a capture sends an item per reasoning
+// chunk: a chunk's item takes 0.9 µs and no allocation here, 4.8 µs and 35
+// allocations as a contracts.Envelope through json.Marshal, which is
+// 0.2 ms more CPU per capture of 53 chunks (the load test's), two thirds
+// of what a capture may cost more with telemetry on.
 func (e *Exporter) appendEnvelope(b []byte, it *item) []byte {
 	var (
 		name string

@@ -28,9 +28,15 @@ const (
 	DefaultBatchSize     = 512
 	DefaultFlushInterval = 5 * time.Second
 	DefaultSendTimeout   = 10 * time.Second
-	DefaultMaxRetries    = 2
 	DefaultRetryBackoff  = time.Second
 	DefaultSenders       = 4
+)
+
+// A batch is resent at most maxRetries times; send failures are logged at
+// most once per logEvery.
+const (
+	maxRetries = 2
+	logEvery   = 30 * time.Second
 )
 
 // Config configures an Exporter.
@@ -51,19 +57,14 @@ type Config struct {
 	// busy machine: each request waits for its answer, and the queue
 	// overflowed.
 	Senders int
-	// MaxRetries is how often a batch is resent after a retryable answer
-	// (408, 429, 439, 500, 503, network errors); RetryBackoff doubles
-	// between attempts. Negative MaxRetries disables retries.
-	MaxRetries   int
+	// RetryBackoff is the pause before a batch is resent after a
+	// retryable answer (408, 429, 439, 500, 503, network errors), doubled
+	// for the second of at most maxRetries.
 	RetryBackoff time.Duration
-	// Transport sends the requests; nil uses a transport of the
-	// exporter's own, closed on Shutdown.
-	Transport http.RoundTripper
 	// Tags are added to every envelope (ai.cloud.role, ...).
 	Tags map[string]string
-	// Logger receives send failures, at most one line per LogEvery.
-	Logger   *slog.Logger
-	LogEvery time.Duration
+	// Logger receives send failures, at most one line per logEvery.
+	Logger *slog.Logger
 }
 
 // Operation correlates an item with a distributed trace: ID is the trace
@@ -151,12 +152,12 @@ type Stats struct {
 // Shutdown flushes within its context's deadline and leaves no goroutine
 // behind.
 type Exporter struct {
-	cfg      Config
-	url      string
-	names    envelopeNames
-	tags     []Property // Config.Tags, in a fixed order
-	client   *http.Client
-	ownTrans *http.Transport
+	cfg       Config
+	url       string
+	names     envelopeNames
+	tags      []Property // Config.Tags, in a fixed order
+	client    *http.Client
+	transport *http.Transport
 
 	queue   chan item
 	kick    chan struct{} // a batch is ready
@@ -201,9 +202,6 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = DefaultSendTimeout
 	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	}
 	if cfg.RetryBackoff <= 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
 	}
@@ -212,9 +210,6 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.LogEvery <= 0 {
-		cfg.LogEvery = 30 * time.Second
 	}
 	e := &Exporter{
 		cfg:   cfg,
@@ -225,14 +220,11 @@ func New(cfg Config) (*Exporter, error) {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
-	rt := cfg.Transport
-	if rt == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = cfg.SendTimeout
-		t.MaxIdleConnsPerHost = cfg.Senders
-		e.ownTrans, rt = t, t
-	}
-	e.client = &http.Client{Transport: rt}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = cfg.SendTimeout
+	t.MaxIdleConnsPerHost = cfg.Senders
+	e.transport = t
+	e.client = &http.Client{Transport: t}
 	for k, v := range cfg.Tags {
 		e.tags = append(e.tags, Property{Key: k, Value: v})
 	}
@@ -342,9 +334,7 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		}
 		break
 	}
-	if e.ownTrans != nil {
-		e.ownTrans.CloseIdleConnections()
-	}
+	e.transport.CloseIdleConnections()
 	if err != nil {
 		return fmt.Errorf("appinsights: shutdown: %w", err)
 	}
@@ -421,7 +411,7 @@ func (e *Exporter) send(enc *encoder, batch []item) {
 			stopping = true
 		default:
 		}
-		if len(retry) == 0 || attempt >= e.cfg.MaxRetries || stopping || e.ctx.Err() != nil {
+		if len(retry) == 0 || attempt >= maxRetries || stopping || e.ctx.Err() != nil {
 			e.dropFailed.Add(int64(len(retry)))
 			e.logFailure(err, len(retry))
 			return
@@ -543,7 +533,7 @@ func (e *Exporter) logFailure(err error, dropped int) {
 	e.logMu.Lock()
 	defer e.logMu.Unlock()
 	e.unlogged += int64(dropped)
-	if time.Since(e.lastLog) < e.cfg.LogEvery {
+	if time.Since(e.lastLog) < logEvery {
 		return
 	}
 	e.cfg.Logger.Warn("Application Insights: sending telemetry failed; items dropped",

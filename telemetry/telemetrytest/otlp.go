@@ -32,6 +32,7 @@ type Receiver struct {
 	spans    []*Span
 	metrics  []*metricspb.ResourceMetrics
 	requests []proto.Message // every request, encoded on demand
+	largest  int             // the largest trace request's size in bytes
 	held     chan struct{}   // trace exports wait for it to close, if set
 }
 
@@ -62,33 +63,14 @@ type Span struct {
 	Scope    string
 }
 
-// NewReceiver starts a receiver; it stops when the test ends.
+// NewReceiver starts a receiver on 127.0.0.1; it stops when the test
+// ends. Like a collector, it refuses requests over gRPC's default 4 MiB.
 func NewReceiver(t testing.TB) *Receiver {
-	return newReceiver(t)
-}
-
-// NewDiscardingReceiver starts a receiver that accepts every export
-// without decoding it, as a collector in another process costs the
-// exporting one nothing: for benchmarks. It keeps nothing.
-func NewDiscardingReceiver(t testing.TB) *Receiver {
-	return newReceiver(t, grpc.ForceServerCodec(discardCodec{}))
-}
-
-// NewReceiverAt starts a receiver on addr (host:port).
-func NewReceiverAt(t testing.TB, addr string) *Receiver {
-	return listenReceiver(t, addr)
-}
-
-func newReceiver(t testing.TB, opts ...grpc.ServerOption) *Receiver {
-	return listenReceiver(t, "127.0.0.1:0", opts...)
-}
-
-func listenReceiver(t testing.TB, addr string, opts ...grpc.ServerOption) *Receiver {
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("otlp receiver: %v", err)
 	}
-	r := &Receiver{addr: l.Addr().String(), srv: grpc.NewServer(opts...)}
+	r := &Receiver{addr: l.Addr().String(), srv: grpc.NewServer()}
 	colltrace.RegisterTraceServiceServer(r.srv, traceService{r: r})
 	collmetrics.RegisterMetricsServiceServer(r.srv, metricsService{r: r})
 	go func() { _ = r.srv.Serve(l) }()
@@ -118,6 +100,7 @@ func (s traceService) Export(ctx context.Context, req *colltrace.ExportTraceServ
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	s.r.requests = append(s.r.requests, req)
+	s.r.largest = max(s.r.largest, proto.Size(req))
 	for _, rs := range req.GetResourceSpans() {
 		res := &commonpb.KeyValueList{Values: rs.GetResource().GetAttributes()}
 		for _, ss := range rs.GetScopeSpans() {
@@ -158,6 +141,14 @@ func (r *Receiver) Trace(traceID string) []*Span {
 		}
 	}
 	return out
+}
+
+// LargestTraceRequest is the size in bytes of the largest trace export
+// received.
+func (r *Receiver) LargestTraceRequest() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.largest
 }
 
 // SpanSize is the encoded size of a span, as it travelled.
@@ -246,10 +237,3 @@ func Attr(kvs []*commonpb.KeyValue, key string) any {
 	}
 	return nil
 }
-
-// discardCodec leaves requests undecoded and encodes the (empty) answers.
-type discardCodec struct{}
-
-func (discardCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
-func (discardCodec) Unmarshal([]byte, any) error   { return nil }
-func (discardCodec) Name() string                  { return "proto" }

@@ -18,12 +18,10 @@ import (
 
 // Config is one load run against a server that is already listening.
 type Config struct {
-	// Addr is the server's host:port; it must be a loopback address.
+	// Addr is the server's host:port, on loopback.
 	Addr string
 	Key  string // an API key the server accepts
-	// Path is the capture route (DefaultPath when empty); Text the
-	// capture's text (DefaultText when empty).
-	Path string
+	// Text is the capture's text (DefaultText when empty).
 	Text string
 	// PhonesH2C sends the captures as streams on a few shared HTTP/2
 	// connections without TLS, as an ingress that speaks HTTP/2 to the
@@ -61,7 +59,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPath    = "/api/capture"
+	DefaultPath    = "/api/capture" // the capture route the phones post to
 	DefaultText    = "Call mom about her birthday on Sunday #long:50"
 	DefaultTimeout = 2 * time.Minute
 	DefaultSettle  = 3 * time.Second
@@ -188,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	dials := &counter{}
-	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
+	ph, err := newPhone(cfg.Addr, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +206,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (cfg *Config) check() error {
 	if cfg.N <= 0 {
 		return errors.New("load: N must be at least 1")
-	}
-	if cfg.Path == "" {
-		cfg.Path = DefaultPath
 	}
 	if cfg.Text == "" {
 		cfg.Text = DefaultText

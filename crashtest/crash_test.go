@@ -185,13 +185,8 @@ func crash(t *testing.T, st store) {
 	c.check(n.killed >= *flagKills && n.stopped >= *flagStops, "the nemesis killed %d and stopped %d times, asked %d and %d",
 		n.killed, n.stopped, *flagKills, *flagStops)
 	t.Logf("%s", summary(caps, fmt.Sprintf("in %v; %d kills (%d right after a filing), %d stops, %d outages; "+
-		"agent service: %d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages; "+
-		"transcription: %d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages; "+
-		"%d audio files left by kills and swept; %d invariant checks, %d broken",
-		took.Round(time.Second), n.killed, n.afterFiling, n.stopped, n.outages,
-		agent.count("calls"), agent.count("refused"), agent.count("reset"), agent.count("lost"), agent.count("stalled"), agent.count("outage"),
-		tr.count("calls"), tr.count("refused"), tr.count("reset"), tr.count("lost"), tr.count("stalled"), tr.count("outage"),
-		orphans, c.n, c.broken)))
+		"agent service: %s; transcription: %s; %d audio files left by kills and swept; %d invariant checks, %d broken",
+		took.Round(time.Second), n.killed, n.afterFiling, n.stopped, n.outages, agent, tr, orphans, c.n, c.broken)))
 	if t.Failed() {
 		for _, r := range replicas {
 			t.Logf("the end of %s's log:\n%s", r.name, r.tail())
@@ -263,11 +258,11 @@ func (n *nemesis) run(ctx context.Context, progress func() float64) error {
 		var err error
 		switch action {
 		case "kill":
-			err = n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			err = n.kill(n.pick())
 		case "kill after filing":
 			err = n.killAfterFiling()
 		case "stop":
-			n.stop(n.replicas[n.rng.IntN(len(n.replicas))])
+			n.stop(n.pick())
 		}
 		if err != nil {
 			return err
@@ -275,6 +270,9 @@ func (n *nemesis) run(ctx context.Context, progress func() float64) error {
 	}
 	return nil
 }
+
+// pick is a replica at random.
+func (n *nemesis) pick() *replica { return n.replicas[n.rng.IntN(len(n.replicas))] }
 
 // other is the replica that is not r.
 func (n *nemesis) other(r *replica) *replica {
@@ -314,9 +312,9 @@ func (n *nemesis) killAfterFiling() error {
 			n.afterFiling++
 			return n.kill(r)
 		case <-timeout:
-			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			return n.kill(n.pick())
 		case <-n.end:
-			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			return n.kill(n.pick())
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -67,7 +68,12 @@ func (f *faulty) outage(d time.Duration) {
 	f.until = time.Now().Add(d)
 }
 
-func (f *faulty) count(k string) int64 { return f.counts[k].Load() }
+// String is what befell the calls.
+func (f *faulty) String() string {
+	c := func(k string) int64 { return f.counts[k].Load() }
+	return fmt.Sprintf("%d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages",
+		c("calls"), c("refused"), c("reset"), c("lost"), c("stalled"), c("outage"))
+}
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)

@@ -41,11 +41,11 @@ const cosmosKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGG
 type store struct {
 	env   map[string]string
 	first []string // serve's arguments at the first start
-	view  func(dataDir string) storeView
+	read  func(t *testing.T, dataDir string) stored
 }
 
-func sqliteStore(*testing.T) store {
-	return store{view: func(dataDir string) storeView { return sqliteView{dataDir: dataDir} }}
+func sqliteStore() store {
+	return store{read: readSQLite}
 }
 
 // cosmosEmulator runs the Cosmos DB emulator for the test and returns its
@@ -64,7 +64,7 @@ func cosmosStore(t *testing.T, addr, database string, hook func(*http.Request) (
 	return store{
 		env:   map[string]string{"COSMOS_ENDPOINT": endpoint, "COSMOS_KEY": cosmosKey, "COSMOS_DATABASE": database},
 		first: []string{"--init-db"},
-		view:  func(string) storeView { return cosmosView{endpoint: endpoint, database: database} },
+		read:  func(t *testing.T, _ string) stored { return readCosmos(t, endpoint, database) },
 	}
 }
 
@@ -94,7 +94,7 @@ func startReplicas(t *testing.T, st store, dataDir string, envs ...map[string]st
 
 func TestCrashSQLite(t *testing.T) {
 	t.Parallel()
-	crash(t, sqliteStore(t))
+	crash(t, sqliteStore())
 }
 
 func TestCrashCosmos(t *testing.T) {
@@ -179,7 +179,7 @@ func crash(t *testing.T, st store) {
 	}
 
 	c := &checks{t: t}
-	checkStore(c, st.view(dataDir).read(t), caps, time.Now())
+	checkStore(c, st.read(t, dataDir), caps, time.Now())
 	checkReplays(context.Background(), c, client, a, caps)
 	orphans := checkAudio(c, dataDir, b, uploadTimeout+runTimeout)
 	c.check(n.killed >= *flagKills && n.stopped >= *flagStops, "the nemesis killed %d and stopped %d times, asked %d and %d",

@@ -60,11 +60,6 @@ type keyDoc struct {
 	ItemID string    `json:"itemId"`
 }
 
-// storeView reads what a store holds.
-type storeView interface {
-	read(t *testing.T) stored
-}
-
 func (s *stored) count(bucket, item string) {
 	if s.records[bucket] == nil {
 		s.records[bucket] = map[string]int{}
@@ -72,12 +67,10 @@ func (s *stored) count(bucket, item string) {
 	s.records[bucket][item]++
 }
 
-// sqliteView reads the SQLite file the replicas share.
-type sqliteView struct{ dataDir string }
-
-func (v sqliteView) read(t *testing.T) stored {
+// readSQLite reads the SQLite file the replicas share in dataDir.
+func readSQLite(t *testing.T, dataDir string) stored {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(v.dataDir, "brainwire.db")+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "brainwire.db")+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,19 +129,17 @@ func (v sqliteView) read(t *testing.T) stored {
 	return out
 }
 
-// cosmosView reads the Cosmos DB database the replicas share.
-type cosmosView struct{ endpoint, database string }
-
-func (v cosmosView) read(t *testing.T) stored {
+// readCosmos reads the Cosmos DB database the replicas share.
+func readCosmos(t *testing.T, endpoint, database string) stored {
 	t.Helper()
 	cred, _ := azcosmos.NewKeyCredential(cosmosKey)
-	client, err := azcosmos.NewClientWithKey(v.endpoint, cred, nil)
+	client, err := azcosmos.NewClientWithKey(endpoint, cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	query := func(container string, each func(raw []byte)) {
 		t.Helper()
-		c, err := client.NewContainer(v.database, container)
+		c, err := client.NewContainer(database, container)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,11 +41,11 @@ const cosmosKey = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGG
 type store struct {
 	env   map[string]string
 	first []string // serve's arguments at the first start
-	view  func(dataDir string) storeView
+	read  func(t *testing.T, dataDir string) stored
 }
 
-func sqliteStore(*testing.T) store {
-	return store{view: func(dataDir string) storeView { return sqliteView{dataDir: dataDir} }}
+func sqliteStore() store {
+	return store{read: readSQLite}
 }
 
 // cosmosEmulator runs the Cosmos DB emulator for the test and returns its
@@ -64,7 +64,7 @@ func cosmosStore(t *testing.T, addr, database string, hook func(*http.Request) (
 	return store{
 		env:   map[string]string{"COSMOS_ENDPOINT": endpoint, "COSMOS_KEY": cosmosKey, "COSMOS_DATABASE": database},
 		first: []string{"--init-db"},
-		view:  func(string) storeView { return cosmosView{endpoint: endpoint, database: database} },
+		read:  func(t *testing.T, _ string) stored { return readCosmos(t, endpoint, database) },
 	}
 }
 
@@ -94,7 +94,7 @@ func startReplicas(t *testing.T, st store, dataDir string, envs ...map[string]st
 
 func TestCrashSQLite(t *testing.T) {
 	t.Parallel()
-	crash(t, sqliteStore(t))
+	crash(t, sqliteStore())
 }
 
 func TestCrashCosmos(t *testing.T) {
@@ -179,19 +179,14 @@ func crash(t *testing.T, st store) {
 	}
 
 	c := &checks{t: t}
-	checkStore(c, st.view(dataDir).read(t), caps, time.Now())
+	checkStore(c, st.read(t, dataDir), caps, time.Now())
 	checkReplays(context.Background(), c, client, a, caps)
 	orphans := checkAudio(c, dataDir, b, uploadTimeout+runTimeout)
 	c.check(n.killed >= *flagKills && n.stopped >= *flagStops, "the nemesis killed %d and stopped %d times, asked %d and %d",
 		n.killed, n.stopped, *flagKills, *flagStops)
 	t.Logf("%s", summary(caps, fmt.Sprintf("in %v; %d kills (%d right after a filing), %d stops, %d outages; "+
-		"agent service: %d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages; "+
-		"transcription: %d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages; "+
-		"%d audio files left by kills and swept; %d invariant checks, %d broken",
-		took.Round(time.Second), n.killed, n.afterFiling, n.stopped, n.outages,
-		agent.count("calls"), agent.count("refused"), agent.count("reset"), agent.count("lost"), agent.count("stalled"), agent.count("outage"),
-		tr.count("calls"), tr.count("refused"), tr.count("reset"), tr.count("lost"), tr.count("stalled"), tr.count("outage"),
-		orphans, c.n, c.broken)))
+		"agent service: %s; transcription: %s; %d audio files left by kills and swept; %d invariant checks, %d broken",
+		took.Round(time.Second), n.killed, n.afterFiling, n.stopped, n.outages, agent, tr, orphans, c.n, c.broken)))
 	if t.Failed() {
 		for _, r := range replicas {
 			t.Logf("the end of %s's log:\n%s", r.name, r.tail())
@@ -263,11 +258,11 @@ func (n *nemesis) run(ctx context.Context, progress func() float64) error {
 		var err error
 		switch action {
 		case "kill":
-			err = n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			err = n.kill(n.pick())
 		case "kill after filing":
 			err = n.killAfterFiling()
 		case "stop":
-			n.stop(n.replicas[n.rng.IntN(len(n.replicas))])
+			n.stop(n.pick())
 		}
 		if err != nil {
 			return err
@@ -275,6 +270,9 @@ func (n *nemesis) run(ctx context.Context, progress func() float64) error {
 	}
 	return nil
 }
+
+// pick is a replica at random.
+func (n *nemesis) pick() *replica { return n.replicas[n.rng.IntN(len(n.replicas))] }
 
 // other is the replica that is not r.
 func (n *nemesis) other(r *replica) *replica {
@@ -314,9 +312,9 @@ func (n *nemesis) killAfterFiling() error {
 			n.afterFiling++
 			return n.kill(r)
 		case <-timeout:
-			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			return n.kill(n.pick())
 		case <-n.end:
-			return n.kill(n.replicas[n.rng.IntN(len(n.replicas))])
+			return n.kill(n.pick())
 		}
 	}
 }

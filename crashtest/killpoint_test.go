@@ -57,7 +57,7 @@ func TestKillPoints(t *testing.T) {
 	for _, p := range []killPoint{beforeFiling, afterFiling} {
 		t.Run("SQLite/"+p.name, func(t *testing.T) {
 			t.Parallel()
-			killAt(t, p, sqliteStore(t), nil)
+			killAt(t, p, sqliteStore(), nil)
 		})
 	}
 	emulator := cosmosEmulator(t)
@@ -148,7 +148,7 @@ func killAt(t *testing.T, p killPoint, st store, setStoreHook func(func(*http.Re
 	}
 	c.heard, c.kind, c.itemID, c.from = final.outcome, final.kind, final.itemID, "b"
 	checks := &checks{t: t}
-	checkStore(checks, st.view(dataDir).read(t), []*capture{c}, time.Now())
+	checkStore(checks, st.read(t, dataDir), []*capture{c}, time.Now())
 	t.Logf("a died %s; the phone heard %q from a, then, after %d conflicts, %s from b (replayed %v); %d checks",
 		p.name, first.outcome, conflicts, final.outcome, final.replayed, checks.n)
 }

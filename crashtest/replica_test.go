@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,9 +98,8 @@ func newReplica(t *testing.T, name string, env map[string]string, args ...string
 	full := []string{"BRAINWIRE_ADDR=" + addr}
 	for _, kv := range os.Environ() {
 		// Nothing of the machine's own configuration.
-		if !strings.HasPrefix(kv, "BRAINWIRE_") && !strings.HasPrefix(kv, "AZURE_") && !strings.HasPrefix(kv, "OTEL_") &&
-			!strings.HasPrefix(kv, "COSMOS_") && !strings.HasPrefix(kv, "ADK_") && !strings.HasPrefix(kv, "OPENAI_") &&
-			!strings.HasPrefix(kv, "APPLICATIONINSIGHTS_") {
+		if !slices.ContainsFunc([]string{"BRAINWIRE_", "AZURE_", "OTEL_", "COSMOS_", "ADK_", "OPENAI_", "APPLICATIONINSIGHTS_"},
+			func(p string) bool { return strings.HasPrefix(kv, p) }) {
 			full = append(full, kv)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -41,12 +42,16 @@ type faulty struct {
 	counts map[string]*atomic.Int64
 }
 
-func newFaulty(next http.Handler, rates faultRates, seed uint64) *faulty {
+// serveFaulty serves next behind a hostile network for the test, at the
+// URL it returns.
+func serveFaulty(t *testing.T, next http.Handler, rates faultRates, seed uint64) (*faulty, string) {
 	f := &faulty{next: next, rates: rates, rng: rand.New(rand.NewPCG(seed, 0x5eed)), counts: map[string]*atomic.Int64{}}
 	for _, k := range []string{"calls", "refused", "reset", "lost", "stalled", "outage"} {
 		f.counts[k] = new(atomic.Int64)
 	}
-	return f
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
 }
 
 // setHook makes h see every call first; a call it drops is not served.
@@ -63,7 +68,12 @@ func (f *faulty) outage(d time.Duration) {
 	f.until = time.Now().Add(d)
 }
 
-func (f *faulty) count(k string) int64 { return f.counts[k].Load() }
+// String is what befell the calls.
+func (f *faulty) String() string {
+	c := func(k string) int64 { return f.counts[k].Load() }
+	return fmt.Sprintf("%d calls, %d refused, %d reset, %d answers lost, %d stalled, %d in outages",
+		c("calls"), c("refused"), c("reset"), c("lost"), c("stalled"), c("outage"))
+}
 
 func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -148,11 +158,9 @@ func cut(w http.ResponseWriter) {
 // the conversations), behind a hostile network.
 func agentService(t *testing.T, rates faultRates, seed uint64) (*faulty, map[string]string) {
 	t.Helper()
-	f := newFaulty(simulator.New(simulator.Config{ChunkDelay: 3 * time.Millisecond}), rates, seed)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	f, url := serveFaulty(t, simulator.New(simulator.Config{ChunkDelay: 3 * time.Millisecond}), rates, seed)
 	return f, map[string]string{
-		"AZURE_AI_PROJECT_ENDPOINT":      srv.URL + simulator.ProjectPath,
+		"AZURE_AI_PROJECT_ENDPOINT":      url + simulator.ProjectPath,
 		"AZURE_AI_MODEL_DEPLOYMENT_NAME": simulator.DefaultModel,
 		"AZURE_AI_PROJECT_TOKEN":         "crash-test",
 	}
@@ -201,11 +209,9 @@ func (s *speech) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func transcriptionService(t *testing.T, rates faultRates, seed uint64) (*speech, *faulty, map[string]string) {
 	t.Helper()
 	s := &speech{words: map[[32]byte]string{}}
-	f := newFaulty(s, rates, seed)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
+	f, url := serveFaulty(t, s, rates, seed)
 	return s, f, map[string]string{
-		"AZURE_OPENAI_ENDPOINT":                 srv.URL,
+		"AZURE_OPENAI_ENDPOINT":                 url,
 		"AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT": "whisper",
 		"AZURE_OPENAI_API_KEY":                  "crash-test",
 	}

@@ -17,6 +17,9 @@ import (
 // filing's CPU. Each transaction of a group runs in a savepoint of its own,
 // so one that fails is undone alone; a transaction is reported done only
 // once the group's commit has returned, so nothing reported filed is lost.
+// Plain transactions on the one connection instead (brainwire-load -n 1000
+// -telemetry, warm rounds, alternating): outcome p99 3.0–6.6 s against
+// 1.5–2.7 s, CPU per capture 2.2–2.8 ms against 1.6–1.9 ms.
 type writer struct {
 	db *sql.DB
 	// prepared holds statements that filing runs for every capture,

@@ -46,7 +46,7 @@ type phone struct {
 	keyed string
 }
 
-func newPhone(addr, path, key, text string, h2c, keyed bool, dials *counter) (*phone, error) {
+func newPhone(addr, key, text string, h2c, keyed bool, dials *counter) (*phone, error) {
 	body, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func newPhone(addr, path, key, text string, h2c, keyed bool, dials *counter) (*p
 	} else {
 		tr.DisableKeepAlives = true
 	}
-	p := &phone{url: "http://" + addr + path, key: key, body: body, client: &http.Client{Transport: tr}}
+	p := &phone{url: "http://" + addr + DefaultPath, key: key, body: body, client: &http.Client{Transport: tr}}
 	if keyed {
 		// Keys of this run only: the server may keep an earlier run's.
 		p.keyed = fmt.Sprintf("load-%d-", time.Now().UnixNano())

@@ -11,11 +11,9 @@
 // Per round the report gives time to first byte, to the outcome and to
 // COMPLETE (p50, p99, max), errors by kind, the server's CPU per capture and
 // RSS per concurrent stream (from /proc), its descriptors, and the
-// upstream connections opened (counted by the simulator when it is the
-// upstream, else from the kernel's TCP counters). Launch starts the server,
-// the simulator and a telemetry receiver (OTLP, and Application Insights
-// ingestion) as processes of their own, so that each one's CPU and memory
-// are its own.
+// upstream connections opened (counted by the simulator). Launch starts the
+// server, the simulator and an OTLP receiver as processes of their own, so
+// that each one's CPU and memory are its own.
 //
 // Linux only: the figures come from /proc.
 package load

@@ -77,13 +77,10 @@ type StackConfig struct {
 	Face       string
 	ChunkDelay time.Duration
 	// Telemetry sends the server's traces and metrics over OTLP to the
-	// sink; AppInsights sends its Application Insights items to the
-	// sink's ingestion endpoint. With neither, the server has no
-	// telemetry.
-	Telemetry, AppInsights bool
-	// ServerEnv and SimEnv are added to each one's environment
-	// ("NAME=value").
-	ServerEnv, SimEnv []string
+	// sink; without it the server has no telemetry.
+	Telemetry bool
+	// ServerEnv is added to the server's environment ("NAME=value").
+	ServerEnv []string
 }
 
 // ImageGODEBUG is the GODEBUG the container image (Dockerfile) runs the
@@ -100,10 +97,6 @@ const FloorCommand = "floor"
 // takes any.
 const simToken = "load"
 
-// sinkInstrumentationKey is the Application Insights resource the server
-// sends to; the sink takes any.
-const sinkInstrumentationKey = "00000000-0000-0000-0000-00000000b10a"
-
 // Stack is a server with its simulator and, with telemetry, an OTLP sink.
 type Stack struct {
 	Server, Sim, Sink *Process
@@ -117,8 +110,8 @@ type Stack struct {
 func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if cfg.Floor {
 		switch {
-		case cfg.Telemetry || cfg.AppInsights:
-			return nil, errors.New("load: the floor server has no telemetry: leave out -telemetry and -appinsights with -floor")
+		case cfg.Telemetry:
+			return nil, errors.New("load: the floor server has no telemetry: leave out -telemetry with -floor")
 		case cfg.Face == FaceADK:
 			return nil, fmt.Errorf("load: the floor server speaks the %s and %s faces, not %s", FaceResponses, FaceThreads, FaceADK)
 		case cfg.Self == "":
@@ -137,14 +130,13 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	simEnv := append(base[:len(base):len(base)], cfg.SimEnv...)
 	simBin := cfg.Brainwire
 	if cfg.SimBrainwire != "" {
 		simBin = cfg.SimBrainwire
 	}
 	// Every capture in flight keeps its conversation: -max-threads.
 	simArgs := []string{simBin, "sim", "-addr", simAddr, "-chunk-delay", cfg.ChunkDelay.String(), "-max-threads", "100000"}
-	if st.Sim, err = startProcess("simulator", simArgs, simEnv, cfg.Dir, false); err != nil {
+	if st.Sim, err = startProcess("simulator", simArgs, base, cfg.Dir, false); err != nil {
 		return nil, err
 	}
 	st.Sim.Addr = simAddr
@@ -170,19 +162,12 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	default:
 		return nil, fmt.Errorf("load: %q is not a face (%s, %s or %s)", cfg.Face, FaceResponses, FaceThreads, FaceADK)
 	}
-	if cfg.Telemetry || cfg.AppInsights {
+	if cfg.Telemetry {
 		sinkAddr, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
 		argv := []string{cfg.Self, SinkCommand, "-addr", sinkAddr}
-		aiAddr := ""
-		if cfg.AppInsights {
-			if aiAddr, err = FreeAddr(); err != nil {
-				return nil, err
-			}
-			argv = append(argv, "-ai-addr", aiAddr)
-		}
 		if st.Sink, err = startProcess("otlp-sink", argv, base, cfg.Dir, true); err != nil {
 			return nil, err
 		}
@@ -190,16 +175,7 @@ func Launch(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		if err := st.Sink.WaitReady(ctx, 30*time.Second, process.Listening(sinkAddr)); err != nil {
 			return nil, err
 		}
-		if cfg.Telemetry {
-			env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
-		}
-		if cfg.AppInsights {
-			if err := st.Sink.WaitReady(ctx, 30*time.Second, process.Listening(aiAddr)); err != nil {
-				return nil, err
-			}
-			env = append(env, "APPLICATIONINSIGHTS_CONNECTION_STRING=InstrumentationKey="+sinkInstrumentationKey+
-				";IngestionEndpoint=http://"+aiAddr)
-		}
+		env = append(env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+sinkAddr)
 	}
 	env = append(env, cfg.ServerEnv...)
 

@@ -117,7 +117,7 @@ func TestRunMeasuresARealServer(t *testing.T) {
 		if !r.Server.Measured || r.Server.CPU <= 0 || r.Server.PeakRSS <= 0 || r.Server.PeakFDs <= 0 || r.PeakStreams < 1 || r.PeakStreams > n {
 			t.Errorf("round %d: server %+v, peak streams %d", r.Index, r.Server, r.PeakStreams)
 		}
-		if r.UpstreamConnsFrom != "simulator" || r.UpstreamRequests < 2*n || r.UpstreamHTTP2 != r.UpstreamRequests || r.Dials != n {
+		if r.UpstreamRequests < 2*n || r.UpstreamHTTP2 != r.UpstreamRequests || r.Dials != n {
 			t.Errorf("round %d: upstream %d connections, %d requests (%d HTTP/2), %d dials", r.Index, r.UpstreamConns, r.UpstreamRequests, r.UpstreamHTTP2, r.Dials)
 		}
 		if q := r.UpstreamLate; q.Count < n*chunks || q.P50 <= 0 || q.P50 > q.P99 || q.P99 > q.Max {
@@ -222,21 +222,11 @@ func TestRunMeasuresTheFloor(t *testing.T) {
 func TestLaunchRefusesWhatTheFloorCannotDo(t *testing.T) {
 	for _, cfg := range []load.StackConfig{
 		{Floor: true, Self: "/nonexistent", Telemetry: true},
-		{Floor: true, Self: "/nonexistent", AppInsights: true},
 		{Floor: true, Self: "/nonexistent", Face: load.FaceADK},
 		{Floor: true},
 	} {
 		if _, err := load.Launch(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "floor") {
 			t.Errorf("%+v: %v", cfg, err)
-		}
-	}
-}
-
-// A load run drives local servers only.
-func TestRunRefusesARemoteServer(t *testing.T) {
-	for _, addr := range []string{"192.0.2.1:443", "example.invalid:80", "nohost"} {
-		if _, err := load.Run(context.Background(), load.Config{Addr: addr, N: 1}); err == nil {
-			t.Errorf("%s: no error", addr)
 		}
 	}
 }

@@ -132,30 +132,3 @@ func (p proc) openFilesLimit() (soft, hard string, err error) {
 	}
 	return "", "", fmt.Errorf("/proc/%d/limits: no open files limit", int(p))
 }
-
-// tcpActiveOpens is the kernel's count of TCP connections opened actively
-// (connect) in this network namespace, from /proc/net/snmp.
-func tcpActiveOpens() (int64, error) {
-	b, err := os.ReadFile("/proc/net/snmp")
-	if err != nil {
-		return 0, err
-	}
-	var header []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "Tcp: ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if header == nil {
-			header = f
-			continue
-		}
-		for i, name := range header {
-			if name == "ActiveOpens" && i < len(f) {
-				return strconv.ParseInt(f[i], 10, 64)
-			}
-		}
-	}
-	return 0, fmt.Errorf("/proc/net/snmp: no Tcp ActiveOpens")
-}

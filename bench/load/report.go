@@ -61,11 +61,8 @@ func (r Round) print(w io.Writer, idle int64) {
 		fmt.Fprintf(w, "  upstream: CPU %s per capture, %.0f%% of the CPU the three processes used; peak RSS %s, peak %d descriptors\n",
 			us(r.Upstream.CPU/time.Duration(max(r.N, 1))), 100*share, mib(r.Upstream.PeakRSS), r.Upstream.PeakFDs)
 	}
-	fmt.Fprintf(w, "  upstream connections opened: %d (%.3f per capture, counted by %s)", r.UpstreamConns, float64(r.UpstreamConns)/float64(max(r.N, 1)), r.UpstreamConnsFrom)
-	if r.UpstreamConnsFrom == "simulator" {
-		fmt.Fprintf(w, "; %d requests, %d over HTTP/2", r.UpstreamRequests, r.UpstreamHTTP2)
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  upstream connections opened: %d (%.3f per capture); %d requests, %d over HTTP/2\n",
+		r.UpstreamConns, float64(r.UpstreamConns)/float64(max(r.N, 1)), r.UpstreamRequests, r.UpstreamHTTP2)
 	if q := r.UpstreamLate; q.Count > 0 {
 		fmt.Fprintf(w, "  upstream lateness (its paced frames against their schedule): p50 %s, p99 %s, max %s over %d frames\n",
 			ms(q.P50), ms(q.P99), ms(q.Max), q.Count)

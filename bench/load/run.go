@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -19,12 +18,10 @@ import (
 
 // Config is one load run against a server that is already listening.
 type Config struct {
-	// Addr is the server's host:port; it must be a loopback address.
+	// Addr is the server's host:port, on loopback.
 	Addr string
 	Key  string // an API key the server accepts
-	// Path is the capture route (DefaultPath when empty); Text the
-	// capture's text (DefaultText when empty).
-	Path string
+	// Text is the capture's text (DefaultText when empty).
 	Text string
 	// PhonesH2C sends the captures as streams on a few shared HTTP/2
 	// connections without TLS, as an ingress that speaks HTTP/2 to the
@@ -50,8 +47,7 @@ type Config struct {
 	// Server and Upstream are the processes measured (0: not measured).
 	Server, Upstream int
 	// UpstreamStats is the simulator's stats URL, for the upstream
-	// connections it accepted; "" counts them from the kernel's TCP
-	// counters instead.
+	// connections and requests it accepted ("": not counted).
 	UpstreamStats string
 	// Progress, when set, is told each round's report as it is made.
 	Progress func(Round)
@@ -63,7 +59,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPath    = "/api/capture"
+	DefaultPath    = "/api/capture" // the capture route the phones post to
 	DefaultText    = "Call mom about her birthday on Sunday #long:50"
 	DefaultTimeout = 2 * time.Minute
 	DefaultSettle  = 3 * time.Second
@@ -99,14 +95,10 @@ type Round struct {
 	Server, Upstream ProcFigures
 	ToolCPU          time.Duration
 
-	// UpstreamConns is how many connections the upstream accepted during
-	// the round, UpstreamConnsFrom where the count comes from
-	// ("simulator", or "tcp" for the kernel's counters less the phones'
-	// own connections, which also counts the server's other dials).
-	UpstreamConns     int64
-	UpstreamConnsFrom string
-	// UpstreamRequests and UpstreamHTTP2 are the simulator's requests,
-	// all and over HTTP/2 (simulator only).
+	// UpstreamConns is how many connections the simulator accepted
+	// during the round; UpstreamRequests and UpstreamHTTP2 its requests,
+	// all and over HTTP/2.
+	UpstreamConns                   int64
 	UpstreamRequests, UpstreamHTTP2 int64
 	// UpstreamLate is how late the simulator's paced frames were ready to
 	// write against their streams' schedules, to the upper bound of its
@@ -194,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	dials := &counter{}
-	ph, err := newPhone(cfg.Addr, cfg.Path, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
+	ph, err := newPhone(cfg.Addr, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
 	if err != nil {
 		return nil, err
 	}
@@ -214,22 +206,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (cfg *Config) check() error {
 	if cfg.N <= 0 {
 		return errors.New("load: N must be at least 1")
-	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("load: server address %q: %w", cfg.Addr, err)
-	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return fmt.Errorf("load: server address %q does not resolve", cfg.Addr)
-	}
-	for _, ip := range ips {
-		if !ip.IsLoopback() {
-			return fmt.Errorf("load: %s is not a loopback address: this tool drives local servers only", cfg.Addr)
-		}
-	}
-	if cfg.Path == "" {
-		cfg.Path = DefaultPath
 	}
 	if cfg.Text == "" {
 		cfg.Text = DefaultText
@@ -275,16 +251,11 @@ func (g *gauge) dec() { g.n.Add(-1) }
 type upstreamCount struct {
 	conns, requests, http2 int64
 	late                   simulator.LateCounts
-	from                   string
 }
 
-func readUpstream(ctx context.Context, cfg Config, dials int64) (upstreamCount, error) {
+func readUpstream(ctx context.Context, cfg Config) (upstreamCount, error) {
 	if cfg.UpstreamStats == "" {
-		n, err := tcpActiveOpens()
-		if err != nil {
-			return upstreamCount{}, err
-		}
-		return upstreamCount{conns: n - dials, from: "tcp"}, nil
+		return upstreamCount{}, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.UpstreamStats, nil)
 	if err != nil {
@@ -302,7 +273,7 @@ func readUpstream(ctx context.Context, cfg Config, dials int64) (upstreamCount, 
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return upstreamCount{}, fmt.Errorf("reading the simulator's stats: %w", err)
 	}
-	return upstreamCount{conns: s.Connections, requests: s.Requests, http2: s.HTTP2Requests, late: s.PacedLate, from: "simulator"}, nil
+	return upstreamCount{conns: s.Connections, requests: s.Requests, http2: s.HTTP2Requests, late: s.PacedLate}, nil
 }
 
 // lateQuantiles are the quantiles of the frames counted between two
@@ -362,7 +333,7 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 		d, _ := p.cpu()
 		return d
 	}
-	up0, err := readUpstream(ctx, cfg, dials.load())
+	up0, err := readUpstream(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
@@ -452,14 +423,14 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 	r.ToolCPU = cpuOf(proc(selfPID)) - tool0
 	r.PeakStreams = int(streams.peak.Load())
 	r.Dials = dials.load() - dials0
-	up1, err := readUpstream(ctx, cfg, dials.load())
+	up1, err := readUpstream(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
-	r.UpstreamConns, r.UpstreamConnsFrom = up1.conns-up0.conns, up1.from
+	r.UpstreamConns = up1.conns - up0.conns
 	r.UpstreamRequests, r.UpstreamHTTP2 = up1.requests-up0.requests, up1.http2-up0.http2
 	r.UpstreamLate = lateQuantiles(up0.late, up1.late)
-	if up1.from == "simulator" {
+	if cfg.UpstreamStats != "" {
 		r.UpstreamConns-- // the stats reading's own connection
 	}
 

@@ -26,21 +26,11 @@ type SinkStats struct {
 	ChunksDeclared int64 `json:"reasoning_chunks_declared"`
 	DroppedEvents  int64 `json:"dropped_events"`
 	Malformed      int64 `json:"malformed"`
-
-	// Application Insights batches (AIBytes compressed) and their items:
-	// AIChunkItems are "Reasoning chunk" traces, AIRequestItems requests.
-	AIRequests     int64 `json:"ai_requests,omitempty"`
-	AIBytes        int64 `json:"ai_bytes,omitempty"`
-	AIItems        int64 `json:"ai_items,omitempty"`
-	AIChunkItems   int64 `json:"ai_chunk_items,omitempty"`
-	AIRequestItems int64 `json:"ai_request_items,omitempty"`
-	AIMalformed    int64 `json:"ai_malformed,omitempty"`
 }
 
 // Sink is an OTLP/gRPC receiver that counts what it is sent: a collector
 // stand-in that costs the exporting process nothing more than a real one
-// in another process would. TrackHandler is its Application
-// Insights ingestion endpoint, counted the same way.
+// in another process would.
 type Sink struct {
 	srv *grpc.Server
 	c   sinkCounts
@@ -50,8 +40,6 @@ type sinkCounts struct {
 	traceRequests, traceBytes, metricRequests, metricBytes atomic.Int64
 	spans, events, chunkEvents, chunksDeclared, dropped    atomic.Int64
 	malformed                                              atomic.Int64
-
-	aiRequests, aiBytes, aiItems, aiChunkItems, aiRequestItems, aiMalformed atomic.Int64
 }
 
 // NewSink returns a sink; Serve it on a listener.
@@ -77,8 +65,6 @@ func (s *Sink) Stats() SinkStats {
 		MetricRequests: c.metricRequests.Load(), MetricBytes: c.metricBytes.Load(),
 		Spans: c.spans.Load(), Events: c.events.Load(), ChunkEvents: c.chunkEvents.Load(),
 		ChunksDeclared: c.chunksDeclared.Load(), DroppedEvents: c.dropped.Load(), Malformed: c.malformed.Load(),
-		AIRequests: c.aiRequests.Load(), AIBytes: c.aiBytes.Load(), AIItems: c.aiItems.Load(),
-		AIChunkItems: c.aiChunkItems.Load(), AIRequestItems: c.aiRequestItems.Load(), AIMalformed: c.aiMalformed.Load(),
 	}
 }
 

@@ -3,9 +3,8 @@
 // memory, descriptors and upstream connections (see package bench/load).
 //
 // By default it starts everything itself, each in a process of its own:
-// the simulator (`brainwire sim`, paced), an OTLP receiver with -telemetry
-// (and an Application Insights ingestion endpoint with -appinsights), and
-// `brainwire serve` pointed at them:
+// the simulator (`brainwire sim`, paced), an OTLP receiver with -telemetry,
+// and `brainwire serve` pointed at them:
 //
 //	go build -o /tmp/brainwire ./cmd/brainwire
 //	go run ./cmd/brainwire-load -brainwire /tmp/brainwire -n 1000 -telemetry
@@ -14,10 +13,7 @@
 // program: `brainwire-load floor`) in place of `brainwire serve`: Go's HTTP
 // server and serve's upstream transport making the same calls to the same
 // simulator, with none of brainwire's logic, so that what brainwire itself
-// costs shows as the difference.
-//
-// With -addr it drives a server that is already running instead (and
-// measures it with -server-pid). Results and the commands that made them
+// costs shows as the difference. Results and the commands that made them
 // are in bench/RESULTS.md.
 package main
 
@@ -72,7 +68,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg       load.Config
 		stack     load.StackConfig
 		serverEnv listFlag
-		simEnv    listFlag
 	)
 	fs.IntVar(&cfg.N, "n", 100, "captures per round, all in flight at once once the ramp is over")
 	fs.IntVar(&cfg.Rounds, "rounds", 2, "rounds; the first warms the server up")
@@ -80,91 +75,73 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", load.DefaultTimeout, "per capture, from its start to COMPLETE")
 	fs.DurationVar(&cfg.Settle, "settle", load.DefaultSettle, "wait after a round before reading its CPU (span export)")
 	fs.StringVar(&cfg.Text, "text", load.DefaultText, "capture text (#long:50: 50 reasoning chunks before the tool call)")
-	fs.StringVar(&cfg.Addr, "addr", "", "drive this running server (host:port) instead of starting one")
-	fs.StringVar(&cfg.Key, "key", "", "API key, with -addr")
 	fs.BoolVar(&cfg.Keyed, "keyed", false, "send each capture with an Idempotency-Key of its own, as phones that retry do")
 	fs.BoolVar(&cfg.PhonesH2C, "phones-h2c", false, "send the captures as streams on a few shared HTTP/2 connections without TLS, as an ingress speaking HTTP/2 to the replica does (the server is started with BRAINWIRE_H2C=true)")
-	fs.IntVar(&cfg.Server, "server-pid", 0, "with -addr: the server's pid, to measure it")
 	fs.StringVar(&stack.Brainwire, "brainwire", "", "the brainwire binary (built from ./cmd/brainwire when empty)")
 	fs.StringVar(&stack.SimBrainwire, "sim-brainwire", "", "the brainwire binary that runs the simulator (-brainwire when empty)")
 	fs.StringVar(&stack.Face, "face", load.FaceResponses, "the simulator face the server uses: responses, threads or adk")
 	fs.DurationVar(&stack.ChunkDelay, "chunk-delay", 25*time.Millisecond, "the simulator's pause before each chunk")
 	fs.BoolVar(&stack.Telemetry, "telemetry", false, "OTLP traces and metrics to a receiver in its own process")
-	fs.BoolVar(&stack.AppInsights, "appinsights", false, "Application Insights items to an ingestion endpoint in that process")
 	fs.BoolVar(&stack.Floor, "floor", false, "start the floor server (this program's floor command: the same traffic, none of brainwire's logic) instead of brainwire serve")
 	fs.Var(&serverEnv, "server-env", "NAME=value for the server (repeatable)")
-	fs.Var(&simEnv, "sim-env", "NAME=value for the simulator (repeatable)")
 	dir := fs.String("dir", "", "directory for logs and the server's data (a new temporary one when empty; kept)")
 	profile := fs.String("profile", "", "write CPU, heap and goroutine profiles of the server's last round to this directory, and report its heap and stacks per capture in flight")
-	profileSeconds := fs.Int("profile-seconds", 5, "length of the CPU profile")
-	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	stack.ServerEnv, stack.SimEnv = serverEnv, simEnv
+	stack.ServerEnv = serverEnv
 	if cfg.PhonesH2C {
 		// First, so that a -server-env can still say otherwise.
 		stack.ServerEnv = append([]string{"BRAINWIRE_H2C=true"}, stack.ServerEnv...)
 	}
 
-	var st *load.Stack
-	if cfg.Addr == "" {
-		var err error
-		if *dir == "" {
-			if *dir, err = os.MkdirTemp("", "brainwire-load-"); err != nil {
-				return err
-			}
-		} else if err := os.MkdirAll(*dir, 0o755); err != nil {
+	var err error
+	if *dir == "" {
+		if *dir, err = os.MkdirTemp("", "brainwire-load-"); err != nil {
 			return err
 		}
-		stack.Dir = *dir
-		if stack.Self, err = os.Executable(); err != nil {
+	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	stack.Dir = *dir
+	if stack.Self, err = os.Executable(); err != nil {
+		return err
+	}
+	if stack.Brainwire == "" {
+		if stack.Brainwire, err = build(ctx, *dir, stderr); err != nil {
 			return err
 		}
-		if stack.Brainwire == "" {
-			if stack.Brainwire, err = build(ctx, *dir, stderr); err != nil {
-				return err
-			}
-		}
-		var pprofAddr string
-		if *profile != "" {
-			if pprofAddr, err = load.FreeAddr(); err != nil {
-				return err
-			}
-			stack.ServerEnv = append(stack.ServerEnv, "BRAINWIRE_PPROF_ADDR="+pprofAddr)
-		}
-		fmt.Fprintf(stderr, "starting the simulator (%s face, %s per chunk), %sthe %s; logs in %s\n",
-			stack.Face, stack.ChunkDelay, map[bool]string{true: "a telemetry receiver, ", false: ""}[stack.Telemetry || stack.AppInsights],
-			map[bool]string{true: "floor server", false: "server"}[stack.Floor], *dir)
-		if st, err = load.Launch(ctx, stack); err != nil {
+	}
+	var pprofAddr string
+	if *profile != "" {
+		if pprofAddr, err = load.FreeAddr(); err != nil {
 			return err
 		}
-		cfg.Addr, cfg.Key, cfg.Server, cfg.Upstream, cfg.UpstreamStats = st.Server.Addr, st.Key, st.Server.PID(), st.Sim.PID(), st.StatsURL
-		if *profile != "" {
-			cfg.During = profiler(*profile, pprofAddr, cfg, *profileSeconds, stderr)
-		}
+		stack.ServerEnv = append(stack.ServerEnv, "BRAINWIRE_PPROF_ADDR="+pprofAddr)
+	}
+	fmt.Fprintf(stderr, "starting the simulator (%s face, %s per chunk), %sthe %s; logs in %s\n",
+		stack.Face, stack.ChunkDelay, map[bool]string{true: "a telemetry receiver, ", false: ""}[stack.Telemetry],
+		map[bool]string{true: "floor server", false: "server"}[stack.Floor], *dir)
+	st, err := load.Launch(ctx, stack)
+	if err != nil {
+		return err
+	}
+	cfg.Addr, cfg.Key, cfg.Server, cfg.Upstream, cfg.UpstreamStats = st.Server.Addr, st.Key, st.Server.PID(), st.Sim.PID(), st.StatsURL
+	if *profile != "" {
+		cfg.During = profiler(*profile, pprofAddr, cfg, stderr)
 	}
 	cfg.Progress = func(r load.Round) {
 		fmt.Fprintf(stderr, "round %d: %d captures, %d errors, outcome p99 %s\n", r.Index+1, r.N, r.ErrorCount(), r.Outcome.P99.Round(time.Millisecond))
 	}
 	rep, runErr := load.Run(ctx, cfg)
-	var sinkStats *load.SinkStats
-	if st != nil {
-		var err error
-		sinkStats, err = st.Stop()
-		runErr = errors.Join(runErr, err)
-	}
+	sinkStats, err := st.Stop()
+	runErr = errors.Join(runErr, err)
 	if rep != nil {
 		rep.Print(stdout)
-		if sinkStats != nil && stack.AppInsights {
-			fmt.Fprintf(stdout, "\nApplication Insights endpoint: %d batches (%.1f MiB compressed), %d items, %d \"Reasoning chunk\" traces, "+
-				"%d requests, %d malformed batches\n", sinkStats.AIRequests, float64(sinkStats.AIBytes)/(1<<20), sinkStats.AIItems,
-				sinkStats.AIChunkItems, sinkStats.AIRequestItems, sinkStats.AIMalformed)
-		}
-		if sinkStats != nil && stack.Telemetry {
+		if sinkStats != nil {
 			fmt.Fprintf(stdout, "\nOTLP receiver: %d trace exports (%.1f MiB), %d spans, %d events, %d reasoning.chunk events, "+
 				"%d reasoning chunks declared by the spans, %d events dropped; %d metric exports\n",
 				sinkStats.TraceRequests, float64(sinkStats.TraceBytes)/(1<<20), sinkStats.Spans, sinkStats.Events, sinkStats.ChunkEvents,
@@ -173,11 +150,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\n%s\n", load.RowHeader)
 		for _, r := range rep.Rounds {
 			fmt.Fprintln(stdout, r.Row(rep.ServerIdleRSS))
-		}
-		if *jsonOut != "" {
-			if err := writeJSON(*jsonOut, rep, sinkStats); err != nil {
-				runErr = errors.Join(runErr, err)
-			}
 		}
 	}
 	return runErr
@@ -198,7 +170,7 @@ func build(ctx context.Context, dir string, stderr io.Writer) (string, error) {
 // profiler takes the server's profiles during the last round: CPU over
 // its first seconds, heap and goroutines when the most captures are in
 // flight (90 % of N, or the end of the ramp).
-func profiler(dir, addr string, cfg load.Config, seconds int, stderr io.Writer) func(context.Context, int, func() int) {
+func profiler(dir, addr string, cfg load.Config, stderr io.Writer) func(context.Context, int, func() int) {
 	return func(ctx context.Context, round int, inFlight func() int) {
 		if round != cfg.Rounds-1 {
 			return
@@ -211,7 +183,7 @@ func profiler(dir, addr string, cfg load.Config, seconds int, stderr io.Writer) 
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			fetch(ctx, fmt.Sprintf("%sprofile?seconds=%d", base, seconds), filepath.Join(dir, "cpu.pprof"), stderr)
+			fetch(ctx, base+"profile?seconds=5", filepath.Join(dir, "cpu.pprof"), stderr)
 		}()
 		rampEnd := time.Now().Add(cfg.Ramp)
 		for inFlight() < cfg.N*9/10 && time.Now().Before(rampEnd) {
@@ -260,35 +232,11 @@ func fetch(ctx context.Context, url, path string, stderr io.Writer) {
 	}
 }
 
-func writeJSON(path string, rep *load.Report, sink *load.SinkStats) error {
-	type round struct {
-		load.Round
-		Captures      []load.Capture `json:"-"`
-		CPUPerCapture time.Duration
-		RSSPerStream  int64
-	}
-	out := struct {
-		ServerIdleRSS int64
-		ServerFDLimit string
-		Rounds        []round
-		Sink          *load.SinkStats `json:",omitempty"`
-	}{ServerIdleRSS: rep.ServerIdleRSS, ServerFDLimit: rep.ServerFDLimit, Sink: sink}
-	for _, r := range rep.Rounds {
-		out.Rounds = append(out.Rounds, round{Round: r, CPUPerCapture: r.CPUPerCapture(), RSSPerStream: r.RSSPerStream(rep.ServerIdleRSS)})
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // sink runs the OTLP receiver until ctx ends, then prints what it
 // received as one JSON line.
 func sink(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(load.SinkCommand, flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:4317", "listen address")
-	aiAddr := fs.String("ai-addr", "", "listen address of the Application Insights ingestion endpoint (none when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -297,27 +245,12 @@ func sink(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	s := load.NewSink()
-	errc := make(chan error, 2)
+	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(l) }()
-	var track *http.Server
-	if *aiAddr != "" {
-		al, err := net.Listen("tcp", *aiAddr)
-		if err != nil {
-			s.Stop()
-			return err
-		}
-		track = &http.Server{Handler: s.TrackHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errc <- track.Serve(al) }()
-	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-	}
-	if track != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = track.Shutdown(sctx)
 	}
 	s.Stop()
 	return json.NewEncoder(stdout).Encode(s.Stats())

@@ -86,7 +86,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resent && t.tracing {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrRetryStatus.String(rs.reason), AttrRetryWaitMS.Int64(rs.wait.Milliseconds())))
 	}
-	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: t.now(), capture: captureFrom(req.Context())}
+	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: time.Now(), capture: captureFrom(req.Context())}
 
 	out := req.Clone(ctx)
 	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
@@ -284,7 +284,7 @@ func (cs *clientSpan) finish(errType string, err error) {
 	}
 	end := cs.endAt
 	if end.IsZero() {
-		end = cs.t.now()
+		end = time.Now()
 	}
 	cs.span.End(trace.WithTimestamp(end))
 	var attrs []attribute.KeyValue
@@ -309,7 +309,7 @@ func (b *spanBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && !b.cs.done.Load() && b.cs.endAt.IsZero() {
 		cs := b.cs
-		cs.endAt = cs.t.now()
+		cs.endAt = time.Now()
 		if err != io.EOF {
 			cs.readErr = err
 			cs.errType = transportErrorType(cs.ctx, err)

@@ -7,12 +7,11 @@ import (
 )
 
 // ErrorHandler logs the OpenTelemetry SDK's errors (failed exports, mostly)
-// at WARN, at most one line per interval with a count of the ones left out,
+// at WARN, at most one line a minute with a count of the ones left out,
 // so an unreachable collector is visible without flooding the log. Install
 // it with otel.SetErrorHandler.
 type ErrorHandler struct {
-	Logger   *slog.Logger
-	Interval time.Duration // default one minute
+	Logger *slog.Logger
 
 	mu         sync.Mutex
 	last       time.Time
@@ -21,13 +20,9 @@ type ErrorHandler struct {
 
 // Handle implements otel.ErrorHandler.
 func (h *ErrorHandler) Handle(err error) {
-	every := h.Interval
-	if every <= 0 {
-		every = time.Minute
-	}
 	h.mu.Lock()
 	now := time.Now()
-	if !h.last.IsZero() && now.Sub(h.last) < every {
+	if !h.last.IsZero() && now.Sub(h.last) < time.Minute {
 		h.suppressed++
 		h.mu.Unlock()
 		return

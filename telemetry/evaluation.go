@@ -169,13 +169,6 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 	span.End()
 }
 
-func orNow(t time.Time, now func() time.Time) time.Time {
-	if t.IsZero() {
-		return now()
-	}
-	return t
-}
-
 // spanContextOf is the span a TraceRef names, as a remote span context a
 // link can point to.
 func spanContextOf(ref brainwire.TraceRef) (trace.SpanContext, bool) {
@@ -226,8 +219,12 @@ func (t *Telemetry) trackEvaluation(ctx context.Context, c brainwire.Correction,
 			appinsights.Property{Key: "follow_up_outcome", Value: string(c.Outcome)},
 			appinsights.Property{Key: "follow_up_run_id", Value: c.FollowUpRunID})
 	}
+	at := c.At
+	if at.IsZero() {
+		at = time.Now()
+	}
 	t.ai.TrackEvent(appinsights.Event{
-		Time:         orNow(c.At, t.now),
+		Time:         at,
 		Name:         EventEvaluationResult,
 		Operation:    op,
 		Properties:   props,

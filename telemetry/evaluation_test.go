@@ -86,13 +86,7 @@ func eventAttrs(t *testing.T, s *telemetrytest.Span, name string) map[string]any
 func counterValue(m *metricspb.Metric, want map[string]any) int64 {
 	var n int64
 	for _, dp := range m.GetSum().GetDataPoints() {
-		match := true
-		for k, v := range want {
-			if telemetrytest.Attr(dp.Attributes, k) != v {
-				match = false
-			}
-		}
-		if match {
+		if telemetrytest.HasAttrs(dp.Attributes, want) {
 			n += dp.GetAsInt()
 		}
 	}

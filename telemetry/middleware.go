@@ -38,7 +38,7 @@ func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
 			// The HTTP metrics are not brainwire's.
 			otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			name := methodName(r.Method)
+			name, _ := method(r.Method)
 			var route string
 			if router != nil {
 				route = router.Route(r)

@@ -47,7 +47,7 @@ func captureFrom(ctx context.Context) *capture {
 // span, child of the HTTP server span in ctx, and returns a context that
 // carries it to the upstream calls and tool calls of the capture.
 func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	c := &capture{t: t, info: info, start: t.now()}
+	c := &capture{t: t, info: info, start: time.Now()}
 	c.kindAttr = AttrKind.String(string(info.Kind))
 	// The capture's own agent (as the provider last described it, or as
 	// an eval overrides it) wins over the one configured at start-up.
@@ -355,7 +355,7 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 			props = append(props, appinsights.Property{Key: "reasoning_text", Value: ch.Text})
 		}
 		c.t.ai.TrackTrace(appinsights.Trace{
-			Time:       c.t.now(),
+			Time:       time.Now(),
 			Message:    ReasoningChunkMessage,
 			Severity:   contracts.Information,
 			Operation:  appinsights.Operation{ID: c.op.ID, ParentID: c.requestID, Name: c.op.Name},
@@ -443,7 +443,7 @@ func (c *capture) End(res brainwire.CaptureResult) {
 	if cs != nil {
 		cs.finish(cs.errType, cs.readErr)
 	}
-	end := c.t.now()
+	end := time.Now()
 	dur := end.Sub(c.start)
 	if c.recording {
 		c.addHeldEvents()

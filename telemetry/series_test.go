@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
@@ -14,21 +13,13 @@ import (
 // pointStart is when the series of the point whose attributes include
 // want started, from a sum's or a histogram's points; zero when none.
 func pointStart(m *metricspb.Metric, want map[string]any) time.Time {
-	match := func(kvs []*commonpb.KeyValue) bool {
-		for k, v := range want {
-			if telemetrytest.Attr(kvs, k) != v {
-				return false
-			}
-		}
-		return true
-	}
 	for _, dp := range m.GetSum().GetDataPoints() {
-		if match(dp.Attributes) {
+		if telemetrytest.HasAttrs(dp.Attributes, want) {
 			return time.Unix(0, int64(dp.StartTimeUnixNano))
 		}
 	}
 	for _, dp := range m.GetHistogram().GetDataPoints() {
-		if match(dp.Attributes) {
+		if telemetrytest.HasAttrs(dp.Attributes, want) {
 			return time.Unix(0, int64(dp.StartTimeUnixNano))
 		}
 	}

@@ -2,76 +2,60 @@ package telemetry_test
 
 import (
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire/telemetry"
+	"github.com/brainwire/brainwire/telemetry/appinsights"
 )
 
-func settings(t *testing.T, env map[string]string) (telemetry.Settings, error) {
-	t.Helper()
-	return telemetry.SettingsFromEnv(func(k string) string { return env[k] })
-}
-
 func TestSettingsFromEnv(t *testing.T) {
-	s, err := settings(t, nil)
-	if err != nil || s.Enabled() || !s.CaptureContent || s.ServiceName != "brainwire" {
-		t.Fatalf("nothing configured: %+v, %v; want everything off, content on", s, err)
-	}
-
-	s, err = settings(t, map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT":         "http://collector:4317",
-		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://metrics.example:4317",
-		"OTEL_SERVICE_NAME":                   "bw",
-		"BRAINWIRE_CAPTURE_CONTENT":           "false",
-	})
+	const collector = "http://collector:4317"
+	ai, err := appinsights.ParseConnectionString("InstrumentationKey=k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Traces == nil || s.Traces.OTLP != "http://collector:4317" || s.Traces.Console {
-		t.Errorf("traces %+v", s.Traces)
-	}
-	if s.Metrics == nil || s.Metrics.OTLP != "https://metrics.example:4317" {
-		t.Errorf("metrics %+v", s.Metrics)
-	}
-	if s.ServiceName != "bw" || s.CaptureContent {
-		t.Errorf("settings %+v", s)
-	}
-
-	s, err = settings(t, map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
-	if err != nil || s.Traces == nil || s.Traces.OTLP != "" || !s.Traces.Console {
-		t.Errorf("console traces: %+v, %v", s.Traces, err)
-	}
-	if s.Metrics == nil || s.Metrics.OTLP != "http://collector:4317" {
-		t.Errorf("metrics: %+v", s.Metrics)
-	}
-
-	s, err = settings(t, map[string]string{"OTEL_TRACES_EXPORTER": "console,otlp", "OTEL_METRICS_EXPORTER": "console",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
-	if err != nil || s.Traces == nil || !s.Traces.Console || s.Traces.OTLP == "" || s.Metrics == nil || !s.Metrics.Console || s.Metrics.OTLP != "" {
-		t.Errorf("console: %+v %+v, %v", s.Traces, s.Metrics, err)
-	}
-
-	for _, env := range []map[string]string{
-		{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"},
-		{"OTEL_TRACES_SAMPLER": " Always_Off "},
-		{"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "ignored"},
-		{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+	defaults := telemetry.Settings{ServiceName: "brainwire", CaptureContent: true, MaxReasoningBytes: telemetry.DefaultMaxReasoningBytes}
+	for _, c := range []struct {
+		env  map[string]string
+		want func(*telemetry.Settings)
+	}{
+		{nil, func(*telemetry.Settings) {}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "https://metrics.example:4317",
+			"OTEL_SERVICE_NAME": "bw", "BRAINWIRE_CAPTURE_CONTENT": "false"}, func(s *telemetry.Settings) {
+			s.Traces, s.Metrics = &telemetry.Exporters{OTLP: collector}, &telemetry.Exporters{OTLP: "https://metrics.example:4317"}
+			s.ServiceName, s.CaptureContent = "bw", false
+		}},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console", "OTEL_EXPORTER_OTLP_ENDPOINT": collector}, func(s *telemetry.Settings) {
+			s.Traces, s.Metrics = &telemetry.Exporters{Console: true}, &telemetry.Exporters{OTLP: collector}
+		}},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console,otlp", "OTEL_METRICS_EXPORTER": "console", "OTEL_EXPORTER_OTLP_ENDPOINT": collector}, func(s *telemetry.Settings) {
+			s.Traces, s.Metrics = &telemetry.Exporters{OTLP: collector, Console: true}, &telemetry.Exporters{Console: true}
+		}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector, "OTEL_METRICS_EXPORTER": "none"}, func(s *telemetry.Settings) {
+			s.Traces = &telemetry.Exporters{OTLP: collector}
+		}},
+		// OTEL_SDK_DISABLED keeps only Application Insights.
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": collector,
+			"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=k"}, func(s *telemetry.Settings) { s.AppInsights = &ai }},
+		// The SDK reads the sampler itself.
+		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"}, func(*telemetry.Settings) {}},
+		{map[string]string{"OTEL_TRACES_SAMPLER": " Always_Off "}, func(*telemetry.Settings) {}},
+		{map[string]string{"OTEL_TRACES_SAMPLER": "always_on", "OTEL_TRACES_SAMPLER_ARG": "ignored"}, func(*telemetry.Settings) {}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, func(*telemetry.Settings) {}},
+		{map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "4096"}, func(s *telemetry.Settings) { s.MaxReasoningBytes = 4096 }},
+		{map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0"}, func(s *telemetry.Settings) { s.MaxReasoningBytes = 0 }},
 	} {
-		if _, err := settings(t, env); err != nil {
-			t.Errorf("%v: %v", env, err)
+		want := defaults
+		c.want(&want)
+		got, err := telemetry.SettingsFromEnv(func(k string) string { return c.env[k] })
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: %+v, %v; want %+v", c.env, got, err, want)
 		}
-	}
-
-	s, err = settings(t, map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317",
-		"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=k"})
-	if err != nil || s.Traces != nil || s.Metrics != nil || s.AppInsights == nil || !s.Enabled() {
-		t.Errorf("OTEL_SDK_DISABLED keeps only Application Insights: %+v, %v", s, err)
-	}
-
-	s, err = settings(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_METRICS_EXPORTER": "none"})
-	if err != nil || s.Traces == nil || s.Metrics != nil {
-		t.Errorf("OTEL_METRICS_EXPORTER=none: %+v, %v", s, err)
+		if got.Enabled() != (want.Traces != nil || want.Metrics != nil || want.AppInsights != nil) {
+			t.Errorf("%v: Enabled() = %v", c.env, got.Enabled())
+		}
 	}
 
 	for name, env := range map[string]map[string]string{
@@ -89,24 +73,9 @@ func TestSettingsFromEnv(t *testing.T) {
 		"reasoning cap":    {"BRAINWIRE_REASONING_MAX_BYTES": "16k"},
 		"negative cap":     {"BRAINWIRE_REASONING_MAX_BYTES": "-1"},
 	} {
-		if _, err := settings(t, env); err == nil {
+		if _, err := telemetry.SettingsFromEnv(func(k string) string { return env[k] }); err == nil {
 			t.Errorf("%s: %v accepted", name, env)
 		}
-	}
-}
-
-func TestSettingsOfTheTuningSignals(t *testing.T) {
-	s, err := settings(t, map[string]string{})
-	if err != nil || s.MaxReasoningBytes != telemetry.DefaultMaxReasoningBytes {
-		t.Errorf("defaults: %+v, %v", s, err)
-	}
-	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "4096"})
-	if err != nil || s.MaxReasoningBytes != 4096 {
-		t.Errorf("set: %+v, %v", s, err)
-	}
-	s, err = settings(t, map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0"})
-	if err != nil || s.MaxReasoningBytes != 0 {
-		t.Errorf("off: %+v, %v", s, err)
 	}
 }
 

@@ -36,8 +36,9 @@ const DefaultServiceName = "brainwire"
 // compression, timeouts, TLS, sampling, resource attributes, the metric
 // interval) it reads from the standard OTEL_* variables on its own.
 type Settings struct {
-	// ServiceName is Application Insights' cloud role; the OpenTelemetry
-	// resource reads OTEL_SERVICE_NAME itself.
+	// ServiceName is service.name (OTEL_SERVICE_NAME, read by the SDK,
+	// wins) and Application Insights' cloud role; DefaultServiceName when
+	// empty.
 	ServiceName string
 
 	// Traces and Metrics say where each signal goes; nil sends it nowhere.
@@ -218,21 +219,9 @@ func parseBool(v string) (bool, error) {
 	return false, fmt.Errorf("%q is not a boolean (true or false)", v)
 }
 
-// offIfZero maps a setting's 0 ("none") to Config's -1 (Config's 0 means
-// the default).
-func offIfZero[T int | time.Duration](v T) T {
-	if v == 0 {
-		return -1
-	}
-	return v
-}
-
 // Options are what Start needs besides the settings.
 type Options struct {
 	Agent Agent
-	// ServiceName is service.name unless OTEL_SERVICE_NAME sets one
-	// (DefaultServiceName when empty).
-	ServiceName string
 	// Resource holds more attributes of the process's resource, such as
 	// an evaluation's service.instance.id and brainwire.eval.run_id;
 	// OTEL_RESOURCE_ATTRIBUTES wins over them. Without a
@@ -273,10 +262,12 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 		}
 	}()
 
-	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log,
-		MaxReasoningBytes: offIfZero(s.MaxReasoningBytes)}
+	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log, MaxReasoningBytes: s.MaxReasoningBytes}
+	if s.MaxReasoningBytes == 0 {
+		cfg.MaxReasoningBytes = -1 // Config's 0 is the default
+	}
 	if s.Traces != nil || s.Metrics != nil {
-		res, err := newResource(ctx, o)
+		res, err := newResource(ctx, s.ServiceName, o.Resource)
 		if err != nil {
 			return nil, err
 		}
@@ -303,7 +294,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			ConnectionString: *s.AppInsights,
 			Logger:           log,
 			Tags: map[string]string{
-				"ai.cloud.role":          s.ServiceName,
+				"ai.cloud.role":          orDefault(s.ServiceName, DefaultServiceName),
 				"ai.cloud.roleInstance":  host,
 				"ai.internal.sdkVersion": "go:brainwire",
 			},
@@ -334,13 +325,13 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 // evaluation then export series of their own, which a metrics backend
 // keeps apart (the collector's Prometheus exporter makes it the instance
 // label) instead of letting the last export overwrite the others'.
-func newResource(ctx context.Context, o Options) (*resource.Resource, error) {
+func newResource(ctx context.Context, service string, extra []attribute.KeyValue) (*resource.Resource, error) {
 	attrs := []attribute.KeyValue{
-		semconv.ServiceName(orDefault(o.ServiceName, DefaultServiceName)),
+		semconv.ServiceName(orDefault(service, DefaultServiceName)),
 		semconv.ServiceInstanceID(uuid.NewString()),
 	}
 	// Later attributes win: the caller's instance id over the random one.
-	attrs = append(attrs, o.Resource...)
+	attrs = append(attrs, extra...)
 	res, err := resource.New(ctx,
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),

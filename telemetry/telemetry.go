@@ -36,9 +36,6 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider creates the instruments; nil records no metrics.
 	MeterProvider metric.MeterProvider
-	// Propagator reads the incoming trace context and writes it on
-	// upstream calls; nil means W3C trace context and baggage.
-	Propagator propagation.TextMapPropagator
 	// AppInsights receives one trace item per reasoning chunk and one
 	// request item per capture; nil sends nothing there.
 	AppInsights *appinsights.Exporter
@@ -52,9 +49,6 @@ type Config struct {
 	// stays an event whatever the cap.
 	MaxReasoningBytes int
 	Logger            *slog.Logger
-	// Now is the clock for durations; time.Now when nil. Captures keep
-	// their own clock: the server's may be a replay's fixed one.
-	Now func() time.Time
 
 	// spanPipelines are the span exporters Start built, whose exported
 	// and lost spans the metrics count.
@@ -75,7 +69,6 @@ type Telemetry struct {
 	content bool
 	maxText int // of the assembled reasoning; 0: none
 	log     *slog.Logger
-	now     func() time.Time
 	inst    instruments
 	metrics bool // a meter provider collects the instruments
 
@@ -103,24 +96,19 @@ type Telemetry struct {
 // them: Shutdown only stops what Start created.
 func New(cfg Config) (*Telemetry, error) {
 	t := &Telemetry{
-		prop:    cfg.Propagator,
+		// W3C trace context and baggage, read from the phone's request
+		// and written on upstream calls.
+		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		ai:      cfg.AppInsights,
 		agent:   cfg.Agent,
 		content: cfg.CaptureContent,
 		log:     cfg.Logger,
-		now:     cfg.Now,
 	}
 	if t.agent.Name == "" {
 		t.agent.Name = "agent"
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
-	}
-	if t.now == nil {
-		t.now = time.Now
-	}
-	if t.prop == nil {
-		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	switch {
 	case cfg.MaxReasoningBytes == 0:

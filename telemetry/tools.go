@@ -57,7 +57,7 @@ func (s *toolSet) Call(ctx context.Context, call brainwire.ToolCall) (res brainw
 		}
 	}
 	ctx, span := t.tracer.Start(ctx, "execute_tool "+call.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	start := t.now()
+	start := time.Now()
 	finished := false
 	defer func() {
 		if finished {
@@ -99,7 +99,7 @@ func (s *toolSet) record(ctx context.Context, start time.Time, tool, errType str
 	if errType != "" {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
 	}
-	s.t.inst.opDuration.Record(ctx, s.t.now().Sub(start).Seconds(), genaiconv.OperationNameExecuteTool,
+	s.t.inst.opDuration.Record(ctx, time.Now().Sub(start).Seconds(), genaiconv.OperationNameExecuteTool,
 		genaiconv.ProviderNameAttr(s.t.agent.Provider), attrs...)
 }
 

@@ -28,9 +28,16 @@ import (
 // service a client span under the span in the request's context, and sends
 // the trace context upstream. The span is named after the operation the
 // provider put on the request's context (brainwire.Operation:
-// process_thread_run, submit_tool_outputs, ...), or the HTTP method. A streamed answer's span ends when
-// its body reaches its end or is closed; the body is passed through as it
-// is read, never buffered. next nil means http.DefaultTransport.
+// process_thread_run, submit_tool_outputs, ...), or the HTTP method. A
+// streamed answer's span ends when its body is closed, stamped with the
+// time the body ended; the body is passed through as it is read, never
+// buffered. next nil means http.DefaultTransport.
+//
+// otelhttp.NewTransport ends the span when a Read returns io.EOF, and
+// net/http returns a stream's last bytes together with io.EOF: run
+// against a two-event SSE answer, both events reached the decoder after
+// the span had ended, so a stream's last run state (completed, failed)
+// would be lost from its span.
 func (t *Telemetry) WrapTransport(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -46,8 +53,9 @@ type transport struct {
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t := tr.t
 	op, named := brainwire.OperationFrom(req.Context())
+	name, methodAttr := method(req.Method)
 	if !named {
-		op.Name = methodName(req.Method)
+		op.Name = name
 	}
 	threadID, runID := op.ThreadID, op.RunID
 	var attrs []attribute.KeyValue
@@ -62,7 +70,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		attrs = append(attrs,
 			semconv.GenAIProviderNameKey.String(provider),
-			methodAttr(req.Method),
+			methodAttr,
 			semconv.URLFull(redactURL(req.URL)),
 		)
 		if host, port := hostPort(req.URL); host != "" {
@@ -86,7 +94,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resent && t.tracing {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrRetryStatus.String(rs.reason), AttrRetryWaitMS.Int64(rs.wait.Milliseconds())))
 	}
-	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: t.now(), capture: captureFrom(req.Context())}
+	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: time.Now(), capture: captureFrom(req.Context())}
 
 	out := req.Clone(ctx)
 	t.prop.Inject(ctx, propagation.HeaderCarrier(out.Header))
@@ -284,7 +292,7 @@ func (cs *clientSpan) finish(errType string, err error) {
 	}
 	end := cs.endAt
 	if end.IsZero() {
-		end = cs.t.now()
+		end = time.Now()
 	}
 	cs.span.End(trace.WithTimestamp(end))
 	var attrs []attribute.KeyValue
@@ -309,7 +317,7 @@ func (b *spanBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && !b.cs.done.Load() && b.cs.endAt.IsZero() {
 		cs := b.cs
-		cs.endAt = cs.t.now()
+		cs.endAt = time.Now()
 		if err != io.EOF {
 			cs.readErr = err
 			cs.errType = transportErrorType(cs.ctx, err)
@@ -376,29 +384,14 @@ func hostPort(u *url.URL) (string, int) {
 	return host, p
 }
 
-var knownMethods = map[string]attribute.KeyValue{
-	http.MethodGet:     semconv.HTTPRequestMethodGet,
-	http.MethodPost:    semconv.HTTPRequestMethodPost,
-	http.MethodPut:     semconv.HTTPRequestMethodPut,
-	http.MethodPatch:   semconv.HTTPRequestMethodPatch,
-	http.MethodDelete:  semconv.HTTPRequestMethodDelete,
-	http.MethodHead:    semconv.HTTPRequestMethodHead,
-	http.MethodOptions: semconv.HTTPRequestMethodOptions,
-}
-
-// methodAttr is the http.request.method attribute of m, kept to the known
-// set ("_OTHER" for the rest) so that no one makes up span names.
-func methodAttr(m string) attribute.KeyValue {
-	if kv, ok := knownMethods[m]; ok {
-		return kv
+// method is m as a span's name and its http.request.method hold it: one
+// of the known methods, else "HTTP" and "_OTHER", so that no one makes up
+// span names.
+func method(m string) (string, attribute.KeyValue) {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodHead, http.MethodOptions:
+		return m, semconv.HTTPRequestMethodKey.String(m)
 	}
-	return semconv.HTTPRequestMethodOther
-}
-
-// methodName names a span after method m: "HTTP" when it is not a known one.
-func methodName(m string) string {
-	if _, ok := knownMethods[m]; ok {
-		return m
-	}
-	return "HTTP"
+	return "HTTP", semconv.HTTPRequestMethodOther
 }

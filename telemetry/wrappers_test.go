@@ -233,18 +233,19 @@ func TestConsoleExporters(t *testing.T) {
 
 func TestErrorHandlerRateLimits(t *testing.T) {
 	var out syncbuf.Buffer
-	h := &telemetry.ErrorHandler{Logger: slog.New(slog.NewTextHandler(&out, nil)), Interval: time.Hour}
+	h := &telemetry.ErrorHandler{Logger: slog.New(slog.NewTextHandler(&out, nil))}
 	for range 50 {
 		h.Handle(errors.New("export failed: connection refused"))
 	}
 	if n := strings.Count(out.String(), "connection refused"); n != 1 {
-		t.Errorf("%d log lines for 50 errors in an interval, want 1", n)
+		t.Errorf("%d log lines for 50 errors in a minute, want 1", n)
 	}
 }
 
 // TestRunStatesOnTheStreamSpan: each run state that comes on a stream
-// goes on that stream's span; the last state and the latest ids win, and a
-// state without ids leaves them.
+// goes on that stream's span, also when the decoder hands it out after
+// the body's end; the last state and the latest ids win, and a state
+// without ids leaves them.
 func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	tel, rec := recorded(t, false)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -258,6 +259,7 @@ func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
 	for _, ev := range []brainwire.AgentEvent{
 		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunQueued, ThreadID: "thread_1", RunID: "run_a"},
 		{Kind: brainwire.AgentRunStatus, Status: brainwire.RunInProgress, ThreadID: "thread_1", RunID: "run_a"},
@@ -267,7 +269,6 @@ func TestRunStatesOnTheStreamSpan(t *testing.T) {
 	} {
 		obs.ProviderEvent(ev)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	obs.End(brainwire.CaptureResult{})
 	var stream sdktrace.ReadOnlySpan

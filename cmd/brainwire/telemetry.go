@@ -54,11 +54,10 @@ func setupTelemetry(ctx context.Context, cfg config, getenv func(string) string,
 		return nil, err
 	}
 	tel, err := telemetry.Start(ctx, settings, telemetry.Options{
-		Agent:       cfg.Agent.telemetry(),
-		ServiceName: settings.ServiceName,
-		Resource:    resource,
-		Logger:      log,
-		Console:     stdout,
+		Agent:    cfg.Agent.telemetry(),
+		Resource: resource,
+		Logger:   log,
+		Console:  stdout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)

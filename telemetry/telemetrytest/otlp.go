@@ -237,3 +237,14 @@ func Attr(kvs []*commonpb.KeyValue, key string) any {
 	}
 	return nil
 }
+
+// HasAttrs reports whether kvs holds every attribute of want (Attr's
+// values; nil for one that must be absent).
+func HasAttrs(kvs []*commonpb.KeyValue, want map[string]any) bool {
+	for k, v := range want {
+		if Attr(kvs, k) != v {
+			return false
+		}
+	}
+	return true
+}

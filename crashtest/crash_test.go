@@ -63,7 +63,7 @@ func cosmosStore(t *testing.T, addr, database string, hook func(*http.Request) (
 	endpoint := npmtest.CosmosProxyHook(t, addr, hook)
 	return store{
 		env:   map[string]string{"COSMOS_ENDPOINT": endpoint, "COSMOS_KEY": cosmosKey, "COSMOS_DATABASE": database},
-		first: []string{"--init-db"},
+		first: []string{"-init-db"},
 		read:  func(t *testing.T, _ string) stored { return readCosmos(t, endpoint, database) },
 	}
 }

@@ -134,7 +134,7 @@ func TestEvalMinAccuracy(t *testing.T) {
 	if !errors.As(err, &code) || code.code != exitBelowMinAccuracy || !strings.Contains(err.Error(), "0.860 is below -min-accuracy 0.900") {
 		t.Fatalf("below the bar: %v", err)
 	}
-	if !strings.Contains(out, "FAILED: accuracy 0.860 is below --min-accuracy 0.900") || !strings.Contains(out, "Wrong cases") {
+	if !strings.Contains(out, "FAILED: accuracy 0.860 is below -min-accuracy 0.900") || !strings.Contains(out, "Wrong cases") {
 		t.Errorf("report:\n%s", out)
 	}
 	// Flags may follow the corpus.

@@ -47,7 +47,7 @@ type replica struct {
 	stop func() error
 }
 
-// startReplica runs serve with env (over embedded defaults) and --init-db
+// startReplica runs serve with env (over embedded defaults) and -init-db
 // as asked, until the test ends. It returns serve's error instead when
 // serve exits before it listens.
 func startReplica(t *testing.T, env map[string]string, initDB bool) (*replica, error) {
@@ -111,7 +111,7 @@ func cosmosClient(t *testing.T, endpoint string) *azcosmos.Client {
 
 // A database made the way the Python backend made it (five containers on
 // /userId, default indexing) lacks the Inbox's composite index: serve
-// refuses it at start-up and says what to run; --init-db adds the index
+// refuses it at start-up and says what to run; -init-db adds the index
 // and the inbox lists.
 func TestServeRefusesAnInboxWithoutItsIndex(t *testing.T) {
 	endpoint := startCosmos(t)
@@ -133,7 +133,7 @@ func TestServeRefusesAnInboxWithoutItsIndex(t *testing.T) {
 	if err == nil {
 		t.Fatal("serve started on an Inbox without its composite index")
 	}
-	for _, want := range []string{"composite index", "brainwire serve --init-db", "az cosmosdb sql container update", "--database-name " + database} {
+	for _, want := range []string{"composite index", "brainwire serve -init-db", "az cosmosdb sql container update", "--database-name " + database} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("serve's error does not say %q: %v", want, err)
 		}
@@ -141,11 +141,11 @@ func TestServeRefusesAnInboxWithoutItsIndex(t *testing.T) {
 
 	r, err := startReplica(t, cosmosEnv(endpoint, database), true)
 	if err != nil {
-		t.Fatalf("serve --init-db: %v", err)
+		t.Fatalf("serve -init-db: %v", err)
 	}
 	resp := call(t, r, http.MethodGet, "/api/inbox", "")
 	if resp.status != http.StatusOK {
-		t.Fatalf("GET /api/inbox after --init-db: %d %s", resp.status, resp.body)
+		t.Fatalf("GET /api/inbox after -init-db: %d %s", resp.status, resp.body)
 	}
 	// A replica started after it finds the database set up.
 	if _, err := startReplica(t, cosmosEnv(endpoint, database), false); err != nil {

@@ -3,21 +3,14 @@ package simulator_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/adk"
-	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -169,7 +162,6 @@ func adkFiled(call map[string]any, bucket, status string) map[string]any {
 		"response": map[string]any{"bucket": bucket, "confidence": 0.9, "item_id": "item-1", "status": status}}
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestADKRoutes(t *testing.T) {
 	c := newADK(t, simulator.Config{})
@@ -205,84 +197,6 @@ func TestADKRoutes(t *testing.T) {
 				t.Fatalf("%d %s, want %d with %s", status, b, tt.want, tt.wantBody)
 			}
 		})
-	}
-}
-
-func TestADKHandsFileCaptureOverAndResumes(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	session := c.session()
-	if !uuidRE.MatchString(session) {
-		t.Errorf("session id %q is not a uuid4", session)
-	}
-	first, errFrame := c.run(runBody(session, text("Call mom about her birthday on Sunday")))
-	if errFrame != "" || len(first) < 3 {
-		t.Fatalf("first stream: %d events, %s", len(first), errFrame)
-	}
-	agg := first[len(first)-1]
-	inv, _ := agg["invocationId"].(string)
-	if !strings.HasPrefix(inv, "e-") || !uuidRE.MatchString(inv[2:]) {
-		t.Errorf("invocation id %q", inv)
-	}
-	var thoughts strings.Builder
-	for i, ev := range first {
-		if ev["invocationId"] != inv || ev["author"] != "classifier" || ev["id"] != agg["id"] {
-			t.Errorf("event %d: invocation %v, author %v, id %v", i, ev["invocationId"], ev["author"], ev["id"])
-		}
-		if a, _ := json.Marshal(ev["actions"]); string(a) != `{"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{},"stateDelta":{}}` {
-			t.Errorf("event %d: actions %s", i, a)
-		}
-		if i < len(first)-1 {
-			if !ev.partial() {
-				t.Errorf("event %d is not partial", i)
-			}
-			for _, p := range ev.parts() {
-				if p["thought"] == true {
-					thoughts.WriteString(p["text"].(string))
-				}
-			}
-		}
-	}
-	if agg.partial() || agg["partial"] != false {
-		t.Fatalf("the last event is not the aggregated one: %v", agg)
-	}
-	parts := agg.parts()
-	if parts[0]["thought"] != true || parts[0]["text"] != thoughts.String() {
-		t.Errorf("the aggregated thought is not the streamed thoughts joined:\n%v\n%q", parts[0]["text"], thoughts.String())
-	}
-	calls := agg.calls()
-	if len(calls) != 1 || calls[0]["name"] != "file_capture" {
-		t.Fatalf("calls %v", calls)
-	}
-	args := calls[0]["args"].(map[string]any)
-	if args["bucket"] != "People" || args["status"] != "classified" || args["text"] != "Call mom about her birthday on Sunday" {
-		t.Errorf("args %v", args)
-	}
-	if lro, _ := agg["longRunningToolIds"].([]any); len(lro) != 1 || lro[0] != calls[0]["id"] {
-		t.Errorf("longRunningToolIds %v, want the call", agg["longRunningToolIds"])
-	}
-	if agg["usageMetadata"] == nil || agg["finishReason"] != "STOP" {
-		t.Errorf("aggregated event without usage or finish reason: %v", agg)
-	}
-
-	second, errFrame := c.run(runBody(session, functionResponses(adkFiled(calls[0], "People", "classified"))))
-	if errFrame != "" {
-		t.Fatal(errFrame)
-	}
-	last := second[len(second)-1]
-	if last["invocationId"] != inv {
-		t.Errorf("the resumed run's invocation %v, want %s", last["invocationId"], inv)
-	}
-	if p := last.parts(); len(p) != 1 || p[0]["text"] != "Filed to People." || last.calls() != nil {
-		t.Errorf("the answer: %v", p)
-	}
-	if _, ok := last["longRunningToolIds"]; ok {
-		t.Error("the answer hands something over")
-	}
-
-	// The call was answered: answering it again is an error frame.
-	_, errFrame = c.run(runBody(session, functionResponses(adkFiled(calls[0], "People", "classified"))))
-	if !strings.HasPrefix(errFrame, `{"error": "ValueError: Function call not found for function response ids: {'`+calls[0]["id"].(string)+`'}", "error_details": {"error_type": "ValueError", `) {
-		t.Errorf("error frame %s", errFrame)
 	}
 }
 
@@ -378,119 +292,6 @@ func TestADKMagicAndFaults(t *testing.T) {
 			t.Fatalf("%v", evs[len(evs)-1])
 		}
 	})
-}
-
-func TestADKVoice(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	session := c.session()
-	evs, _ := c.run(runBody(session, text("This is a voice capture.\naudio: https://blob.example/a.wav?sig=secret")))
-	call := evs[len(evs)-1].calls()[0]
-	if call["name"] != "transcribe_audio" || call["args"].(map[string]any)["blob_url"] != "https://blob.example/a.wav?sig=secret" {
-		t.Fatalf("call %v", call)
-	}
-	for _, ev := range evs {
-		for _, p := range ev.parts() {
-			if s, _ := p["text"].(string); strings.Contains(s, "sig=") {
-				t.Errorf("a thought repeats the signed URL: %s", s)
-			}
-		}
-	}
-	evs, _ = c.run(runBody(session, functionResponses(map[string]any{"id": call["id"], "name": "transcribe_audio",
-		"response": map[string]any{"text": "Call my sister about the concert tickets"}})))
-	file := evs[len(evs)-1].calls()[0]
-	if a := file["args"].(map[string]any); file["name"] != "file_capture" || !strings.HasSuffix(a["text"].(string), "\nCall my sister about the concert tickets") || a["bucket"] != "People" {
-		t.Fatalf("file call %v", file)
-	}
-}
-
-// The same seeded ids give the same streams: fixtures record again the
-// same.
-func TestADKDeterministic(t *testing.T) {
-	stream := func() string {
-		n := 0
-		var mu sync.Mutex
-		c := newADK(t, simulator.Config{NewID: func(p string) string {
-			mu.Lock()
-			defer mu.Unlock()
-			n++
-			return fmt.Sprintf("%s_%d", p, n)
-		}, Now: func() time.Time { return testClock }})
-		session := c.session()
-		_, _, b := c.do(http.MethodPost, "/run_sse", runBody(session, text("Call mom")))
-		return session + string(b)
-	}
-	if a, b := stream(), stream(); a != b {
-		t.Fatalf("two runs differ:\n%s\n%s", a, b)
-	}
-}
-
-// filingTools is a ToolSet that files like the server's file_capture.
-type filingTools struct {
-	mu    sync.Mutex
-	calls []brainwire.ToolCall
-}
-
-func (f *filingTools) Definitions() []brainwire.ToolDefinition {
-	return []brainwire.ToolDefinition{{Name: brainwire.ToolFileCapture}, {Name: brainwire.ToolTranscribeAudio}}
-}
-
-func (f *filingTools) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-	var a struct {
-		Bucket     string  `json:"bucket"`
-		Confidence float64 `json:"confidence"`
-		Status     string  `json:"status"`
-	}
-	_ = json.Unmarshal(c.Arguments, &a)
-	res := &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: a.Confidence, ItemID: "item-1", Status: a.Status}
-	out, _ := json.Marshal(res)
-	return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: string(out), Filed: res}
-}
-
-// The ADK provider runs against the face end to end, follow-up included.
-func TestADKWithTheProvider(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	client, err := adk.NewClient(c.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := adk.NewProvider(client, simulator.DefaultADKApp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	run := func(req brainwire.RunRequest) (tools *filingTools, statuses []string, session string) {
-		tools = &filingTools{}
-		for ev, err := range agent.NewLoop(p).Run(t.Context(), req, tools) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev.Kind == brainwire.AgentRunStatus {
-				statuses = append(statuses, string(ev.Status))
-			}
-			session = ev.ThreadID
-		}
-		return tools, statuses, session
-	}
-	tools, statuses, session := run(brainwire.RunRequest{UserID: "u-1", Message: "hmm zzkx"})
-	if strings.Join(statuses, " > ") != "in_progress > requires_action > in_progress > completed" {
-		t.Errorf("statuses %v", statuses)
-	}
-	var a struct{ Status, Question string }
-	json.Unmarshal(tools.calls[0].Arguments, &a)
-	if a.Status != brainwire.StatusMisunderstood || a.Question == "" {
-		t.Fatalf("first capture filed %+v", a)
-	}
-	tools, _, again := run(brainwire.RunRequest{UserID: "u-1", ThreadID: session, Message: "I meant call my sister about her birthday",
-		AdditionalInstructions: "follow-up round 1 of 3"})
-	json.Unmarshal(tools.calls[0].Arguments, &a)
-	if again != session || a.Status != brainwire.StatusClassified || !strings.Contains(string(tools.calls[0].Arguments), `"text":"hmm zzkx\nI meant call my sister`) {
-		t.Fatalf("follow-up on %s filed %s", again, tools.calls[0].Arguments)
-	}
 }
 
 // TestADKSession: a session reads back with its events, as the server

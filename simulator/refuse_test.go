@@ -163,7 +163,7 @@ func TestRefuseOnTheADKFace(t *testing.T) {
 		}
 		return len(s.Events)
 	}
-	first := runBody(session, text("#refuse:502:2 Pay the electricity bill"))
+	first := runBody(session, textMessage("#refuse:502:2 Pay the electricity bill"))
 	for i := range 2 {
 		status, h, b := c.do(http.MethodPost, "/run_sse", first)
 		refusedAnswer(t, fmt.Sprintf("the text, attempt %d", i+1), status, h, b, http.StatusBadGateway, `{"detail":"The service received`)

@@ -162,7 +162,6 @@ func adkFiled(call map[string]any, bucket, status string) map[string]any {
 		"response": map[string]any{"bucket": bucket, "confidence": 0.9, "item_id": "item-1", "status": status}}
 }
 
-
 func TestADKRoutes(t *testing.T) {
 	c := newADK(t, simulator.Config{})
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/jsonw"
@@ -215,4 +216,81 @@ func held[T any](w http.ResponseWriter, mu *sync.Mutex, get func() (T, error)) e
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
+}
+
+// contentText reads a message's content, a string or an array of text
+// parts ("text", "input_text" or "output_text", their text a string or
+// {"value": ...}), and checks it (checkText).
+func contentText(raw json.RawMessage, param string) (string, error) {
+	var text string
+	if json.Unmarshal(raw, &text) != nil {
+		var parts []struct {
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) != nil {
+			return "", badRequest(param, "content must be a string or an array of content parts")
+		}
+		var texts []string
+		for _, p := range parts {
+			if p.Type != "text" && p.Type != "input_text" && p.Type != "output_text" {
+				continue
+			}
+			var t struct {
+				Value string `json:"value"`
+			}
+			if json.Unmarshal(p.Text, &t.Value) != nil && json.Unmarshal(p.Text, &t) != nil {
+				return "", badRequest(param, "a text part's text must be a string")
+			}
+			texts = append(texts, t.Value)
+		}
+		text = strings.Join(texts, "\n")
+	}
+	return text, checkText(text, param)
+}
+
+// checkText refuses an empty message and one over maxMessageRunes.
+func checkText(text, param string) error {
+	if strings.TrimSpace(text) == "" {
+		return badRequest(param, "The message is empty.")
+	}
+	if utf8.RuneCountInString(text) > maxMessageRunes {
+		return badRequest(param, "The message is over %d characters.", maxMessageRunes)
+	}
+	return nil
+}
+
+// readTools reads the tools a request offers and the names of its
+// function tools: nested ({"function":{"name"}}) on threads, flat
+// ({"name"}) on Responses.
+func readTools(raw json.RawMessage, nested bool) ([]json.RawMessage, map[string]bool, error) {
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, nil, badRequest("tools", "tools must be an array of tool definitions.")
+	}
+	names := map[string]bool{}
+	for i, t := range tools {
+		var def struct {
+			Type     string `json:"type"`
+			Name     string `json:"name"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
+			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
+		}
+		name, param := def.Name, fmt.Sprintf("tools[%d].name", i)
+		if nested {
+			name, param = def.Function.Name, fmt.Sprintf("tools[%d].function.name", i)
+		}
+		if def.Type == "function" {
+			if name == "" {
+				// On Responses, the Chat Completions shape ({"function":{"name"}}) lands here.
+				return nil, nil, badRequest(param, "Missing required parameter: '%s'.", param)
+			}
+			names[name] = true
+		}
+	}
+	return tools, names, nil
 }

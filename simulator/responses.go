@@ -3,12 +3,10 @@ package simulator
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
@@ -432,11 +430,8 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		default:
 			return inputItem{}, badRequest(param+".role", "Invalid value: '%s'. Supported values are: 'user', 'assistant', 'system', and 'developer'.", it.Role)
 		}
-		text, err := inputText(it.Content)
+		text, err := contentText(it.Content, param+".content")
 		if err != nil {
-			return inputItem{}, badRequest(param+".content", "%v", err)
-		}
-		if err := checkText(text, param+".content"); err != nil {
 			return inputItem{}, err
 		}
 		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
@@ -446,69 +441,6 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		return inputItem{kind: inputMessage, message: m}, nil
 	}
 	return inputItem{}, badRequest(param+".type", "Input items of type %q are not supported by the simulator (use message or function_call_output).", it.Type)
-}
-
-// inputText accepts a string or a list of input_text (or output_text)
-// parts.
-func inputText(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of content parts")
-	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "input_text" || p.Type == "output_text" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), nil
-}
-
-func checkText(text, param string) error {
-	if strings.TrimSpace(text) == "" {
-		return badRequest(param, "The message is empty.")
-	}
-	if utf8.RuneCountInString(text) > maxMessageRunes {
-		return badRequest(param, "The message is over %d characters.", maxMessageRunes)
-	}
-	return nil
-}
-
-// requestTools reads the tools a request offers: function tools in the
-// flat shape.
-func requestTools(raw json.RawMessage) ([]json.RawMessage, map[string]bool, error) {
-	names := map[string]bool{}
-	if len(raw) == 0 || string(raw) == "null" {
-		return []json.RawMessage{}, names, nil
-	}
-	var tools []json.RawMessage
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return nil, nil, badRequest("tools", "tools must be an array of tool definitions.")
-	}
-	for i, t := range tools {
-		var def struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
-			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
-		}
-		if def.Type == "function" {
-			if def.Name == "" {
-				// The Chat Completions shape ({"function":{"name"}}) lands here.
-				return nil, nil, badRequest(fmt.Sprintf("tools[%d].name", i), "Missing required parameter: 'tools[%d].name'.", i)
-			}
-			names[def.Name] = true
-		}
-	}
-	return tools, names, nil
 }
 
 // createResponse validates the request, plans the agent's answer and
@@ -575,9 +507,11 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	if len(input) == 0 {
 		return nil, badRequest("input", "Missing required parameter: 'input'.")
 	}
-	tools, names, err := requestTools(body.Tools)
-	if err != nil {
-		return nil, err
+	tools, names := []json.RawMessage{}, map[string]bool{}
+	if len(body.Tools) > 0 && string(body.Tools) != "null" {
+		if tools, names, err = readTools(body.Tools, false); err != nil {
+			return nil, err
+		}
 	}
 	model, instructions := body.Model, ""
 	if body.Instructions != nil {

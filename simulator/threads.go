@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
@@ -85,12 +83,9 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, badRequest(p+".role", "Invalid role %q: use 'user' or 'assistant'.", m.Role)
 		}
-		text, err := messageText(m.Content)
+		text, err := contentText(m.Content, p+".content")
 		if err != nil {
-			return nil, badRequest(p+".content", "%v", err)
-		}
-		if utf8.RuneCountInString(text) > maxMessageRunes {
-			return nil, badRequest(p+".content", "The message is over %d characters.", maxMessageRunes)
+			return nil, err
 		}
 		url, _ := splitAudio(text)
 		out = append(out, &message{
@@ -107,46 +102,6 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		})
 	}
 	return out, nil
-}
-
-// messageText accepts a string or an array of text blocks.
-func messageText(raw json.RawMessage) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == "" {
-			return "", errors.New("message content is empty")
-		}
-		return s, nil
-	}
-	var blocks []struct {
-		Type string          `json:"type"`
-		Text json.RawMessage `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", errors.New("message content must be a string or an array of content blocks")
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type != "text" {
-			continue
-		}
-		var t string
-		if json.Unmarshal(b.Text, &t) != nil {
-			var v struct {
-				Value string `json:"value"`
-			}
-			if json.Unmarshal(b.Text, &v) != nil {
-				return "", errors.New("a text block's text must be a string")
-			}
-			t = v.Value
-		}
-		parts = append(parts, t)
-	}
-	text := strings.Join(parts, "\n")
-	if text == "" {
-		return "", errors.New("message content has no text")
-	}
-	return text, nil
 }
 
 // addMessages gives parsed messages their ids and adds them; the caller
@@ -173,31 +128,15 @@ func parseRunSpec(req *runRequest) (*runSpec, error) {
 	if req.AssistantID == "" {
 		return nil, badRequest("assistant_id", "assistant_id is required.")
 	}
-	spec := &runSpec{req: req, toolNames: map[string]bool{}}
 	raw := req.Tools
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = defaultTools()
 	}
-	if err := json.Unmarshal(raw, &spec.tools); err != nil {
-		return nil, badRequest("tools", "tools must be an array of tool definitions.")
+	tools, names, err := readTools(raw, true)
+	if err != nil {
+		return nil, err
 	}
-	for i, t := range spec.tools {
-		var def struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "Each tool needs a type.")
-		}
-		if def.Type == "function" {
-			if def.Function == nil || def.Function.Name == "" {
-				return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "A function tool needs a name.")
-			}
-			spec.toolNames[def.Function.Name] = true
-		}
-	}
+	spec := &runSpec{req: req, tools: tools, toolNames: names}
 	var choice string
 	if json.Unmarshal(req.ToolChoice, &choice) == nil && choice == "none" {
 		spec.noTools = true

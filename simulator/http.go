@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,25 +187,34 @@ func decode(w http.ResponseWriter, req *http.Request, v any, optional bool) erro
 	return nil
 }
 
-// pageOf reads a list call's limit (1 to 100, 20 by default) and order
-// ("asc" or "desc", the default).
-func pageOf(q url.Values) (limit int, order string, err error) {
-	limit = 20
+// paginate pages items, oldest first, as a list call asks: order
+// ("desc", the default, or "asc"), those after the item named by after,
+// limit of them (1 to 100, 20 by default).
+func paginate[T any](q url.Values, items []T, id func(T) string) (page []T, hasMore bool, err error) {
+	limit := 20
 	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return 0, "", badRequest("limit", "limit must be between 1 and 100.")
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
+			return nil, false, badRequest("limit", "limit must be between 1 and 100.")
 		}
-		limit = n
 	}
-	order = q.Get("order")
-	if order == "" {
-		order = "desc"
+	switch q.Get("order") {
+	case "", "desc":
+		items = slices.Clone(items)
+		slices.Reverse(items)
+	case "asc":
+	default:
+		return nil, false, badRequest("order", "order must be 'asc' or 'desc'.")
 	}
-	if order != "asc" && order != "desc" {
-		return 0, "", badRequest("order", "order must be 'asc' or 'desc'.")
+	if after := q.Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(v T) bool { return id(v) == after })
+		if i < 0 {
+			return nil, false, &httpError{status: http.StatusNotFound, code: "not_found", param: "after",
+				message: fmt.Sprintf("Item with id '%s' not found.", after)}
+		}
+		items = items[i+1:]
 	}
-	return limit, order, nil
+	page = items[:min(limit, len(items))]
+	return page, len(items) > len(page), nil
 }
 
 // held answers a copy of what get finds, taken under mu.

@@ -356,24 +356,15 @@ func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids 
 
 // listThreads lists the threads kept, newest first unless order=asc.
 func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request, _ []string) error {
-	limit, order, err := pageOf(req.URL.Query())
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	all := s.threads.all()
 	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b *thread) int {
-		if order == "asc" {
-			return cmp.Compare(a.seq, b.seq)
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-	page := make([]foundrywire.Thread, 0, min(limit, len(all)))
-	for _, th := range all[:min(limit, len(all))] {
-		page = append(page, th.obj)
+	slices.SortFunc(all, func(a, b *thread) int { return cmp.Compare(a.seq, b.seq) })
+	objs := make([]foundrywire.Thread, len(all))
+	for i, th := range all {
+		objs[i] = th.obj
 	}
-	return writeList(w, page, len(all) > len(page), func(th foundrywire.Thread) string { return th.ID })
+	return writeList(w, req, objs, func(th foundrywire.Thread) string { return th.ID })
 }
 
 // deleteThread forgets a thread, its messages and its runs.
@@ -389,14 +380,7 @@ func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []s
 }
 
 func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
-	threadID := ids[0]
-	q := req.URL.Query()
-	limit, order, err := pageOf(q)
-	if err != nil {
-		return err
-	}
-	runID, after := q.Get("run_id"), q.Get("after")
-
+	threadID, runID := ids[0], req.URL.Query().Get("run_id")
 	s.mu.Lock()
 	th, ok := s.thread(threadID)
 	if !ok {
@@ -410,25 +394,10 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids [
 		}
 	}
 	s.mu.Unlock()
-
-	if order == "desc" {
-		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
-			all[i], all[j] = all[j], all[i]
-		}
-	}
-	if after != "" {
-		for i, m := range all {
-			if m.ID == after {
-				all = all[i+1:]
-				break
-			}
-		}
-	}
-	page := all[:min(limit, len(all))]
-	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
+	return writeList(w, req, all, func(m foundrywire.Message) string { return m.ID })
 }
 
-func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []string) error {
+func (s *Simulator) listRuns(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID := ids[0]
 	s.mu.Lock()
 	th, ok := s.thread(threadID)
@@ -437,17 +406,21 @@ func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []strin
 		return notFound("thread", threadID)
 	}
 	runs := make([]foundrywire.Run, 0, len(th.runOrder))
-	for i := len(th.runOrder) - 1; i >= 0; i-- {
-		if r := th.runs[th.runOrder[i]]; r != nil {
+	for _, id := range th.runOrder {
+		if r := th.runs[id]; r != nil {
 			runs = append(runs, r.obj)
 		}
 	}
 	s.mu.Unlock()
-	return writeList(w, runs, false, func(r foundrywire.Run) string { return r.ID })
+	return writeList(w, req, runs, func(r foundrywire.Run) string { return r.ID })
 }
 
 // writeList answers a page of a list call, naming its first and last ids.
-func writeList[T any](w http.ResponseWriter, page []T, hasMore bool, id func(T) string) error {
+func writeList[T any](w http.ResponseWriter, req *http.Request, all []T, id func(T) string) error {
+	page, hasMore, err := paginate(req.URL.Query(), all, id)
+	if err != nil {
+		return err
+	}
 	list := foundrywire.List{Object: "list", Data: page, HasMore: hasMore}
 	if len(page) > 0 {
 		list.FirstID, list.LastID = id(page[0]), id(page[len(page)-1])

@@ -56,26 +56,9 @@ type adkSession struct {
 
 func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
 
-// serveADK answers one ADK API server call. The server has no
+// routeADK answers one ADK API server call. The server has no
 // authentication; like it, the face refuses a non-GET request whose
 // Origin header names another site.
-func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
-	if err := s.routeADK(w, req); err != nil {
-		var he *httpError
-		if !errors.As(err, &he) {
-			he = adkDetail(http.StatusInternalServerError, "internal simulator error")
-		}
-		detail := he.detail
-		if detail == nil {
-			detail = he.message
-		}
-		for k, v := range he.header {
-			w.Header()[k] = v
-		}
-		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
-	}
-}
-
 func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 	if o := req.Header.Get("Origin"); o != "" && req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -47,16 +47,17 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if s.count(w, req) {
 		return
 	}
-	if isADKPath(req.URL.Path) {
-		s.serveADK(w, req)
-		return
+	var err error
+	adk := isADKPath(req.URL.Path)
+	if op, ok := responsesOperation(req.URL.Path); adk {
+		err = s.routeADK(w, req)
+	} else if ok {
+		err = s.routeResponses(w, req, op)
+	} else {
+		err = s.routeThreads(w, req)
 	}
-	if op, ok := responsesOperation(req.URL.Path); ok {
-		s.serveResponses(w, req, op)
-		return
-	}
-	if err := s.routeThreads(w, req); err != nil {
-		writeError(w, err)
+	if err != nil {
+		writeError(w, err, adk)
 	}
 }
 
@@ -137,10 +138,23 @@ func authorized(req *http.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) != ""
 }
 
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers err in the service's error shape, or in FastAPI's
+// ({"detail": ...}) on the ADK face.
+func writeError(w http.ResponseWriter, err error, fastAPI bool) {
 	var he *httpError
 	if !errors.As(err, &he) {
 		he = &httpError{status: http.StatusInternalServerError, code: "server_error", message: "internal simulator error"}
+	}
+	for k, v := range he.header {
+		w.Header()[k] = v
+	}
+	if fastAPI {
+		detail := he.detail
+		if detail == nil {
+			detail = he.message
+		}
+		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
+		return
 	}
 	body := foundrywire.ErrorBody{Error: foundrywire.APIError{Code: he.code, Message: he.message, Type: "invalid_request_error"}}
 	if he.status >= 500 {
@@ -148,9 +162,6 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if he.param != "" {
 		body.Error.Param = ptr(he.param)
-	}
-	for k, v := range he.header {
-		w.Header()[k] = v
 	}
 	_ = writeJSON(w, he.status, body) // the client is gone if this fails
 }

@@ -154,13 +154,7 @@ func (st *responsesState) commit(c *conversation, sess *session, last *storedRes
 	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 }
 
-// serveResponses answers one Responses face call.
-func (s *Simulator) serveResponses(w http.ResponseWriter, req *http.Request, op string) {
-	if err := s.routeResponses(w, req, op); err != nil {
-		writeError(w, err)
-	}
-}
-
+// routeResponses answers one Responses face call.
 func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op string) error {
 	if !authorizedKey(req) {
 		return &httpError{status: http.StatusUnauthorized, code: "invalid_api_key",

@@ -47,9 +47,6 @@ type Config struct {
 	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
 	// and echo whatever assistant_id the request names.
 	AgentID string
-	// AgentVersion, when set, is reported as the agent's metadata
-	// "version", as a deployment would name its instructions.
-	AgentVersion string
 	// Model is reported on runs that do not name one.
 	Model string
 	// Instructions are the agent's: reported by GET /assistants/{id} and

@@ -577,15 +577,6 @@ func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []s
 	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
 		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
 		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),
+		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
 	})
-}
-
-// agentMetadata is the agent's metadata: its version, when configured.
-func (s *Simulator) agentMetadata() json.RawMessage {
-	if s.cfg.AgentVersion == "" {
-		return json.RawMessage(`{}`)
-	}
-	b, _ := json.Marshal(map[string]string{"version": s.cfg.AgentVersion}) // strings always encode
-	return b
 }

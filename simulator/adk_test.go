@@ -1,7 +1,6 @@
 package simulator_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sse"
 )
 
 // adkClient talks to the simulator's ADK face.
@@ -115,15 +115,15 @@ func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string
 	if ct := h.Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
 		c.t.Fatalf("content type %q", ct)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<22)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			c.t.Fatalf("want a data: line, got %q", sc.Text())
+	r := sse.NewReader(bytes.NewReader(b), sse.MaxEventSize(1<<22))
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
 		}
-		if !sc.Scan() || sc.Text() != "" {
-			c.t.Fatalf("want a blank line after %s", data)
+		data := string(f.Data)
+		if err != nil || len(f.Name) > 0 {
+			c.t.Fatalf("frame %q %s: %v", f.Name, data, err)
 		}
 		if errFrame != "" {
 			c.t.Fatalf("a frame after the error frame: %s", data)
@@ -133,7 +133,7 @@ func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string
 			continue
 		}
 		var ev adkEvent
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
 			c.t.Fatalf("frame %s: %v", data, err)
 		}
 		events = append(events, ev)

@@ -22,7 +22,6 @@ import (
 //
 //	POST /responses                  create a response (streamed or not)
 //	GET  /responses/{id}             a stored response
-//	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation
 //	GET  /conversations/{id}         a conversation
 //	GET  /conversations/{id}/items   its items, newest first (limit, order, after)
@@ -169,7 +168,6 @@ var responsesRoutes = []route{
 	{http.MethodGet, "deployments/**", (*Simulator).getDeployment},
 	{http.MethodPost, "responses", (*Simulator).createResponse},
 	{http.MethodGet, "responses/*", (*Simulator).getResponse},
-	{http.MethodPost, "responses/*/cancel", (*Simulator).cancelResponse},
 	{http.MethodPost, "conversations", (*Simulator).createConversation},
 	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
 	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
@@ -316,18 +314,6 @@ func (s *Simulator) getResponse(w http.ResponseWriter, _ *http.Request, ids []st
 
 func responseNotFound(id string) error {
 	return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
-}
-
-func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids []string) error {
-	id := ids[0]
-	st := s.responses
-	st.mu.Lock()
-	_, ok := st.responses.get(id)
-	st.mu.Unlock()
-	if !ok {
-		return responseNotFound(id)
-	}
-	return badRequest("", "Only responses created with background=true can be cancelled.")
 }
 
 // responseRequest is the body of POST /responses.

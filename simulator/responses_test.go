@@ -310,8 +310,6 @@ func TestResponsesProtocolErrors(t *testing.T) {
 			}
 		})
 	}
-	// Only background responses can be cancelled.
-	c.call(http.MethodPost, responsesPath+"/responses/"+r1.ID+"/cancel", nil, http.StatusBadRequest, nil)
 	// Credentials are required: a bearer token or an api-key.
 	for _, h := range []map[string]string{{}, {"Authorization": "Basic x"}} {
 		req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)

@@ -227,7 +227,7 @@ func (s *Simulator) getAgent(w http.ResponseWriter, req *http.Request, seg []str
 func (s *Simulator) agentVersion() agentVersionObject {
 	return agentVersionObject{
 		Object: "agent.version", ID: DefaultAgentName + ":" + DefaultAgentVersion, Name: DefaultAgentName, Version: DefaultAgentVersion,
-		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
+		Description: agentDescription,
 		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
 		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
 			Reasoning: &responseswire.Reasoning{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},

@@ -22,6 +22,8 @@ const (
 	DefaultInstructions = "You are the brainwire Classifier (offline simulator: keyword rules, not a language model). " +
 		"Classify each capture into People, Projects, Ideas or Admin and call file_capture once."
 	DefaultMaxThreads = 512
+	// agentDescription is how the simulated agent describes itself.
+	agentDescription = "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model."
 	// ProjectPath is a project prefix clients may put before operation
 	// paths; any /api/projects/<name> prefix is accepted.
 	ProjectPath = "/api/projects/sim"

@@ -576,7 +576,7 @@ func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []s
 	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
 	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
 		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
-		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
+		Description: agentDescription,
 		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
 	})
 }

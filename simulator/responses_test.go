@@ -400,25 +400,3 @@ func TestResponsesNotStreamed(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
-
-// TestResponsesEvictsLeastRecentlyUsed: beyond Config.MaxThreads
-// conversations (and four times as many responses), the least recently
-// used go first.
-func TestResponsesEvictsLeastRecentlyUsed(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{MaxThreads: 3})
-	first := c.newConversation()
-	second := c.newConversation()
-	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil) // used again
-	c.newConversation()
-	c.newConversation()
-	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil)
-	c.call(http.MethodGet, responsesPath+"/conversations/"+second, nil, http.StatusNotFound, nil)
-	var ids []string
-	for range 13 {
-		var r responseswire.Response
-		c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
-		ids = append(ids, r.ID)
-	}
-	c.call(http.MethodGet, responsesPath+"/responses/"+ids[0], nil, http.StatusNotFound, nil)
-	c.call(http.MethodGet, responsesPath+"/responses/"+ids[12], nil, http.StatusOK, nil)
-}

@@ -565,25 +565,6 @@ func TestProtocolErrors(t *testing.T) {
 	})
 }
 
-func TestEvictsLeastRecentlyUsedThreads(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simulator.Config{MaxThreads: 2})
-	ids := make([]string, 3)
-	for i := range ids {
-		var th struct {
-			ID string `json:"id"`
-		}
-		c.call(http.MethodPost, "/threads", map[string]any{}, http.StatusOK, &th)
-		ids[i] = th.ID
-		if i == 1 {
-			c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil) // ids[0] is now the newer one
-		}
-	}
-	c.call(http.MethodGet, "/threads/"+ids[1], nil, http.StatusNotFound, nil)
-	c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil)
-	c.call(http.MethodGet, "/threads/"+ids[2], nil, http.StatusOK, nil)
-}
-
 // TestServe runs the simulator on a real listener until its context ends.
 func TestServe(t *testing.T) {
 	t.Parallel()

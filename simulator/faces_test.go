@@ -197,3 +197,50 @@ func TestWithoutFileCaptureTheAgentAnswers(t *testing.T) {
 		t.Errorf("response %+v", got)
 	}
 }
+
+// TestEvictsLeastRecentlyUsedOnEveryFace: beyond Config.MaxThreads
+// threads, conversations or sessions, the least recently used go first;
+// stored responses are kept four times as many.
+func TestEvictsLeastRecentlyUsedOnEveryFace(t *testing.T) {
+	t.Parallel()
+	auth := []string{"Authorization", "Bearer x"}
+	for _, f := range []struct{ name, create, get string }{
+		{"threads", simulator.ProjectPath + "/threads", "?api-version=v1"},
+		{"conversations", simulator.ProjectPath + responsesPath + "/conversations", ""},
+		{"sessions", "/apps/brainwire_classifier/users/u-1/sessions", ""},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			c := newADK(t, simulator.Config{MaxThreads: 2})
+			status := func(id string) int {
+				s, _, _ := c.do(http.MethodGet, f.create+"/"+id+f.get, nil, auth...)
+				return s
+			}
+			ids := make([]string, 3)
+			for i := range ids {
+				_, _, b := c.do(http.MethodPost, f.create+f.get, map[string]any{}, auth...)
+				var obj struct{ ID string }
+				if err := json.Unmarshal(b, &obj); err != nil || obj.ID == "" {
+					t.Fatalf("create: %s", b)
+				}
+				ids[i] = obj.ID
+				if i == 1 {
+					status(ids[0]) // ids[0] is now the newer one
+				}
+			}
+			if got := []int{status(ids[0]), status(ids[1]), status(ids[2])}; got[0] != 200 || got[1] != 404 || got[2] != 200 {
+				t.Errorf("after a third: %v, want the second evicted", got)
+			}
+		})
+	}
+	t.Run("responses", func(t *testing.T) {
+		c, _ := newSim(t, simulator.Config{MaxThreads: 3})
+		var ids []string
+		for range 13 {
+			var r struct{ ID string }
+			c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
+			ids = append(ids, r.ID)
+		}
+		c.call(http.MethodGet, responsesPath+"/responses/"+ids[0], nil, http.StatusNotFound, nil)
+		c.call(http.MethodGet, responsesPath+"/responses/"+ids[12], nil, http.StatusOK, nil)
+	})
+}

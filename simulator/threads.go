@@ -30,7 +30,7 @@ func (s *Simulator) routeThreads(w http.ResponseWriter, req *http.Request) error
 var threadsRoutes = []route{
 	{http.MethodGet, "threads", (*Simulator).listThreads},
 	{http.MethodPost, "threads", (*Simulator).createThread},
-	{http.MethodPost, "threads/runs", (*Simulator).createThreadAndRun},
+	{http.MethodPost, "threads/runs", (*Simulator).createRun},
 	{http.MethodDelete, "threads/*", (*Simulator).deleteThread},
 	{http.MethodGet, "threads/*", (*Simulator).getThread},
 	{http.MethodGet, "threads/*/messages", (*Simulator).listMessages},
@@ -253,34 +253,9 @@ func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []stri
 	})
 }
 
-func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request, _ []string) error {
-	var body runRequest
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	spec, err := parseRunSpec(&body)
-	if err != nil {
-		return err
-	}
-	if body.Thread == nil {
-		body.Thread = &threadRequest{}
-	}
-	msgs, err := parseMessages(body.Thread.Messages, "thread.messages")
-	if err != nil {
-		return err
-	}
-	if err := s.refuse(newRefusal(msgs, nil), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th := s.newThread(body.Thread.Metadata)
-	s.addMessages(th, msgs)
-	r := s.startRun(th, spec)
-	return s.deliver(w, req, s.planStart(th, r, true), body.Stream)
-}
-
+// createRun starts a run on a thread (ids[0]), or on a new thread made
+// of the request's (POST threads/runs, no ids).
 func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []string) error {
-	threadID := ids[0]
 	var body runRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -289,27 +264,42 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []st
 	if err != nil {
 		return err
 	}
-	msgs, err := parseMessages(body.AdditionalMessages, "additional_messages")
+	in, param := body.AdditionalMessages, "additional_messages"
+	if len(ids) == 0 {
+		if body.Thread == nil {
+			body.Thread = &threadRequest{}
+		}
+		in, param = body.Thread.Messages, "thread.messages"
+	}
+	msgs, err := parseMessages(in, param)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
+	var th *thread
+	var before *message // the newest message from the person before this run's
+	if len(ids) > 0 {
+		var ok bool
+		if th, ok = s.thread(ids[0]); !ok {
+			s.mu.Unlock()
+			return notFound("thread", ids[0])
+		}
+		if active := th.activeRun(); active != nil {
+			s.mu.Unlock()
+			return badRequest("", "Thread %s already has an active run %s.", ids[0], active.obj.ID)
+		}
+		before = newestUser(th.messages)
 	}
-	if active := th.activeRun(); active != nil {
-		s.mu.Unlock()
-		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
-	}
-	if err := s.refuse(newRefusal(msgs, newestUser(th.messages)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+	if err := s.refuse(newRefusal(msgs, before), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
 		s.mu.Unlock()
 		return err
 	}
+	if th == nil {
+		th = s.newThread(body.Thread.Metadata)
+	}
 	s.addMessages(th, msgs)
 	r := s.startRun(th, spec)
-	return s.deliver(w, req, s.planStart(th, r, false), body.Stream)
+	return s.deliver(w, req, s.planStart(th, r, len(ids) == 0), body.Stream)
 }
 
 // deliver sends a planned turn; the caller holds s.mu, which it releases.

@@ -226,6 +226,14 @@ func TestADKFaults(t *testing.T) {
 			t.Fatalf("error frame %s", errFrame)
 		}
 	})
+	t.Run("a response to no call", func(t *testing.T) {
+		session := c.session()
+		c.run(runBody(session, textMessage("Call mom")))
+		_, errFrame := c.run(runBody(session, functionResponses(map[string]any{"id": "nope", "name": "file_capture", "response": map[string]any{}})))
+		if !strings.Contains(errFrame, "Function call not found for function response ids: {'nope'}") {
+			t.Fatalf("error frame %s", errFrame)
+		}
+	})
 	t.Run("without streaming: the aggregated events only", func(t *testing.T) {
 		body := runBody(c.session(), textMessage("Call mom about her birthday"))
 		body["streaming"] = false

@@ -545,22 +545,15 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		pending = prev.pending
 	}
 	for _, in := range input {
-		if in.kind != inputFunctionOutput {
-			continue
+		if in.kind == inputFunctionOutput {
+			outputs[in.callID] = in.output
 		}
-		found := false
-		for _, c := range pending {
-			found = found || c.id == in.callID
-		}
-		if !found {
-			return nil, badRequest("input", "No tool call found for function call output with call_id %s.", in.callID)
-		}
-		outputs[in.callID] = in.output
 	}
-	for _, c := range pending {
-		if _, ok := outputs[c.id]; !ok {
-			return nil, badRequest("input", "No tool output found for function call %s.", c.id)
-		}
+	switch unknown, missing := unanswered(pending, outputs); {
+	case len(unknown) > 0:
+		return nil, badRequest("input", "No tool call found for function call output with call_id %s.", unknown[0])
+	case len(missing) > 0:
+		return nil, badRequest("input", "No tool output found for function call %s.", missing[0])
 	}
 
 	var run runMemory

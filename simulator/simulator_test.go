@@ -18,8 +18,6 @@ import (
 	"github.com/brainwire/brainwire/simulator"
 )
 
-func simConfig() simulator.Config { return simulator.Config{} }
-
 // fileFlow runs a capture to its file_capture call, answers it like the
 // server would, and returns the call's arguments and both streams.
 func fileFlow(t *testing.T, c *client, text string) (fileArgs, []frame, []frame) {
@@ -60,7 +58,7 @@ func TestFilings(t *testing.T) {
 		{"xkcd ??? 42 !!", "Ideas", "misunderstood", "Xkcd ??? 42", 0.3, []string{"mostly not words"}, "Not filed yet: I asked for a clarification."},
 		{"dentist", "Admin", "misunderstood", "Dentist", 0.3, []string{"too short"}, "Not filed yet: I asked for a clarification."},
 	}
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {
 			a, s1, s2 := fileFlow(t, c, tc.text)
@@ -149,7 +147,7 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 
 func TestInvalidBucketRetry(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	s1 := c.createAndRun("#invalid-bucket Call mom about her birthday")
 	wantShape(t, s1, firstTurn()...)
 	r, calls := pendingCalls(t, s1)
@@ -180,7 +178,7 @@ func TestInvalidBucketRetry(t *testing.T) {
 
 func TestFileCaptureErrorEndsRun(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	s1 := c.createAndRun("Call mom")
 	r, calls := pendingCalls(t, s1)
 	s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"error":"store_failed","message":"the capture could not be filed"}`})
@@ -192,7 +190,7 @@ func TestFileCaptureErrorEndsRun(t *testing.T) {
 
 func TestVoice(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	const url = "http://127.0.0.1:10000/devstoreaccount1/audio/u1/abc.m4a"
 	for _, tc := range []struct{ name, output string }{
 		{"json transcript", `{"text":"Renew the car insurance before Friday"}`},
@@ -233,7 +231,7 @@ func TestVoice(t *testing.T) {
 
 func TestFollowUpOnSameThread(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	a, s1, _ := fileFlow(t, c, "the thing from earlier")
 	if a.Status != "misunderstood" {
 		t.Fatalf("first pass %+v", a)
@@ -277,7 +275,7 @@ func TestFollowUpOnSameThread(t *testing.T) {
 
 func TestDeterminism(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	const text = "#two-calls Lunch with Sarah to brainstorm the launch"
 	var args, reasoning, shapes []string
 	for range 2 {
@@ -365,7 +363,7 @@ func TestCancelMidStream(t *testing.T) {
 
 func TestCancelWhileAwaitingOutputs(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/runs", map[string]any{
 		"assistant_id": testAgent, "tools": json.RawMessage(testTools),
@@ -423,7 +421,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 
 func TestNonStreamed(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	var th struct {
 		ID string `json:"id"`
 	}
@@ -467,7 +465,7 @@ func TestNonStreamed(t *testing.T) {
 
 func TestProtocolErrors(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	type errBody struct {
 		Error struct {
 			Code    *string `json:"code"`

@@ -195,27 +195,19 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 		}
 		return raw[snake]
 	}
-	str := func(camel, snake string) (string, error) {
-		v := field(camel, snake)
-		if len(v) == 0 || string(v) == "null" {
-			return "", nil
-		}
-		var out string
-		if json.Unmarshal(v, &out) != nil {
-			return "", adkInvalid([]any{camel}, "Input should be a valid string")
-		}
-		return out, nil
-	}
 	r := &adkRunRequest{}
-	var err error
-	if r.app, err = str("appName", "app_name"); err != nil {
-		return nil, err
-	}
-	if r.user, err = str("userId", "user_id"); err != nil {
-		return nil, err
-	}
-	if r.session, err = str("sessionId", "session_id"); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		camel, snake, kind string
+		into               any
+	}{
+		{"appName", "app_name", "string", &r.app},
+		{"userId", "user_id", "string", &r.user},
+		{"sessionId", "session_id", "string", &r.session},
+		{"streaming", "streaming", "boolean", &r.streaming},
+	} {
+		if v := field(f.camel, f.snake); len(v) > 0 && json.Unmarshal(v, f.into) != nil {
+			return nil, adkInvalid([]any{f.camel}, "Input should be a valid "+f.kind)
+		}
 	}
 	switch {
 	case r.user == "":
@@ -223,9 +215,7 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 	case r.session == "":
 		return nil, adkInvalid([]any{"sessionId"}, "Field required")
 	}
-	if v := field("streaming", "streaming"); len(v) > 0 && json.Unmarshal(v, &r.streaming) != nil {
-		return nil, adkInvalid([]any{"streaming"}, "Input should be a valid boolean")
-	}
+	var err error
 	if r.message, err = parseNewMessage(field("newMessage", "new_message")); err != nil {
 		return nil, err
 	}

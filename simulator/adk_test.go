@@ -182,6 +182,8 @@ func TestADKRoutes(t *testing.T) {
 		{"a browser's cross-site post", "POST", "/run_sse", map[string]any{}, []string{"Origin", "https://evil.example"}, 403, "Forbidden: origin not allowed"},
 		{"unknown session", "POST", "/run_sse", runBody("nope", textMessage("hi")), nil, 404, `{"detail":"Session not found: nope"}`},
 		{"no user", "POST", "/run_sse", map[string]any{"appName": "brainwire_classifier", "sessionId": "s"}, nil, 422, `"loc":["body","userId"]`},
+		{"streaming not a boolean", "POST", "/run_sse", map[string]any{"app_name": "brainwire_classifier", "user_id": "u", "session_id": "s", "streaming": "yes"},
+			nil, 422, `"loc":["body","streaming"]`},
 		{"no app", "POST", "/run_sse", map[string]any{"userId": "u", "sessionId": "s", "newMessage": textMessage("hi")}, nil, 400, "app_name is required"},
 		{"not JSON", "POST", "/run_sse", "{", nil, 422, `"detail":[`},
 		{"an unknown member in the message", "POST", "/run_sse",

@@ -56,26 +56,9 @@ type adkSession struct {
 
 func sessionKey(app, user, id string) string { return app + "\x00" + user + "\x00" + id }
 
-// serveADK answers one ADK API server call. The server has no
+// routeADK answers one ADK API server call. The server has no
 // authentication; like it, the face refuses a non-GET request whose
 // Origin header names another site.
-func (s *Simulator) serveADK(w http.ResponseWriter, req *http.Request) {
-	if err := s.routeADK(w, req); err != nil {
-		var he *httpError
-		if !errors.As(err, &he) {
-			he = adkDetail(http.StatusInternalServerError, "internal simulator error")
-		}
-		detail := he.detail
-		if detail == nil {
-			detail = he.message
-		}
-		for k, v := range he.header {
-			w.Header()[k] = v
-		}
-		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
-	}
-}
-
 func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 	if o := req.Header.Get("Origin"); o != "" && req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -212,27 +195,19 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 		}
 		return raw[snake]
 	}
-	str := func(camel, snake string) (string, error) {
-		v := field(camel, snake)
-		if len(v) == 0 || string(v) == "null" {
-			return "", nil
-		}
-		var out string
-		if json.Unmarshal(v, &out) != nil {
-			return "", adkInvalid([]any{camel}, "Input should be a valid string")
-		}
-		return out, nil
-	}
 	r := &adkRunRequest{}
-	var err error
-	if r.app, err = str("appName", "app_name"); err != nil {
-		return nil, err
-	}
-	if r.user, err = str("userId", "user_id"); err != nil {
-		return nil, err
-	}
-	if r.session, err = str("sessionId", "session_id"); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		camel, snake, kind string
+		into               any
+	}{
+		{"appName", "app_name", "string", &r.app},
+		{"userId", "user_id", "string", &r.user},
+		{"sessionId", "session_id", "string", &r.session},
+		{"streaming", "streaming", "boolean", &r.streaming},
+	} {
+		if v := field(f.camel, f.snake); len(v) > 0 && json.Unmarshal(v, f.into) != nil {
+			return nil, adkInvalid([]any{f.camel}, "Input should be a valid "+f.kind)
+		}
 	}
 	switch {
 	case r.user == "":
@@ -240,9 +215,7 @@ func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, 
 	case r.session == "":
 		return nil, adkInvalid([]any{"sessionId"}, "Field required")
 	}
-	if v := field("streaming", "streaming"); len(v) > 0 && json.Unmarshal(v, &r.streaming) != nil {
-		return nil, adkInvalid([]any{"streaming"}, "Input should be a valid boolean")
-	}
+	var err error
 	if r.message, err = parseNewMessage(field("newMessage", "new_message")); err != nil {
 		return nil, err
 	}

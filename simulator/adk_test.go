@@ -1,24 +1,17 @@
 package simulator_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/adk"
-	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sse"
 )
 
 // adkClient talks to the simulator's ADK face.
@@ -122,15 +115,15 @@ func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string
 	if ct := h.Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
 		c.t.Fatalf("content type %q", ct)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<22)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			c.t.Fatalf("want a data: line, got %q", sc.Text())
+	r := sse.NewReader(bytes.NewReader(b), sse.MaxEventSize(1<<22))
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			break
 		}
-		if !sc.Scan() || sc.Text() != "" {
-			c.t.Fatalf("want a blank line after %s", data)
+		data := string(f.Data)
+		if err != nil || len(f.Name) > 0 {
+			c.t.Fatalf("frame %q %s: %v", f.Name, data, err)
 		}
 		if errFrame != "" {
 			c.t.Fatalf("a frame after the error frame: %s", data)
@@ -140,7 +133,7 @@ func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string
 			continue
 		}
 		var ev adkEvent
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		if err := json.Unmarshal(f.Data, &ev); err != nil {
 			c.t.Fatalf("frame %s: %v", data, err)
 		}
 		events = append(events, ev)
@@ -152,7 +145,7 @@ func runBody(session string, message map[string]any) map[string]any {
 	return map[string]any{"appName": "brainwire_classifier", "userId": "u-1", "sessionId": session, "newMessage": message, "streaming": true}
 }
 
-func text(s string) map[string]any {
+func textMessage(s string) map[string]any {
 	return map[string]any{"role": "user", "parts": []any{map[string]any{"text": s}}}
 }
 
@@ -168,8 +161,6 @@ func adkFiled(call map[string]any, bucket, status string) map[string]any {
 	return map[string]any{"id": call["id"], "name": call["name"],
 		"response": map[string]any{"bucket": bucket, "confidence": 0.9, "item_id": "item-1", "status": status}}
 }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 func TestADKRoutes(t *testing.T) {
 	c := newADK(t, simulator.Config{})
@@ -189,9 +180,11 @@ func TestADKRoutes(t *testing.T) {
 		{"wrong method", "GET", "/run_sse", nil, nil, 405, `{"detail":"Method Not Allowed"}`},
 		{"unknown route", "GET", "/apps/x", nil, nil, 404, `{"detail":"Not Found"}`},
 		{"a browser's cross-site post", "POST", "/run_sse", map[string]any{}, []string{"Origin", "https://evil.example"}, 403, "Forbidden: origin not allowed"},
-		{"unknown session", "POST", "/run_sse", runBody("nope", text("hi")), nil, 404, `{"detail":"Session not found: nope"}`},
+		{"unknown session", "POST", "/run_sse", runBody("nope", textMessage("hi")), nil, 404, `{"detail":"Session not found: nope"}`},
 		{"no user", "POST", "/run_sse", map[string]any{"appName": "brainwire_classifier", "sessionId": "s"}, nil, 422, `"loc":["body","userId"]`},
-		{"no app", "POST", "/run_sse", map[string]any{"userId": "u", "sessionId": "s", "newMessage": text("hi")}, nil, 400, "app_name is required"},
+		{"streaming not a boolean", "POST", "/run_sse", map[string]any{"app_name": "brainwire_classifier", "user_id": "u", "session_id": "s", "streaming": "yes"},
+			nil, 422, `"loc":["body","streaming"]`},
+		{"no app", "POST", "/run_sse", map[string]any{"userId": "u", "sessionId": "s", "newMessage": textMessage("hi")}, nil, 400, "app_name is required"},
 		{"not JSON", "POST", "/run_sse", "{", nil, 422, `"detail":[`},
 		{"an unknown member in the message", "POST", "/run_sse",
 			map[string]any{"appName": "brainwire_classifier", "userId": "u", "sessionId": "s-1", "newMessage": map[string]any{"role": "user", "parts": []any{map[string]any{"txt": "hi"}}}}, nil, 422, "unknown field"},
@@ -208,139 +201,11 @@ func TestADKRoutes(t *testing.T) {
 	}
 }
 
-func TestADKHandsFileCaptureOverAndResumes(t *testing.T) {
+func TestADKFaults(t *testing.T) {
 	c := newADK(t, simulator.Config{})
-	session := c.session()
-	if !uuidRE.MatchString(session) {
-		t.Errorf("session id %q is not a uuid4", session)
-	}
-	first, errFrame := c.run(runBody(session, text("Call mom about her birthday on Sunday")))
-	if errFrame != "" || len(first) < 3 {
-		t.Fatalf("first stream: %d events, %s", len(first), errFrame)
-	}
-	agg := first[len(first)-1]
-	inv, _ := agg["invocationId"].(string)
-	if !strings.HasPrefix(inv, "e-") || !uuidRE.MatchString(inv[2:]) {
-		t.Errorf("invocation id %q", inv)
-	}
-	var thoughts strings.Builder
-	for i, ev := range first {
-		if ev["invocationId"] != inv || ev["author"] != "classifier" || ev["id"] != agg["id"] {
-			t.Errorf("event %d: invocation %v, author %v, id %v", i, ev["invocationId"], ev["author"], ev["id"])
-		}
-		if a, _ := json.Marshal(ev["actions"]); string(a) != `{"artifactDelta":{},"requestedAuthConfigs":{},"requestedToolConfirmations":{},"stateDelta":{}}` {
-			t.Errorf("event %d: actions %s", i, a)
-		}
-		if i < len(first)-1 {
-			if !ev.partial() {
-				t.Errorf("event %d is not partial", i)
-			}
-			for _, p := range ev.parts() {
-				if p["thought"] == true {
-					thoughts.WriteString(p["text"].(string))
-				}
-			}
-		}
-	}
-	if agg.partial() || agg["partial"] != false {
-		t.Fatalf("the last event is not the aggregated one: %v", agg)
-	}
-	parts := agg.parts()
-	if parts[0]["thought"] != true || parts[0]["text"] != thoughts.String() {
-		t.Errorf("the aggregated thought is not the streamed thoughts joined:\n%v\n%q", parts[0]["text"], thoughts.String())
-	}
-	calls := agg.calls()
-	if len(calls) != 1 || calls[0]["name"] != "file_capture" {
-		t.Fatalf("calls %v", calls)
-	}
-	args := calls[0]["args"].(map[string]any)
-	if args["bucket"] != "People" || args["status"] != "classified" || args["text"] != "Call mom about her birthday on Sunday" {
-		t.Errorf("args %v", args)
-	}
-	if lro, _ := agg["longRunningToolIds"].([]any); len(lro) != 1 || lro[0] != calls[0]["id"] {
-		t.Errorf("longRunningToolIds %v, want the call", agg["longRunningToolIds"])
-	}
-	if agg["usageMetadata"] == nil || agg["finishReason"] != "STOP" {
-		t.Errorf("aggregated event without usage or finish reason: %v", agg)
-	}
-
-	second, errFrame := c.run(runBody(session, functionResponses(adkFiled(calls[0], "People", "classified"))))
-	if errFrame != "" {
-		t.Fatal(errFrame)
-	}
-	last := second[len(second)-1]
-	if last["invocationId"] != inv {
-		t.Errorf("the resumed run's invocation %v, want %s", last["invocationId"], inv)
-	}
-	if p := last.parts(); len(p) != 1 || p[0]["text"] != "Filed to People." || last.calls() != nil {
-		t.Errorf("the answer: %v", p)
-	}
-	if _, ok := last["longRunningToolIds"]; ok {
-		t.Error("the answer hands something over")
-	}
-
-	// The call was answered: answering it again is an error frame.
-	_, errFrame = c.run(runBody(session, functionResponses(adkFiled(calls[0], "People", "classified"))))
-	if !strings.HasPrefix(errFrame, `{"error": "ValueError: Function call not found for function response ids: {'`+calls[0]["id"].(string)+`'}", "error_details": {"error_type": "ValueError", `) {
-		t.Errorf("error frame %s", errFrame)
-	}
-}
-
-func TestADKMagicAndFaults(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	t.Run("no tool: a text answer", func(t *testing.T) {
-		evs, _ := c.run(runBody(c.session(), text("Call mom about her birthday #no-tool")))
-		last := evs[len(evs)-1]
-		if last.calls() != nil || last.parts()[1]["text"] != "People, classified." {
-			t.Fatalf("last event %v", last)
-		}
-	})
-	t.Run("fail: a failed model call", func(t *testing.T) {
-		evs, _ := c.run(runBody(c.session(), text("Call mom about her birthday #fail")))
-		last := evs[len(evs)-1]
-		if last["errorCode"] != "MALFORMED_FUNCTION_CALL" || !strings.Contains(last["errorMessage"].(string), "#fail") || last.calls() != nil {
-			t.Fatalf("last event %v", last)
-		}
-	})
-	t.Run("error event: the stream dies with an error frame", func(t *testing.T) {
-		evs, errFrame := c.run(runBody(c.session(), text("Call mom about her birthday #error-event")))
-		if len(evs) != 3 || !evs[2].partial() {
-			t.Errorf("%d events before the error, the last partial: %v", len(evs), evs)
-		}
-		var frame struct {
-			Error   string `json:"error"`
-			Details struct {
-				Type string `json:"error_type"`
-			} `json:"error_details"`
-		}
-		if err := json.Unmarshal([]byte(errFrame), &frame); err != nil || frame.Details.Type != "ServerError" ||
-			!strings.HasPrefix(frame.Error, "ServerError: 503 UNAVAILABLE.") {
-			t.Fatalf("error frame %s: %v", errFrame, err)
-		}
-	})
-	t.Run("long: N thought chunks", func(t *testing.T) {
-		evs, _ := c.run(runBody(c.session(), text("Plan the product launch #long:40")))
-		thoughts := 0
-		for _, ev := range evs[:len(evs)-1] {
-			if p := ev.parts(); len(p) == 1 && p[0]["thought"] == true {
-				thoughts++
-			}
-		}
-		if thoughts != 40 {
-			t.Fatalf("%d thought chunks, want 40", thoughts)
-		}
-	})
-	t.Run("two calls, both handed over", func(t *testing.T) {
-		evs, _ := c.run(runBody(c.session(), text("Call mom about her birthday and the launch deadline #two-calls")))
-		last := evs[len(evs)-1]
-		lro, _ := last["longRunningToolIds"].([]any)
-		if calls := last.calls(); len(calls) != 2 || len(lro) != 2 || lro[0] != calls[0]["id"] || lro[1] != calls[1]["id"] {
-			t.Fatalf("calls %v, handed over %v", last.calls(), lro)
-		}
-	})
 	t.Run("invalid bucket, then a retry", func(t *testing.T) {
 		session := c.session()
-		evs, _ := c.run(runBody(session, text("Pay the electricity bill #invalid-bucket")))
+		evs, _ := c.run(runBody(session, textMessage("Pay the electricity bill #invalid-bucket")))
 		call := evs[len(evs)-1].calls()[0]
 		if call["args"].(map[string]any)["bucket"] != "Misc" {
 			t.Fatalf("first call %v", call)
@@ -354,7 +219,7 @@ func TestADKMagicAndFaults(t *testing.T) {
 	})
 	t.Run("responses and text in one message", func(t *testing.T) {
 		session := c.session()
-		evs, _ := c.run(runBody(session, text("Call mom")))
+		evs, _ := c.run(runBody(session, textMessage("Call mom")))
 		call := evs[len(evs)-1].calls()[0]
 		msg := functionResponses(adkFiled(call, "People", "classified"))
 		msg["parts"] = append(msg["parts"].([]any), map[string]any{"text": "and hi"})
@@ -363,8 +228,16 @@ func TestADKMagicAndFaults(t *testing.T) {
 			t.Fatalf("error frame %s", errFrame)
 		}
 	})
+	t.Run("a response to no call", func(t *testing.T) {
+		session := c.session()
+		c.run(runBody(session, textMessage("Call mom")))
+		_, errFrame := c.run(runBody(session, functionResponses(map[string]any{"id": "nope", "name": "file_capture", "response": map[string]any{}})))
+		if !strings.Contains(errFrame, "Function call not found for function response ids: {'nope'}") {
+			t.Fatalf("error frame %s", errFrame)
+		}
+	})
 	t.Run("without streaming: the aggregated events only", func(t *testing.T) {
-		body := runBody(c.session(), text("Call mom about her birthday"))
+		body := runBody(c.session(), textMessage("Call mom about her birthday"))
 		body["streaming"] = false
 		evs, _ := c.run(body)
 		if len(evs) != 1 || evs[0].partial() {
@@ -373,124 +246,11 @@ func TestADKMagicAndFaults(t *testing.T) {
 	})
 	t.Run("snake_case names", func(t *testing.T) {
 		session := c.session()
-		evs, _ := c.run(map[string]any{"app_name": "brainwire_classifier", "user_id": "u-1", "session_id": session, "new_message": text("Call mom"), "streaming": true})
+		evs, _ := c.run(map[string]any{"app_name": "brainwire_classifier", "user_id": "u-1", "session_id": session, "new_message": textMessage("Call mom"), "streaming": true})
 		if len(evs[len(evs)-1].calls()) != 1 {
 			t.Fatalf("%v", evs[len(evs)-1])
 		}
 	})
-}
-
-func TestADKVoice(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	session := c.session()
-	evs, _ := c.run(runBody(session, text("This is a voice capture.\naudio: https://blob.example/a.wav?sig=secret")))
-	call := evs[len(evs)-1].calls()[0]
-	if call["name"] != "transcribe_audio" || call["args"].(map[string]any)["blob_url"] != "https://blob.example/a.wav?sig=secret" {
-		t.Fatalf("call %v", call)
-	}
-	for _, ev := range evs {
-		for _, p := range ev.parts() {
-			if s, _ := p["text"].(string); strings.Contains(s, "sig=") {
-				t.Errorf("a thought repeats the signed URL: %s", s)
-			}
-		}
-	}
-	evs, _ = c.run(runBody(session, functionResponses(map[string]any{"id": call["id"], "name": "transcribe_audio",
-		"response": map[string]any{"text": "Call my sister about the concert tickets"}})))
-	file := evs[len(evs)-1].calls()[0]
-	if a := file["args"].(map[string]any); file["name"] != "file_capture" || !strings.HasSuffix(a["text"].(string), "\nCall my sister about the concert tickets") || a["bucket"] != "People" {
-		t.Fatalf("file call %v", file)
-	}
-}
-
-// The same seeded ids give the same streams: fixtures record again the
-// same.
-func TestADKDeterministic(t *testing.T) {
-	stream := func() string {
-		n := 0
-		var mu sync.Mutex
-		c := newADK(t, simulator.Config{NewID: func(p string) string {
-			mu.Lock()
-			defer mu.Unlock()
-			n++
-			return fmt.Sprintf("%s_%d", p, n)
-		}, Now: func() time.Time { return testClock }})
-		session := c.session()
-		_, _, b := c.do(http.MethodPost, "/run_sse", runBody(session, text("Call mom")))
-		return session + string(b)
-	}
-	if a, b := stream(), stream(); a != b {
-		t.Fatalf("two runs differ:\n%s\n%s", a, b)
-	}
-}
-
-// filingTools is a ToolSet that files like the server's file_capture.
-type filingTools struct {
-	mu    sync.Mutex
-	calls []brainwire.ToolCall
-}
-
-func (f *filingTools) Definitions() []brainwire.ToolDefinition {
-	return []brainwire.ToolDefinition{{Name: brainwire.ToolFileCapture}, {Name: brainwire.ToolTranscribeAudio}}
-}
-
-func (f *filingTools) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-	f.mu.Lock()
-	f.calls = append(f.calls, c)
-	f.mu.Unlock()
-	var a struct {
-		Bucket     string  `json:"bucket"`
-		Confidence float64 `json:"confidence"`
-		Status     string  `json:"status"`
-	}
-	_ = json.Unmarshal(c.Arguments, &a)
-	res := &brainwire.FileCaptureResult{Bucket: a.Bucket, Confidence: a.Confidence, ItemID: "item-1", Status: a.Status}
-	out, _ := json.Marshal(res)
-	return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: string(out), Filed: res}
-}
-
-// The ADK provider runs against the face end to end, follow-up included.
-func TestADKWithTheProvider(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	client, err := adk.NewClient(c.url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := adk.NewProvider(client, simulator.DefaultADKApp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	run := func(req brainwire.RunRequest) (tools *filingTools, statuses []string, session string) {
-		tools = &filingTools{}
-		for ev, err := range agent.NewLoop(p).Run(t.Context(), req, tools) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev.Kind == brainwire.AgentRunStatus {
-				statuses = append(statuses, string(ev.Status))
-			}
-			session = ev.ThreadID
-		}
-		return tools, statuses, session
-	}
-	tools, statuses, session := run(brainwire.RunRequest{UserID: "u-1", Message: "hmm zzkx"})
-	if strings.Join(statuses, " > ") != "in_progress > requires_action > in_progress > completed" {
-		t.Errorf("statuses %v", statuses)
-	}
-	var a struct{ Status, Question string }
-	json.Unmarshal(tools.calls[0].Arguments, &a)
-	if a.Status != brainwire.StatusMisunderstood || a.Question == "" {
-		t.Fatalf("first capture filed %+v", a)
-	}
-	tools, _, again := run(brainwire.RunRequest{UserID: "u-1", ThreadID: session, Message: "I meant call my sister about her birthday",
-		AdditionalInstructions: "follow-up round 1 of 3"})
-	json.Unmarshal(tools.calls[0].Arguments, &a)
-	if again != session || a.Status != brainwire.StatusClassified || !strings.Contains(string(tools.calls[0].Arguments), `"text":"hmm zzkx\nI meant call my sister`) {
-		t.Fatalf("follow-up on %s filed %s", again, tools.calls[0].Arguments)
-	}
 }
 
 // TestADKSession: a session reads back with its events, as the server
@@ -515,7 +275,7 @@ func TestADKSession(t *testing.T) {
 		s.UserID != "u-1" || len(s.Events) != 0 {
 		t.Fatalf("a new session: %d %+v", status, s)
 	}
-	evs, _ := c.run(runBody(session, text("Call mom about her birthday")))
+	evs, _ := c.run(runBody(session, textMessage("Call mom about her birthday")))
 	call := evs[len(evs)-1].calls()[0]
 	c.run(runBody(session, functionResponses(adkFiled(call, "People", "classified"))))
 

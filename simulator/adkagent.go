@@ -125,27 +125,18 @@ func (p *adkPlan) agent() *agent {
 // resume takes the responses to the calls the run handed over and goes on.
 func (p *adkPlan) resume(responses []adkResponse) {
 	ss := p.ss
-	byID := map[string]adkResponse{}
-	var unknown []string
+	outputs := map[string]string{}
 	for _, r := range responses {
-		if !slices.ContainsFunc(ss.pending, func(c *toolCall) bool { return c.id == r.ID }) {
-			unknown = append(unknown, "'"+r.ID+"'")
-		}
-		byID[r.ID] = r
+		outputs[r.ID] = string(r.Response)
 	}
-	if len(unknown) > 0 {
-		p.fail("ValueError", "Function call not found for function response ids: {"+strings.Join(unknown, ", ")+"}")
+	quoted := func(ids []string) string { return "{'" + strings.Join(ids, "', '") + "'}" }
+	switch unknown, missing := unanswered(ss.pending, outputs); {
+	case len(unknown) > 0:
+		p.fail("ValueError", "Function call not found for function response ids: "+quoted(unknown))
 		return
-	}
-	var missing []string
-	for _, c := range ss.pending {
-		if _, ok := byID[c.id]; !ok {
-			missing = append(missing, "'"+c.id+"'")
-		}
-	}
-	if len(missing) > 0 {
+	case len(missing) > 0:
 		// ADK would wait for them; the simulator wants every call answered at once.
-		p.fail("ValueError", "Function responses missing for ids: {"+strings.Join(missing, ", ")+"}")
+		p.fail("ValueError", "Function responses missing for ids: "+quoted(missing))
 		return
 	}
 	calls := ss.pending
@@ -155,7 +146,7 @@ func (p *adkPlan) resume(responses []adkResponse) {
 	}
 	p.userEvent(parts)
 	for _, c := range calls {
-		c.output = string(byID[c.id].Response)
+		c.output = outputs[c.id]
 		ss.context += tokens(c.output)
 	}
 	ss.pending = nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -343,6 +344,25 @@ func (a *agent) runnerUpCall(v Verdict, text string) *toolCall {
 func (a *agent) newFileCall(f fileArgs) *toolCall {
 	args, _ := jsonw.Marshal(f) // strings and a float always encode
 	return &toolCall{id: a.face.callID(), name: brainwire.ToolFileCapture, arguments: string(args), bucket: f.Bucket, status: f.Status}
+}
+
+// unanswered compares the outputs' call ids with the pending calls: the
+// ids no pending call has, and the pending calls no output answers.
+func unanswered(pending []*toolCall, outputs map[string]string) (unknown, missing []string) {
+	want := map[string]bool{}
+	for _, c := range pending {
+		want[c.id] = true
+		if _, ok := outputs[c.id]; !ok {
+			missing = append(missing, c.id)
+		}
+	}
+	for id := range outputs {
+		if !want[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	slices.Sort(unknown)
+	return unknown, missing
 }
 
 type stage uint8

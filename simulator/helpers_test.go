@@ -1,12 +1,10 @@
 package simulator_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sse"
 )
 
 // testClock is the fixed time every test simulator reports.
@@ -41,51 +40,20 @@ type frame struct {
 	Data  string
 }
 
-// sseReader is a strict parser for the service's framing: exactly one
-// "event:" line and one "data:" line per event, then a blank line.
-type sseReader struct {
-	br *bufio.Reader
-}
+// sseReader reads a stream's events with the repository's SSE reader.
+type sseReader struct{ r *sse.Reader }
 
-func newSSEReader(r io.Reader) *sseReader { return &sseReader{br: bufio.NewReaderSize(r, 1<<16)} }
-
-func (p *sseReader) line() (string, error) {
-	s, err := p.br.ReadString('\n')
-	if err != nil {
-		if err == io.EOF && s != "" {
-			return "", fmt.Errorf("line %q: %w", s, io.ErrUnexpectedEOF)
-		}
-		return "", err
-	}
-	return strings.TrimSuffix(s, "\n"), nil
+func newSSEReader(r io.Reader) *sseReader {
+	return &sseReader{sse.NewReader(r, sse.MaxEventSize(1<<22))}
 }
 
 // next returns the next event, io.EOF at a clean end.
 func (p *sseReader) next() (frame, error) {
-	ev, err := p.line()
+	ev, err := p.r.Next()
 	if err != nil {
 		return frame{}, err
 	}
-	name, ok := strings.CutPrefix(ev, "event: ")
-	if !ok {
-		return frame{}, fmt.Errorf("want an event: line, got %q", ev)
-	}
-	dl, err := p.line()
-	if err != nil {
-		return frame{}, fmt.Errorf("event %s: data line: %w", name, err)
-	}
-	data, ok := strings.CutPrefix(dl, "data: ")
-	if !ok {
-		return frame{}, fmt.Errorf("event %s: want a data: line, got %q", name, dl)
-	}
-	blank, err := p.line()
-	if err != nil {
-		return frame{}, fmt.Errorf("event %s: blank line: %w", name, err)
-	}
-	if blank != "" {
-		return frame{}, fmt.Errorf("event %s: want a blank line, got %q", name, blank)
-	}
-	return frame{Event: name, Data: data}, nil
+	return frame{Event: string(ev.Name), Data: string(ev.Data)}, nil
 }
 
 func parseSSE(t *testing.T, r io.Reader) []frame {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/jsonw"
@@ -45,16 +47,17 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if s.count(w, req) {
 		return
 	}
-	if isADKPath(req.URL.Path) {
-		s.serveADK(w, req)
-		return
+	var err error
+	adk := isADKPath(req.URL.Path)
+	if op, ok := responsesOperation(req.URL.Path); adk {
+		err = s.routeADK(w, req)
+	} else if ok {
+		err = s.routeResponses(w, req, op)
+	} else {
+		err = s.routeThreads(w, req)
 	}
-	if op, ok := responsesOperation(req.URL.Path); ok {
-		s.serveResponses(w, req, op)
-		return
-	}
-	if err := s.routeThreads(w, req); err != nil {
-		writeError(w, err)
+	if err != nil {
+		writeError(w, err, adk)
 	}
 }
 
@@ -135,10 +138,23 @@ func authorized(req *http.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) != ""
 }
 
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers err in the service's error shape, or in FastAPI's
+// ({"detail": ...}) on the ADK face.
+func writeError(w http.ResponseWriter, err error, fastAPI bool) {
 	var he *httpError
 	if !errors.As(err, &he) {
 		he = &httpError{status: http.StatusInternalServerError, code: "server_error", message: "internal simulator error"}
+	}
+	for k, v := range he.header {
+		w.Header()[k] = v
+	}
+	if fastAPI {
+		detail := he.detail
+		if detail == nil {
+			detail = he.message
+		}
+		_ = writeJSON(w, he.status, map[string]any{"detail": detail}) // the client is gone if this fails
+		return
 	}
 	body := foundrywire.ErrorBody{Error: foundrywire.APIError{Code: he.code, Message: he.message, Type: "invalid_request_error"}}
 	if he.status >= 500 {
@@ -146,9 +162,6 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if he.param != "" {
 		body.Error.Param = ptr(he.param)
-	}
-	for k, v := range he.header {
-		w.Header()[k] = v
 	}
 	_ = writeJSON(w, he.status, body) // the client is gone if this fails
 }
@@ -185,25 +198,34 @@ func decode(w http.ResponseWriter, req *http.Request, v any, optional bool) erro
 	return nil
 }
 
-// pageOf reads a list call's limit (1 to 100, 20 by default) and order
-// ("asc" or "desc", the default).
-func pageOf(q url.Values) (limit int, order string, err error) {
-	limit = 20
+// paginate pages items, oldest first, as a list call asks: order
+// ("desc", the default, or "asc"), those after the item named by after,
+// limit of them (1 to 100, 20 by default).
+func paginate[T any](q url.Values, items []T, id func(T) string) (page []T, hasMore bool, err error) {
+	limit := 20
 	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return 0, "", badRequest("limit", "limit must be between 1 and 100.")
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
+			return nil, false, badRequest("limit", "limit must be between 1 and 100.")
 		}
-		limit = n
 	}
-	order = q.Get("order")
-	if order == "" {
-		order = "desc"
+	switch q.Get("order") {
+	case "", "desc":
+		items = slices.Clone(items)
+		slices.Reverse(items)
+	case "asc":
+	default:
+		return nil, false, badRequest("order", "order must be 'asc' or 'desc'.")
 	}
-	if order != "asc" && order != "desc" {
-		return 0, "", badRequest("order", "order must be 'asc' or 'desc'.")
+	if after := q.Get("after"); after != "" {
+		i := slices.IndexFunc(items, func(v T) bool { return id(v) == after })
+		if i < 0 {
+			return nil, false, &httpError{status: http.StatusNotFound, code: "not_found", param: "after",
+				message: fmt.Sprintf("Item with id '%s' not found.", after)}
+		}
+		items = items[i+1:]
 	}
-	return limit, order, nil
+	page = items[:min(limit, len(items))]
+	return page, len(items) > len(page), nil
 }
 
 // held answers a copy of what get finds, taken under mu.
@@ -215,4 +237,81 @@ func held[T any](w http.ResponseWriter, mu *sync.Mutex, get func() (T, error)) e
 		return err
 	}
 	return writeJSON(w, http.StatusOK, v)
+}
+
+// contentText reads a message's content, a string or an array of text
+// parts ("text", "input_text" or "output_text", their text a string or
+// {"value": ...}), and checks it (checkText).
+func contentText(raw json.RawMessage, param string) (string, error) {
+	var text string
+	if json.Unmarshal(raw, &text) != nil {
+		var parts []struct {
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) != nil {
+			return "", badRequest(param, "content must be a string or an array of content parts")
+		}
+		var texts []string
+		for _, p := range parts {
+			if p.Type != "text" && p.Type != "input_text" && p.Type != "output_text" {
+				continue
+			}
+			var t struct {
+				Value string `json:"value"`
+			}
+			if json.Unmarshal(p.Text, &t.Value) != nil && json.Unmarshal(p.Text, &t) != nil {
+				return "", badRequest(param, "a text part's text must be a string")
+			}
+			texts = append(texts, t.Value)
+		}
+		text = strings.Join(texts, "\n")
+	}
+	return text, checkText(text, param)
+}
+
+// checkText refuses an empty message and one over maxMessageRunes.
+func checkText(text, param string) error {
+	if strings.TrimSpace(text) == "" {
+		return badRequest(param, "The message is empty.")
+	}
+	if utf8.RuneCountInString(text) > maxMessageRunes {
+		return badRequest(param, "The message is over %d characters.", maxMessageRunes)
+	}
+	return nil
+}
+
+// readTools reads the tools a request offers and the names of its
+// function tools: nested ({"function":{"name"}}) on threads, flat
+// ({"name"}) on Responses.
+func readTools(raw json.RawMessage, nested bool) ([]json.RawMessage, map[string]bool, error) {
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, nil, badRequest("tools", "tools must be an array of tool definitions.")
+	}
+	names := map[string]bool{}
+	for i, t := range tools {
+		var def struct {
+			Type     string `json:"type"`
+			Name     string `json:"name"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
+			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
+		}
+		name, param := def.Name, fmt.Sprintf("tools[%d].name", i)
+		if nested {
+			name, param = def.Function.Name, fmt.Sprintf("tools[%d].function.name", i)
+		}
+		if def.Type == "function" {
+			if name == "" {
+				// On Responses, the Chat Completions shape ({"function":{"name"}}) lands here.
+				return nil, nil, badRequest(param, "Missing required parameter: '%s'.", param)
+			}
+			names[name] = true
+		}
+	}
+	return tools, names, nil
 }

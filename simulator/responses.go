@@ -3,12 +3,10 @@ package simulator
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
@@ -24,7 +22,6 @@ import (
 //
 //	POST /responses                  create a response (streamed or not)
 //	GET  /responses/{id}             a stored response
-//	POST /responses/{id}/cancel      refused: only background responses can be cancelled
 //	POST /conversations              create a conversation
 //	GET  /conversations/{id}         a conversation
 //	GET  /conversations/{id}/items   its items, newest first (limit, order, after)
@@ -156,13 +153,7 @@ func (st *responsesState) commit(c *conversation, sess *session, last *storedRes
 	st.conversations.put(c.obj.ID, c, sess.size()+c.itemBytes)
 }
 
-// serveResponses answers one Responses face call.
-func (s *Simulator) serveResponses(w http.ResponseWriter, req *http.Request, op string) {
-	if err := s.routeResponses(w, req, op); err != nil {
-		writeError(w, err)
-	}
-}
-
+// routeResponses answers one Responses face call.
 func (s *Simulator) routeResponses(w http.ResponseWriter, req *http.Request, op string) error {
 	if !authorizedKey(req) {
 		return &httpError{status: http.StatusUnauthorized, code: "invalid_api_key",
@@ -177,7 +168,6 @@ var responsesRoutes = []route{
 	{http.MethodGet, "deployments/**", (*Simulator).getDeployment},
 	{http.MethodPost, "responses", (*Simulator).createResponse},
 	{http.MethodGet, "responses/*", (*Simulator).getResponse},
-	{http.MethodPost, "responses/*/cancel", (*Simulator).cancelResponse},
 	{http.MethodPost, "conversations", (*Simulator).createConversation},
 	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
 	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
@@ -237,7 +227,7 @@ func (s *Simulator) getAgent(w http.ResponseWriter, req *http.Request, seg []str
 func (s *Simulator) agentVersion() agentVersionObject {
 	return agentVersionObject{
 		Object: "agent.version", ID: DefaultAgentName + ":" + DefaultAgentVersion, Name: DefaultAgentName, Version: DefaultAgentVersion,
-		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
+		Description: agentDescription,
 		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
 		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
 			Reasoning: &responseswire.Reasoning{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
@@ -324,18 +314,6 @@ func (s *Simulator) getResponse(w http.ResponseWriter, _ *http.Request, ids []st
 
 func responseNotFound(id string) error {
 	return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Response with id '%s' not found.", id)}
-}
-
-func (s *Simulator) cancelResponse(_ http.ResponseWriter, _ *http.Request, ids []string) error {
-	id := ids[0]
-	st := s.responses
-	st.mu.Lock()
-	_, ok := st.responses.get(id)
-	st.mu.Unlock()
-	if !ok {
-		return responseNotFound(id)
-	}
-	return badRequest("", "Only responses created with background=true can be cancelled.")
 }
 
 // responseRequest is the body of POST /responses.
@@ -432,11 +410,8 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		default:
 			return inputItem{}, badRequest(param+".role", "Invalid value: '%s'. Supported values are: 'user', 'assistant', 'system', and 'developer'.", it.Role)
 		}
-		text, err := inputText(it.Content)
+		text, err := contentText(it.Content, param+".content")
 		if err != nil {
-			return inputItem{}, badRequest(param+".content", "%v", err)
-		}
-		if err := checkText(text, param+".content"); err != nil {
 			return inputItem{}, err
 		}
 		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
@@ -446,69 +421,6 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		return inputItem{kind: inputMessage, message: m}, nil
 	}
 	return inputItem{}, badRequest(param+".type", "Input items of type %q are not supported by the simulator (use message or function_call_output).", it.Type)
-}
-
-// inputText accepts a string or a list of input_text (or output_text)
-// parts.
-func inputText(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of content parts")
-	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "input_text" || p.Type == "output_text" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), nil
-}
-
-func checkText(text, param string) error {
-	if strings.TrimSpace(text) == "" {
-		return badRequest(param, "The message is empty.")
-	}
-	if utf8.RuneCountInString(text) > maxMessageRunes {
-		return badRequest(param, "The message is over %d characters.", maxMessageRunes)
-	}
-	return nil
-}
-
-// requestTools reads the tools a request offers: function tools in the
-// flat shape.
-func requestTools(raw json.RawMessage) ([]json.RawMessage, map[string]bool, error) {
-	names := map[string]bool{}
-	if len(raw) == 0 || string(raw) == "null" {
-		return []json.RawMessage{}, names, nil
-	}
-	var tools []json.RawMessage
-	if err := json.Unmarshal(raw, &tools); err != nil {
-		return nil, nil, badRequest("tools", "tools must be an array of tool definitions.")
-	}
-	for i, t := range tools {
-		var def struct {
-			Type string `json:"type"`
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
-			return nil, nil, badRequest(fmt.Sprintf("tools[%d].type", i), "Missing required parameter: 'tools[%d].type'.", i)
-		}
-		if def.Type == "function" {
-			if def.Name == "" {
-				// The Chat Completions shape ({"function":{"name"}}) lands here.
-				return nil, nil, badRequest(fmt.Sprintf("tools[%d].name", i), "Missing required parameter: 'tools[%d].name'.", i)
-			}
-			names[def.Name] = true
-		}
-	}
-	return tools, names, nil
 }
 
 // createResponse validates the request, plans the agent's answer and
@@ -575,9 +487,11 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 	if len(input) == 0 {
 		return nil, badRequest("input", "Missing required parameter: 'input'.")
 	}
-	tools, names, err := requestTools(body.Tools)
-	if err != nil {
-		return nil, err
+	tools, names := []json.RawMessage{}, map[string]bool{}
+	if len(body.Tools) > 0 && string(body.Tools) != "null" {
+		if tools, names, err = readTools(body.Tools, false); err != nil {
+			return nil, err
+		}
 	}
 	model, instructions := body.Model, ""
 	if body.Instructions != nil {
@@ -631,22 +545,15 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		pending = prev.pending
 	}
 	for _, in := range input {
-		if in.kind != inputFunctionOutput {
-			continue
+		if in.kind == inputFunctionOutput {
+			outputs[in.callID] = in.output
 		}
-		found := false
-		for _, c := range pending {
-			found = found || c.id == in.callID
-		}
-		if !found {
-			return nil, badRequest("input", "No tool call found for function call output with call_id %s.", in.callID)
-		}
-		outputs[in.callID] = in.output
 	}
-	for _, c := range pending {
-		if _, ok := outputs[c.id]; !ok {
-			return nil, badRequest("input", "No tool output found for function call %s.", c.id)
-		}
+	switch unknown, missing := unanswered(pending, outputs); {
+	case len(unknown) > 0:
+		return nil, badRequest("input", "No tool call found for function call output with call_id %s.", unknown[0])
+	case len(missing) > 0:
+		return nil, badRequest("input", "No tool output found for function call %s.", missing[0])
 	}
 
 	var run runMemory

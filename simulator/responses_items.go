@@ -118,11 +118,6 @@ type itemList struct {
 // after the item named by after.
 func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Request, ids []string) error {
 	id := ids[0]
-	q := req.URL.Query()
-	limit, order, err := pageOf(q)
-	if err != nil {
-		return err
-	}
 	st := s.responses
 	st.mu.Lock()
 	c, ok := st.conversations.get(id)
@@ -134,19 +129,11 @@ func (s *Simulator) listConversationItems(w http.ResponseWriter, req *http.Reque
 	if !ok {
 		return &httpError{status: http.StatusNotFound, code: "not_found", message: fmt.Sprintf("Conversation with id '%s' not found.", id)}
 	}
-	if order == "desc" {
-		slices.Reverse(items)
+	page, hasMore, err := paginate(req.URL.Query(), items, func(it convItem) string { return it.id })
+	if err != nil {
+		return err
 	}
-	if after := q.Get("after"); after != "" {
-		i := slices.IndexFunc(items, func(it convItem) bool { return it.id == after })
-		if i < 0 {
-			return &httpError{status: http.StatusNotFound, code: "not_found", param: "after",
-				message: fmt.Sprintf("Item with id '%s' not found in conversation '%s'.", after, id)}
-		}
-		items = items[i+1:]
-	}
-	page := items[:min(limit, len(items))]
-	list := itemList{Object: "list", Data: make([]any, len(page)), HasMore: len(items) > len(page)}
+	list := itemList{Object: "list", Data: make([]any, len(page)), HasMore: hasMore}
 	for i, it := range page {
 		list.Data[i] = it.obj
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/agent"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/responses/responseswire"
 	"github.com/brainwire/brainwire/simulator"
@@ -28,7 +26,6 @@ func (c *client) respond(body map[string]any) []frame {
 		body["model"] = "gpt-test"
 	}
 	frames := c.stream(responsesPath+"/responses", body)
-	checkResponseStream(c.t, frames)
 	return frames
 }
 
@@ -121,152 +118,6 @@ func filed(c responseswire.FunctionCallItem) string {
 	return fmt.Sprintf(`{"bucket":%q,"confidence":%v,"item_id":"item_1","status":%q}`, a.Bucket, a.Confidence, a.Status)
 }
 
-// checkResponseStream holds a stream to the API's streaming rules: event
-// names equal data.type; sequence numbers run from 0; created, then
-// in_progress, first; one terminal event, last; each item added is done
-// with the same index; deltas add up to the done texts and arguments; the
-// terminal response lists the items done; and brainwire's decoder reads
-// it without error.
-func checkResponseStream(t *testing.T, frames []frame) {
-	t.Helper()
-	if len(frames) < 3 {
-		t.Fatalf("%d events", len(frames))
-	}
-	type itemState struct {
-		added, done bool
-		text, args  strings.Builder
-	}
-	items := map[int]*itemState{}
-	var doneItems []json.RawMessage
-	for i, f := range frames {
-		var d struct {
-			Type        string          `json:"type"`
-			Seq         *int            `json:"sequence_number"`
-			OutputIndex *int            `json:"output_index"`
-			Item        json.RawMessage `json:"item"`
-			Delta       string          `json:"delta"`
-			Text        *string         `json:"text"`
-			Arguments   *string         `json:"arguments"`
-		}
-		if err := json.Unmarshal([]byte(f.Data), &d); err != nil {
-			t.Fatalf("event %d %s: %v", i, f.Event, err)
-		}
-		if d.Type != f.Event || d.Seq == nil || *d.Seq != i {
-			t.Fatalf("event %d: name %s, type %s, sequence %v", i, f.Event, d.Type, d.Seq)
-		}
-		terminal := f.Event == "response.completed" || f.Event == "response.failed" || f.Event == "response.incomplete" || f.Event == "error"
-		if terminal != (i == len(frames)-1) {
-			t.Fatalf("event %d of %d is %s", i, len(frames), f.Event)
-		}
-		if (i == 0) != (f.Event == "response.created") || (i == 1) != (f.Event == "response.in_progress") {
-			t.Fatalf("event %d is %s", i, f.Event)
-		}
-		var st *itemState
-		if d.OutputIndex != nil {
-			if st = items[*d.OutputIndex]; st == nil {
-				st = &itemState{}
-				items[*d.OutputIndex] = st
-			}
-		}
-		switch f.Event {
-		case "response.output_item.added":
-			if st.added || *d.OutputIndex != len(items)-1 {
-				t.Fatalf("item %d added twice or out of order", *d.OutputIndex)
-			}
-			st.added = true
-		case "response.output_item.done":
-			if !st.added || st.done {
-				t.Fatalf("item %d done without being added, or twice", *d.OutputIndex)
-			}
-			st.done = true
-			doneItems = append(doneItems, d.Item)
-		case "response.reasoning_summary_text.delta", "response.output_text.delta":
-			st.text.WriteString(d.Delta)
-		case "response.reasoning_summary_text.done", "response.output_text.done":
-			if *d.Text != st.text.String() {
-				t.Fatalf("deltas %q add up to something else than %q", st.text.String(), *d.Text)
-			}
-		case "response.function_call_arguments.delta":
-			st.args.WriteString(d.Delta)
-		case "response.function_call_arguments.done":
-			if *d.Arguments != st.args.String() {
-				t.Fatalf("argument deltas %q add up to something else than %q", st.args.String(), *d.Arguments)
-			}
-		}
-	}
-	for i, st := range items {
-		if !st.done {
-			t.Fatalf("item %d never done", i)
-		}
-	}
-	if last := frames[len(frames)-1]; last.Event == "response.completed" {
-		r := final(t, frames)
-		if len(r.Output) != len(doneItems) {
-			t.Fatalf("the response lists %d items, %d were done", len(r.Output), len(doneItems))
-		}
-		for i := range doneItems {
-			if string(r.Output[i]) != string(doneItems[i]) {
-				t.Fatalf("item %d: done %s, listed %s", i, doneItems[i], r.Output[i])
-			}
-		}
-		if r.Usage == nil || r.Usage.TotalTokens != r.Usage.InputTokens+r.Usage.OutputTokens {
-			t.Fatalf("usage %+v", r.Usage)
-		}
-	}
-	var wire strings.Builder
-	for _, f := range frames {
-		wire.WriteString("event: " + f.Event + "\ndata: " + f.Data + "\n\n")
-	}
-	d := responses.NewDecoder(strings.NewReader(wire.String()))
-	for {
-		if _, err := d.Next(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("brainwire's decoder: %v", err)
-		}
-	}
-}
-
-func TestResponsesClassifiedInAConversation(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{})
-	conv := c.newConversation()
-	s1 := c.respond(firstRequest(conv, "Call mom about her birthday on Sunday"))
-	r1 := final(t, s1)
-	reasoning, n := texts(s1, "response.reasoning_summary_text.delta")
-	if r1.Status != "completed" || r1.Conversation == nil || r1.Conversation.ID != conv || n < 10 ||
-		!strings.HasPrefix(reasoning, "**Classifying the capture**\n\nKeyword check (offline simulator") {
-		t.Fatalf("first response %+v, reasoning (%d deltas) %q", r1, n, reasoning)
-	}
-	cs := calls(t, r1)
-	if len(cs) != 1 || cs[0].Name != "file_capture" || !strings.HasPrefix(cs[0].CallID, "call_") {
-		t.Fatalf("calls %+v", cs)
-	}
-	var args fileArgs
-	if err := json.Unmarshal([]byte(cs[0].Arguments), &args); err != nil || args.Confidence == nil {
-		t.Fatalf("arguments %s: %v", cs[0].Arguments, err)
-	}
-	if args.Bucket != "People" || args.Status != "classified" || args.Text != "Call mom about her birthday on Sunday" {
-		t.Fatalf("file_capture %+v", args)
-	}
-	if u := r1.Usage; u.OutputTokensDetails.ReasoningTokens == 0 || u.InputTokens == 0 {
-		t.Fatalf("usage %+v", u)
-	}
-	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, filed), "tools": responsesTools,
-		"instructions": testInstructions, "reasoning": map[string]any{"summary": "auto"}})
-	if msg, _ := texts(s2, "response.output_text.delta"); msg != "Filed to People." {
-		t.Fatalf("closing message %q", msg)
-	}
-	if r2 := final(t, s2); r2.Status != "completed" || len(calls(t, r2)) != 0 || r2.Usage.InputTokens <= r1.Usage.InputTokens {
-		t.Fatalf("second response %+v", r2)
-	}
-	// The stored responses read back.
-	var got responseswire.Response
-	c.call(http.MethodGet, responsesPath+"/responses/"+r1.ID, nil, http.StatusOK, &got)
-	if got.Status != "completed" || len(calls(t, got)) != 1 {
-		t.Fatalf("stored %+v", got)
-	}
-}
-
 // TestResponsesConversationItems: a conversation lists what its completed
 // responses took in and gave out, as the API does: newest first by
 // default, limit, order and after, in the list envelope.
@@ -349,126 +200,6 @@ func TestResponsesConversationItems(t *testing.T) {
 	c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items?limit=0", nil, http.StatusBadRequest, nil)
 	c.call(http.MethodGet, responsesPath+"/conversations/"+conv+"/items?order=up", nil, http.StatusBadRequest, nil)
 	c.call(http.MethodGet, responsesPath+"/conversations/conv_nope/items", nil, http.StatusNotFound, nil)
-}
-
-func TestResponsesMagic(t *testing.T) {
-	cases := []struct {
-		text  string
-		check func(t *testing.T, frames []frame)
-	}{
-		{"Renew the passport #fail", func(t *testing.T, frames []frame) {
-			r := final(t, frames)
-			if frames[len(frames)-1].Event != "response.failed" || r.Error == nil || r.Error.Code != "server_error" || len(frames) != 3 {
-				t.Fatalf("%v %+v", names(frames), r)
-			}
-		}},
-		{"Renew the passport #error-event", func(t *testing.T, frames []frame) {
-			last := frames[len(frames)-1]
-			if last.Event != "error" || !strings.Contains(last.Data, `"code":"server_error"`) || !strings.Contains(last.Data, `"param":null`) {
-				t.Fatalf("%v %s", names(frames), last.Data)
-			}
-		}},
-		{"Renew the passport #incomplete", func(t *testing.T, frames []frame) {
-			r := final(t, frames)
-			if r.Status != "incomplete" || r.IncompleteDetails.Reason != "max_output_tokens" || r.Usage == nil {
-				t.Fatalf("%+v", r)
-			}
-		}},
-		{"Renew the passport #no-tool", func(t *testing.T, frames []frame) {
-			r := final(t, frames)
-			msg, _ := texts(frames, "response.output_text.delta")
-			if len(calls(t, r)) != 0 || r.Status != "completed" || !strings.Contains(msg, "did not file it") {
-				t.Fatalf("%+v %q", r, msg)
-			}
-		}},
-		{"Call mom about her birthday and the launch deadline #two-calls", func(t *testing.T, frames []frame) {
-			if cs := calls(t, final(t, frames)); len(cs) != 2 || cs[0].CallID == cs[1].CallID {
-				t.Fatalf("calls %+v", cs)
-			}
-		}},
-		{"Plan the launch #long:40", func(t *testing.T, frames []frame) {
-			if _, n := texts(frames, "response.reasoning_summary_text.delta"); n != 40 {
-				t.Fatalf("%d deltas", n)
-			}
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.text, func(t *testing.T) {
-			c, _ := newSim(t, simulator.Config{})
-			tc.check(t, c.respond(firstRequest(c.newConversation(), tc.text)))
-		})
-	}
-}
-
-func TestResponsesInvalidBucketRetry(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{})
-	s1 := c.respond(map[string]any{"input": userInput("Pay the electricity bill #invalid-bucket"), "tools": responsesTools})
-	r1 := final(t, s1)
-	cs := calls(t, r1)
-	if len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"bucket":"Misc"`) {
-		t.Fatalf("%+v", cs)
-	}
-	s2 := c.respond(map[string]any{"previous_response_id": r1.ID, "input": outputsFor(cs, func(responseswire.FunctionCallItem) string {
-		return `{"error":"invalid_bucket","message":"unknown bucket \"Misc\""}`
-	}), "tools": responsesTools})
-	r2 := final(t, s2)
-	cs2 := calls(t, r2)
-	if len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"Admin"`) || *r2.PreviousResponseID != r1.ID {
-		t.Fatalf("retry %+v", r2)
-	}
-	if _, n := texts(s2, "response.reasoning_summary_text.delta"); n != 0 {
-		t.Fatal("summaries without being asked for")
-	}
-	s3 := c.respond(map[string]any{"previous_response_id": r2.ID, "input": outputsFor(cs2, filed), "tools": responsesTools})
-	if msg, _ := texts(s3, "response.output_text.delta"); msg != "Filed to Admin." {
-		t.Fatalf("closing %q", msg)
-	}
-}
-
-func TestResponsesVoice(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{})
-	conv := c.newConversation()
-	s1 := c.respond(firstRequest(conv, "This is a voice capture. Call transcribe_audio with the blob_url below.\naudio: https://blob.example/a.wav?sig=secret"))
-	cs := calls(t, final(t, s1))
-	if len(cs) != 1 || cs[0].Name != "transcribe_audio" || cs[0].Arguments != `{"blob_url":"https://blob.example/a.wav?sig=secret"}` {
-		t.Fatalf("%+v", cs)
-	}
-	if reasoning, _ := texts(s1, "response.reasoning_summary_text.delta"); strings.Contains(reasoning, "secret") {
-		t.Fatal("the reasoning repeats the signed URL")
-	}
-	s2 := c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, func(responseswire.FunctionCallItem) string {
-		return `{"text":"Call my sister about the concert tickets"}`
-	}),
-		"tools": responsesTools, "reasoning": map[string]any{"summary": "auto"}})
-	cs2 := calls(t, final(t, s2))
-	if len(cs2) != 1 || cs2[0].Name != "file_capture" || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) ||
-		!strings.Contains(cs2[0].Arguments, "Call my sister about the concert tickets") {
-		t.Fatalf("%+v", cs2)
-	}
-	if reasoning, _ := texts(s2, "response.reasoning_summary_text.delta"); !strings.Contains(reasoning, "The transcript reads") {
-		t.Fatalf("reasoning %q", reasoning)
-	}
-}
-
-// TestResponsesFollowUp: a follow-up in the conversation of a
-// misunderstood capture reads both messages.
-func TestResponsesFollowUp(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{})
-	conv := c.newConversation()
-	cs := calls(t, final(t, c.respond(firstRequest(conv, "hmm zzkx"))))
-	if len(cs) != 1 || !strings.Contains(cs[0].Arguments, `"status":"misunderstood"`) || !strings.Contains(cs[0].Arguments, `"question":`) {
-		t.Fatalf("%+v", cs)
-	}
-	c.respond(map[string]any{"conversation": conv, "input": outputsFor(cs, filed), "tools": responsesTools})
-	fu := firstRequest(conv, "I meant call my sister about her birthday")
-	fu["input"] = append([]any{map[string]any{"type": "message", "role": "developer", "content": "Follow-up round 1 of 3."}}, fu["input"].([]any)...)
-	s := c.respond(fu)
-	cs2 := calls(t, final(t, s))
-	reasoning, _ := texts(s, "response.reasoning_summary_text.delta")
-	if len(cs2) != 1 || !strings.Contains(cs2[0].Arguments, `"bucket":"People"`) || !strings.Contains(cs2[0].Arguments, `hmm zzkx\nI meant call my sister`) ||
-		!strings.Contains(reasoning, "Reading the clarification") {
-		t.Fatalf("%+v %q", cs2, reasoning)
-	}
 }
 
 // TestResponsesFollowUpAfterAStoredResponse: chained by previous response,
@@ -579,8 +310,6 @@ func TestResponsesProtocolErrors(t *testing.T) {
 			}
 		})
 	}
-	// Only background responses can be cancelled.
-	c.call(http.MethodPost, responsesPath+"/responses/"+r1.ID+"/cancel", nil, http.StatusBadRequest, nil)
 	// Credentials are required: a bearer token or an api-key.
 	for _, h := range []map[string]string{{}, {"Authorization": "Basic x"}} {
 		req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)
@@ -670,67 +399,4 @@ func TestResponsesNotStreamed(t *testing.T) {
 	if r.Status != "completed" || len(calls(t, r)) != 1 {
 		t.Fatalf("%+v", r)
 	}
-}
-
-// TestResponsesThroughTheProvider runs brainwire's provider against the
-// face, with a tool set that files.
-func TestResponsesThroughTheProvider(t *testing.T) {
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
-	t.Cleanup(sim.Close)
-	for _, chaining := range []responses.Chaining{responses.ChainConversation, responses.ChainPreviousResponse} {
-		c, _ := responses.NewClient(sim.URL+simulator.ProjectPath+"/openai/v1", &http.Client{Transport: responses.NewAPIKeyTransport("k", "", nil)})
-		p, err := responses.NewProvider(c, responses.Agent{Model: "m", Instructions: "x"}, responses.WithChaining(chaining), responses.WithReasoningSummary("auto"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var statuses []string
-		chunks := 0
-		for ev, err := range agent.NewLoop(p).Run(context.Background(), brainwire.RunRequest{Message: "Renew my passport"}, fileTools{}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch ev.Kind {
-			case brainwire.AgentRunStatus:
-				statuses = append(statuses, string(ev.Status))
-			case brainwire.AgentTextChunk:
-				chunks++
-			}
-		}
-		if got := strings.Join(statuses, " "); got != "in_progress in_progress requires_action in_progress in_progress completed" || chunks < 10 {
-			t.Fatalf("%s: statuses %s, %d chunks", chaining, got, chunks)
-		}
-	}
-}
-
-// fileTools files every capture as asked.
-type fileTools struct{}
-
-func (fileTools) Definitions() []brainwire.ToolDefinition {
-	return []brainwire.ToolDefinition{{Name: brainwire.ToolFileCapture, Parameters: json.RawMessage(`{"type":"object"}`)}}
-}
-
-func (fileTools) Call(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-	return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: `{"bucket":"Admin","confidence":0.95,"item_id":"i","status":"classified"}`}
-}
-
-// TestResponsesEvictsLeastRecentlyUsed: beyond Config.MaxThreads
-// conversations (and four times as many responses), the least recently
-// used go first.
-func TestResponsesEvictsLeastRecentlyUsed(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{MaxThreads: 3})
-	first := c.newConversation()
-	second := c.newConversation()
-	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil) // used again
-	c.newConversation()
-	c.newConversation()
-	c.call(http.MethodGet, responsesPath+"/conversations/"+first, nil, http.StatusOK, nil)
-	c.call(http.MethodGet, responsesPath+"/conversations/"+second, nil, http.StatusNotFound, nil)
-	var ids []string
-	for range 13 {
-		var r responseswire.Response
-		c.call(http.MethodPost, responsesPath+"/responses", map[string]any{"model": "m", "input": "Renew my passport #no-tool"}, http.StatusOK, &r)
-		ids = append(ids, r.ID)
-	}
-	c.call(http.MethodGet, responsesPath+"/responses/"+ids[0], nil, http.StatusNotFound, nil)
-	c.call(http.MethodGet, responsesPath+"/responses/"+ids[12], nil, http.StatusOK, nil)
 }

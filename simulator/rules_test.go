@@ -9,6 +9,7 @@ import (
 
 	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/internal/recordings"
+	"github.com/brainwire/brainwire/simulator"
 )
 
 // The recorded streams of one real run, in the order they were received.
@@ -285,7 +286,7 @@ func TestRecordingsFollowTheRules(t *testing.T) {
 // holds its streams to the same rules and object fields.
 func TestSimulatorMatchesRecordings(t *testing.T) {
 	ref := referenceKeys(t, loadRecordings(t))
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 
 	flows := map[string]func() [][]frame{
 		"classified": func() [][]frame {

@@ -56,7 +56,7 @@ func (s *Simulator) count(w http.ResponseWriter, req *http.Request) bool {
 	if req.URL.Path == StatsPath {
 		if req.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use GET."})
+			writeError(w, &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", message: "Use GET."}, false)
 			return true
 		}
 		_ = writeJSON(w, http.StatusOK, s.Stats())

@@ -22,6 +22,8 @@ const (
 	DefaultInstructions = "You are the brainwire Classifier (offline simulator: keyword rules, not a language model). " +
 		"Classify each capture into People, Projects, Ideas or Admin and call file_capture once."
 	DefaultMaxThreads = 512
+	// agentDescription is how the simulated agent describes itself.
+	agentDescription = "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model."
 	// ProjectPath is a project prefix clients may put before operation
 	// paths; any /api/projects/<name> prefix is accepted.
 	ProjectPath = "/api/projects/sim"
@@ -47,9 +49,6 @@ type Config struct {
 	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
 	// and echo whatever assistant_id the request names.
 	AgentID string
-	// AgentVersion, when set, is reported as the agent's metadata
-	// "version", as a deployment would name its instructions.
-	AgentVersion string
 	// Model is reported on runs that do not name one.
 	Model string
 	// Instructions are the agent's: reported by GET /assistants/{id} and

@@ -18,8 +18,6 @@ import (
 	"github.com/brainwire/brainwire/simulator"
 )
 
-func simConfig() simulator.Config { return simulator.Config{} }
-
 // fileFlow runs a capture to its file_capture call, answers it like the
 // server would, and returns the call's arguments and both streams.
 func fileFlow(t *testing.T, c *client, text string) (fileArgs, []frame, []frame) {
@@ -60,7 +58,7 @@ func TestFilings(t *testing.T) {
 		{"xkcd ??? 42 !!", "Ideas", "misunderstood", "Xkcd ??? 42", 0.3, []string{"mostly not words"}, "Not filed yet: I asked for a clarification."},
 		{"dentist", "Admin", "misunderstood", "Dentist", 0.3, []string{"too short"}, "Not filed yet: I asked for a clarification."},
 	}
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {
 			a, s1, s2 := fileFlow(t, c, tc.text)
@@ -149,7 +147,7 @@ func checkFirstTurnObjects(t *testing.T, s1 []frame, text string) {
 
 func TestInvalidBucketRetry(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	s1 := c.createAndRun("#invalid-bucket Call mom about her birthday")
 	wantShape(t, s1, firstTurn()...)
 	r, calls := pendingCalls(t, s1)
@@ -180,7 +178,7 @@ func TestInvalidBucketRetry(t *testing.T) {
 
 func TestFileCaptureErrorEndsRun(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	s1 := c.createAndRun("Call mom")
 	r, calls := pendingCalls(t, s1)
 	s2 := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: `{"error":"store_failed","message":"the capture could not be filed"}`})
@@ -190,107 +188,9 @@ func TestFileCaptureErrorEndsRun(t *testing.T) {
 	}
 }
 
-// TestMagic: each magic phrase drives its behaviour on the threads face.
-func TestMagic(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simConfig())
-	textOnly := seq([]string{"thread.created"}, runStart, messageStep, toCompletion)
-	cases := []struct {
-		text  string
-		shape []string
-		check func(t *testing.T, s []frame)
-	}{
-		{"#two-calls Call mom about her birthday and finish the deck", firstTurn(), func(t *testing.T, s1 []frame) {
-			r, calls := pendingCalls(t, s1)
-			if len(calls) != 2 || calls[0].ID == calls[1].ID {
-				t.Fatalf("calls %+v", calls)
-			}
-			first, second := fileCall(t, calls[0]), fileCall(t, calls[1])
-			if first.Bucket != "People" || second.Bucket != "Projects" || first.Text != second.Text {
-				t.Errorf("calls file %q and %q", first.Bucket, second.Bucket)
-			}
-			s2 := c.submit(r.ThreadID, r.ID, map[string]string{
-				calls[0].ID: fmt.Sprintf(fileOK, "People", *first.Confidence, first.Status),
-				calls[1].ID: `{"error":"already_filed","message":"this capture was already filed"}`,
-			})
-			wantShape(t, s2, finalTurn()...)
-			if st := decodeAs[foundrywire.Step](t, s2[0]); len(deref(st.StepDetails.ToolCalls)) != 2 || *(*st.StepDetails.ToolCalls)[1].Function.Output == "" {
-				t.Errorf("completed tool step %+v", st)
-			}
-			if m := messages(t, s2)[0]; !strings.HasPrefix(m, "Filed to People.") || !strings.Contains(m, "already_filed") {
-				t.Errorf("closing message %q", m)
-			}
-		}},
-		{"#no-tool Call mom", textOnly, func(t *testing.T, s []frame) {
-			if done := lastRun(t, s); done.Status != "completed" || done.Usage == nil || done.Usage.CompletionTokens == 0 {
-				t.Errorf("run %+v", done)
-			}
-			if !strings.Contains(messages(t, s)[0], "without calling file_capture") {
-				t.Errorf("message %q", messages(t, s)[0])
-			}
-		}},
-		{"Call mom #fail", seq([]string{"thread.created"}, runStart, []string{"thread.run.failed", "done"}), func(t *testing.T, s []frame) {
-			r := lastRun(t, s)
-			if r.Status != "failed" || r.LastError == nil || r.LastError.Code != "server_error" || r.LastError.Message == "" || r.FailedAt == nil {
-				t.Errorf("failed run %+v", r)
-			}
-		}},
-		{"#error-event Call mom", seq([]string{"thread.created"}, runStart, []string{"error"}), func(t *testing.T, s []frame) {
-			var e struct {
-				Message string `json:"message"`
-			}
-			if err := json.Unmarshal([]byte(s[len(s)-1].Data), &e); err != nil || e.Message == "" {
-				t.Errorf("error payload %s", s[len(s)-1].Data)
-			}
-		}},
-		{"Call mom #long:3", firstTurn(), func(t *testing.T, s []frame) {
-			if got := deltaCount(s); len(got) != 1 || got[0] != 3 {
-				t.Errorf("reasoning chunks %v, want [3]", got)
-			}
-		}},
-		{"Call mom #long:300", firstTurn(), func(t *testing.T, s []frame) {
-			if got := deltaCount(s); len(got) != 1 || got[0] != 300 {
-				t.Errorf("reasoning chunks %v, want [300]", got)
-			}
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.text, func(t *testing.T) {
-			s := c.createAndRun(tc.text)
-			wantShape(t, s, tc.shape...)
-			tc.check(t, s)
-			r := lastRun(t, s)
-			if r.Status == "failed" {
-				// The run is left failed, as GET reads it, even after an in-stream error.
-				var got foundrywire.Run
-				c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &got)
-				if got.Status != "failed" {
-					t.Errorf("GET run: status %q", got.Status)
-				}
-			} else if tc.shape[len(tc.shape)-1] == "done" {
-				checkRunRules(t, [][]frame{s})
-			}
-		})
-	}
-
-	// Without file_capture on offer the agent can only answer in text.
-	for name, extra := range map[string]map[string]any{
-		"tool_choice none": {"tool_choice": "none", "tools": json.RawMessage(testTools)},
-		"no file_capture":  {"tools": []any{}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			body := map[string]any{"assistant_id": testAgent, "thread": map[string]any{"messages": []any{userMessage("Call mom")}}}
-			for k, v := range extra {
-				body[k] = v
-			}
-			wantShape(t, c.stream("/threads/runs", body), textOnly...)
-		})
-	}
-}
-
 func TestVoice(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	const url = "http://127.0.0.1:10000/devstoreaccount1/audio/u1/abc.m4a"
 	for _, tc := range []struct{ name, output string }{
 		{"json transcript", `{"text":"Renew the car insurance before Friday"}`},
@@ -331,7 +231,7 @@ func TestVoice(t *testing.T) {
 
 func TestFollowUpOnSameThread(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	a, s1, _ := fileFlow(t, c, "the thing from earlier")
 	if a.Status != "misunderstood" {
 		t.Fatalf("first pass %+v", a)
@@ -375,7 +275,7 @@ func TestFollowUpOnSameThread(t *testing.T) {
 
 func TestDeterminism(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	const text = "#two-calls Lunch with Sarah to brainstorm the launch"
 	var args, reasoning, shapes []string
 	for range 2 {
@@ -463,7 +363,7 @@ func TestCancelMidStream(t *testing.T) {
 
 func TestCancelWhileAwaitingOutputs(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	var queued foundrywire.Run
 	c.call(http.MethodPost, "/threads/runs", map[string]any{
 		"assistant_id": testAgent, "tools": json.RawMessage(testTools),
@@ -521,7 +421,7 @@ func TestDisconnectFreesHandler(t *testing.T) {
 
 func TestNonStreamed(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	var th struct {
 		ID string `json:"id"`
 	}
@@ -565,7 +465,7 @@ func TestNonStreamed(t *testing.T) {
 
 func TestProtocolErrors(t *testing.T) {
 	t.Parallel()
-	c, _ := newSim(t, simConfig())
+	c, _ := newSim(t, simulator.Config{})
 	type errBody struct {
 		Error struct {
 			Code    *string `json:"code"`
@@ -661,25 +561,6 @@ func TestProtocolErrors(t *testing.T) {
 			map[string]any{"tool_outputs": []any{map[string]any{"tool_call_id": calls[0].ID, "output": "ok"}}})
 		check(t, resp, http.StatusBadRequest, "invalid_request") // not in requires_action any more
 	})
-}
-
-func TestEvictsLeastRecentlyUsedThreads(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simulator.Config{MaxThreads: 2})
-	ids := make([]string, 3)
-	for i := range ids {
-		var th struct {
-			ID string `json:"id"`
-		}
-		c.call(http.MethodPost, "/threads", map[string]any{}, http.StatusOK, &th)
-		ids[i] = th.ID
-		if i == 1 {
-			c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil) // ids[0] is now the newer one
-		}
-	}
-	c.call(http.MethodGet, "/threads/"+ids[1], nil, http.StatusNotFound, nil)
-	c.call(http.MethodGet, "/threads/"+ids[0], nil, http.StatusOK, nil)
-	c.call(http.MethodGet, "/threads/"+ids[2], nil, http.StatusOK, nil)
 }
 
 // TestServe runs the simulator on a real listener until its context ends.

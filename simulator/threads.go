@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry/foundrywire"
@@ -32,7 +30,7 @@ func (s *Simulator) routeThreads(w http.ResponseWriter, req *http.Request) error
 var threadsRoutes = []route{
 	{http.MethodGet, "threads", (*Simulator).listThreads},
 	{http.MethodPost, "threads", (*Simulator).createThread},
-	{http.MethodPost, "threads/runs", (*Simulator).createThreadAndRun},
+	{http.MethodPost, "threads/runs", (*Simulator).createRun},
 	{http.MethodDelete, "threads/*", (*Simulator).deleteThread},
 	{http.MethodGet, "threads/*", (*Simulator).getThread},
 	{http.MethodGet, "threads/*/messages", (*Simulator).listMessages},
@@ -85,12 +83,9 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, badRequest(p+".role", "Invalid role %q: use 'user' or 'assistant'.", m.Role)
 		}
-		text, err := messageText(m.Content)
+		text, err := contentText(m.Content, p+".content")
 		if err != nil {
-			return nil, badRequest(p+".content", "%v", err)
-		}
-		if utf8.RuneCountInString(text) > maxMessageRunes {
-			return nil, badRequest(p+".content", "The message is over %d characters.", maxMessageRunes)
+			return nil, err
 		}
 		url, _ := splitAudio(text)
 		out = append(out, &message{
@@ -107,46 +102,6 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		})
 	}
 	return out, nil
-}
-
-// messageText accepts a string or an array of text blocks.
-func messageText(raw json.RawMessage) (string, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == "" {
-			return "", errors.New("message content is empty")
-		}
-		return s, nil
-	}
-	var blocks []struct {
-		Type string          `json:"type"`
-		Text json.RawMessage `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", errors.New("message content must be a string or an array of content blocks")
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type != "text" {
-			continue
-		}
-		var t string
-		if json.Unmarshal(b.Text, &t) != nil {
-			var v struct {
-				Value string `json:"value"`
-			}
-			if json.Unmarshal(b.Text, &v) != nil {
-				return "", errors.New("a text block's text must be a string")
-			}
-			t = v.Value
-		}
-		parts = append(parts, t)
-	}
-	text := strings.Join(parts, "\n")
-	if text == "" {
-		return "", errors.New("message content has no text")
-	}
-	return text, nil
 }
 
 // addMessages gives parsed messages their ids and adds them; the caller
@@ -173,31 +128,15 @@ func parseRunSpec(req *runRequest) (*runSpec, error) {
 	if req.AssistantID == "" {
 		return nil, badRequest("assistant_id", "assistant_id is required.")
 	}
-	spec := &runSpec{req: req, toolNames: map[string]bool{}}
 	raw := req.Tools
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = defaultTools()
 	}
-	if err := json.Unmarshal(raw, &spec.tools); err != nil {
-		return nil, badRequest("tools", "tools must be an array of tool definitions.")
+	tools, names, err := readTools(raw, true)
+	if err != nil {
+		return nil, err
 	}
-	for i, t := range spec.tools {
-		var def struct {
-			Type     string `json:"type"`
-			Function *struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(t, &def); err != nil || def.Type == "" {
-			return nil, badRequest(fmt.Sprintf("tools[%d]", i), "Each tool needs a type.")
-		}
-		if def.Type == "function" {
-			if def.Function == nil || def.Function.Name == "" {
-				return nil, badRequest(fmt.Sprintf("tools[%d].function.name", i), "A function tool needs a name.")
-			}
-			spec.toolNames[def.Function.Name] = true
-		}
-	}
+	spec := &runSpec{req: req, tools: tools, toolNames: names}
 	var choice string
 	if json.Unmarshal(req.ToolChoice, &choice) == nil && choice == "none" {
 		spec.noTools = true
@@ -314,34 +253,9 @@ func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []stri
 	})
 }
 
-func (s *Simulator) createThreadAndRun(w http.ResponseWriter, req *http.Request, _ []string) error {
-	var body runRequest
-	if err := decode(w, req, &body, false); err != nil {
-		return err
-	}
-	spec, err := parseRunSpec(&body)
-	if err != nil {
-		return err
-	}
-	if body.Thread == nil {
-		body.Thread = &threadRequest{}
-	}
-	msgs, err := parseMessages(body.Thread.Messages, "thread.messages")
-	if err != nil {
-		return err
-	}
-	if err := s.refuse(newRefusal(msgs, nil), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	th := s.newThread(body.Thread.Metadata)
-	s.addMessages(th, msgs)
-	r := s.startRun(th, spec)
-	return s.deliver(w, req, s.planStart(th, r, true), body.Stream)
-}
-
+// createRun starts a run on a thread (ids[0]), or on a new thread made
+// of the request's (POST threads/runs, no ids).
 func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []string) error {
-	threadID := ids[0]
 	var body runRequest
 	if err := decode(w, req, &body, false); err != nil {
 		return err
@@ -350,27 +264,42 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []st
 	if err != nil {
 		return err
 	}
-	msgs, err := parseMessages(body.AdditionalMessages, "additional_messages")
+	in, param := body.AdditionalMessages, "additional_messages"
+	if len(ids) == 0 {
+		if body.Thread == nil {
+			body.Thread = &threadRequest{}
+		}
+		in, param = body.Thread.Messages, "thread.messages"
+	}
+	msgs, err := parseMessages(in, param)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
-	if !ok {
-		s.mu.Unlock()
-		return notFound("thread", threadID)
+	var th *thread
+	var before *message // the newest message from the person before this run's
+	if len(ids) > 0 {
+		var ok bool
+		if th, ok = s.thread(ids[0]); !ok {
+			s.mu.Unlock()
+			return notFound("thread", ids[0])
+		}
+		if active := th.activeRun(); active != nil {
+			s.mu.Unlock()
+			return badRequest("", "Thread %s already has an active run %s.", ids[0], active.obj.ID)
+		}
+		before = newestUser(th.messages)
 	}
-	if active := th.activeRun(); active != nil {
-		s.mu.Unlock()
-		return badRequest("", "Thread %s already has an active run %s.", threadID, active.obj.ID)
-	}
-	if err := s.refuse(newRefusal(msgs, newestUser(th.messages)), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
+	if err := s.refuse(newRefusal(msgs, before), func() [sha256.Size]byte { return callKey(req, &body) }); err != nil {
 		s.mu.Unlock()
 		return err
 	}
+	if th == nil {
+		th = s.newThread(body.Thread.Metadata)
+	}
 	s.addMessages(th, msgs)
 	r := s.startRun(th, spec)
-	return s.deliver(w, req, s.planStart(th, r, false), body.Stream)
+	return s.deliver(w, req, s.planStart(th, r, len(ids) == 0), body.Stream)
 }
 
 // deliver sends a planned turn; the caller holds s.mu, which it releases.
@@ -417,24 +346,15 @@ func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids 
 
 // listThreads lists the threads kept, newest first unless order=asc.
 func (s *Simulator) listThreads(w http.ResponseWriter, req *http.Request, _ []string) error {
-	limit, order, err := pageOf(req.URL.Query())
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	all := s.threads.all()
 	s.mu.Unlock()
-	slices.SortFunc(all, func(a, b *thread) int {
-		if order == "asc" {
-			return cmp.Compare(a.seq, b.seq)
-		}
-		return cmp.Compare(b.seq, a.seq)
-	})
-	page := make([]foundrywire.Thread, 0, min(limit, len(all)))
-	for _, th := range all[:min(limit, len(all))] {
-		page = append(page, th.obj)
+	slices.SortFunc(all, func(a, b *thread) int { return cmp.Compare(a.seq, b.seq) })
+	objs := make([]foundrywire.Thread, len(all))
+	for i, th := range all {
+		objs[i] = th.obj
 	}
-	return writeList(w, page, len(all) > len(page), func(th foundrywire.Thread) string { return th.ID })
+	return writeList(w, req, objs, func(th foundrywire.Thread) string { return th.ID })
 }
 
 // deleteThread forgets a thread, its messages and its runs.
@@ -450,14 +370,7 @@ func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []s
 }
 
 func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
-	threadID := ids[0]
-	q := req.URL.Query()
-	limit, order, err := pageOf(q)
-	if err != nil {
-		return err
-	}
-	runID, after := q.Get("run_id"), q.Get("after")
-
+	threadID, runID := ids[0], req.URL.Query().Get("run_id")
 	s.mu.Lock()
 	th, ok := s.thread(threadID)
 	if !ok {
@@ -471,25 +384,10 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids [
 		}
 	}
 	s.mu.Unlock()
-
-	if order == "desc" {
-		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
-			all[i], all[j] = all[j], all[i]
-		}
-	}
-	if after != "" {
-		for i, m := range all {
-			if m.ID == after {
-				all = all[i+1:]
-				break
-			}
-		}
-	}
-	page := all[:min(limit, len(all))]
-	return writeList(w, page, len(all) > len(page), func(m foundrywire.Message) string { return m.ID })
+	return writeList(w, req, all, func(m foundrywire.Message) string { return m.ID })
 }
 
-func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []string) error {
+func (s *Simulator) listRuns(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID := ids[0]
 	s.mu.Lock()
 	th, ok := s.thread(threadID)
@@ -498,17 +396,21 @@ func (s *Simulator) listRuns(w http.ResponseWriter, _ *http.Request, ids []strin
 		return notFound("thread", threadID)
 	}
 	runs := make([]foundrywire.Run, 0, len(th.runOrder))
-	for i := len(th.runOrder) - 1; i >= 0; i-- {
-		if r := th.runs[th.runOrder[i]]; r != nil {
+	for _, id := range th.runOrder {
+		if r := th.runs[id]; r != nil {
 			runs = append(runs, r.obj)
 		}
 	}
 	s.mu.Unlock()
-	return writeList(w, runs, false, func(r foundrywire.Run) string { return r.ID })
+	return writeList(w, req, runs, func(r foundrywire.Run) string { return r.ID })
 }
 
 // writeList answers a page of a list call, naming its first and last ids.
-func writeList[T any](w http.ResponseWriter, page []T, hasMore bool, id func(T) string) error {
+func writeList[T any](w http.ResponseWriter, req *http.Request, all []T, id func(T) string) error {
+	page, hasMore, err := paginate(req.URL.Query(), all, id)
+	if err != nil {
+		return err
+	}
 	list := foundrywire.List{Object: "list", Data: page, HasMore: hasMore}
 	if len(page) > 0 {
 		list.FirstID, list.LastID = id(page[0]), id(page[len(page)-1])
@@ -664,16 +566,7 @@ func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []s
 	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
 	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
 		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
-		Description: "Offline keyword classifier standing in for the Foundry Classifier agent. Not a language model.",
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: s.agentMetadata(),
+		Description: agentDescription,
+		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
 	})
-}
-
-// agentMetadata is the agent's metadata: its version, when configured.
-func (s *Simulator) agentMetadata() json.RawMessage {
-	if s.cfg.AgentVersion == "" {
-		return json.RawMessage(`{}`)
-	}
-	b, _ := json.Marshal(map[string]string{"version": s.cfg.AgentVersion}) // strings always encode
-	return b
 }

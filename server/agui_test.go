@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/brainwire/brainwire"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
@@ -200,37 +198,6 @@ func TestAGUIVoice(t *testing.T) {
 	if len(api.received) != 1 || string(api.received[0]) != string(wav) {
 		t.Fatalf("transcription received %q", api.received)
 	}
-}
-
-// disconnectAfterStart posts body raw and hangs up once the stream has
-// started, as a client losing its network does, and waits for the
-// upstream run to be cancelled.
-func (h *harness) disconnectAfterStart(path, contentType, body, marker string) {
-	h.t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
-		path, testKey, contentType, len(body), body)
-	buf := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got := ""
-	for !strings.Contains(got, marker) {
-		n, err := conn.Read(buf)
-		if err != nil {
-			h.t.Fatalf("reading: %v (got %q)", err, got)
-		}
-		got += string(buf[:n])
-	}
-	// Once the request creating the run was sent, the provider cancels
-	// the run however soon the client goes: waiting for its id if need be.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	conn.Close()
-	h.waitForCancel(upRun)
 }
 
 // AG-UI clients send the whole conversation with every run: a long thread

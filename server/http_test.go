@@ -20,20 +20,31 @@ type reply struct {
 	status int
 	detail string
 	body   string
+	header http.Header
 }
 
+// do sends a request with key in the header keyHeader names ("bearer",
+// "x-api-key" or none).
 func (h *harness) do(method, path, key, keyHeader, contentType, body string) reply {
 	h.t.Helper()
-	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	hdr := http.Header{}
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		hdr.Set("Content-Type", contentType)
 	}
 	switch keyHeader {
 	case "bearer":
-		req.Header.Set("Authorization", "Bearer "+key)
+		hdr.Set("Authorization", "Bearer "+key)
 	case "x-api-key":
-		req.Header.Set("X-API-Key", key)
+		hdr.Set("X-API-Key", key)
 	}
+	return h.send(method, path, hdr, body)
+}
+
+// send sends a request with the headers given and reads the whole answer.
+func (h *harness) send(method, path string, hdr http.Header, body string) reply {
+	h.t.Helper()
+	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	req.Header = hdr
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {
 		h.t.Fatal(err)
@@ -42,7 +53,7 @@ func (h *harness) do(method, path, key, keyHeader, contentType, body string) rep
 	b, _ := io.ReadAll(resp.Body)
 	var d struct{ Detail string }
 	_ = json.Unmarshal(b, &d)
-	return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
+	return reply{status: resp.StatusCode, detail: d.Detail, body: string(b), header: resp.Header}
 }
 
 func TestAuth(t *testing.T) {
@@ -101,40 +112,23 @@ func TestAuthRefusesKeysThatDisagree(t *testing.T) {
 		t.Fatalf("bob's capture: %d %s", r.status, r.body)
 	}
 	const bad = "wrong-key-0123456789abcdef"
-	send := func(headers map[string][]string) reply {
-		req, _ := http.NewRequest("GET", h.srv.URL+"/api/inbox", nil)
-		for k, vs := range headers {
-			for _, v := range vs {
-				req.Header.Add(k, v)
-			}
-		}
-		resp, err := h.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var d struct{ Detail string }
-		_ = json.Unmarshal(b, &d)
-		return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
-	}
 	for name, c := range map[string]struct {
-		headers map[string][]string
+		headers http.Header
 		detail  string
 	}{
-		"bob's x-api-key, alice's bearer": {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + testKey}}, "different API keys"},
-		"alice's x-api-key, bob's bearer": {map[string][]string{"X-API-Key": {testKey}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
-		"valid x-api-key, bad bearer":     {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + bad}}, "different API keys"},
-		"bad x-api-key, valid bearer":     {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
-		"two x-api-keys":                  {map[string][]string{"X-API-Key": {otherKey, testKey}}, "different API keys"},
-		"the same bad key twice":          {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
+		"bob's x-api-key, alice's bearer": {http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + testKey}}, "different API keys"},
+		"alice's x-api-key, bob's bearer": {http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"valid x-api-key, bad bearer":     {http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + bad}}, "different API keys"},
+		"bad x-api-key, valid bearer":     {http.Header{"X-Api-Key": {bad}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"two x-api-keys":                  {http.Header{"X-Api-Key": {otherKey, testKey}}, "different API keys"},
+		"the same bad key twice":          {http.Header{"X-Api-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
 	} {
-		r := send(c.headers)
+		r := h.send("GET", "/api/inbox", c.headers, "")
 		if r.status != http.StatusUnauthorized || !strings.Contains(r.detail, c.detail) || strings.Contains(r.body, "bob's capture") {
 			t.Errorf("%s: got %d %s, want 401 %q", name, r.status, r.body, c.detail)
 		}
 	}
-	r := send(map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}})
+	r := h.send("GET", "/api/inbox", http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}}, "")
 	if r.status != http.StatusOK || !strings.Contains(r.body, "bob's capture") {
 		t.Errorf("the same key in both headers: %d %s", r.status, r.body)
 	}

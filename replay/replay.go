@@ -194,6 +194,18 @@ func Check(ctx context.Context, path string, opts Options) (report string, err e
 		return "", err
 	}
 	var b strings.Builder
+	compare := func(golden string, got []byte) error {
+		want, err := os.ReadFile(golden)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", golden)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading golden: %w", err)
+		}
+		b.WriteString(Diff(string(want), string(got), golden, "replay"))
+		return nil
+	}
 	for _, p := range Protocols {
 		o := opts
 		o.Protocol = p
@@ -204,28 +216,12 @@ func Check(ctx context.Context, path string, opts Options) (report string, err e
 		if runErr != nil {
 			b.WriteString(runErr.Error() + "\n")
 		}
-		goldens := []struct {
-			path string
-			got  []byte
-		}{{GoldenPath(path, p), res.SSE}}
-		if p == CaptureV2 {
-			_, telPath := GoldenPaths(path)
-			goldens = append(goldens, struct {
-				path string
-				got  []byte
-			}{telPath, res.Summary.Text()})
+		if err := compare(GoldenPath(path, p), res.SSE); err != nil {
+			return "", err
 		}
-		for _, g := range goldens {
-			want, err := os.ReadFile(g.path)
-			if errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.path)
-				continue
-			}
-			if err != nil {
-				return "", fmt.Errorf("reading golden: %w", err)
-			}
-			if d := Diff(string(want), string(g.got), g.path, "replay"); d != "" {
-				b.WriteString(d)
+		if _, tel := GoldenPaths(path); p == CaptureV2 {
+			if err := compare(tel, res.Summary.Text()); err != nil {
+				return "", err
 			}
 		}
 	}

@@ -37,13 +37,13 @@ func (h *harness) do(method, path, key, keyHeader, contentType, body string) rep
 	case "x-api-key":
 		hdr.Set("X-API-Key", key)
 	}
-	return h.send(method, path, hdr, body)
+	return h.send(method, path, hdr, strings.NewReader(body))
 }
 
 // send sends a request with the headers given and reads the whole answer.
-func (h *harness) send(method, path string, hdr http.Header, body string) reply {
+func (h *harness) send(method, path string, hdr http.Header, body io.Reader) reply {
 	h.t.Helper()
-	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, h.srv.URL+path, body)
 	req.Header = hdr
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {
@@ -123,12 +123,12 @@ func TestAuthRefusesKeysThatDisagree(t *testing.T) {
 		"two x-api-keys":                  {http.Header{"X-Api-Key": {otherKey, testKey}}, "different API keys"},
 		"the same bad key twice":          {http.Header{"X-Api-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
 	} {
-		r := h.send("GET", "/api/inbox", c.headers, "")
+		r := h.send("GET", "/api/inbox", c.headers, nil)
 		if r.status != http.StatusUnauthorized || !strings.Contains(r.detail, c.detail) || strings.Contains(r.body, "bob's capture") {
 			t.Errorf("%s: got %d %s, want 401 %q", name, r.status, r.body, c.detail)
 		}
 	}
-	r := h.send("GET", "/api/inbox", http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}}, "")
+	r := h.send("GET", "/api/inbox", http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}}, nil)
 	if r.status != http.StatusOK || !strings.Contains(r.body, "bob's capture") {
 		t.Errorf("the same key in both headers: %d %s", r.status, r.body)
 	}

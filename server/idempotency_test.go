@@ -34,21 +34,12 @@ type keyed struct {
 // header set to key (raw, as it goes on the wire) unless it is "".
 func (h *harness) sendKeyed(apiKey, path, contentType, body, key string) keyed {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Authorization", "Bearer "+apiKey)
+	hdr := http.Header{"Content-Type": {contentType}, "Authorization": {"Bearer " + apiKey}}
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		hdr["Idempotency-Key"] = []string{key}
 	}
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Error(err)
-		return keyed{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return keyed{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get("Idempotent-Replayed"),
-		retryAfter: resp.Header.Get("Retry-After")}
+	r := h.send(http.MethodPost, path, hdr, strings.NewReader(body))
+	return keyed{status: r.status, body: r.body, replayed: r.header.Get("Idempotent-Replayed"), retryAfter: r.header.Get("Retry-After")}
 }
 
 var itemIDPattern = regexp.MustCompile(`"inboxItemId":"([^"]+)"`)

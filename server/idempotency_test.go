@@ -286,17 +286,9 @@ func TestIdempotencyKeyMalformed(t *testing.T) {
 		})
 	}
 	// Two header lines are refused too.
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/capture/voice", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	req.Header.Add("Idempotency-Key", `"a"`)
-	req.Header.Add("Idempotency-Key", `"b"`)
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("two Idempotency-Key lines: %d, want 400", resp.StatusCode)
+	if r := h.send(http.MethodPost, "/api/capture/voice", http.Header{"Authorization": {"Bearer " + testKey}, "Idempotency-Key": {`"a"`, `"b"`}},
+		strings.NewReader(body)); r.status != http.StatusBadRequest {
+		t.Errorf("two Idempotency-Key lines: %d, want 400", r.status)
 	}
 	// Characters Go's client will not send, sent raw.
 	for _, key := range []string{"\"a\x7fb\"", "a\x01b"} {

@@ -229,20 +229,6 @@ func TestAGUITakesTheConversation(t *testing.T) {
 	}
 }
 
-// TestAGUIAudioWithoutTranscription: a server that cannot transcribe
-// refuses AG-UI's inline audio before any stream, as it refuses uploads.
-func TestAGUIAudioWithoutTranscription(t *testing.T) {
-	h := newHarness(t, nil)
-	body := runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data",
-		"value": base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt ")), "mimeType": "audio/wav"}}}, `{}`, `{}`)
-	resp := h.post("/api/agui", "application/json", body)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "transcription is not configured") {
-		t.Fatalf("got %d %s, want 503 before any stream", resp.StatusCode, b)
-	}
-}
-
 // spoolWatcher transcribes as stubTranscriber does, noting, while the
 // capture runs, the entries of dir and the files in it the process holds
 // open (Linux's /proc/self/fd names a removed one "<path> (deleted)").

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,71 +64,49 @@ func types(evs []aguiEvent) string {
 	return strings.Join(out, " ")
 }
 
-func TestAGUIClassified(t *testing.T) {
-	c := classify(ft.FileCaptureCall("call_1", "Call Sarah about the offsite", "People", 0.9, "classified"), 3)
-	h := newHarness(t, c.Script())
-	evs := h.agui(runInput("Call Sarah about the offsite", `{}`, `{}`))
-	want := "RUN_STARTED STEP_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END TOOL_CALL_RESULT STEP_FINISHED CUSTOM STATE_DELTA " +
-		"TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"
-	if got := types(evs); got != want {
-		t.Fatalf("events %s\nwant   %s", got, want)
-	}
-	// The client's ids come back; the run's outcome is the filed item.
-	first, last := evs[0], evs[len(evs)-1]
-	if first["threadId"] != "t-agui" || first["runId"] != "r-agui" || last["threadId"] != "t-agui" || last["runId"] != "r-agui" {
-		t.Fatalf("run ids %v ... %v", first, last)
-	}
-	outcome := `{"bucket":"People","confidence":0.9,"inboxItemId":"id1","outcome":"classified"}`
-	if got := mustJSON(evs[7]["value"]); evs[7]["name"] != "brainwire.outcome" || got != outcome {
-		t.Fatalf("outcome event %v", evs[7])
-	}
-	if got := mustJSON(last["result"]); got != outcome {
-		t.Fatalf("run result %s", got)
-	}
-	if got := mustJSON(evs[8]["delta"]); got != `[{"op":"add","path":"/capture","value":`+outcome+`}]` {
-		t.Fatalf("state delta %s", got)
-	}
-	// The tool call is the agent's, its result what the server filed.
-	if evs[2]["toolCallId"] != "call_1" || evs[2]["toolCallName"] != "file_capture" || evs[3]["delta"] != c.Call.Arguments ||
-		evs[5]["toolCallId"] != "call_1" || evs[5]["messageId"] != "call_1-result" || !strings.Contains(evs[5]["content"].(string), `"item_id":"id1"`) {
-		t.Fatalf("tool call events %v %v %v", evs[2], evs[3], evs[5])
-	}
-	var reply string
-	for _, e := range evs[10:14] {
-		reply += e["delta"].(string)
-	}
-	if reply != "Filed to People." {
-		t.Fatalf("closing words %q", reply)
-	}
-	for _, e := range evs {
-		if strings.Contains(mustJSON(e), "Reasoning step") {
-			t.Fatalf("reasoning sent without being asked for: %v", e)
-		}
-	}
-	if items := h.inbox(testUser); len(items) != 1 || items[0].ID != "id1" || items[0].Status != brainwire.StatusClassified {
-		t.Fatalf("inbox %+v", items)
-	}
-}
-
-func TestAGUIReasoningWhenAsked(t *testing.T) {
-	c := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 5)
-	h := newHarness(t, c.Script())
-	// A state that is not an object gets no state events.
-	evs := h.agui(runInput([]map[string]string{{"type": "text", "text": "Call Sarah"}}, `null`, `{"reasoning":true}`))
-	var chunks []string
-	for _, e := range evs {
-		switch e.typ() {
-		case "REASONING_MESSAGE_CONTENT":
-			chunks = append(chunks, e["delta"].(string))
-		case "STATE_DELTA":
-			t.Fatalf("state delta for a null state")
-		}
-	}
-	if strings.Join(chunks, "") != strings.Join(c.Reasoning, "") || len(chunks) != len(c.Reasoning) {
-		t.Fatalf("reasoning chunks %q, want %q", chunks, c.Reasoning)
-	}
-	if !strings.HasPrefix(types(evs), "RUN_STARTED STEP_STARTED REASONING_START REASONING_MESSAGE_START REASONING_MESSAGE_CONTENT") {
-		t.Fatalf("events %s", types(evs))
+// The agent's reasoning reaches an AG-UI client only when it asks for it
+// (forwardedProps.reasoning), every chunk in order; state events come only
+// for a state that is an object; the run keeps the client's ids. The rest
+// of the stream is held by the goldens' AG-UI replays.
+func TestAGUIReasoningOnlyWhenAsked(t *testing.T) {
+	for _, c := range []struct {
+		name, content, state, props string
+	}{
+		{"not asked", `"Call Sarah"`, `{}`, `{}`},
+		{"asked, with a null state", `[{"type":"text","text":"Call Sarah"}]`, `null`, `{"reasoning":true}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			call := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 5)
+			h := newHarness(t, call.Script())
+			var content any
+			_ = json.Unmarshal([]byte(c.content), &content)
+			evs := h.agui(runInput(content, c.state, c.props))
+			var chunks []string
+			states := 0
+			for _, e := range evs {
+				switch e.typ() {
+				case "REASONING_MESSAGE_CONTENT":
+					chunks = append(chunks, e["delta"].(string))
+				case "STATE_DELTA":
+					states++
+				}
+			}
+			want := call.Reasoning
+			if c.props == `{}` {
+				want = nil
+			}
+			if !slices.Equal(chunks, want) || (states == 0) != (c.state == `null`) {
+				t.Fatalf("reasoning chunks %q, want %q; %d state events:\n%s", chunks, want, states, types(evs))
+			}
+			// The client's ids come back, not ones the server made.
+			if first, last := evs[0], evs[len(evs)-1]; first["threadId"] != "t-agui" || first["runId"] != "r-agui" ||
+				last["threadId"] != "t-agui" || last["runId"] != "r-agui" {
+				t.Fatalf("run ids %v ... %v", first, last)
+			}
+			if items := h.inbox(testUser); len(items) != 1 || items[0].Status != brainwire.StatusClassified {
+				t.Fatalf("inbox %+v", items)
+			}
+		})
 	}
 }
 

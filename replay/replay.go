@@ -19,9 +19,9 @@ import (
 	"github.com/brainwire/brainwire/wiring"
 )
 
-// DefaultSeedID is the inbox item a follow-up files onto when its
+// defaultSeedID is the inbox item a follow-up files onto when its
 // recording did not name one.
-const DefaultSeedID = "00000000-0000-4000-8000-900000000001"
+const defaultSeedID = "00000000-0000-4000-8000-900000000001"
 
 // Options configures Run.
 type Options struct {
@@ -155,7 +155,7 @@ func RequestFor(fx *recorder.Fixture) Request {
 	if fu := c.FollowUp; fu != nil {
 		req.InboxItemID, req.FollowUpRound = fu.Item.ID, fu.Round
 		if req.InboxItemID == "" {
-			req.InboxItemID = DefaultSeedID
+			req.InboxItemID = defaultSeedID
 		}
 	}
 	return req
@@ -177,12 +177,9 @@ func goldenBase(fixturePath string) string {
 	return strings.TrimSuffix(fixturePath, filepath.Ext(fixturePath))
 }
 
-// Golden file suffixes, after the fixture's name. Each other protocol's
-// stream has its own (Protocol.GoldenSuffix).
-const (
-	SSEGoldenSuffix       = ".sse.golden"
-	TelemetryGoldenSuffix = ".telemetry.golden"
-)
+// TelemetryGoldenSuffix is the telemetry golden file's suffix, after the
+// fixture's name; each protocol's stream has its own (Protocol.GoldenSuffix).
+const TelemetryGoldenSuffix = ".telemetry.golden"
 
 // Check replays the fixture at path in every protocol and compares each
 // stream, and the telemetry, with its golden file. It returns a readable

@@ -57,7 +57,7 @@ func protocolNames() []string {
 // fixture's name: the phone's keeps its original name.
 func (p Protocol) GoldenSuffix() string {
 	if p == CaptureV2 || p == "" {
-		return SSEGoldenSuffix
+		return ".sse.golden"
 	}
 	return "." + string(p) + ".golden"
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/brainwire/brainwire/wiring"
 )
 
-// SetupIDBase offsets the ids of a setup capture (the capture a follow-up
+// setupIDBase offsets the ids of a setup capture (the capture a follow-up
 // answers), so they never collide with the recorded capture's.
-const SetupIDBase = 1000
+const setupIDBase = 1000
 
 // RecordConfig configures Record.
 type RecordConfig struct {
@@ -149,7 +149,7 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 	defer env.Close()
 	if setup != nil {
 		s := *setup
-		s.IDBase = SetupIDBase
+		s.IDBase = setupIDBase
 		resp, err := env.Send(ctx, s, nil)
 		if err != nil {
 			return nil, fmt.Errorf("setup capture: %w", err)

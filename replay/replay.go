@@ -19,9 +19,9 @@ import (
 	"github.com/brainwire/brainwire/wiring"
 )
 
-// DefaultSeedID is the inbox item a follow-up files onto when its
+// defaultSeedID is the inbox item a follow-up files onto when its
 // recording did not name one.
-const DefaultSeedID = "00000000-0000-4000-8000-900000000001"
+const defaultSeedID = "00000000-0000-4000-8000-900000000001"
 
 // Options configures Run.
 type Options struct {
@@ -155,7 +155,7 @@ func RequestFor(fx *recorder.Fixture) Request {
 	if fu := c.FollowUp; fu != nil {
 		req.InboxItemID, req.FollowUpRound = fu.Item.ID, fu.Round
 		if req.InboxItemID == "" {
-			req.InboxItemID = DefaultSeedID
+			req.InboxItemID = defaultSeedID
 		}
 	}
 	return req
@@ -177,12 +177,9 @@ func goldenBase(fixturePath string) string {
 	return strings.TrimSuffix(fixturePath, filepath.Ext(fixturePath))
 }
 
-// Golden file suffixes, after the fixture's name. Each other protocol's
-// stream has its own (Protocol.GoldenSuffix).
-const (
-	SSEGoldenSuffix       = ".sse.golden"
-	TelemetryGoldenSuffix = ".telemetry.golden"
-)
+// TelemetryGoldenSuffix is the telemetry golden file's suffix, after the
+// fixture's name; each protocol's stream has its own (Protocol.GoldenSuffix).
+const TelemetryGoldenSuffix = ".telemetry.golden"
 
 // Check replays the fixture at path in every protocol and compares each
 // stream, and the telemetry, with its golden file. It returns a readable
@@ -194,6 +191,18 @@ func Check(ctx context.Context, path string, opts Options) (report string, err e
 		return "", err
 	}
 	var b strings.Builder
+	compare := func(golden string, got []byte) error {
+		want, err := os.ReadFile(golden)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", golden)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading golden: %w", err)
+		}
+		b.WriteString(Diff(string(want), string(got), golden, "replay"))
+		return nil
+	}
 	for _, p := range Protocols {
 		o := opts
 		o.Protocol = p
@@ -204,28 +213,12 @@ func Check(ctx context.Context, path string, opts Options) (report string, err e
 		if runErr != nil {
 			b.WriteString(runErr.Error() + "\n")
 		}
-		goldens := []struct {
-			path string
-			got  []byte
-		}{{GoldenPath(path, p), res.SSE}}
-		if p == CaptureV2 {
-			_, telPath := GoldenPaths(path)
-			goldens = append(goldens, struct {
-				path string
-				got  []byte
-			}{telPath, res.Summary.Text()})
+		if err := compare(GoldenPath(path, p), res.SSE); err != nil {
+			return "", err
 		}
-		for _, g := range goldens {
-			want, err := os.ReadFile(g.path)
-			if errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.path)
-				continue
-			}
-			if err != nil {
-				return "", fmt.Errorf("reading golden: %w", err)
-			}
-			if d := Diff(string(want), string(g.got), g.path, "replay"); d != "" {
-				b.WriteString(d)
+		if _, tel := GoldenPaths(path); p == CaptureV2 {
+			if err := compare(tel, res.Summary.Text()); err != nil {
+				return "", err
 			}
 		}
 	}

@@ -58,13 +58,6 @@ func NewUpstream(exchanges []recorder.Exchange, speed float64) *Upstream {
 // Close releases any response still waiting or held open.
 func (u *Upstream) Close() { u.closeOnce.Do(func() { close(u.closing) }) }
 
-// Served returns how many recorded exchanges have been answered.
-func (u *Upstream) Served() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.next
-}
-
 // Err returns the requests that did not match the recording and the
 // recorded exchanges that were never requested, or nil.
 func (u *Upstream) Err() error {

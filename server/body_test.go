@@ -91,30 +91,18 @@ func TestAGUIBodyLimit(t *testing.T) {
 		}
 		return b
 	}
-	post := func(t *testing.T, h *harness, b string, chunked bool) reply {
-		t.Helper()
+	post := func(h *harness, b string, chunked bool) reply {
 		var r io.Reader = strings.NewReader(b)
 		if chunked {
 			r = io.MultiReader(r) // no length known: sent chunked
 		}
-		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/agui", r)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		resp, err := h.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		rb, _ := io.ReadAll(resp.Body)
-		var d struct{ Detail string }
-		_ = json.Unmarshal(rb, &d)
-		return reply{status: resp.StatusCode, detail: d.Detail, body: string(rb)}
+		return h.send(http.MethodPost, "/api/agui", http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testKey}}, r)
 	}
 
 	t.Run("voice unavailable", func(t *testing.T) {
 		h := newHarness(t, nil) // a blob store but no transcriber
 		for _, chunked := range []bool{false, true} {
-			r := post(t, h, body(t, "hello", conversation+1), chunked)
+			r := post(h, body(t, "hello", conversation+1), chunked)
 			if r.status != http.StatusRequestEntityTooLarge || r.detail != fmt.Sprintf("request body is over %d bytes", conversation) {
 				t.Fatalf("chunked %v: got %d %s, want 413", chunked, r.status, r.body)
 			}
@@ -133,7 +121,7 @@ func TestAGUIBodyLimit(t *testing.T) {
 		audio := []map[string]any{{"type": "audio", "source": map[string]string{
 			"type": "data", "value": base64.StdEncoding.EncodeToString(wav), "mimeType": "audio/wav"}}}
 		for _, chunked := range []bool{false, true} {
-			r := post(t, h, body(t, audio, limit+1), chunked)
+			r := post(h, body(t, audio, limit+1), chunked)
 			if r.status != http.StatusRequestEntityTooLarge || r.detail != fmt.Sprintf("request body is over %d bytes", limit) {
 				t.Fatalf("chunked %v: got %d %s, want 413", chunked, r.status, r.body)
 			}

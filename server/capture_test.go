@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
+	"github.com/brainwire/brainwire/internal/syncbuf"
 )
 
 const (
@@ -217,8 +219,8 @@ func TestUpstreamFaults(t *testing.T) {
 }
 
 // TestClientDisconnectCancelsTheRun: a client that goes away mid-stream,
-// like a phone losing its network, stops the run upstream, on every
-// protocol.
+// like a phone losing its network, stops the run upstream, and the
+// capture is logged as a disconnect, on every protocol.
 func TestClientDisconnectCancelsTheRun(t *testing.T) {
 	for _, c := range []struct{ path, body, marker string }{
 		{"/api/capture", `{"text":"x"}`, "STEP_START"},
@@ -227,9 +229,14 @@ func TestClientDisconnectCancelsTheRun(t *testing.T) {
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			r := ft.NewRun(upThread, upRun)
+			logs := &syncbuf.Buffer{}
 			h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-				r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))})
+				r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))},
+				withLogger(slog.New(slog.NewTextHandler(logs, nil))))
 			h.disconnectAfterStart(c.path, "application/json", c.body, c.marker)
+			if l := waitForLog(t, logs, `msg="capture ended`); !strings.Contains(l, `level=WARN msg="capture ended: client went away"`) {
+				t.Fatalf("a client that left mid-run not logged as gone:\n%s", l)
+			}
 		})
 	}
 }

@@ -1,11 +1,8 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -40,33 +37,6 @@ func (c hangUpCapture) End(brainwire.CaptureResult) {
 
 func withLogger(l *slog.Logger) option { return func(c *server.Config) { c.Logger = l } }
 
-// rawCapture posts a text capture on a connection of its own, reads the
-// stream until a line holds until, then hangs up.
-func (h *harness) rawCapture(text, until string) string {
-	h.t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer conn.Close()
-	body := fmt.Sprintf(`{"text":%q}`, text)
-	fmt.Fprintf(conn, "POST /api/capture HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		testKey, len(body), body)
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(conn)
-	var got strings.Builder
-	for {
-		line, err := br.ReadString('\n')
-		got.WriteString(line)
-		if err != nil {
-			h.t.Fatalf("reading: %v (got %q)", err, got.String())
-		}
-		if strings.Contains(line, until) {
-			return got.String()
-		}
-	}
-}
-
 // waitForLog waits until the log holds want, and returns the log.
 func waitForLog(t *testing.T, logs *syncbuf.Buffer, want string) string {
 	t.Helper()
@@ -86,28 +56,14 @@ func TestHangUpAfterCompleteIsNotADisconnect(t *testing.T) {
 	logs := &syncbuf.Buffer{}
 	c := classify(ft.FileCaptureCall("call_1", "Call Sarah", "People", 0.9, "classified"), 3)
 	h := newHarness(t, c.Script(), withLogger(slog.New(slog.NewTextHandler(logs, nil))), withObserver(endsAfterHangUp{}))
-	got := h.rawCapture("Call Sarah", `"type":"COMPLETE"`)
+	conn, got := h.openStream("/api/capture", "application/json", `{"text":"Call Sarah"}`, `"type":"COMPLETE"`)
+	conn.Close()
 	if !strings.Contains(got, `"type":"CLASSIFIED"`) {
 		t.Fatalf("stream: %s", got)
 	}
 	l := waitForLog(t, logs, `msg="capture ended`)
 	if strings.Contains(l, "client went away") || !strings.Contains(l, `level=INFO msg="capture ended" `) {
 		t.Fatalf("a completed capture logged as a disconnect:\n%s", l)
-	}
-}
-
-// A client that leaves before COMPLETE went away: the run is stopped and
-// the capture is logged as a disconnect.
-func TestHangUpBeforeCompleteIsADisconnect(t *testing.T) {
-	logs := &syncbuf.Buffer{}
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
-		r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))},
-		withLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	h.disconnectAfterStart("/api/capture", "application/json", `{"text":"x"}`, "STEP_START")
-	l := waitForLog(t, logs, `msg="capture ended`)
-	if !strings.Contains(l, `level=WARN msg="capture ended: client went away"`) {
-		t.Fatalf("a client that left mid-run not logged as gone:\n%s", l)
 	}
 }
 

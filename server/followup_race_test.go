@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,18 +44,9 @@ func (h *harness) race(method, path string, bodies []string) []answer {
 	start := make(chan struct{})
 	for i, body := range bodies {
 		wg.Go(func() {
-			req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+testKey)
 			<-start
-			resp, err := h.srv.Client().Do(req)
-			if err != nil {
-				h.t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			out[i] = answer{status: resp.StatusCode, body: string(b), sse: resp.Header.Get("Content-Type") == "text/event-stream"}
+			r := h.send(method, path, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testKey}}, strings.NewReader(body))
+			out[i] = answer{status: r.status, body: r.body, sse: r.header.Get("Content-Type") == "text/event-stream"}
 		})
 	}
 	close(start)

@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -155,17 +154,10 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 				itemID := h.misunderstoodItem()
 				gated.Store(true)
 
-				type reply struct {
-					status int
-					ct     string
-					body   string
-				}
 				done := make(chan reply, 1)
 				go func() {
-					resp := h.post(p.path, "application/json", p.body(itemID, "I meant: call my friend Sam about his birthday party"))
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
-					done <- reply{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+					done <- h.send(http.MethodPost, p.path, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testKey}},
+						strings.NewReader(p.body(itemID, "I meant: call my friend Sam about his birthday party")))
 				}()
 				waitFor(t, reached, "the follow-up's file_capture")
 				contentType := "application/json"
@@ -177,8 +169,8 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 				}
 				close(gate)
 				r := <-done
-				if r.status != http.StatusOK || r.ct != "text/event-stream" {
-					t.Fatalf("follow-up: %d %s %s", r.status, r.ct, r.body)
+				if ct := r.header.Get("Content-Type"); r.status != http.StatusOK || ct != "text/event-stream" {
+					t.Fatalf("follow-up: %d %s %s", r.status, ct, r.body)
 				}
 				msg, code, types := p.failure(t, r.body)
 				if !strings.Contains(msg, "item was "+edit.says+" while the follow-up ran") || strings.Contains(msg, "agent") {

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -224,32 +223,25 @@ func (s *fuzzServer) checkSuccess(t *testing.T, r *http.Request, w *httptest.Res
 	t.Helper()
 	switch ct := w.Header().Get("Content-Type"); {
 	case w.Code == http.StatusNoContent:
-	case ct == "text/event-stream" && strings.HasPrefix(r.URL.Path, "/api/ag"), ct == "text/event-stream" && r.URL.Path == "/api/voice-capture":
+	case ct == "text/event-stream":
 		frames, err := aguitest.Frames(w.Body.String())
-		if err == nil && r.URL.Path == "/api/agui" {
+		last := ""
+		if len(frames) > 0 {
+			last = frames[len(frames)-1]
+		}
+		switch {
+		case err != nil:
+		case r.URL.Path == "/api/agui":
 			err = aguitest.Verify(frames)
-		} else if err == nil && len(frames) == 0 {
-			err = fmt.Errorf("an empty legacy stream")
-		} else if err == nil {
-			if last := frames[len(frames)-1]; !strings.Contains(last, `"type":"RUN_FINISHED"`) && !strings.Contains(last, `"type":"RUN_ERROR"`) {
-				err = fmt.Errorf("a legacy stream ends with %s", last)
+		case strings.HasPrefix(r.URL.Path, "/api/capture"):
+			if !strings.HasPrefix(last, `{"type":"COMPLETE"`) {
+				err = fmt.Errorf("the stream does not end with COMPLETE")
 			}
+		case !strings.Contains(last, `"type":"RUN_FINISHED"`) && !strings.Contains(last, `"type":"RUN_ERROR"`):
+			err = fmt.Errorf("a legacy stream ends with %q", last)
 		}
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", r.Method, r.URL, err, w.Body)
-		}
-	case ct == "text/event-stream":
-		var last string
-		sc := bufio.NewScanner(bytes.NewReader(w.Body.Bytes()))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				last = d
-			}
-		}
-		var ev struct{ Type string }
-		if json.Unmarshal([]byte(last), &ev) != nil || ev.Type != "COMPLETE" {
-			t.Fatalf("%s %s: stream does not end with COMPLETE:\n%s", r.Method, r.URL, w.Body)
 		}
 	case ct == "application/json":
 		var v any

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
@@ -64,31 +65,25 @@ func FuzzCapture(f *testing.F) {
 const brainwireMaxText = 10000
 
 func FuzzFollowUp(f *testing.F) {
-	s := newFuzzServer(f)
-	id := s.misunderstood.ID
-	body := func(id, text string, round any) []byte {
-		return jsonBody(map[string]any{"inbox_item_id": id, "follow_up_text": text, "follow_up_round": round})
-	}
-	for _, fx := range fuzztest.Fixtures(f) {
-		if fx.Capture.FollowUp != nil {
-			f.Add(body(id, fx.Capture.Text, fx.Capture.FollowUp.Round))
+	fuzzJSONRoute(f, "/api/capture/follow-up", func(s *fuzzServer) []string {
+		id := s.misunderstood.ID
+		body := func(id, text string, round any) string {
+			return string(jsonBody(map[string]any{"inbox_item_id": id, "follow_up_text": text, "follow_up_round": round}))
 		}
-	}
-	for _, b := range [][]byte{
-		body(id, "I meant call my sister", 2), body(id, "x", 0), body(id, "x", 4), body(id, "x", -1), body(id, "x", "1"),
-		body(id, "x", 1.5), body(id, "", 1), body(id, " ", 1), body(id, strings.Repeat("y", brainwireMaxText+1), 1),
-		body("", "x", 1), body("nope", "x", 1), body("a/b", "x", 1), body(s.classified.ID, "x", 1), body(s.bobs.ID, "x", 1),
-		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1e400}`),
-		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1,"thread_id":"a b"}`),
-		[]byte(`{"inbox_item_id":"` + id + `","follow_up_text":"x","follow_up_round":1,"extra":true}`),
-	} {
-		f.Add(b)
-	}
-	for _, b := range malformedJSON {
-		f.Add([]byte(b))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		s.check(t, s.request(http.MethodPost, "/api/capture/follow-up", "", "application/json", body, testKey))
+		var seeds []string
+		for _, fx := range fuzztest.Fixtures(f) {
+			if fx.Capture.FollowUp != nil {
+				seeds = append(seeds, body(id, fx.Capture.Text, fx.Capture.FollowUp.Round))
+			}
+		}
+		return append(seeds,
+			body(id, "I meant call my sister", 2), body(id, "x", 0), body(id, "x", 4), body(id, "x", -1), body(id, "x", "1"),
+			body(id, "x", 1.5), body(id, "", 1), body(id, " ", 1), body(id, strings.Repeat("y", brainwireMaxText+1), 1),
+			body("", "x", 1), body("nope", "x", 1), body("a/b", "x", 1), body(s.classified.ID, "x", 1), body(s.bobs.ID, "x", 1),
+			`{"inbox_item_id":"`+id+`","follow_up_text":"x","follow_up_round":1e400}`,
+			`{"inbox_item_id":"`+id+`","follow_up_text":"x","follow_up_round":1,"thread_id":"a b"}`,
+			`{"inbox_item_id":"`+id+`","follow_up_text":"x","follow_up_round":1,"extra":true}`,
+		)
 	})
 }
 
@@ -203,5 +198,96 @@ func FuzzInboxItem(f *testing.F) {
 			method = http.MethodDelete
 		}
 		s.check(t, s.request(method, "/api/inbox/"+id, "", "", nil, testKey))
+	})
+}
+
+// fuzzJSONRoute fuzzes the JSON body of a POST route from seeds (which may
+// name the seeded documents) and the malformed bodies every route refuses.
+func fuzzJSONRoute(f *testing.F, path string, seeds func(*fuzzServer) []string) {
+	s := newFuzzServer(f)
+	for _, b := range append(seeds(s), malformedJSON...) {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s.check(t, s.request(http.MethodPost, path, "", "application/json", body, testKey))
+	})
+}
+
+func FuzzAGUIRequest(f *testing.F) {
+	wav := base64.StdEncoding.EncodeToString([]byte("RIFF\x24\x00\x00\x00WAVEfmt "))
+	fuzzJSONRoute(f, "/api/agui", func(s *fuzzServer) []string {
+		followUp := func(id string, round int) string {
+			return `{"capture":{"outcome":"misunderstood","inboxItemId":"` + id + `","followUpRound":` + string(rune('0'+round)) + `}}`
+		}
+		return []string{
+			runInput("Call mom about her birthday", `{}`, `{"reasoning":true}`),
+			runInput([]map[string]string{{"type": "text", "text": "Pay the bill #no-tool"}}, `null`, `[]`),
+			runInput("hmm #fail", `{}`, `{}`),
+			runInput("I meant my sister", followUp(s.misunderstood.ID, 0), `{}`),
+			runInput("x", followUp(s.misunderstood.ID, 7), `{}`),
+			runInput("I meant my sister", followUp(s.bobs.ID, 0), `{}`),
+			runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data", "value": wav, "mimeType": "audio/wav"}}}, `{}`, `{}`),
+			runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://x/"}}}, `{}`, `{}`),
+			`{"threadId":"t","runId":"r","messages":[{"role":"user","content":"` + strings.Repeat("a", 20000) + `"}]}`,
+		}
+	})
+}
+
+func FuzzLegacyCaptureRequest(f *testing.F) {
+	fuzzJSONRoute(f, "/api/ag-ui", func(*fuzzServer) []string {
+		return []string{
+			`{"messages":[{"id":"m","role":"user","content":"Call mom"}],"thread_id":"thread-1","run_id":"run-1"}`,
+			`{"messages":[{"content":"Pay the bill #fail"}],"state":{}}`,
+			`{"messages":[{"role":"user","content":["x"]}]}`,
+			`{"messages":[{"role":"user","content":"x"}],"thread_id":"a b"}`,
+		}
+	})
+}
+
+func FuzzLegacyFollowUpRequest(f *testing.F) {
+	fuzzJSONRoute(f, "/api/ag-ui/follow-up", func(s *fuzzServer) []string {
+		m := s.misunderstood.ID
+		return []string{
+			`{"inbox_item_id":"` + m + `","follow_up_text":"I meant my sister","follow_up_round":1}`,
+			`{"inbox_item_id":"` + m + `","follow_up_text":"x"}`,
+			`{"inbox_item_id":"` + s.pending.ID + `","follow_up_text":"x","follow_up_round":2}`,
+			`{"inbox_item_id":"` + s.bobs.ID + `","follow_up_text":"x","follow_up_round":1}`,
+			`{"inbox_item_id":"nope","follow_up_text":"x","follow_up_round":1}`,
+			`{"inbox_item_id":"../` + m + `","follow_up_text":"x","follow_up_round":1}`,
+		}
+	})
+}
+
+func FuzzLegacyRespondRequest(f *testing.F) {
+	fuzzJSONRoute(f, "/api/ag-ui/respond", func(s *fuzzServer) []string {
+		p := s.pending.ID
+		return []string{
+			`{"thread_id":"thread-1","response":"Projects","inbox_item_id":"` + p + `"}`,
+			`{"thread_id":"thread-1","response":"Misc","inbox_item_id":"` + p + `"}`,
+			`{"thread_id":"thread-1","response":"Ideas","inbox_item_id":"` + s.bobs.ID + `"}`,
+			`{"response":"People","inbox_item_id":"nope"}`,
+			`{"thread_id":"a\u0000b","response":"People","inbox_item_id":"` + p + `"}`,
+		}
+	})
+}
+
+func FuzzLegacyVoiceRequest(f *testing.F) {
+	s := newFuzzServer(f)
+	ct := "multipart/form-data; boundary=" + fuzzBoundary
+	wav := "RIFF\x24\x01\x00\x00WAVEfmt " + strings.Repeat("\x00", 256)
+	for _, parts := range [][][4]string{
+		{{"file", "voice-capture.m4a", "audio/m4a", "\x00\x00\x00\x20ftypM4A audio"}},
+		{{"file", "a.wav", "audio/wav", wav}, {"file", "b.wav", "audio/wav", wav}},
+		{{"file", "notes.txt", "text/plain", "hello"}},
+		{{"file", "empty.wav", "audio/wav", ""}},
+		{{"thread_id", "", "", "t 1"}, {"file", "a.wav", "audio/wav", wav}},
+		{},
+	} {
+		f.Add(multipartBody(parts...))
+	}
+	f.Add([]byte("--" + fuzzBoundary + "\r\n\r\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s.check(t, s.request(http.MethodPost, "/api/voice-capture", "", ct, body, testKey))
 	})
 }

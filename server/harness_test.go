@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -236,4 +237,43 @@ func (h *harness) waitForCancel(runID string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	h.t.Fatalf("no cancel for run %s; requests: %v", runID, h.up.Requests())
+}
+
+// openStream posts body raw on a connection of its own, as a phone does,
+// and reads until the stream holds marker; the caller hangs up.
+func (h *harness) openStream(path, contentType, body, marker string) (net.Conn, string) {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", h.srv.Listener.Addr().String())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		path, testKey, contentType, len(body), body)
+	buf := make([]byte, 4096)
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := ""
+	for !strings.Contains(got, marker) {
+		n, err := conn.Read(buf)
+		if err != nil {
+			conn.Close()
+			h.t.Fatalf("reading: %v (got %q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	return conn, got
+}
+
+// disconnectAfterStart hangs up once the stream has started, as a client
+// losing its network does, and waits for the upstream run to be cancelled.
+func (h *harness) disconnectAfterStart(path, contentType, body, marker string) {
+	h.t.Helper()
+	conn, _ := h.openStream(path, contentType, body, marker)
+	// Once the request creating the run was sent, the provider cancels
+	// the run however soon the client goes: waiting for its id if need be.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.up.Find("POST /threads/runs")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn.Close()
+	h.waitForCancel(upRun)
 }

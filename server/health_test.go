@@ -53,6 +53,18 @@ func (g *gatedStore) Ping(ctx context.Context) error {
 	}
 }
 
+// gatedHealth is a server of an idle agent and a gated store, for tests of
+// its health checks.
+func gatedHealth(t *testing.T, logger *slog.Logger) (*gatedStore, http.Handler) {
+	t.Helper()
+	store := &gatedStore{Store: openSQLite(t), started: make(chan struct{}, 64), gate: make(chan struct{})}
+	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{}, Store: store, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, s.Handler()
+}
+
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "brainwire.db"))
@@ -67,12 +79,8 @@ func openSQLite(t *testing.T) *sqlite.Store {
 // not decide what the next probes see: the check finishes on the
 // server's own context, and the next probe gets its (healthy) answer.
 func TestHealthCannotBePoisonedByAProbeThatHangsUp(t *testing.T) {
-	store := &gatedStore{Store: openSQLite(t), started: make(chan struct{}, 8), gate: make(chan struct{})}
-	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{}, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(s.Handler())
+	store, h := gatedHealth(t, nil)
+	srv := httptest.NewUnstartedServer(h)
 	closed := make(chan struct{}, 8)
 	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateClosed {
@@ -110,12 +118,8 @@ func TestHealthCannotBePoisonedByAProbeThatHangsUp(t *testing.T) {
 // Many probes at once share one check, and a check has a deadline of its
 // own even when no probe has one.
 func TestHealthChecksOnceForConcurrentProbes(t *testing.T) {
-	store := &gatedStore{Store: openSQLite(t), started: make(chan struct{}, 64), gate: make(chan struct{})}
-	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{}, Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
+	store, h := gatedHealth(t, nil)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
 	const probes = 20
@@ -149,14 +153,9 @@ func TestHealthChecksOnceForConcurrentProbes(t *testing.T) {
 // A store that never answers makes the check fail by its own deadline,
 // not hang the probes; the 503 is logged with its cause.
 func TestHealthCheckHasItsOwnDeadline(t *testing.T) {
-	store := &gatedStore{Store: openSQLite(t), started: make(chan struct{}, 8), gate: make(chan struct{})}
 	logs := &syncbuf.Buffer{}
-	s, err := server.New(server.Config{Keys: server.Keys{testKey: testUser}, Provider: idleProvider{}, Store: store,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
+	_, h := gatedHealth(t, slog.New(slog.NewTextHandler(logs, nil)))
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	start := time.Now()
 	resp, err := srv.Client().Get(srv.URL + "/health")

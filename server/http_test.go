@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,35 +20,50 @@ type reply struct {
 	status int
 	detail string
 	body   string
+	header http.Header
 }
 
+// do sends a request with key in the header keyHeader names ("bearer",
+// "x-api-key" or none).
 func (h *harness) do(method, path, key, keyHeader, contentType, body string) reply {
 	h.t.Helper()
-	req, _ := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	hdr := http.Header{}
 	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+		hdr.Set("Content-Type", contentType)
 	}
 	switch keyHeader {
 	case "bearer":
-		req.Header.Set("Authorization", "Bearer "+key)
+		hdr.Set("Authorization", "Bearer "+key)
 	case "x-api-key":
-		req.Header.Set("X-API-Key", key)
+		hdr.Set("X-API-Key", key)
 	}
+	return h.send(method, path, hdr, strings.NewReader(body))
+}
+
+// send sends a request with the headers given and reads the whole answer;
+// a request that fails is an error of the test and a zero reply, so that
+// send serves goroutines too.
+func (h *harness) send(method, path string, hdr http.Header, body io.Reader) reply {
+	h.t.Helper()
+	req, _ := http.NewRequest(method, h.srv.URL+path, body)
+	req.Header = hdr
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Error(err)
+		return reply{}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var d struct{ Detail string }
 	_ = json.Unmarshal(b, &d)
-	return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
+	return reply{status: resp.StatusCode, detail: d.Detail, body: string(b), header: resp.Header}
 }
 
 func TestAuth(t *testing.T) {
 	h := newHarness(t, []ft.Call{ft.Expect("GET /assistants/asst_test", ft.JSON(200, map[string]any{"id": "asst_test", "object": "assistant"}))})
 	routes := []struct{ method, path string }{
 		{"POST", "/api/capture"}, {"POST", "/api/capture/voice"}, {"POST", "/api/capture/follow-up"},
+		{"POST", "/api/agui"}, {"POST", "/api/ag-ui"}, {"POST", "/api/ag-ui/follow-up"}, {"POST", "/api/ag-ui/respond"}, {"POST", "/api/voice-capture"},
 		{"GET", "/api/inbox"}, {"GET", "/api/inbox/x"}, {"DELETE", "/api/inbox/x"}, {"PATCH", "/api/inbox/x/recategorize"},
 	}
 	for _, rt := range routes {
@@ -62,6 +79,16 @@ func TestAuth(t *testing.T) {
 				t.Errorf("%s %s with %s: %d %s", rt.method, rt.path, name, r.status, r.body)
 			}
 		}
+		// A capture route takes only POST.
+		if r := h.do("GET", rt.path, testKey, "bearer", "", ""); rt.method == "POST" && r.status != http.StatusMethodNotAllowed {
+			t.Errorf("GET %s: %d %s", rt.path, r.status, r.body)
+		}
+	}
+	if r := h.do("GET", "/nope", "", "", "", ""); r.status != http.StatusNotFound || r.detail == "" {
+		t.Errorf("unknown route: %d %s", r.status, r.body)
+	}
+	if n := len(h.up.Find("POST /threads/runs")); n != 0 {
+		t.Errorf("%d agent runs for refused requests", n)
 	}
 	// Both headers are accepted.
 	if r := h.do("GET", "/api/inbox", testKey, "x-api-key", "", ""); r.status != http.StatusOK {
@@ -88,40 +115,23 @@ func TestAuthRefusesKeysThatDisagree(t *testing.T) {
 		t.Fatalf("bob's capture: %d %s", r.status, r.body)
 	}
 	const bad = "wrong-key-0123456789abcdef"
-	send := func(headers map[string][]string) reply {
-		req, _ := http.NewRequest("GET", h.srv.URL+"/api/inbox", nil)
-		for k, vs := range headers {
-			for _, v := range vs {
-				req.Header.Add(k, v)
-			}
-		}
-		resp, err := h.srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var d struct{ Detail string }
-		_ = json.Unmarshal(b, &d)
-		return reply{status: resp.StatusCode, detail: d.Detail, body: string(b)}
-	}
 	for name, c := range map[string]struct {
-		headers map[string][]string
+		headers http.Header
 		detail  string
 	}{
-		"bob's x-api-key, alice's bearer": {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + testKey}}, "different API keys"},
-		"alice's x-api-key, bob's bearer": {map[string][]string{"X-API-Key": {testKey}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
-		"valid x-api-key, bad bearer":     {map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + bad}}, "different API keys"},
-		"bad x-api-key, valid bearer":     {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
-		"two x-api-keys":                  {map[string][]string{"X-API-Key": {otherKey, testKey}}, "different API keys"},
-		"the same bad key twice":          {map[string][]string{"X-API-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
+		"bob's x-api-key, alice's bearer": {http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + testKey}}, "different API keys"},
+		"alice's x-api-key, bob's bearer": {http.Header{"X-Api-Key": {testKey}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"valid x-api-key, bad bearer":     {http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + bad}}, "different API keys"},
+		"bad x-api-key, valid bearer":     {http.Header{"X-Api-Key": {bad}, "Authorization": {"Bearer " + otherKey}}, "different API keys"},
+		"two x-api-keys":                  {http.Header{"X-Api-Key": {otherKey, testKey}}, "different API keys"},
+		"the same bad key twice":          {http.Header{"X-Api-Key": {bad}, "Authorization": {"Bearer " + bad}}, "Invalid or missing API key"},
 	} {
-		r := send(c.headers)
+		r := h.send("GET", "/api/inbox", c.headers, nil)
 		if r.status != http.StatusUnauthorized || !strings.Contains(r.detail, c.detail) || strings.Contains(r.body, "bob's capture") {
 			t.Errorf("%s: got %d %s, want 401 %q", name, r.status, r.body, c.detail)
 		}
 	}
-	r := send(map[string][]string{"X-API-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}})
+	r := h.send("GET", "/api/inbox", http.Header{"X-Api-Key": {otherKey}, "Authorization": {"Bearer " + otherKey}}, nil)
 	if r.status != http.StatusOK || !strings.Contains(r.body, "bob's capture") {
 		t.Errorf("the same key in both headers: %d %s", r.status, r.body)
 	}
@@ -136,40 +146,102 @@ func TestHealthDegradedWhenTheAgentIsUnknown(t *testing.T) {
 	}
 }
 
-func TestCaptureRejectsBadRequestsBeforeStreaming(t *testing.T) {
+// refusal is a request a route refuses, and how.
+type refusal struct {
+	name, path, contentType, body string
+	status                        int
+	detail                        string
+}
+
+// TestBadRequestsAreRefusedBeforeStreaming: on every protocol's routes a
+// malformed, oversized or invalid request is answered with a status and a
+// detail that says what is wrong, before any stream starts: no agent runs
+// and nothing is filed or moved.
+func TestBadRequestsAreRefusedBeforeStreaming(t *testing.T) {
 	// No upstream call is scripted: any call would fail the test.
-	h := newHarness(t, nil)
-	cases := []struct {
-		name, contentType, body string
-		status                  int
-		detail                  string
-	}{
-		{"malformed JSON", "application/json", `{"text":`, 400, "malformed JSON body"},
-		{"not an object", "application/json", `["x"]`, 400, "malformed JSON body"},
-		{"unknown field", "application/json", `{"txt":"hello"}`, 400, "unknown field"},
-		{"two values", "application/json", `{"text":"a"}{"text":"b"}`, 400, "more than one JSON value"},
-		{"empty text", "application/json", `{"text":"   "}`, 400, "text is required"},
-		{"text too long", "application/json", `{"text":"` + strings.Repeat("é", 10001) + `"}`, 413, "the limit is 10000"},
-		{"body too large", "application/json", `{"text":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "request body is over"},
-		{"wrong content type", "text/plain", `{"text":"x"}`, 415, "Content-Type must be"},
-		{"no content type", "", `{"text":"x"}`, 415, "Content-Type must be"},
-		{"thread id with spaces", "application/json", `{"text":"x","thread_id":"a b"}`, 400, "thread_id"},
-		{"thread id with U+2028 (line separator)", "application/json", `{"text":"x","thread_id":"a\u2028b"}`, 400, "printable characters without spaces"},
-		{"thread id with U+2029 (paragraph separator)", "application/json", `{"text":"x","thread_id":"a\u2029b"}`, 400, "printable characters without spaces"},
-		{"thread id with U+0085 (C1 next line)", "application/json", `{"text":"x","thread_id":"a\u0085b"}`, 400, "printable characters without spaces"},
-		{"thread id with U+202E (right-to-left override)", "application/json", `{"text":"x","thread_id":"a\u202eb"}`, 400, "printable characters without spaces"},
-		{"thread id with U+200B (zero-width space)", "application/json", `{"text":"x","thread_id":"a\u200bb"}`, 400, "printable characters without spaces"},
-		{"thread id with U+00A0 (no-break space)", "application/json", `{"text":"x","thread_id":"a\u00a0b"}`, 400, "printable characters without spaces"},
-		{"thread id with U+3000 (ideographic space)", "application/json", `{"text":"x","thread_id":"a\u3000b"}`, 400, "printable characters without spaces"},
-		{"thread id with U+0009 (tab)", "application/json", `{"text":"x","thread_id":"a\tb"}`, 400, "printable characters without spaces"},
-		{"thread id with U+007F (delete)", "application/json", `{"text":"x","thread_id":"a\u007fb"}`, 400, "printable characters without spaces"},
-		{"thread id with U+FEFF (byte order mark)", "application/json", `{"text":"x","thread_id":"a\ufeffb"}`, 400, "printable characters without spaces"},
-		{"run id with U+2028", "application/json", `{"text":"x","run_id":"a\u2028b"}`, 400, "run_id"},
-		{"run id too long", "application/json", `{"text":"x","run_id":"` + strings.Repeat("r", 129) + `"}`, 400, "run_id"},
+	h := newHarness(t, nil, withMaxAudio(1024), withTranscriber(stubTranscriber{"x"}))
+	h.file(testUser, "p1", brainwire.StatusPending, "Ideas", fixedNow)
+	h.file("bob", "b1", brainwire.StatusPending, "Ideas", fixedNow)
+	h.file(testUser, "c1", brainwire.StatusClassified, "Ideas", fixedNow)
+	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
+	h.file("bob", "bm1", brainwire.StatusMisunderstood, "", fixedNow)
+	spent := h.file(testUser, "m3", brainwire.StatusMisunderstood, "", fixedNow)
+	if _, err := h.store.File(context.Background(), brainwire.Filing{UserID: testUser, InboxItemID: spent.ID, NewInboxID: "x", NewRecordID: "y",
+		RawText: "?", Source: brainwire.KindText, Status: brainwire.StatusMisunderstood,
+		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, FollowUpRound: 3, Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	before := h.inbox(testUser)
+	const js = "application/json"
+	aguiAudio := func(b64, mime string) string {
+		return runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data", "value": b64, "mimeType": mime}}}, `{}`, `{}`)
+	}
+	cases := []refusal{
+		{"malformed JSON", "/api/capture", js, `{"text":`, 400, "malformed JSON body"},
+		{"not an object", "/api/capture", js, `["x"]`, 400, "malformed JSON body"},
+		{"unknown field", "/api/capture", js, `{"txt":"hello"}`, 400, "unknown field"},
+		{"two values", "/api/capture", js, `{"text":"a"}{"text":"b"}`, 400, "more than one JSON value"},
+		{"empty text", "/api/capture", js, `{"text":"   "}`, 400, "text is required"},
+		{"text too long", "/api/capture", js, `{"text":"` + strings.Repeat("é", 10001) + `"}`, 413, "the limit is 10000"},
+		{"body too large", "/api/capture", js, `{"text":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "request body is over"},
+		{"wrong content type", "/api/capture", "text/plain", `{"text":"x"}`, 415, "Content-Type must be"},
+		{"no content type", "/api/capture", "", `{"text":"x"}`, 415, "Content-Type must be"},
+		{"follow-up on an unknown item", "/api/capture/follow-up", js, `{"inbox_item_id":"nope","follow_up_text":"x","follow_up_round":1}`, 404, ""},
+		{"follow-up on another user's item", "/api/capture/follow-up", js, `{"inbox_item_id":"bm1","follow_up_text":"x","follow_up_round":1}`, 404, ""},
+		{"follow-up on a filed item", "/api/capture/follow-up", js, `{"inbox_item_id":"c1","follow_up_text":"x","follow_up_round":1}`, 409, "not misunderstood"},
+		{"follow-up without text", "/api/capture/follow-up", js, `{"inbox_item_id":"m1","follow_up_text":"","follow_up_round":1}`, 400, "follow_up_text"},
+		{"follow-up of a round not next", "/api/capture/follow-up", js, `{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":2}`, 409, "expects follow-up round 1, not 2"},
+		{"follow-up past the last round", "/api/capture/follow-up", js, `{"inbox_item_id":"m3","follow_up_text":"x","follow_up_round":3}`, 409, "all 3 follow-up rounds"},
+		{"follow-up round 0", "/api/capture/follow-up", js, `{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":0}`, 400, "follow_up_round"},
+		{"follow-up round 4", "/api/capture/follow-up", js, `{"inbox_item_id":"m1","follow_up_text":"x","follow_up_round":4}`, 400, "follow_up_round"},
+		{"follow-up without an item", "/api/capture/follow-up", js, `{"inbox_item_id":"","follow_up_text":"x","follow_up_round":1}`, 400, "inbox_item_id"},
+		{"follow-up malformed", "/api/capture/follow-up", js, `{"inbox_item_id":"m1","follow_up_text":"x"`, 400, "malformed"},
+		{"run id too long", "/api/capture", js, `{"text":"x","run_id":"` + strings.Repeat("r", 129) + `"}`, 400, "run_id"},
+
+		{"malformed JSON", "/api/agui", js, `{"threadId":`, 400, "malformed RunAgentInput"},
+		{"no threadId", "/api/agui", js, `{"runId":"r","messages":[{"role":"user","content":"x"}]}`, 400, "threadId is required"},
+		{"no user message", "/api/agui", js, `{"threadId":"t","runId":"r","messages":[]}`, 400, "no user message"},
+		{"empty text", "/api/agui", js, runInput(" ", `{}`, `{}`), 400, "no text"},
+		{"text too long", "/api/agui", js, runInput(strings.Repeat("é", 10001), `{}`, `{}`), 413, "the limit is 10000"},
+		{"body too large", "/api/agui", js, runInput(strings.Repeat("a", 4<<20), `{}`, `{}`), 413, "request body is over"},
+		{"wrong content type", "/api/agui", "text/plain", runInput("x", `{}`, `{}`), 415, "Content-Type must be"},
+		{"audio by URL", "/api/agui", js, runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "url", "value": "http://127.0.0.1/"}}}, `{}`, `{}`), 400, "inline"},
+		{"audio too large", "/api/agui", js, aguiAudio(base64.StdEncoding.EncodeToString(make([]byte, 2048)), "audio/wav"), 413, "over 1024 bytes"},
+		{"audio of an unknown format", "/api/agui", js, aguiAudio("AAAA", "text/plain"), 400, "unsupported audio format"},
+		{"audio that is not audio", "/api/agui", js, aguiAudio(base64.StdEncoding.EncodeToString([]byte("\x7fELF\x02\x01\x01\x00")), "audio/wav"), 415, "not WAV audio"},
+		{"follow-up on an unknown item", "/api/agui", js, runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"nope","followUpRound":0}}`, `{}`), 404, ""},
+		{"follow-up past the last round", "/api/agui", js, runInput("x", `{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":3}}`, `{}`), 409, "all 3 follow-up rounds"},
+
+		{"malformed JSON", "/api/ag-ui", js, `{"messages":`, 400, "malformed JSON body"},
+		{"no user message", "/api/ag-ui", js, `{"messages":[{"role":"assistant","content":"hi"}]}`, 400, "no user message"},
+		{"content not a string", "/api/ag-ui", js, `{"messages":[{"role":"user","content":[1]}]}`, 400, "malformed JSON body"},
+		{"text too long", "/api/ag-ui", js, legacyBody(strings.Repeat("é", 10001)), 413, "the limit is 10000"},
+		{"body too large", "/api/ag-ui", js, legacyBody(strings.Repeat("a", 70<<10)), 413, "request body is over"},
+		{"wrong content type", "/api/ag-ui", "text/plain", legacyBody("x"), 415, "Content-Type must be"},
+		{"no item", "/api/ag-ui/follow-up", js, `{"follow_up_text":"x"}`, 400, "inbox_item_id is required"},
+		{"unknown item", "/api/ag-ui/follow-up", js, `{"inbox_item_id":"nope","follow_up_text":"x"}`, 404, ""},
+		{"item not misunderstood", "/api/ag-ui/follow-up", js, `{"inbox_item_id":"p1","follow_up_text":"x"}`, 409, "not misunderstood"},
+		{"round out of range", "/api/ag-ui/follow-up", js, `{"inbox_item_id":"p1","follow_up_text":"x","follow_up_round":9}`, 400, "follow_up_round"},
+		{"no item", "/api/ag-ui/respond", js, `{"thread_id":"t","response":"People"}`, 400, "inbox_item_id is required"},
+		{"not a bucket", "/api/ag-ui/respond", js, `{"thread_id":"t","response":"Misc","inbox_item_id":"p1"}`, 400, "response must be one of"},
+		{"unknown item", "/api/ag-ui/respond", js, `{"thread_id":"t","response":"People","inbox_item_id":"nope"}`, 404, ""},
+		{"another user's item", "/api/ag-ui/respond", js, `{"thread_id":"t","response":"People","inbox_item_id":"b1"}`, 404, ""},
+		{"not multipart", "/api/voice-capture", js, `{}`, 415, "multipart/form-data"},
+	}
+	// A client's thread id is printable characters without spaces, on
+	// every route that takes one (each bad one as JSON escapes it).
+	for _, bad := range []string{" ", `\u2028`, `\u2029`, `\u0085`, `\u202e`, `\u200b`, `\u00a0`, `\u3000`, `\t`, `\u007f`, `\ufeff`, `\n`} {
+		id := "a" + bad + "b"
+		cases = append(cases,
+			refusal{"thread id " + id, "/api/capture", js, `{"text":"x","thread_id":"` + id + `"}`, 400, "thread_id must be at most 128 printable characters without spaces"},
+			refusal{"thread id " + id, "/api/agui", js, strings.Replace(runInput("x", `{}`, `{}`), `"t-agui"`, `"`+id+`"`, 1), 400, "thread_id"},
+			refusal{"thread id " + id, "/api/ag-ui", js, `{"messages":[{"role":"user","content":"x"}],"thread_id":"` + id + `"}`, 400, "thread_id"},
+			refusal{"thread id " + id, "/api/ag-ui/respond", js, `{"thread_id":"` + id + `","response":"People","inbox_item_id":"p1"}`, 400, "thread_id"},
+		)
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := h.do("POST", "/api/capture", testKey, "bearer", c.contentType, c.body)
+		t.Run(c.path+"/"+c.name, func(t *testing.T) {
+			r := h.do("POST", c.path, testKey, "bearer", c.contentType, c.body)
 			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
 				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
 			}
@@ -178,15 +250,8 @@ func TestCaptureRejectsBadRequestsBeforeStreaming(t *testing.T) {
 	if n := len(h.up.Requests()); n != 0 {
 		t.Fatalf("%d upstream calls for rejected requests", n)
 	}
-}
-
-func TestUnknownRouteAndMethod(t *testing.T) {
-	h := newHarness(t, nil)
-	if r := h.do("GET", "/nope", "", "", "", ""); r.status != 404 || r.detail == "" {
-		t.Errorf("unknown route: %d %s", r.status, r.body)
-	}
-	if r := h.do("GET", "/api/capture", testKey, "bearer", "", ""); r.status != 405 {
-		t.Errorf("GET capture: %d %s", r.status, r.body)
+	if after := h.inbox(testUser); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the inbox changed:\n%+v\nbefore:\n%+v", after, before)
 	}
 }
 

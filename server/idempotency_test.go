@@ -34,21 +34,12 @@ type keyed struct {
 // header set to key (raw, as it goes on the wire) unless it is "".
 func (h *harness) sendKeyed(apiKey, path, contentType, body, key string) keyed {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Authorization", "Bearer "+apiKey)
+	hdr := http.Header{"Content-Type": {contentType}, "Authorization": {"Bearer " + apiKey}}
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		hdr["Idempotency-Key"] = []string{key}
 	}
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		h.t.Error(err)
-		return keyed{}
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return keyed{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get("Idempotent-Replayed"),
-		retryAfter: resp.Header.Get("Retry-After")}
+	r := h.send(http.MethodPost, path, hdr, strings.NewReader(body))
+	return keyed{status: r.status, body: r.body, replayed: r.header.Get("Idempotent-Replayed"), retryAfter: r.header.Get("Retry-After")}
 }
 
 var itemIDPattern = regexp.MustCompile(`"inboxItemId":"([^"]+)"`)
@@ -295,17 +286,9 @@ func TestIdempotencyKeyMalformed(t *testing.T) {
 		})
 	}
 	// Two header lines are refused too.
-	req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/api/capture/voice", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	req.Header.Add("Idempotency-Key", `"a"`)
-	req.Header.Add("Idempotency-Key", `"b"`)
-	resp, err := h.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("two Idempotency-Key lines: %d, want 400", resp.StatusCode)
+	if r := h.send(http.MethodPost, "/api/capture/voice", http.Header{"Authorization": {"Bearer " + testKey}, "Idempotency-Key": {`"a"`, `"b"`}},
+		strings.NewReader(body)); r.status != http.StatusBadRequest {
+		t.Errorf("two Idempotency-Key lines: %d, want 400", r.status)
 	}
 	// Characters Go's client will not send, sent raw.
 	for _, key := range []string{"\"a\x7fb\"", "a\x01b"} {

@@ -19,56 +19,6 @@ func legacyBody(text string) string {
 	return string(b)
 }
 
-func TestLegacyRejectsBadRequestsBeforeStreaming(t *testing.T) {
-	h := newHarness(t, nil, withTranscriber(stubTranscriber{"x"}))
-	h.file(testUser, "p1", brainwire.StatusPending, "Ideas", fixedNow)
-	h.file("bob", "b1", brainwire.StatusPending, "Ideas", fixedNow)
-	cases := []struct {
-		name, path, contentType, body string
-		status                        int
-		detail                        string
-	}{
-		{"capture: malformed JSON", "/api/ag-ui", "application/json", `{"messages":`, 400, "malformed JSON body"},
-		{"capture: no user message", "/api/ag-ui", "application/json", `{"messages":[{"role":"assistant","content":"hi"}]}`, 400, "no user message"},
-		{"capture: content not a string", "/api/ag-ui", "application/json", `{"messages":[{"role":"user","content":[1]}]}`, 400, "malformed JSON body"},
-		{"capture: text too long", "/api/ag-ui", "application/json", legacyBody(strings.Repeat("é", 10001)), 413, "the limit is 10000"},
-		{"capture: body too large", "/api/ag-ui", "application/json", legacyBody(strings.Repeat("a", 70<<10)), 413, "request body is over"},
-		{"capture: wrong content type", "/api/ag-ui", "text/plain", legacyBody("x"), 415, "Content-Type must be"},
-		{"capture: bad thread id", "/api/ag-ui", "application/json", `{"messages":[{"role":"user","content":"x"}],"thread_id":"a b"}`, 400, "thread_id"},
-		{"follow-up: no item", "/api/ag-ui/follow-up", "application/json", `{"follow_up_text":"x"}`, 400, "inbox_item_id is required"},
-		{"follow-up: unknown item", "/api/ag-ui/follow-up", "application/json", `{"inbox_item_id":"nope","follow_up_text":"x"}`, 404, ""},
-		{"follow-up: item not misunderstood", "/api/ag-ui/follow-up", "application/json", `{"inbox_item_id":"p1","follow_up_text":"x"}`, 409, "not misunderstood"},
-		{"follow-up: round out of range", "/api/ag-ui/follow-up", "application/json", `{"inbox_item_id":"p1","follow_up_text":"x","follow_up_round":9}`, 400, "follow_up_round"},
-		{"respond: no item", "/api/ag-ui/respond", "application/json", `{"thread_id":"t","response":"People"}`, 400, "inbox_item_id is required"},
-		{"respond: not a bucket", "/api/ag-ui/respond", "application/json", `{"thread_id":"t","response":"Misc","inbox_item_id":"p1"}`, 400, "response must be one of"},
-		{"respond: unknown item", "/api/ag-ui/respond", "application/json", `{"thread_id":"t","response":"People","inbox_item_id":"nope"}`, 404, ""},
-		{"respond: another user's item", "/api/ag-ui/respond", "application/json", `{"thread_id":"t","response":"People","inbox_item_id":"b1"}`, 404, ""},
-		{"respond: bad thread id", "/api/ag-ui/respond", "application/json", `{"thread_id":"a\nb","response":"People","inbox_item_id":"p1"}`, 400, "thread_id"},
-		{"voice: not multipart", "/api/voice-capture", "application/json", `{}`, 415, "multipart/form-data"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := h.do("POST", c.path, testKey, "bearer", c.contentType, c.body)
-			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
-				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
-			}
-		})
-	}
-	if n := len(h.up.Requests()); n != 0 {
-		t.Fatalf("%d upstream calls for rejected requests", n)
-	}
-	// Nothing was filed or moved.
-	for _, id := range []string{"p1"} {
-		it, err := h.store.GetInboxItem(context.Background(), testUser, id)
-		if err != nil || it.Status != brainwire.StatusPending || it.ClassificationMeta.Bucket != "Ideas" {
-			t.Fatalf("item %s changed: %+v %v", id, it, err)
-		}
-	}
-	if n := len(h.inbox(testUser)); n != 1 {
-		t.Fatalf("%d items", n)
-	}
-}
-
 // The person picks a bucket for a low-confidence capture: the item moves
 // there, as recategorize moves it, and the stream says so.
 func TestLegacyRespondFilesThePickedBucket(t *testing.T) {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"mime/multipart"
@@ -245,16 +246,21 @@ func TestSlowVoiceUploadTimesOut(t *testing.T) {
 }
 
 // Without transcription the agent could only say it cannot hear the
-// audio: the capture is refused with 503 before any stream, and the
-// audio is not stored.
+// audio: the capture is refused with 503 before any stream, on every
+// protocol's way in for audio, and the audio is not stored.
 func TestVoiceWithoutTranscriptionIsUnavailable(t *testing.T) {
 	blobs := newWatchedBlobs(t)
 	h := newHarness(t, nil, withBlobs(blobs))
-	ct, body := voiceBody(t, "note.wav", "audio/wav", replay.SilentWAV(8000))
-	for _, path := range []string{"/api/capture/voice", "/api/capture"} {
-		r := h.do("POST", path, testKey, "bearer", ct, body)
+	wav := replay.SilentWAV(8000)
+	ct, body := voiceBody(t, "note.wav", "audio/wav", wav)
+	inline := runInput([]map[string]any{{"type": "audio", "source": map[string]string{"type": "data",
+		"value": base64.StdEncoding.EncodeToString(wav), "mimeType": "audio/wav"}}}, `{}`, `{}`)
+	for _, c := range []struct{ path, ct, body string }{
+		{"/api/capture/voice", ct, body}, {"/api/capture", ct, body}, {"/api/voice-capture", ct, body}, {"/api/agui", "application/json", inline},
+	} {
+		r := h.do("POST", c.path, testKey, "bearer", c.ct, c.body)
 		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.detail, "transcription is not configured") {
-			t.Errorf("%s: %d %s", path, r.status, r.body)
+			t.Errorf("%s: %d %s", c.path, r.status, r.body)
 		}
 	}
 	if n := blobs.puts.Load(); n != 0 {

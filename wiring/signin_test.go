@@ -149,18 +149,10 @@ func TestSignInFailureReachesThePhone(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			phone := phoneServer(t, c.open(t))
-			v2 := postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
-			if want := `data: {"type":"ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v2, want) {
-				t.Errorf("capture v2:\n%s\nwant %s", v2, want)
-			}
-			v1 := postStream(t, phone, "/api/ag-ui", `{"messages":[{"id":"m1","role":"user","content":"Call Sam"}]}`)
-			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v1, want) {
-				t.Errorf("v1:\n%s\nwant %s", v1, want)
-			}
-			agui := postStream(t, phone, "/api/agui", `{"threadId":"t-1","runId":"r-1","state":{},`+
-				`"messages":[{"id":"u1","role":"user","content":"Call Sam"}],"tools":[],"context":[],"forwardedProps":{}}`)
-			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(agui, want) {
-				t.Errorf("AG-UI:\n%s\nwant %s", agui, want)
+			for _, p := range protocols {
+				if got, want := postStream(t, phone, p.path, p.body), p.errorFrame(c.message, c.code, ""); !strings.Contains(got, want) {
+					t.Errorf("%s:\n%s\nwant %s", p.name, got, want)
+				}
 			}
 		})
 	}

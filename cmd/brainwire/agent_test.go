@@ -58,7 +58,7 @@ func TestAgentConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := loadConfig(env(c.env))
+			cfg, err := loadConfig(envFunc(c.env))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -171,25 +170,7 @@ func TestSDKComplaintsInServesLog(t *testing.T) {
 // continuing the caller's traceparent, flushed when serve stopped.
 func TestServeExportsTelemetry(t *testing.T) {
 	recv := telemetrytest.NewReceiver(t)
-	env := map[string]string{
-		"BRAINWIRE_ADDR":              "127.0.0.1:0",
-		"BRAINWIRE_DATA_DIR":          t.TempDir(),
-		"BRAINWIRE_API_KEYS":          phoneKey + ":phone-user",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint(),
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- runWithReady(ctx, env, io.Discard, func(a net.Addr) { addrc <- a.String() })
-	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	base, _, stop := runServe(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": recv.Endpoint()})
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday on Sunday"}`))
 	req.Header.Set("Authorization", "Bearer "+phoneKey)
 	req.Header.Set("Content-Type", "application/json")
@@ -200,8 +181,7 @@ func TestServeExportsTelemetry(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 	names := map[string]bool{}

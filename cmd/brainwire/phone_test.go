@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brainwire/brainwire/internal/syncbuf"
-
-	"github.com/brainwire/brainwire/internal/npmtest"
 )
 
 const phoneKey = "phone-test-key-0123456789"
@@ -101,10 +96,7 @@ func tryServe(t *testing.T, extraEnv map[string]string, args ...string) (base st
 // (react-native-sse under Node) against the real server and checks it
 // receives the whole capture-v2 sequence through its message listener.
 func TestPhoneClientParsesTheStream(t *testing.T) {
-	node := npmtest.Node(t)
-	npmtest.Package(t, "react-native-sse")
 	base := startServe(t, nil)
-	script, _ := filepath.Abs("../../testenv/phone-client.cjs")
 
 	cases := []struct {
 		text    string
@@ -117,23 +109,11 @@ func TestPhoneClientParsesTheStream(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.outcome, func(t *testing.T) {
 			body, _ := json.Marshal(map[string]string{"text": c.text})
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, script, base+"/api/capture", phoneKey, string(body))
-			cmd.Dir = filepath.Dir(script)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("phone client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-			}
 			var got struct {
 				Events []map[string]any
 				Errors []any
 			}
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatalf("phone client output %q: %v", out, err)
-			}
+			runNodeClient(t, "react-native-sse", "phone-client.cjs", &got, base+"/api/capture", phoneKey, string(body))
 			var types []string
 			for _, e := range got.Events {
 				types = append(types, fmt.Sprint(e["type"]))

@@ -58,18 +58,12 @@ func observe(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1,
-			Logger: slog.New(slog.NewJSONHandler(o.log, nil))},
+	o.phone = serveWired(t, wiring.Config{
+		Server:    server.Config{Logger: slog.New(slog.NewJSONHandler(o.log, nil))},
 		Agent:     agent,
 		Retry:     fastRetries,
 		Telemetry: tel,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.phone = httptest.NewServer(srv.Handler())
-	t.Cleanup(o.phone.Close)
 	return o
 }
 

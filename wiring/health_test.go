@@ -244,17 +244,10 @@ func TestHealthProbesAreNamed(t *testing.T) {
 		rt.Expect("POST /conversations", rt.Error(http.StatusInternalServerError, "server_error", "try later")),
 	)
 	ops := &opNames{next: up.Client().Transport}
-	st := openStore(t)
-	srv, err := wiring.New(wiring.Config{
-		Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
+	phone := serveWired(t, wiring.Config{
 		Agent:     wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Name: "classifier"}, staticAuth),
 		Transport: ops,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
 	resp, err := phone.Client().Get(phone.URL + "/health")
 	if err != nil {
 		t.Fatal(err)
@@ -289,15 +282,11 @@ func TestHealthAsksOnceWhileDescriptionsAreRetried(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			wire := func(answers ...scripttest.Response) (*server.Server, *counted) {
 				calls := &counted{next: http.DefaultTransport}
-				srv, err := wiring.New(wiring.Config{
-					Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1},
+				srv := wire(t, wiring.Config{
 					Agent:     m.open(t, answers, false, nil),
 					Retry:     fastRetries,
 					Transport: calls,
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
 				return srv, calls
 			}
 			srv, calls := wire(busy)

@@ -26,9 +26,26 @@ const filed = `{"text":"Call Sarah about the offsite","bucket":"People","confide
 type upstream struct {
 	name  string
 	calls []scripttest.Call
-	// serve starts the stand-in with script and returns the agent on it
-	// and the requests it received.
-	serve func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+	serve serveStandIn
+}
+
+// serveStandIn starts an agent service's stand-in with script and returns
+// the agent on it and the requests it received.
+type serveStandIn func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+
+func serveResponses(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := rt.NewServer(t, script...)
+	return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
+}
+
+func serveClassic(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := foundrytest.NewServer(t, script...)
+	return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
+}
+
+func serveADK(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := adktest.NewServer(t, script...)
+	return wiring.ADK(up.URL(), "classifier", nil), up.Requests
 }
 
 func upstreams() []upstream {
@@ -48,18 +65,12 @@ func upstreams() []upstream {
 				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_2", conv, rt.After("resp_1")).Message("msg_2", "Filed.").
 					Complete(rt.Usage{Input: 400, Output: 8}).Events()...)),
 			},
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := rt.NewServer(t, script...)
-				return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
-			},
+			serve: serveResponses,
 		},
 		{
 			name:  "classic",
 			calls: run.Script(),
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := foundrytest.NewServer(t, script...)
-				return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
-			},
+			serve: serveClassic,
 		},
 		{
 			name: "adk",
@@ -68,10 +79,7 @@ func upstreams() []upstream {
 				adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
 				adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
 			},
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := adktest.NewServer(t, script...)
-				return wiring.ADK(up.URL(), "classifier", nil), up.Requests
-			},
+			serve: serveADK,
 		},
 	}
 }

@@ -60,28 +60,47 @@ func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider
 }
 
 // phoneOn wires a capture server over agent and st, sending refused calls
-// again by retries, with ids in sequence and a fixed clock (so that two
-// servers' streams compare byte for byte), and serves its API. runTimeout
-// 0 is the server's default.
+// again by retries, and serves its API (serveWired). runTimeout 0 is the
+// server's default.
 func phoneOn(t *testing.T, st *sqlite.Store, agent func(http.RoundTripper) (brainwire.Provider, error), retries retry.Policy, runTimeout time.Duration) *httptest.Server {
 	t.Helper()
-	var n atomic.Int64
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:       server.Keys{phoneKey: "alice"},
-			Store:      st,
-			KeepAlive:  -1,
-			RunTimeout: runTimeout,
-			NewID:      func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-			Now:        func() time.Time { return phoneNow },
-		},
-		Agent: agent,
-		Retry: retries,
-	})
+	return serveWired(t, wiring.Config{Server: server.Config{Store: st, RunTimeout: runTimeout}, Agent: agent, Retry: retries})
+}
+
+// wire is wiring.New on cfg, what its server leaves unset filled in for a
+// test: phoneKey's user alice, a new store, no keep-alives, ids in
+// sequence and a fixed clock (so that two servers' streams compare byte
+// for byte).
+func wire(t *testing.T, cfg wiring.Config) *server.Server {
+	t.Helper()
+	sc := &cfg.Server
+	if sc.Keys == nil {
+		sc.Keys = server.Keys{phoneKey: "alice"}
+	}
+	if sc.Store == nil {
+		sc.Store = openStore(t)
+	}
+	if sc.KeepAlive == 0 {
+		sc.KeepAlive = -1
+	}
+	if sc.NewID == nil {
+		var n atomic.Int64
+		sc.NewID = func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) }
+	}
+	if sc.Now == nil {
+		sc.Now = func() time.Time { return phoneNow }
+	}
+	srv, err := wiring.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	phone := httptest.NewServer(srv.Handler())
+	return srv
+}
+
+// serveWired serves the API of wire's server until the test ends.
+func serveWired(t *testing.T, cfg wiring.Config) *httptest.Server {
+	t.Helper()
+	phone := httptest.NewServer(wire(t, cfg).Handler())
 	t.Cleanup(phone.Close)
 	return phone
 }

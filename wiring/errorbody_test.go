@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -39,34 +40,30 @@ func gatewayPage(status int) string {
 }
 
 // observedPhone is a capture server over agent, retrying as fastRetries
-// says, whose log and spans the test reads.
+// says, whose log, spans and metrics the test reads.
 type observedPhone struct {
-	phone *httptest.Server
-	log   *syncbuf.Buffer
-	spans *tracetest.SpanRecorder
+	phone   *httptest.Server
+	log     *syncbuf.Buffer
+	spans   *tracetest.SpanRecorder
+	metrics *sdkmetric.ManualReader
 }
 
 func observe(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider, error)) observedPhone {
 	t.Helper()
-	o := observedPhone{log: &syncbuf.Buffer{}, spans: tracetest.NewSpanRecorder()}
+	o := observedPhone{log: &syncbuf.Buffer{}, spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
-	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
-	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp})
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.metrics))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()); _ = mp.Shutdown(t.Context()) })
+	tel, err := telemetry.New(telemetry.Config{TracerProvider: tp, MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1,
-			Logger: slog.New(slog.NewJSONHandler(o.log, nil))},
+	o.phone = serveWired(t, wiring.Config{
+		Server:    server.Config{Logger: slog.New(slog.NewJSONHandler(o.log, nil))},
 		Agent:     agent,
 		Retry:     fastRetries,
 		Telemetry: tel,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.phone = httptest.NewServer(srv.Handler())
-	t.Cleanup(o.phone.Close)
 	return o
 }
 

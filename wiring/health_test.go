@@ -2,6 +2,7 @@ package wiring_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -55,10 +56,11 @@ type healthMode struct {
 	// open starts a stand-in that answers the probe with answers in turn (none: no
 	// call may come) and opens the agent on it, signed in with auth (nil:
 	// the mode's own, which works); a stopped stand-in when stopped.
-	open                 func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error)
-	ok, refused, unknown scripttest.Response
-	entra                bool // signed in with Entra ID tokens
-	described            bool // the agent's description is fetched with the probe's call
+	open        func(t *testing.T, answers []scripttest.Response, stopped bool, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error)
+	ok, refused scripttest.Response
+	unknown     []scripttest.Response // the answers of a service that does not know the agent
+	entra       bool                  // signed in with Entra ID tokens
+	described   bool                  // the agent's description is fetched with the probe's call
 }
 
 func healthModes() []healthMode {
@@ -92,7 +94,7 @@ func healthModes() []healthMode {
 			},
 			ok:      rt.Deployment("gpt-5-mini", "gpt-5-mini"),
 			refused: rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
-			unknown: rt.Error(http.StatusNotFound, "DeploymentNotFound", "Deployment gpt-5-mini not found."),
+			unknown: []scripttest.Response{rt.Error(http.StatusNotFound, "DeploymentNotFound", "Deployment gpt-5-mini not found.")},
 			entra:   true,
 		},
 		{
@@ -103,7 +105,7 @@ func healthModes() []healthMode {
 			},
 			ok:      rt.Model("gpt-5-mini"),
 			refused: rt.Error(http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided."),
-			unknown: rt.Error(http.StatusNotFound, "model_not_found", "The model `gpt-5-mini` does not exist or you do not have access to it."),
+			unknown: []scripttest.Response{rt.Error(http.StatusNotFound, "model_not_found", "The model `gpt-5-mini` does not exist or you do not have access to it.")},
 		},
 		{
 			name: "Foundry agent by name",
@@ -114,7 +116,7 @@ func healthModes() []healthMode {
 			ok: rt.JSON(http.StatusOK, `{"object":"agent","id":"classifier","name":"classifier","versions":{"latest":{"object":"agent.version",`+
 				`"id":"classifier:2","name":"classifier","version":"2","definition":{"kind":"prompt","model":"gpt-5-mini","instructions":"Classify."}}}}`),
 			refused:   rt.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
-			unknown:   rt.Error(http.StatusNotFound, "not_found", "Agent classifier not found."),
+			unknown:   []scripttest.Response{rt.Error(http.StatusNotFound, "not_found", "Agent classifier not found.")},
 			entra:     true,
 			described: true,
 		},
@@ -134,7 +136,7 @@ func healthModes() []healthMode {
 			ok: ft.JSON(http.StatusOK, `{"id":"asst_1","object":"assistant","created_at":1741290958,"name":"Classifier","model":"gpt-4o",`+
 				`"instructions":"Classify.","tools":[],"metadata":{}}`),
 			refused:   ft.Error(http.StatusUnauthorized, "PermissionDenied", "The principal lacks the required data action."),
-			unknown:   ft.Error(http.StatusNotFound, "not_found", "No assistant found with id 'asst_1'."),
+			unknown:   []scripttest.Response{ft.Error(http.StatusNotFound, "not_found", "No assistant found with id 'asst_1'.")},
 			entra:     true,
 			described: true,
 		},
@@ -154,7 +156,13 @@ func healthModes() []healthMode {
 			ok: adktest.Apps("classifier", "other_agent"),
 			// A proxy in front of the server refuses the header.
 			refused: adktest.Detail(http.StatusForbidden, "Not authenticated"),
-			unknown: adktest.Apps("other_agent"),
+			// An ADK API server that answers /list-apps with 404 does
+			// not know the app either, whether the 404 is FastAPI's (a
+			// Python server at another path) or Express's page (the
+			// TypeScript one).
+			unknown: []scripttest.Response{adktest.Apps("other_agent"), adktest.Detail(http.StatusNotFound, "Not Found"),
+				adktest.Raw(http.StatusNotFound, "text/html; charset=utf-8",
+					"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot GET /list-apps</pre>\n</body>\n</html>\n")},
 		},
 	}
 }
@@ -168,27 +176,24 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 	busy := refused(http.StatusTooManyRequests)
 	for _, m := range healthModes() {
 		t.Run(m.name, func(t *testing.T) {
-			cases := []struct {
+			type healthCase struct {
 				name    string
 				answer  *scripttest.Response
 				stopped bool
 				auth    func(http.RoundTripper) http.RoundTripper
 				failed  string // "": healthy
-			}{
+			}
+			cases := []healthCase{
 				{"the service answers", &m.ok, false, nil, ""},
 				{"the service stopped", nil, true, nil, "unreachable"},
 				{"the credential refused", &m.refused, false, nil, "credentials"},
-				{"the agent unknown", &m.unknown, false, nil, "not_found"},
 				{"the service busy", &busy, false, nil, "upstream"},
 			}
+			for i := range m.unknown {
+				cases = append(cases, healthCase{fmt.Sprintf("the agent unknown %d", i+1), &m.unknown[i], false, nil, "not_found"})
+			}
 			if m.entra {
-				cases = append(cases, struct {
-					name    string
-					answer  *scripttest.Response
-					stopped bool
-					auth    func(http.RoundTripper) http.RoundTripper
-					failed  string
-				}{"no token to be had", nil, false, entraAuth(noCredential{}), "credentials"})
+				cases = append(cases, healthCase{"no token to be had", nil, false, entraAuth(noCredential{}), "credentials"})
 			}
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
@@ -208,31 +213,6 @@ func TestHealthReachesTheAgentService(t *testing.T) {
 						t.Fatalf("health %d %+v, want 503 with the agent failed: %s", status, rep, c.failed)
 					}
 				})
-			}
-		})
-	}
-}
-
-// TestHealthADKWithoutListApps: an ADK API server that answers /list-apps
-// with 404 does not know the app, as the README's not_found says, whether
-// the 404 is FastAPI's (a Python server at another path) or Express's page
-// (the TypeScript one).
-func TestHealthADKWithoutListApps(t *testing.T) {
-	var adk healthMode
-	for _, m := range healthModes() {
-		if m.name == "ADK app" {
-			adk = m
-		}
-	}
-	for name, answer := range map[string]scripttest.Response{
-		"FastAPI": adktest.Detail(http.StatusNotFound, "Not Found"),
-		"Express": adktest.Raw(http.StatusNotFound, "text/html; charset=utf-8",
-			"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot GET /list-apps</pre>\n</body>\n</html>\n"),
-	} {
-		t.Run(name, func(t *testing.T) {
-			status, rep := getHealth(t, adk.open(t, []scripttest.Response{answer}, false, nil))
-			if a := rep.Backends.Agent; status != http.StatusServiceUnavailable || a.Failed != "not_found" {
-				t.Fatalf("health %d %+v, want 503 with the agent failed: not_found", status, rep)
 			}
 		})
 	}
@@ -264,17 +244,10 @@ func TestHealthProbesAreNamed(t *testing.T) {
 		rt.Expect("POST /conversations", rt.Error(http.StatusInternalServerError, "server_error", "try later")),
 	)
 	ops := &opNames{next: up.Client().Transport}
-	st := openStore(t)
-	srv, err := wiring.New(wiring.Config{
-		Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: st, KeepAlive: -1},
+	phone := serveWired(t, wiring.Config{
 		Agent:     wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Name: "classifier"}, staticAuth),
 		Transport: ops,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
 	resp, err := phone.Client().Get(phone.URL + "/health")
 	if err != nil {
 		t.Fatal(err)
@@ -309,15 +282,11 @@ func TestHealthAsksOnceWhileDescriptionsAreRetried(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			wire := func(answers ...scripttest.Response) (*server.Server, *counted) {
 				calls := &counted{next: http.DefaultTransport}
-				srv, err := wiring.New(wiring.Config{
-					Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1},
+				srv := wire(t, wiring.Config{
 					Agent:     m.open(t, answers, false, nil),
 					Retry:     fastRetries,
 					Transport: calls,
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
 				return srv, calls
 			}
 			srv, calls := wire(busy)

@@ -47,7 +47,7 @@ type followUpUpstream struct {
 	// service took; notTaken answers it as the conversation was before.
 	taken    func(first scripttest.Request) scripttest.Response
 	notTaken scripttest.Response
-	serve    func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+	serve    serveStandIn
 }
 
 func followUpUpstreams() []followUpUpstream {
@@ -75,10 +75,7 @@ func followUpUpstreams() []followUpUpstream {
 				return foundrytest.JSON(200, foundrytest.List(tagged.Object("in_progress"), earlier.Object("completed")))
 			},
 			notTaken: foundrytest.JSON(200, foundrytest.List(earlier.Object("completed"))),
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := foundrytest.NewServer(t, script...)
-				return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
-			},
+			serve:    serveClassic,
 		},
 		{
 			name:   "responses",
@@ -102,10 +99,7 @@ func followUpUpstreams() []followUpUpstream {
 				return rt.JSON(200, rt.ItemList(items...))
 			},
 			notTaken: rt.JSON(200, rt.ItemList(rt.OutputMessageItem("msg_2", "What about Sarah?"), rt.InputMessageItem("msg_1", "user", askedText))),
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := rt.NewServer(t, script...)
-				return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
-			},
+			serve:    serveResponses,
 		},
 		{
 			name:   "adk",
@@ -120,10 +114,7 @@ func followUpUpstreams() []followUpUpstream {
 					adktest.UserEvent("e-1", "ev-1", askedText), adktest.UserEvent("e-2", "ev-3", followUpText)))
 			},
 			notTaken: adktest.JSON(200, adktest.Session("s-1", "classifier", "alice", adktest.UserEvent("e-1", "ev-1", askedText))),
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := adktest.NewServer(t, script...)
-				return wiring.ADK(up.URL(), "classifier", nil), up.Requests
-			},
+			serve:    serveADK,
 		},
 	}
 }

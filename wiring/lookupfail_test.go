@@ -1,17 +1,12 @@
 package wiring_test
 
 import (
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/internal/scripttest"
-	"github.com/brainwire/brainwire/internal/syncbuf"
-	"github.com/brainwire/brainwire/server"
-	"github.com/brainwire/brainwire/wiring"
 )
 
 // TestAFailedLookupIsLogged loses the answer of a new classic capture's
@@ -38,26 +33,15 @@ func TestAFailedLookupIsLogged(t *testing.T) {
 				{Method: first.Method, Path: first.Path, Response: c.fault},
 				foundrytest.Expect("GET /threads", foundrytest.Error(http.StatusForbidden, "PermissionDenied", "The principal lacks the required data action.")),
 			})
-			var log syncbuf.Buffer
-			srv, err := wiring.New(wiring.Config{
-				Server: server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1,
-					Logger: slog.New(slog.NewTextHandler(&log, nil))},
-				Agent: agent,
-				Retry: fastRetries,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			phone := httptest.NewServer(srv.Handler())
-			t.Cleanup(phone.Close)
-			if got := postStream(t, phone, "/api/capture", `{"text":"Call Sarah about the offsite"}`); !strings.Contains(got, c.told) {
+			o := observe(t, agent)
+			if got := postStream(t, o.phone, "/api/capture", `{"text":"Call Sarah about the offsite"}`); !strings.Contains(got, c.told) {
 				t.Errorf("the phone got:\n%s\nwant %s", got, c.told)
 			}
 			if n := len(requests()); n != 2 {
 				t.Errorf("%d requests; want the call and its lookup", n)
 			}
 			var line string
-			for l := range strings.Lines(log.String()) {
+			for l := range strings.Lines(o.log.String()) {
 				if strings.Contains(l, "capture ended: run failed") {
 					line = l
 				}

@@ -8,16 +8,13 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
@@ -155,31 +152,19 @@ func TestResponsesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n atomic.Int64
 	seen := &chunks{}
 	reads := &splitReads{next: up.Client().Transport}
 	agent := responses.Agent{Model: "gpt-5-mini", Instructions: "You are the Classifier."}
-	srv, err := wiring.New(wiring.Config{
+	phone := serveWired(t, wiring.Config{
 		Server: server.Config{
-			Keys:        server.Keys{phoneKey: "alice"},
 			Store:       st,
 			Blobs:       blobs,
 			Transcriber: transcriber("Call my sister about the concert tickets"),
 			Observer:    seen,
-			KeepAlive:   -1,
-			NewID:       func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-			Now:         func() time.Time { return time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC) },
 		},
-		Agent: wiring.Responses(up.BaseURL(), up.Project(), agent, func(next http.RoundTripper) http.RoundTripper {
-			return foundry.NewStaticTokenTransport("entra-token", next)
-		}, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderNameFoundry)),
+		Agent:     wiring.Responses(up.BaseURL(), up.Project(), agent, staticAuth, responses.WithReasoningSummary("auto"), responses.WithName(responses.ProviderNameFoundry)),
 		Transport: reads,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
 	post := func(path, ctype string, body []byte) string {
 		t.Helper()
 		return postAs(t, phone, path, ctype, body)

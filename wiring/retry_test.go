@@ -26,9 +26,26 @@ const filed = `{"text":"Call Sarah about the offsite","bucket":"People","confide
 type upstream struct {
 	name  string
 	calls []scripttest.Call
-	// serve starts the stand-in with script and returns the agent on it
-	// and the requests it received.
-	serve func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+	serve serveStandIn
+}
+
+// serveStandIn starts an agent service's stand-in with script and returns
+// the agent on it and the requests it received.
+type serveStandIn func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request)
+
+func serveResponses(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := rt.NewServer(t, script...)
+	return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
+}
+
+func serveClassic(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := foundrytest.NewServer(t, script...)
+	return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
+}
+
+func serveADK(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
+	up := adktest.NewServer(t, script...)
+	return wiring.ADK(up.URL(), "classifier", nil), up.Requests
 }
 
 func upstreams() []upstream {
@@ -48,18 +65,12 @@ func upstreams() []upstream {
 				rt.Expect("POST /responses", rt.Stream(rt.NewTurn("resp_2", conv, rt.After("resp_1")).Message("msg_2", "Filed.").
 					Complete(rt.Usage{Input: 400, Output: 8}).Events()...)),
 			},
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := rt.NewServer(t, script...)
-				return wiring.Responses(up.BaseURL(), up.Project(), responses.Agent{Model: "gpt-5-mini", Instructions: "Classify."}, nil), up.Requests
-			},
+			serve: serveResponses,
 		},
 		{
 			name:  "classic",
 			calls: run.Script(),
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := foundrytest.NewServer(t, script...)
-				return wiring.Foundry(up.Endpoint(), "asst_test", "", nil), up.Requests
-			},
+			serve: serveClassic,
 		},
 		{
 			name: "adk",
@@ -68,10 +79,7 @@ func upstreams() []upstream {
 				adktest.Expect("POST /run_sse", adktest.Stream(classify.Frames()...)),
 				adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
 			},
-			serve: func(t *testing.T, script []scripttest.Call) (func(http.RoundTripper) (brainwire.Provider, error), func() []scripttest.Request) {
-				up := adktest.NewServer(t, script...)
-				return wiring.ADK(up.URL(), "classifier", nil), up.Requests
-			},
+			serve: serveADK,
 		},
 	}
 }
@@ -155,15 +163,47 @@ func TestARefusalThatOutlastsTheRetriesIsAnError(t *testing.T) {
 	}
 }
 
+// protocol is one of the three ways a client captures: its route, a
+// capture's body, and the frame that tells it of an error.
+type protocol struct{ name, path, body, errorType string }
+
+var protocols = []protocol{
+	{"capture-v2", "/api/capture", `{"text":"Call Sam"}`, "ERROR"},
+	{"v1", "/api/ag-ui", `{"messages":[{"id":"m1","role":"user","content":"Call Sam"}]}`, "RUN_ERROR"},
+	{"AG-UI", "/api/agui", `{"threadId":"t-1","runId":"r-1","state":{},` +
+		`"messages":[{"id":"u1","role":"user","content":"Call Sam"}],"tools":[],"context":[],"forwardedProps":{}}`, "RUN_ERROR"},
+}
+
+// errorFrame is the frame telling p's client of an error with message
+// and code, and how long the service asked to wait (retryAfter, "" for
+// none): capture-v2 and v1 in a field of its own, AG-UI in its metadata
+// (the AG-UI client drops a field of its own it does not know).
+func (p protocol) errorFrame(message, code, retryAfter string) string {
+	f := `data: {"type":"` + p.errorType + `","message":"` + message + `","code":"` + code + `"`
+	switch {
+	case retryAfter == "":
+	case p.name == "AG-UI":
+		f += `,"metadata":{"retryAfterSeconds":` + retryAfter + `}`
+	default:
+		f += `,"retryAfterSeconds":` + retryAfter
+	}
+	return f + "}\n\n"
+}
+
 // A refusal asking for a wait longer than the run has left is not waited
 // for, on any service, for a capture's streamed calls too (their context
 // outlives the capture to drain the stream, and carries its deadline):
-// the phone hears at once that the service is busy, and for how long it
-// asked, where it would have waited out the run timeout. An absurd hint
-// is a long wait too, never a negative one sent again at once.
+// the client of every protocol hears at once that the service is busy,
+// and for how long it asked, where it would have waited out the run
+// timeout. An absurd hint is a long wait too, never a negative one sent
+// again at once.
 func TestARefusalAskingForLongerThanTheRunIsNotWaitedFor(t *testing.T) {
 	const runTimeout = 20 * time.Second
 	for _, u := range upstreams() {
+		// The capture's first streamed call: its context lingers.
+		i := slices.IndexFunc(u.calls, func(c scripttest.Call) bool {
+			return strings.HasSuffix(c.Path, "/responses") || strings.HasSuffix(c.Path, "/threads/runs") || strings.HasSuffix(c.Path, "/run_sse")
+		})
 		for _, hint := range []struct{ header, value, seconds string }{
 			{"Retry-After", "3600", "3600"},
 			{"retry-after-ms", "90000", "90"},
@@ -171,22 +211,27 @@ func TestARefusalAskingForLongerThanTheRunIsNotWaitedFor(t *testing.T) {
 			{"retry-after-ms", "1e30", "86400"},
 		} {
 			t.Run(u.name+"/"+hint.header+" "+hint.value, func(t *testing.T) {
-				// The capture's first streamed call: its context lingers.
-				i := slices.IndexFunc(u.calls, func(c scripttest.Call) bool {
-					return strings.HasSuffix(c.Path, "/responses") || strings.HasSuffix(c.Path, "/threads/runs") || strings.HasSuffix(c.Path, "/run_sse")
-				})
 				refuse := scripttest.Call{Method: u.calls[i].Method, Path: u.calls[i].Path,
 					Response: scripttest.JSON(429, `{"error":{"message":"Rate limit is exceeded.","code":"rate_limit_exceeded"}}`).WithHeader(hint.header, hint.value)}
-				agent, requests := u.serve(t, append(slices.Clone(u.calls[:i]), refuse))
-				start := time.Now()
-				got := phoneCapture(t, agent, retry.Policy{Retries: 2}, runTimeout)
-				took := time.Since(start)
-				want := `data: {"type":"ERROR","message":"The agent service is busy; try again later","code":"busy","retryAfterSeconds":` + hint.seconds + `}`
-				if !strings.Contains(got, want) {
-					t.Fatalf("the phone got:\n%s\nwant %s", got, want)
+				capture := append(slices.Clone(u.calls[:i]), refuse)
+				var script []scripttest.Call
+				for range protocols {
+					script = append(script, capture...)
 				}
-				if took > runTimeout/2 || len(requests()) != i+1 {
-					t.Errorf("the phone heard after %v and %d calls; want at once, the refused call sent once", took.Round(time.Millisecond), len(requests()))
+				agent, requests := u.serve(t, script)
+				phone := phoneOn(t, openStore(t), agent, retry.Policy{Retries: 2}, runTimeout)
+				for n, p := range protocols {
+					start := time.Now()
+					got := postStream(t, phone, p.path, p.body)
+					if took := time.Since(start); took > runTimeout/2 {
+						t.Errorf("%s: the stream ended %v after it began; the run timeout is %v", p.name, took.Round(time.Millisecond), runTimeout)
+					}
+					if want := p.errorFrame("The agent service is busy; try again later", "busy", hint.seconds); !strings.Contains(got, want) {
+						t.Errorf("%s: the client got:\n%s\nwant %s", p.name, got, want)
+					}
+					if sent, want := len(requests()), (n+1)*len(capture); sent != want {
+						t.Errorf("%s: %d requests after %d captures; want %d, the refused call sent once each", p.name, sent, n+1, want)
+					}
 				}
 			})
 		}

@@ -3,18 +3,14 @@ package wiring_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/brainwire/brainwire/internal/scripttest"
-	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
-	"github.com/brainwire/brainwire/wiring"
 )
 
 // TestRetriedAttemptsAreCountedApart refuses a capture's first call once
@@ -41,30 +37,13 @@ func TestRetriedAttemptsAreCountedApart(t *testing.T) {
 				{"refused for longer than the run", []scripttest.Call{refuseLong}, `"code":"busy","retryAfterSeconds":3600}`, 0, 1},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					reader := sdkmetric.NewManualReader()
-					mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-					t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-					tel, err := telemetry.New(telemetry.Config{MeterProvider: mp})
-					if err != nil {
-						t.Fatal(err)
-					}
 					agent, _ := u.serve(t, c.script)
-					srv, err := wiring.New(wiring.Config{
-						Server:    server.Config{Keys: server.Keys{phoneKey: "alice"}, Store: openStore(t), KeepAlive: -1},
-						Agent:     agent,
-						Retry:     fastRetries,
-						Telemetry: tel,
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					phone := httptest.NewServer(srv.Handler())
-					t.Cleanup(phone.Close)
-					if got := postStream(t, phone, "/api/capture", `{"text":"Call Sarah about the offsite"}`); !strings.Contains(got, c.outcome) {
+					o := observe(t, agent)
+					if got := postStream(t, o.phone, "/api/capture", `{"text":"Call Sarah about the offsite"}`); !strings.Contains(got, c.outcome) {
 						t.Fatalf("the phone got:\n%s\nwant %s", got, c.outcome)
 					}
 					var rm metricdata.ResourceMetrics
-					if err := reader.Collect(context.Background(), &rm); err != nil {
+					if err := o.metrics.Collect(context.Background(), &rm); err != nil {
 						t.Fatal(err)
 					}
 					errs := sums(rm, telemetry.MetricUpstreamErrors, "error.type", string(telemetry.AttrUpstreamErrRetried))

@@ -60,28 +60,47 @@ func phoneServer(t *testing.T, agent func(http.RoundTripper) (brainwire.Provider
 }
 
 // phoneOn wires a capture server over agent and st, sending refused calls
-// again by retries, with ids in sequence and a fixed clock (so that two
-// servers' streams compare byte for byte), and serves its API. runTimeout
-// 0 is the server's default.
+// again by retries, and serves its API (serveWired). runTimeout 0 is the
+// server's default.
 func phoneOn(t *testing.T, st *sqlite.Store, agent func(http.RoundTripper) (brainwire.Provider, error), retries retry.Policy, runTimeout time.Duration) *httptest.Server {
 	t.Helper()
-	var n atomic.Int64
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:       server.Keys{phoneKey: "alice"},
-			Store:      st,
-			KeepAlive:  -1,
-			RunTimeout: runTimeout,
-			NewID:      func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) },
-			Now:        func() time.Time { return phoneNow },
-		},
-		Agent: agent,
-		Retry: retries,
-	})
+	return serveWired(t, wiring.Config{Server: server.Config{Store: st, RunTimeout: runTimeout}, Agent: agent, Retry: retries})
+}
+
+// wire is wiring.New on cfg, what its server leaves unset filled in for a
+// test: phoneKey's user alice, a new store, no keep-alives, ids in
+// sequence and a fixed clock (so that two servers' streams compare byte
+// for byte).
+func wire(t *testing.T, cfg wiring.Config) *server.Server {
+	t.Helper()
+	sc := &cfg.Server
+	if sc.Keys == nil {
+		sc.Keys = server.Keys{phoneKey: "alice"}
+	}
+	if sc.Store == nil {
+		sc.Store = openStore(t)
+	}
+	if sc.KeepAlive == 0 {
+		sc.KeepAlive = -1
+	}
+	if sc.NewID == nil {
+		var n atomic.Int64
+		sc.NewID = func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n.Add(1)) }
+	}
+	if sc.Now == nil {
+		sc.Now = func() time.Time { return phoneNow }
+	}
+	srv, err := wiring.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	phone := httptest.NewServer(srv.Handler())
+	return srv
+}
+
+// serveWired serves the API of wire's server until the test ends.
+func serveWired(t *testing.T, cfg wiring.Config) *httptest.Server {
+	t.Helper()
+	phone := httptest.NewServer(wire(t, cfg).Handler())
 	t.Cleanup(phone.Close)
 	return phone
 }
@@ -149,18 +168,10 @@ func TestSignInFailureReachesThePhone(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			phone := phoneServer(t, c.open(t))
-			v2 := postStream(t, phone, "/api/capture", `{"text":"Call Sam"}`)
-			if want := `data: {"type":"ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v2, want) {
-				t.Errorf("capture v2:\n%s\nwant %s", v2, want)
-			}
-			v1 := postStream(t, phone, "/api/ag-ui", `{"messages":[{"id":"m1","role":"user","content":"Call Sam"}]}`)
-			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(v1, want) {
-				t.Errorf("v1:\n%s\nwant %s", v1, want)
-			}
-			agui := postStream(t, phone, "/api/agui", `{"threadId":"t-1","runId":"r-1","state":{},`+
-				`"messages":[{"id":"u1","role":"user","content":"Call Sam"}],"tools":[],"context":[],"forwardedProps":{}}`)
-			if want := `data: {"type":"RUN_ERROR","message":"` + c.message + `","code":"` + c.code + `"}`; !strings.Contains(agui, want) {
-				t.Errorf("AG-UI:\n%s\nwant %s", agui, want)
+			for _, p := range protocols {
+				if got, want := postStream(t, phone, p.path, p.body), p.errorFrame(c.message, c.code, ""); !strings.Contains(got, want) {
+					t.Errorf("%s:\n%s\nwant %s", p.name, got, want)
+				}
 			}
 		})
 	}

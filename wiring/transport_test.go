@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,24 +46,12 @@ func upstreamRounds(t *testing.T, upstream agenthttp.Upstream, rounds, n int) []
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids atomic.Int64
-	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{
-			Keys:      server.Keys{phoneKey: "alice"},
-			Store:     st,
-			Blobs:     blobs,
-			KeepAlive: -1,
-			NewID:     func() string { return fmt.Sprintf("id-%d", ids.Add(1)) },
-		},
+	phone := serveWired(t, wiring.Config{
+		Server: server.Config{Store: st, Blobs: blobs},
 		Agent: wiring.Foundry("http://"+l.Addr().String()+simulator.ProjectPath, simulator.DefaultAgentID, "v1",
 			func(rt http.RoundTripper) http.RoundTripper { return foundry.NewStaticTokenTransport("simulator", rt) }),
 		Upstream: upstream,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	phone := httptest.NewServer(srv.Handler())
-	t.Cleanup(phone.Close)
 
 	var stats []simulator.Stats
 	for range rounds {

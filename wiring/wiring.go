@@ -25,6 +25,7 @@ import (
 	"github.com/brainwire/brainwire/internal/drain"
 	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/telemetry"
 )
@@ -167,25 +168,34 @@ func around[T any](inner, outer func(T) T) func(T) T {
 	return func(v T) T { return outer(inner(v)) }
 }
 
+// agent is an Agent opened by build on an HTTP client over the
+// transport, with auth above it (nil: no authorization); what names the
+// service in build's errors.
+func agent(what string, auth func(http.RoundTripper) http.RoundTripper, build func(*http.Client) (brainwire.Provider, error)) func(http.RoundTripper) (brainwire.Provider, error) {
+	return func(rt http.RoundTripper) (brainwire.Provider, error) {
+		if auth != nil {
+			rt = auth(rt)
+		}
+		p, err := build(&http.Client{Transport: rt})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return p, nil
+	}
+}
+
 // Foundry returns the Agent of an Azure AI Foundry Agent Service project
 // (or of the simulator, or of a replay of either): the agent agentID at
 // endpoint, called with api-version apiVersion, with auth above the
 // transport (nil: no authorization).
 func Foundry(endpoint, agentID, apiVersion string, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
-	return func(rt http.RoundTripper) (brainwire.Provider, error) {
-		if auth != nil {
-			rt = auth(rt)
-		}
-		client, err := foundry.NewClient(endpoint, &http.Client{Transport: rt}, foundry.WithAPIVersion(apiVersion))
+	return agent("agent service", auth, func(hc *http.Client) (brainwire.Provider, error) {
+		client, err := foundry.NewClient(endpoint, hc, foundry.WithAPIVersion(apiVersion))
 		if err != nil {
-			return nil, fmt.Errorf("agent service: %w", err)
+			return nil, err
 		}
-		p, err := foundry.NewProvider(client, agentID)
-		if err != nil {
-			return nil, fmt.Errorf("agent service: %w", err)
-		}
-		return p, nil
-	}
+		return foundry.NewProvider(client, agentID)
+	})
 }
 
 // ADK returns the Agent of an app served by a Google ADK API server (or
@@ -193,18 +203,30 @@ func Foundry(endpoint, agentID, apiVersion string, auth func(http.RoundTripper) 
 // baseURL, with auth above the transport (nil: none; the API server has
 // no authentication, a proxy in front may want a header).
 func ADK(baseURL, appName string, auth func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) (brainwire.Provider, error) {
-	return func(rt http.RoundTripper) (brainwire.Provider, error) {
-		if auth != nil {
-			rt = auth(rt)
-		}
-		client, err := adk.NewClient(baseURL, &http.Client{Transport: rt})
+	return agent("agent server", auth, func(hc *http.Client) (brainwire.Provider, error) {
+		client, err := adk.NewClient(baseURL, hc)
 		if err != nil {
-			return nil, fmt.Errorf("agent server: %w", err)
+			return nil, err
 		}
-		p, err := adk.NewProvider(client, appName)
+		return adk.NewProvider(client, appName)
+	})
+}
+
+// Responses returns the Agent of a Responses API endpoint (or of the
+// simulator's Responses face, or of a replay of either): a, run as opts
+// say, at baseURL ({project}/openai/v1 for a Foundry project, whose
+// endpoint project is then; "" for other endpoints), with auth above the
+// transport (nil: no authorization).
+func Responses(baseURL, project string, a responses.Agent, auth func(http.RoundTripper) http.RoundTripper, opts ...responses.ProviderOption) func(http.RoundTripper) (brainwire.Provider, error) {
+	return agent("agent service", auth, func(hc *http.Client) (brainwire.Provider, error) {
+		var clientOpts []responses.ClientOption
+		if project != "" {
+			clientOpts = append(clientOpts, responses.WithProject(project))
+		}
+		client, err := responses.NewClient(baseURL, hc, clientOpts...)
 		if err != nil {
-			return nil, fmt.Errorf("agent server: %w", err)
+			return nil, err
 		}
-		return p, nil
-	}
+		return responses.NewProvider(client, a, opts...)
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -147,7 +148,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		APIKey:       getenv("OPENAI_API_KEY"),
 		APIKeyHeader: getenv("OPENAI_API_KEY_HEADER"),
 		AgentID:      getenv("AZURE_AI_AGENT_ID"),
-		APIVersion:   envOr(getenv, "AZURE_AI_AGENTS_API_VERSION", foundry.DefaultAPIVersion),
+		APIVersion:   cmp.Or(getenv("AZURE_AI_AGENTS_API_VERSION"), foundry.DefaultAPIVersion),
 		ADK:          adkConfig{App: getenv("ADK_APP_NAME"), AuthHeader: getenv("ADK_AUTH_HEADER")},
 	}
 	var err error
@@ -166,16 +167,22 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	}
 	name, version := getenv("AZURE_AI_AGENT_NAME"), getenv("AZURE_AI_AGENT_VERSION")
 	model := getenv("AZURE_AI_MODEL_DEPLOYMENT_NAME")
-	summary, err := reasoningSummary(getenv("BRAINWIRE_REASONING_SUMMARY"))
-	if err != nil {
+	// The reasoning summary: auto (the default), concise, detailed, or
+	// off for models without reasoning.
+	if a.Responses.ReasoningSummary, err = envParse(getenv, "BRAINWIRE_REASONING_SUMMARY", "auto", "auto, concise, detailed or off", func(v string) (string, bool) {
+		switch v {
+		case "auto", "concise", "detailed":
+			return v, true
+		}
+		return "", v == "off" || v == "none"
+	}); err != nil {
 		return a, err
 	}
-	a.Responses = responsesConfig{ReasoningSummary: summary, Chaining: responses.Chaining(getenv("BRAINWIRE_RESPONSES_CHAINING"))}
-	switch a.Responses.Chaining {
-	case "", responses.ChainConversation, responses.ChainPreviousResponse:
-	default:
-		return a, badSetting("BRAINWIRE_RESPONSES_CHAINING", string(a.Responses.Chaining),
-			string(responses.ChainConversation)+" or "+string(responses.ChainPreviousResponse))
+	if a.Responses.Chaining, err = envParse(getenv, "BRAINWIRE_RESPONSES_CHAINING", "", string(responses.ChainConversation)+" or "+string(responses.ChainPreviousResponse), func(v string) (responses.Chaining, bool) {
+		c := responses.Chaining(v)
+		return c, c == responses.ChainConversation || c == responses.ChainPreviousResponse
+	}); err != nil {
+		return a, err
 	}
 	if version != "" && name == "" {
 		return a, fmt.Errorf("AZURE_AI_AGENT_VERSION needs AZURE_AI_AGENT_NAME")
@@ -207,7 +214,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		a.Responses.Name = responses.ProviderNameFoundry
 		a.Responses.Agent = responses.Agent{Name: name, Version: version, Model: model}
 	case a.BaseURL != "":
-		if model = envOr(getenv, "OPENAI_MODEL", model); model == "" {
+		if model = cmp.Or(getenv("OPENAI_MODEL"), model); model == "" {
 			return a, fmt.Errorf("OPENAI_BASE_URL needs OPENAI_MODEL (the model, or the Azure OpenAI deployment)")
 		}
 		if a.APIKey == "" {
@@ -301,20 +308,6 @@ func count(vals ...string) int {
 	return n
 }
 
-// reasoningSummary reads BRAINWIRE_REASONING_SUMMARY: auto (the default),
-// concise, detailed, or off for models without reasoning.
-func reasoningSummary(v string) (string, error) {
-	switch v {
-	case "":
-		return "auto", nil
-	case "auto", "concise", "detailed":
-		return v, nil
-	case "off", "none":
-		return "", nil
-	}
-	return "", badSetting("BRAINWIRE_REASONING_SUMMARY", v, "auto, concise, detailed or off")
-}
-
 // endpointProvider names an OpenAI-compatible endpoint for telemetry.
 func endpointProvider(baseURL string) string {
 	u, err := url.Parse(baseURL)
@@ -398,7 +391,7 @@ func (a agentConfig) logActive(log *slog.Logger) {
 		attrs = []any{"provider", foundry.ProviderName, "agent_id", a.AgentID, "api_version", a.APIVersion}
 	case a.Responses.Agent.Name != "":
 		what = "Foundry agent through the Responses API"
-		attrs = append(attrs, "agent_name", a.Responses.Agent.Name, "agent_version", orLatest(a.Responses.Agent.Version))
+		attrs = append(attrs, "agent_name", a.Responses.Agent.Name, "agent_version", cmp.Or(a.Responses.Agent.Version, "latest"))
 	case a.Project != "" || a.Sim != "":
 		what = "agent defined by brainwire, through the Foundry project's Responses API"
 		attrs = append(attrs, "model", a.Responses.Agent.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version)
@@ -411,28 +404,19 @@ func (a agentConfig) logActive(log *slog.Logger) {
 		if chaining == "" {
 			chaining = responses.ChainConversation
 		}
-		attrs = append(attrs, "chaining", chaining, "reasoning_summary", orDefault(a.Responses.ReasoningSummary, "off"))
+		attrs = append(attrs, "chaining", chaining, "reasoning_summary", cmp.Or(a.Responses.ReasoningSummary, "off"))
 	}
 	switch {
 	case a.Sim != "":
 		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL): "+simulatorBanner,
-			append([]any{"api", what, "endpoint", orDefault(a.Project, a.ADK.BaseURL)}, attrs...)...)
+			append([]any{"api", what, "endpoint", cmp.Or(a.Project, a.ADK.BaseURL)}, attrs...)...)
 	default:
-		log.Info("agent: "+what, append([]any{"endpoint", orDefault(a.Project, orDefault(a.BaseURL, a.ADK.BaseURL))}, attrs...)...)
+		log.Info("agent: "+what, append([]any{"endpoint", cmp.Or(a.Project, a.BaseURL, a.ADK.BaseURL)}, attrs...)...)
 	}
 	if a.API == apiThreads && a.Sim == "" {
 		log.Warn("AZURE_AI_AGENT_ID selects the classic Agents API (threads/runs), which Microsoft retires on " + classicRetirement +
 			": move to a Foundry agent through the Responses API (AZURE_AI_AGENT_NAME) or an agent brainwire defines (AZURE_AI_MODEL_DEPLOYMENT_NAME)")
 	}
-}
-
-func orLatest(v string) string { return orDefault(v, "latest") }
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // openAgent returns the agent provider's opener (wiring.Config.Agent): the

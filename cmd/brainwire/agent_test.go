@@ -1,18 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/internal/syncbuf"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -57,7 +58,7 @@ func TestAgentConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := loadConfig(env(c.env))
+			cfg, err := loadConfig(envFunc(c.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,64 +204,60 @@ func TestServeOnAnOpenAICompatibleEndpoint(t *testing.T) {
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	t.Cleanup(sim.Close)
 	base := startServe(t, map[string]string{"OPENAI_BASE_URL": sim.URL + "/v1", "OPENAI_API_KEY": "sk-test", "OPENAI_MODEL": simulator.DefaultModel})
-	post := func(path, body string) string {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+phoneKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	out := post("/api/capture", `{"text":"hmm zzkx"}`)
-	var frame struct {
-		Value struct {
-			InboxItemID           string `json:"inboxItemId"`
-			FoundryConversationID string `json:"foundryConversationId"`
-		}
-	}
-	for line := range strings.SplitSeq(out, "\n") {
-		if strings.Contains(line, `"MISUNDERSTOOD"`) {
-			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &frame)
-		}
-	}
-	if !strings.HasPrefix(frame.Value.FoundryConversationID, "resp_") {
-		t.Fatalf("without conversations, the response that filed is what a follow-up continues:\n%s", out)
-	}
-	body, _ := json.Marshal(map[string]any{"inbox_item_id": frame.Value.InboxItemID, "follow_up_text": "I meant call my sister about her birthday", "follow_up_round": 1})
-	if out := post("/api/capture/follow-up", string(body)); !strings.Contains(out, `"type":"CLASSIFIED","value":{"inboxItemId":"`+frame.Value.InboxItemID+`","bucket":"People"`) {
-		t.Fatalf("follow-up:\n%s", out)
+	if thread := misunderstoodThenAnswered(t, base); !strings.HasPrefix(thread, "resp_") {
+		t.Fatalf("without conversations, the response that filed is what a follow-up continues: %q", thread)
 	}
 }
 
+// TestSimPrintsEveryWay: `brainwire sim` prints, on its one listener,
+// the variables of every way of naming the agent, each set configuring
+// serve, and its ADK face serves the app.
 func TestSimPrintsEveryWay(t *testing.T) {
-	var b bytes.Buffer
-	printSimulatorEnv(&b, "http://127.0.0.1:8100")
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"sim", "-addr", "127.0.0.1:0"}, envFunc(nil), &out, io.Discard) }()
+	defer func() { cancel(); <-done }()
+	var base string
+	for deadline := time.Now().Add(hangBound); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := regexp.MustCompile(`ADK_API_BASE_URL=(\S+)\n  ADK_APP_NAME=brainwire_classifier\n`).FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sim printed:\n%s", out.String())
+		}
+	}
+	project := base + simulator.ProjectPath
 	for _, want := range []string{
-		"AZURE_AI_PROJECT_ENDPOINT=http://127.0.0.1:8100/api/projects/sim\n",
+		"AZURE_AI_PROJECT_ENDPOINT=" + project + "\n",
 		"AZURE_AI_MODEL_DEPLOYMENT_NAME=" + simulator.DefaultModel,
 		"AZURE_AI_AGENT_NAME=" + simulator.DefaultAgentName,
-		"OPENAI_BASE_URL=http://127.0.0.1:8100/v1\n",
+		"OPENAI_BASE_URL=" + base + "/v1\n",
 		"AZURE_AI_AGENT_ID=" + simulator.DefaultAgentID,
 		classicRetirement,
 	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("sim does not print %q:\n%s", want, b.String())
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("sim does not print %q:\n%s", want, out.String())
 		}
 	}
-	// Each set of variables configures serve.
 	for _, e := range []map[string]string{
 		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": simulator.DefaultModel},
 		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": simulator.DefaultAgentName, "AZURE_AI_AGENT_VERSION": simulator.DefaultAgentVersion},
-		{"OPENAI_BASE_URL": "http://127.0.0.1:8100/v1", "OPENAI_API_KEY": "x", "OPENAI_MODEL": simulator.DefaultModel},
+		{"OPENAI_BASE_URL": base + "/v1", "OPENAI_API_KEY": "x", "OPENAI_MODEL": simulator.DefaultModel},
 		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": simulator.DefaultAgentID},
+		{"ADK_API_BASE_URL": base, "ADK_APP_NAME": simulator.DefaultADKApp},
 	} {
 		if _, err := loadConfig(envFunc(e)); err != nil {
 			t.Errorf("%v: %v", e, err)
 		}
+	}
+	resp, err := http.Get(base + "/list-apps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != `["brainwire_classifier"]` {
+		t.Fatalf("/list-apps: %s", b)
 	}
 }

@@ -51,28 +51,34 @@ func runAGUIClient(t *testing.T, base, key string, runs ...map[string]any) ([]ag
 
 func aguiClient(t *testing.T, url, key string, spec any) ([]aguiRun, []string) {
 	t.Helper()
-	node := npmtest.Node(t)
-	npmtest.Package(t, "@ag-ui/client")
-	script, _ := filepath.Abs("../../testenv/agui-client.mjs")
 	specJSON, _ := json.Marshal(spec)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, url, key, string(specJSON))
-	cmd.Dir = filepath.Dir(script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("AG-UI client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-	}
 	var got struct {
 		Runs     []aguiRun
 		Warnings []string
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("AG-UI client output %q: %v", out, err)
-	}
+	runNodeClient(t, "@ag-ui/client", "agui-client.mjs", &got, url, key, string(specJSON))
 	return got.Runs, got.Warnings
+}
+
+// runNodeClient runs a client script of testenv under Node, with pkg
+// installed, and decodes what it prints into out. A client that ends
+// badly says so in what it prints (the scripts report transport errors
+// and timeouts there), so only output that does not decode fails here.
+func runNodeClient(t *testing.T, pkg, script string, out any, args ...string) {
+	t.Helper()
+	node := npmtest.Node(t)
+	npmtest.Package(t, pkg)
+	path, _ := filepath.Abs(filepath.Join("../../testenv", script))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{path}, args...)...)
+	cmd.Dir = filepath.Dir(path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if jerr := json.Unmarshal(stdout, out); jerr != nil {
+		t.Fatalf("%s: %v / %v\nstdout: %s\nstderr: %s", script, err, jerr, stdout, stderr.String())
+	}
 }
 
 func text(s string) map[string]any { return map[string]any{"content": s} }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,10 +182,7 @@ func openStore(ctx context.Context, cfg config, getenv func(string) string, cred
 }
 
 func openBlobs(ctx context.Context, cfg config, getenv func(string) string, cred credential, log *slog.Logger) (brainwire.BlobStore, error) {
-	container := getenv("AZURE_STORAGE_CONTAINER")
-	if container == "" {
-		container = "voice-captures"
-	}
+	container := cmp.Or(getenv("AZURE_STORAGE_CONTAINER"), "voice-captures")
 	var bc azureblob.Config
 	switch {
 	case getenv("AZURE_STORAGE_CONNECTION_STRING") != "":
@@ -276,13 +274,16 @@ func openTranscriber(getenv func(string) string, cred credential, upstream func(
 		Deployment: getenv("AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT"),
 		APIVersion: getenv("AZURE_OPENAI_API_VERSION"),
 		APIKey:     getenv("AZURE_OPENAI_API_KEY"),
-		Language:   getenv("AZURE_OPENAI_TRANSCRIPTION_LANGUAGE"),
 	}
 	if tc.Deployment == "" {
 		return nil, errors.New("AZURE_OPENAI_TRANSCRIPTION_DEPLOYMENT is required with AZURE_OPENAI_ENDPOINT")
 	}
-	if l := tc.Language; l != "" && !isLanguageCode(l) {
-		return nil, badSetting("AZURE_OPENAI_TRANSCRIPTION_LANGUAGE", l, "an ISO-639-1 language code (en, de, fr)")
+	// An ISO-639-1 code, two lower-case letters, the form the
+	// transcription API takes.
+	if tc.Language, err = envParse(getenv, "AZURE_OPENAI_TRANSCRIPTION_LANGUAGE", "", "an ISO-639-1 language code (en, de, fr)", func(l string) (string, bool) {
+		return l, len(l) == 2 && 'a' <= l[0] && l[0] <= 'z' && 'a' <= l[1] && l[1] <= 'z'
+	}); err != nil {
+		return nil, err
 	}
 	if tc.APIKey == "" {
 		c, err := cred()
@@ -303,10 +304,4 @@ func openTranscriber(getenv func(string) string, cred credential, upstream func(
 	}
 	log.Info("transcription: Azure OpenAI", "endpoint", endpoint, "deployment", tc.Deployment)
 	return t, nil
-}
-
-// isLanguageCode reports whether s has the shape of an ISO-639-1 code, two
-// lower-case letters, the form the transcription API takes.
-func isLanguageCode(s string) bool {
-	return len(s) == 2 && 'a' <= s[0] && s[0] <= 'z' && 'a' <= s[1] && s[1] <= 'z'
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -41,8 +42,8 @@ type config struct {
 
 func loadConfig(getenv func(string) string) (config, error) {
 	c := config{
-		Addr:    envOr(getenv, "BRAINWIRE_ADDR", "127.0.0.1:8000"),
-		DataDir: envOr(getenv, "BRAINWIRE_DATA_DIR", "./data"),
+		Addr:    cmp.Or(getenv("BRAINWIRE_ADDR"), "127.0.0.1:8000"),
+		DataDir: cmp.Or(getenv("BRAINWIRE_DATA_DIR"), "./data"),
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, badSetting("BRAINWIRE_ADDR", c.Addr, listenAddress)
@@ -96,67 +97,56 @@ func badSetting(name, value, accepted string) error {
 	return fmt.Errorf("%s: %q is not %s", name, value, accepted)
 }
 
-func envOr(getenv func(string) string, name, def string) string {
-	if v := getenv(name); v != "" {
-		return v
+// envParse reads the setting name with parse, def when it is unset: the
+// one way every typed setting is read, and a value parse refuses is
+// refused as badSetting, saying what it accepts.
+func envParse[T any](getenv func(string) string, name string, def T, accepted string, parse func(string) (T, bool)) (T, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
 	}
-	return def
+	x, ok := parse(v)
+	if !ok {
+		var zero T
+		return zero, badSetting(name, v, accepted)
+	}
+	return x, nil
 }
 
 // envDuration accepts a Go duration ("90s", "1m") or a number of seconds,
 // above zero.
 func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if secs, ferr := strconv.ParseFloat(v, 64); ferr == nil {
-		d, err = time.Duration(secs*float64(time.Second)), nil
-	}
-	if err != nil || d <= 0 {
-		return 0, badSetting(name, v, "a duration above zero (60s, 2m) or a number of seconds")
-	}
-	return d, nil
+	return envParse(getenv, name, def, "a duration above zero (60s, 2m) or a number of seconds", func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		if secs, ferr := strconv.ParseFloat(v, 64); ferr == nil {
+			d, err = time.Duration(secs*float64(time.Second)), nil
+		}
+		return d, err == nil && d > 0
+	})
 }
 
 // envBool accepts what strconv.ParseBool does (true, false, 1, 0, ...).
 func envBool(getenv func(string) string, name string, def bool) (bool, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badSetting(name, v, "true or false")
-	}
-	return b, nil
+	return envParse(getenv, name, def, "true or false", func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	})
 }
 
 // envInt accepts a whole number from min.
 func envInt(getenv func(string) string, name string, def, min int) (int, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < min {
-		return 0, badSetting(name, v, fmt.Sprintf("a whole number from %d", min))
-	}
-	return n, nil
+	return envParse(getenv, name, def, fmt.Sprintf("a whole number from %d", min), func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= min
+	})
 }
 
 // envURL accepts an http:// or https:// URL with a host.
 func envURL(getenv func(string) string, name string) (string, error) {
-	v := getenv(name)
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", badSetting(name, v, "an https:// (or http://) URL")
-	}
-	return v, nil
+	return envParse(getenv, name, "", "an https:// (or http://) URL", func(v string) (string, bool) {
+		u, err := url.Parse(v)
+		return v, err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	})
 }
 
 // loadRetries reads BRAINWIRE_UPSTREAM_RETRIES: how many times a call the

@@ -10,8 +10,6 @@ import (
 	"testing"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 // TestLoadConfig: what serve reads from the environment, its defaults
 // and the settings given.
 func TestLoadConfig(t *testing.T) {
@@ -36,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 			"addr=127.0.0.1:8000 data=./data run=1m0s refresh=5m0s uploads=8 upload=2m0s h2c=false sim= api=adk " +
 				"upstream={H2C:true IdleConns:1024 MaxConns:0} retries=2"},
 	} {
-		cfg, err := loadConfig(env(c.env))
+		cfg, err := loadConfig(envFunc(c.env))
 		if err != nil {
 			t.Errorf("%v: %v", c.env, err)
 			continue
@@ -49,17 +47,17 @@ func TestLoadConfig(t *testing.T) {
 		}
 	}
 	// Keys: a generated one, new each start, for the default user; or the configured ones.
-	a, _ := loadConfig(env(nil))
-	b, _ := loadConfig(env(nil))
+	a, _ := loadConfig(envFunc(nil))
+	b, _ := loadConfig(envFunc(nil))
 	if !strings.HasPrefix(a.GeneratedKey, "bw_") || len(a.GeneratedKey) < 30 || a.Server.Keys[a.GeneratedKey] != "default" || len(a.Server.Keys) != 1 || a.GeneratedKey == b.GeneratedKey {
 		t.Errorf("generated keys %q, %q: %v", a.GeneratedKey, b.GeneratedKey, a.Server.Keys)
 	}
-	c, err := loadConfig(env(map[string]string{"BRAINWIRE_API_KEYS": "k-0123456789abcdef:alice"}))
+	c, err := loadConfig(envFunc(map[string]string{"BRAINWIRE_API_KEYS": "k-0123456789abcdef:alice"}))
 	if err != nil || c.GeneratedKey != "" || c.Server.Keys["k-0123456789abcdef"] != "alice" {
 		t.Errorf("configured keys %v, %v", c.Server.Keys, err)
 	}
 	for _, bad := range []map[string]string{{"BRAINWIRE_API_KEYS": "short"}, {"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "X-Api-Key"}} {
-		if _, err := loadConfig(env(bad)); err == nil {
+		if _, err := loadConfig(envFunc(bad)); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}
 	}

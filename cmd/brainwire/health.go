@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ func health(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	if *url == "" {
-		u, err := localHealthURL(envOr(getenv, "BRAINWIRE_ADDR", "127.0.0.1:8000"))
+		u, err := localHealthURL(cmp.Or(getenv("BRAINWIRE_ADDR"), "127.0.0.1:8000"))
 		if err != nil {
 			return err
 		}

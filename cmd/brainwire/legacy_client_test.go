@@ -1,19 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/brainwire/brainwire/internal/npmtest"
 	"github.com/brainwire/brainwire/protocol/v1"
 )
 
@@ -38,20 +32,8 @@ func (r legacyReply) callback(name string) []any {
 // parsing on the message listener) and returns what the app made of it.
 func runLegacyClient(t *testing.T, url, key, contentType, body string) legacyReply {
 	t.Helper()
-	node := npmtest.Node(t)
-	npmtest.Package(t, "react-native-sse")
-	script, _ := filepath.Abs("../../testenv/legacy-client.cjs")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, url, key, body, contentType)
-	cmd.Dir = filepath.Dir(script)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
 	var got legacyReply
-	if jerr := json.Unmarshal(out, &got); jerr != nil {
-		t.Fatalf("legacy client: %v / %v\nstdout: %s\nstderr: %s", err, jerr, out, stderr.String())
-	}
+	runNodeClient(t, "react-native-sse", "legacy-client.cjs", &got, url, key, body, contentType)
 	return got
 }
 

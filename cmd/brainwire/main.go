@@ -45,54 +45,62 @@ func main() {
 	os.Exit(1)
 }
 
-const usage = `usage: brainwire <command> [flags]
+// runFunc is a command: its arguments after its name, the environment,
+// and where it writes.
+type runFunc func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
 
-commands:
-  serve   run the capture server (simulator + SQLite unless Azure or ADK is configured)
-  sim     run the offline simulator of Foundry Agent Service and an ADK API server (not an LLM)
-  record  record one capture (-text or -audio) into a fixture plus its golden files
-  replay  replay fixtures through the server: print the phone's SSE, or -check goldens
-  eval    run a labelled corpus against the agent (or new -instructions) and report accuracy
-  export-labels  write people's corrections from the store as a labelled corpus
-  health  probe a running server's /health: exit 0 when it answers 200
-  version print the build's version and commit
+// commands are brainwire's commands, as usage lists them.
+var commands = []struct {
+	name, summary string
+	run           runFunc
+}{
+	{"serve", "run the capture server (simulator + SQLite unless Azure or ADK is configured)", serve},
+	{"sim", "run the offline simulator of Foundry Agent Service and an ADK API server (not an LLM)", sim},
+	{"record", "record one capture (-text or -audio) into a fixture plus its golden files", record},
+	{"replay", "replay fixtures through the server: print the phone's SSE, or -check goldens",
+		func(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) error {
+			return replayCmd(ctx, args, stdout, stderr)
+		}},
+	{"eval", "run a labelled corpus against the agent (or new -instructions) and report accuracy", evalCmd},
+	{"export-labels", "write people's corrections from the store as a labelled corpus", exportLabels},
+	{"health", "probe a running server's /health: exit 0 when it answers 200", health},
+	{"version", "print the build's version and commit",
+		func(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) error {
+			return version(args, stdout, stderr)
+		}},
+}
 
-brainwire <command> -h (or brainwire help <command>) says what a command does and lists
-its flags. serve, record and eval are configured by the environment:
-docs/configuration.md lists every variable.
-`
+// usage lists the commands.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: brainwire <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nbrainwire <command> -h (or brainwire help <command>) says what a command does and lists\n"+
+		"its flags. serve, record and eval are configured by the environment:\n"+
+		"docs/configuration.md lists every variable.\n")
+}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		usage(stderr)
 		return usageError{"no command given"}
 	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
 	switch args[0] {
-	case "serve":
-		return serve(ctx, args[1:], getenv, stdout, stderr)
-	case "sim":
-		return sim(ctx, args[1:], getenv, stdout, stderr)
-	case "record":
-		return record(ctx, args[1:], getenv, stdout, stderr)
-	case "replay":
-		return replayCmd(ctx, args[1:], stdout, stderr)
-	case "eval":
-		return evalCmd(ctx, args[1:], getenv, stdout, stderr)
-	case "export-labels":
-		return exportLabels(ctx, args[1:], getenv, stdout, stderr)
-	case "health":
-		return health(ctx, args[1:], getenv, stdout, stderr)
-	case "version":
-		return version(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) == 2 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {
 			// brainwire help CMD is brainwire CMD -h.
 			return run(ctx, []string{args[1], "-h"}, getenv, stdout, stderr)
 		}
-		fmt.Fprint(stdout, usage)
+		usage(stdout)
 		return errHelp
 	}
-	fmt.Fprint(stderr, usage)
+	usage(stderr)
 	return usageError{fmt.Sprintf("unknown command %q", args[0])}
 }
 

@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brainwire/brainwire/internal/syncbuf"
-
-	"github.com/brainwire/brainwire/internal/npmtest"
 )
 
 const phoneKey = "phone-test-key-0123456789"
@@ -26,19 +21,27 @@ const phoneKey = "phone-test-key-0123456789"
 // simulator and SQLite) until the test ends, and returns its base URL.
 func startServe(t *testing.T, extraEnv map[string]string, args ...string) string {
 	t.Helper()
-	base, _, stop := runServe(t, extraEnv, args...)
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	base, _, _ := runServe(t, extraEnv, args...)
 	return base
 }
 
-// runServe runs `brainwire serve` in-process with args on embedded
-// defaults plus extraEnv, and returns its base URL, its logs and stop,
-// which shuts it down as a signal would and returns what serve returned.
+// runServe is tryServe for a serve that must start.
 func runServe(t *testing.T, extraEnv map[string]string, args ...string) (base string, logs *syncbuf.Buffer, stop func() error) {
+	t.Helper()
+	base, logs, stop, err := tryServe(t, extraEnv, args...)
+	if err != nil {
+		t.Fatalf("serve exited: %v\n%s", err, logs)
+	}
+	return base, logs, stop
+}
+
+// tryServe runs `brainwire serve` in-process with args on embedded
+// defaults (a free port, a scratch data directory, phoneKey's user) plus
+// extraEnv until the test ends, the built-in simulator pacing its chunks
+// 2ms apart unless args say otherwise. It returns its base URL, its logs
+// and stop, which shuts it down as a signal would and returns what serve
+// returned; or what serve returned when it stopped before it listened.
+func tryServe(t *testing.T, extraEnv map[string]string, args ...string) (base string, logs *syncbuf.Buffer, stop func() error, err error) {
 	t.Helper()
 	env := map[string]string{
 		"BRAINWIRE_ADDR":     "127.0.0.1:0",
@@ -48,12 +51,22 @@ func runServe(t *testing.T, extraEnv map[string]string, args ...string) (base st
 	for k, v := range extraEnv {
 		env[k] = v
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
+	f, err := parseServe(args, io.Discard, io.Discard)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if !slices.Contains(f.simSet, "-sim-chunk-delay") {
+		f.sim.chunkDelay = 2 * time.Millisecond
+	}
 	logs = &syncbuf.Buffer{}
-	done := make(chan error, 1)
+	log, err := newLogger(envFunc(env), logs, slog.LevelInfo)
+	if err != nil {
+		return "", logs, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- runWithReady(ctx, env, logs, func(a net.Addr) { addrc <- a.String() }, args...)
+		done <- serveReady(ctx, envFunc(env), f, io.Discard, log, func(a net.Addr) { addrc <- a.String() })
 	}()
 	var once sync.Once
 	var serveErr error
@@ -63,24 +76,27 @@ func runServe(t *testing.T, extraEnv map[string]string, args ...string) (base st
 	}
 	select {
 	case addr := <-addrc:
-		return "http://" + addr, logs, stop
+		t.Cleanup(func() {
+			if err := stop(); err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+		return "http://" + addr, logs, stop, nil
 	case err := <-done:
 		cancel()
-		t.Fatalf("serve exited: %v\n%s", err, logs)
-	case <-time.After(20 * time.Second):
+		return "", logs, nil, err
+	case <-time.After(60 * time.Second):
+		cancel()
 		t.Fatalf("serve did not start:\n%s", logs)
 	}
-	return "", nil, nil
+	return "", nil, nil, nil
 }
 
 // TestPhoneClientParsesTheStream drives the phone app's own SSE client
 // (react-native-sse under Node) against the real server and checks it
 // receives the whole capture-v2 sequence through its message listener.
 func TestPhoneClientParsesTheStream(t *testing.T) {
-	node := npmtest.Node(t)
-	npmtest.Package(t, "react-native-sse")
 	base := startServe(t, nil)
-	script, _ := filepath.Abs("../../testenv/phone-client.cjs")
 
 	cases := []struct {
 		text    string
@@ -93,23 +109,11 @@ func TestPhoneClientParsesTheStream(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.outcome, func(t *testing.T) {
 			body, _ := json.Marshal(map[string]string{"text": c.text})
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, script, base+"/api/capture", phoneKey, string(body))
-			cmd.Dir = filepath.Dir(script)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("phone client: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
-			}
 			var got struct {
 				Events []map[string]any
 				Errors []any
 			}
-			if err := json.Unmarshal(out, &got); err != nil {
-				t.Fatalf("phone client output %q: %v", out, err)
-			}
+			runNodeClient(t, "react-native-sse", "phone-client.cjs", &got, base+"/api/capture", phoneKey, string(body))
 			var types []string
 			for _, e := range got.Events {
 				types = append(types, fmt.Sprint(e["type"]))
@@ -126,19 +130,4 @@ func TestPhoneClientParsesTheStream(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runWithReady is serve with args, a fixed environment and a ready
-// callback. The built-in simulator paces its chunks 2ms apart unless args
-// say otherwise.
-func runWithReady(ctx context.Context, env map[string]string, logs io.Writer, ready func(net.Addr), args ...string) error {
-	f, err := parseServe(args, io.Discard, io.Discard)
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(f.simSet, "-sim-chunk-delay") {
-		f.sim.chunkDelay = 2 * time.Millisecond
-	}
-	getenv := func(k string) string { return env[k] }
-	return serveReady(ctx, getenv, f, io.Discard, slog.New(slog.NewTextHandler(logs, nil)), ready)
 }

@@ -418,13 +418,12 @@ func setupRecording(ctx context.Context, cfg config, getenv func(string) string,
 	if dir == "" {
 		return &recording{log: log}, nil
 	}
-	sample := 1.0
-	if v := getenv("BRAINWIRE_RECORD_SAMPLE"); v != "" {
+	sample, err := envParse(getenv, "BRAINWIRE_RECORD_SAMPLE", 1.0, "a number from 0 to 1", func(v string) (float64, bool) {
 		s, err := strconv.ParseFloat(v, 64)
-		if err != nil || s < 0 || s > 1 {
-			return nil, badSetting("BRAINWIRE_RECORD_SAMPLE", v, "a number from 0 to 1")
-		}
-		sample = s
+		return s, err == nil && s >= 0 && s <= 1
+	})
+	if err != nil {
+		return nil, err
 	}
 	sink, err := recordingSink(ctx, dir, getenv)
 	if err != nil {

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,46 +130,49 @@ func TestSecretsFromEnv(t *testing.T) {
 		"ADK_AUTH_HEADER":                 "Authorization: Bearer adk-t0k3n-0123",
 	}))
 	for _, want := range []string{"tok", "S3cr3tKey==", "phone-key-0123456789", "other-key-0123456789", "Bearer adk-t0k3n-0123", "adk-t0k3n-0123"} {
-		found := false
-		for _, s := range got {
-			found = found || s == want
-		}
-		if !found {
+		if !slices.Contains(got, want) {
 			t.Errorf("%q is not among the secrets %q", want, got)
 		}
 	}
 }
 
-// TestServeRecordsLive runs `brainwire serve` with BRAINWIRE_RECORD_DIR:
-// a capture served with production ids is recorded there, without the
-// token, and replays to the same bytes up to those ids.
+// TestServeRecordsLive runs `brainwire serve` with BRAINWIRE_RECORD_DIR,
+// on the simulator and on an ADK agent behind a proxy: a capture served
+// with production ids (the user's id in the ADK agent's requests) is
+// recorded there under its upstream, without the token or the proxy's
+// key, and replays to the same bytes up to those ids.
 func TestServeRecordsLive(t *testing.T) {
-	dir := t.TempDir()
-	base := startServe(t, map[string]string{"BRAINWIRE_RECORD_DIR": dir, "BRAINWIRE_RECORD_SAMPLE": "1", "AZURE_AI_PROJECT_TOKEN": recordToken})
-	req, _ := http.NewRequest(http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom about her birthday"}`))
-	req.Header.Set("Authorization", "Bearer "+phoneKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	raw := waitForRecording(t, dir)
-	if bytes.Contains(raw, []byte(recordToken)) {
-		t.Fatal("the recording contains the token")
-	}
-	fx, err := recorder.Unmarshal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := replay.Run(context.Background(), fx, replay.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mask := func(b []byte) string { return uuidRE.ReplaceAllString(string(b), "<id>") }
-	if mask(res.SSE) != mask(live) {
-		t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(res.SSE), "live", "replay"))
+	for _, c := range []struct {
+		upstream, secret, path string
+		env                    map[string]string
+	}{
+		{"simulator", recordToken, "", map[string]string{"AZURE_AI_PROJECT_TOKEN": recordToken}},
+		{"adk", adkProxyKey, "/users/phone-user/", adkEnv(startADK(t))},
+	} {
+		t.Run(c.upstream, func(t *testing.T) {
+			dir := t.TempDir()
+			c.env["BRAINWIRE_RECORD_DIR"], c.env["BRAINWIRE_RECORD_SAMPLE"] = dir, "1"
+			live := post(t, startServe(t, c.env), "/api/capture", `{"text":"Call mom about her birthday"}`)
+			raw := waitForRecording(t, dir)
+			if bytes.Contains(raw, []byte(c.secret)) {
+				t.Fatal("the recording holds the secret")
+			}
+			fx, err := recorder.Unmarshal(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fx.Upstream != c.upstream || !strings.Contains(fx.Exchanges[0].Request.Path, c.path) {
+				t.Fatalf("recording upstream %q, first request %s", fx.Upstream, fx.Exchanges[0].Request.Path)
+			}
+			res, err := replay.Run(t.Context(), fx, replay.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mask := func(b string) string { return uuidRE.ReplaceAllString(b, "<id>") }
+			if mask(string(res.SSE)) != mask(live) {
+				t.Fatalf("replay differs from the live capture beyond ids:\n%s", replay.Diff(mask(live), mask(string(res.SSE)), "live", "replay"))
+			}
+		})
 	}
 }
 

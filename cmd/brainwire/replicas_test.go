@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -47,49 +45,15 @@ type replica struct {
 	stop func() error
 }
 
-// startReplica runs serve with env (over embedded defaults) and -init-db
-// as asked, until the test ends. It returns serve's error instead when
-// serve exits before it listens.
+// startReplica runs serve with env and -init-db as asked, until the test
+// ends (tryServe).
 func startReplica(t *testing.T, env map[string]string, initDB bool) (*replica, error) {
 	t.Helper()
-	full := map[string]string{
-		"BRAINWIRE_ADDR":     "127.0.0.1:0",
-		"BRAINWIRE_DATA_DIR": t.TempDir(),
-		"BRAINWIRE_API_KEYS": phoneKey + ":phone-user",
-	}
-	for k, v := range env {
-		full[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncbuf.Buffer{}
-	addrc, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		f := serveFlags{initDB: initDB, sim: simFlags{face: simResponses, chunkDelay: time.Millisecond}}
-		done <- serveReady(ctx, func(k string) string { return full[k] }, f, io.Discard, slog.New(slog.NewTextHandler(logs, nil)),
-			func(a net.Addr) { addrc <- a.String() })
-	}()
-	var once sync.Once
-	var serveErr error
-	stop := func() error {
-		once.Do(func() { cancel(); serveErr = <-done })
-		return serveErr
-	}
-	select {
-	case addr := <-addrc:
-		t.Cleanup(func() {
-			if err := stop(); err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		})
-		return &replica{base: "http://" + addr, logs: logs, stop: stop}, nil
-	case err := <-done:
-		cancel()
+	base, logs, stop, err := tryServe(t, env, "-init-db="+strconv.FormatBool(initDB))
+	if err != nil {
 		return nil, err
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatalf("serve did not start:\n%s", logs)
 	}
-	return nil, nil
+	return &replica{base: base, logs: logs, stop: stop}, nil
 }
 
 func cosmosEnv(endpoint, database string) map[string]string {

@@ -2,14 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestBadSettingsAreRefused: every setting serve cannot use stops it at
@@ -36,7 +31,7 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		{"BRAINWIRE_REASONING_SUMMARY", map[string]string{"BRAINWIRE_REASONING_SUMMARY": "verbose"}, "auto, concise, detailed or off"},
 		{"BRAINWIRE_RESPONSES_CHAINING", map[string]string{"BRAINWIRE_RESPONSES_CHAINING": "threads"}, "conversation or previous_response_id"},
 		{"BRAINWIRE_LOG_REASONING", map[string]string{"BRAINWIRE_LOG_REASONING": "sometimes"}, "auto, true or false"},
-		{"BRAINWIRE_RECORD_SAMPLE", map[string]string{"BRAINWIRE_RECORD_DIR": "rec", "BRAINWIRE_RECORD_SAMPLE": "2"}, "a number from 0 to 1"},
+		{"BRAINWIRE_RECORD_SAMPLE", map[string]string{"BRAINWIRE_RECORD_DIR": t.TempDir(), "BRAINWIRE_RECORD_SAMPLE": "2"}, "a number from 0 to 1"},
 		{"BRAINWIRE_PPROF_ADDR", map[string]string{"BRAINWIRE_PPROF_ADDR": "nowhere"}, "host:port"},
 		{"AZURE_AI_PROJECT_ENDPOINT", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_NAME": "a"}, "an https:// (or http://) URL"},
 		{"OPENAI_BASE_URL", map[string]string{"OPENAI_BASE_URL": "api.openai.com/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}, "an https:// (or http://) URL"},
@@ -70,31 +65,13 @@ func TestBadSettingsAreRefused(t *testing.T) {
 	}
 }
 
-// serveOnce runs serve with env, on a free port and a scratch data
-// directory: the error it stops with, or nil once it listens.
-func serveOnce(t *testing.T, env map[string]string) error {
+// serveOnce runs serve with env: the error it stops with, or nil once it
+// listens.
+func serveOnce(t *testing.T, env map[string]string, args ...string) error {
 	t.Helper()
-	full := map[string]string{"BRAINWIRE_ADDR": "127.0.0.1:0", "BRAINWIRE_DATA_DIR": t.TempDir()}
-	for k, v := range env {
-		if k == "BRAINWIRE_RECORD_DIR" {
-			v = filepath.Join(t.TempDir(), v)
-		}
-		full[k] = v
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := parseServe(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, err := newLogger(envFunc(full), &bytes.Buffer{}, slog.LevelInfo)
-	if err != nil {
-		return err
-	}
-	listening := false
-	err = serveReady(ctx, envFunc(full), f, &bytes.Buffer{}, log, func(net.Addr) { listening = true; cancel() })
-	if listening {
-		return nil
+	_, _, stop, err := tryServe(t, env, args...)
+	if err == nil {
+		err = stop()
 	}
 	return err
 }
@@ -113,33 +90,20 @@ func TestSimulatorFlags(t *testing.T) {
 	if _, err := parseServe([]string{"-sim-chunk-delay", "-1s"}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err) // parsed; refused when the simulator is configured
 	}
-	if err := runServeArgs(t, nil, "-sim-api", "gemini"); err == nil || !strings.Contains(err.Error(), `"gemini" is not a simulator face`) {
+	if err := serveOnce(t, nil, "-sim-api", "gemini"); err == nil || !strings.Contains(err.Error(), `"gemini" is not a simulator face`) {
 		t.Errorf("-sim-api gemini: %v", err)
 	}
-	if err := runServeArgs(t, nil, "-sim-chunk-delay", "-1s"); err == nil || !strings.Contains(err.Error(), "negative") {
+	if err := serveOnce(t, nil, "-sim-chunk-delay", "-1s"); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("-sim-chunk-delay -1s: %v", err)
 	}
-	if err := runServeArgs(t, nil, "-sim-instructions", "/nonexistent"); err == nil || !strings.Contains(err.Error(), "instructions") {
+	if err := serveOnce(t, nil, "-sim-instructions", "/nonexistent"); err == nil || !strings.Contains(err.Error(), "instructions") {
 		t.Errorf("-sim-instructions /nonexistent: %v", err)
 	}
 	configured := map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_NAME": "a"}
-	if err := runServeArgs(t, configured, "-sim-api", "threads"); err == nil || !strings.Contains(err.Error(), "-sim-api set the built-in simulator, and an agent service is configured") {
+	if err := serveOnce(t, configured, "-sim-api", "threads"); err == nil || !strings.Contains(err.Error(), "-sim-api set the built-in simulator, and an agent service is configured") {
 		t.Errorf("-sim-api with an agent service: %v", err)
 	}
 	if _, err := runCmd(t, configured, "record", "-api", "threads", "-text", "x", "-dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "-api picks the simulator's face") {
 		t.Errorf("record -api with an agent service: %v", err)
 	}
-}
-
-// runServeArgs runs serve's command line with env; it must stop before it
-// listens.
-func runServeArgs(t *testing.T, env map[string]string, args ...string) error {
-	t.Helper()
-	full := map[string]string{"BRAINWIRE_ADDR": "127.0.0.1:0", "BRAINWIRE_DATA_DIR": t.TempDir()}
-	for k, v := range env {
-		full[k] = v
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return run(ctx, append([]string{"serve"}, args...), envFunc(full), &bytes.Buffer{}, &bytes.Buffer{})
 }

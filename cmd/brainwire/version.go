@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -44,5 +45,5 @@ func describeBuild(info *debug.BuildInfo) string {
 			commit += ", " + t
 		}
 	}
-	return fmt.Sprintf("brainwire %s (commit %s) %s", orDefault(info.Main.Version, "(devel)"), commit, info.GoVersion)
+	return fmt.Sprintf("brainwire %s (commit %s) %s", cmp.Or(info.Main.Version, "(devel)"), commit, info.GoVersion)
 }

@@ -8,9 +8,7 @@
 package recordings
 
 import (
-	"os"
-	"path/filepath"
-	"runtime"
+	"embed"
 	"testing"
 )
 
@@ -21,34 +19,16 @@ var Names = []string{
 	"send_email_stream_response.txt",
 }
 
-// Lookup returns the directory of the Foundry recordings, in this
-// package's source tree.
-func Lookup() (string, bool) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", false
-	}
-	p := filepath.Join(filepath.Dir(file), "testdata", "foundry")
-	if _, err := os.Stat(filepath.Join(p, Names[0])); err != nil {
-		return "", false
-	}
-	return p, true
-}
-
-// Dir returns the directory of the Foundry recordings.
-func Dir(t testing.TB) string {
-	t.Helper()
-	p, ok := Lookup()
-	if !ok {
-		t.Fatal("the Foundry recordings are missing from internal/recordings/testdata/foundry")
-	}
-	return p
-}
+// foundry holds the Foundry recordings, built into the tests that read
+// them, so that they need nothing beside the package.
+//
+//go:embed testdata/foundry/*.txt
+var foundry embed.FS
 
 // Read returns one recording's bytes.
 func Read(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(Dir(t), name))
+	b, err := foundry.ReadFile("testdata/foundry/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

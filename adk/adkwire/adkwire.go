@@ -41,6 +41,24 @@ type Event struct {
 	ErrorDetails *ErrorDetails   `json:"error_details,omitempty"`
 }
 
+// ClientEvent mirrors the members of an Event, or of an error frame, that
+// a client acts on; a stream is read into it to spare copying the rest
+// (versions, authors, ids, timestamps) out of every chunk.
+type ClientEvent struct {
+	Content       *Content `json:"content"`
+	Partial       *bool    `json:"partial"`
+	ErrorCode     string   `json:"errorCode"`
+	ErrorMessage  string   `json:"errorMessage"`
+	UsageMetadata *Usage   `json:"usageMetadata"`
+	InvocationID  string   `json:"invocationId"`
+	Actions       struct {
+		SkipSummarization bool `json:"skipSummarization"`
+	} `json:"actions"`
+	LongRunningToolIDs []string        `json:"longRunningToolIds"`
+	Error              json.RawMessage `json:"error"`
+	ErrorDetails       *ErrorDetails   `json:"error_details"`
+}
+
 // ErrorDetails is an error frame's error_details (ADK 2.4 and later).
 type ErrorDetails struct {
 	ErrorType    string `json:"error_type"`

@@ -174,7 +174,7 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			r.skipLF = false
 		}
-		if i := bytes.IndexAny(r.buf[max(r.start, r.scanned):r.end], "\r\n"); i >= 0 {
+		if i := lineEnd(r.buf[max(r.start, r.scanned):r.end]); i >= 0 {
 			i += max(r.start, r.scanned)
 			line := r.buf[r.start:i]
 			r.start = i + 1
@@ -234,4 +234,22 @@ func (r *Reader) fill() {
 func (r *Reader) idleBuf() []byte {
 	n := min(idleBufSize, r.max+2)
 	return r.idle[:n:n]
+}
+
+// lineEnd is the index of the first '\r' or '\n' in b, or -1. Two
+// IndexByte calls, each vectorized, are several times faster than
+// IndexAny's byte-at-a-time loop over a run or response object's line of a
+// few KiB.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		i = len(b)
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(b) {
+		return -1
+	}
+	return i
 }

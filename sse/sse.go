@@ -29,7 +29,8 @@ var ErrEventTooLarge = errors.New("sse: event too large")
 // data and name.
 const (
 	idleBufSize   = 512 // a delta event fits whole
-	keepBufSize   = 4 << 10
+	keepDataSize  = 1 << 10
+	growBufSize   = 4 << 10
 	maxEmptyReads = 100
 )
 
@@ -99,10 +100,10 @@ func NewReader(r io.Reader, opts ...Option) *Reader {
 // blocks without a "data" field dispatch nothing.
 func (r *Reader) Next() (Event, error) {
 	// The last event is no longer the caller's: keep no large buffers.
-	if cap(r.data) > keepBufSize {
+	if cap(r.data) > keepDataSize {
 		r.data = nil
 	}
-	if cap(r.name) > keepBufSize {
+	if cap(r.name) > keepDataSize {
 		r.name = nil
 	}
 	r.name, r.data, r.hasData = r.name[:0], r.data[:0], false
@@ -209,7 +210,7 @@ func (r *Reader) fill() {
 		r.err = ErrEventTooLarge
 		return
 	case n == len(r.buf):
-		nb = make([]byte, min(max(2*len(r.buf), keepBufSize), r.max+2))
+		nb = make([]byte, min(max(2*len(r.buf), growBufSize), r.max+2))
 	case len(r.buf) > len(idle) && n <= len(idle)/2:
 		nb = idle // the long line that grew buf has been read
 	}

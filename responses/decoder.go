@@ -63,6 +63,10 @@ type streamEvent struct {
 }
 
 // textDelta is the part of a named text delta event the decoder reads.
+// With it, the Responses face under brainwire-load (-n 300 -telemetry,
+// nine alternating pairs) costs the server +0.27 ms CPU and +10 KiB per
+// stream against the hand-made reader it replaced (pairs spread -1.1 to
+// +0.9 ms).
 type textDelta struct {
 	Delta string `json:"delta"`
 }

@@ -43,7 +43,10 @@ type Event struct {
 
 // ClientEvent mirrors the members of an Event, or of an error frame, that
 // a client acts on; a stream is read into it to spare copying the rest
-// (versions, authors, ids, timestamps) out of every chunk.
+// (versions, authors, ids, timestamps) out of every chunk. With it, the
+// ADK face under brainwire-load (-n 300 -telemetry, nine alternating
+// pairs) costs the server +0.36 ms CPU and +11 KiB per stream against the
+// hand-made reader it replaced (pairs spread -0.9 to +1.5 ms).
 type ClientEvent struct {
 	Content       *Content `json:"content"`
 	Partial       *bool    `json:"partial"`

@@ -57,6 +57,9 @@ type Run struct {
 // RunState mirrors the members of a Run that a client follows a run by:
 // a stream carries the run object, instructions and tools included, on
 // every status change, and reading only these spares copying the rest.
+// With it, the threads face under brainwire-load (-n 300 -telemetry, nine
+// alternating pairs) costs the server -0.04 ms CPU and +10 KiB per stream
+// against the hand-made reader it replaced (pairs spread ±0.9 ms).
 type RunState struct {
 	ID             string          `json:"id"`
 	ThreadID       string          `json:"thread_id"`

@@ -180,7 +180,7 @@ func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 }
 
 // partial maps a streamed chunk.
-func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *adkwire.Event) []brainwire.AgentEvent {
+func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *adkwire.ClientEvent) []brainwire.AgentEvent {
 	for _, p := range parts(ev) {
 		if p.Text != "" {
 			d.streamed[textKind(p.Thought)] += len(p.Text)
@@ -193,7 +193,7 @@ func (d *Decoder) partial(dst []brainwire.AgentEvent, ev *adkwire.Event) []brain
 }
 
 // aggregated maps a model call's closing event.
-func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *adkwire.Event) ([]brainwire.AgentEvent, error) {
+func (d *Decoder) aggregated(dst []brainwire.AgentEvent, ev *adkwire.ClientEvent) ([]brainwire.AgentEvent, error) {
 	var seen [2]int
 	for _, p := range parts(ev) {
 		if p.Text == "" {

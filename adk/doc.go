@@ -6,7 +6,7 @@
 // /run_sse; a proxy's credentials are a header set by an http.RoundTripper
 // under its http.Client (agenthttp.NewHeaderTransport). Decoder turns the
 // event stream (one "data:" line of camelCase Event JSON per event, read
-// into adkwire.Event) into normalized brainwire events. Provider starts runs:
+// into adkwire.ClientEvent) into normalized brainwire events. Provider starts runs:
 // the agent declares brainwire's tools as long-running tools returning
 // nothing, so a call pauses the agent's run and reaches brainwire in the
 // stream; the agent loop (package agent) runs it (the filing happens

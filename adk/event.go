@@ -12,9 +12,9 @@ import (
 	"github.com/brainwire/brainwire/internal/textcut"
 )
 
-// An event of a /run_sse stream is read into adkwire.Event: the API
-// server's camelCase Event JSON (an LlmResponse plus the event's own
-// fields), or an error frame.
+// An event of a /run_sse stream is read into adkwire.ClientEvent: the
+// members brainwire acts on of the API server's camelCase Event JSON (an
+// LlmResponse plus the event's own fields), or of an error frame.
 
 // StreamError is an error frame: an exception the API server caught after
 // the stream had started, {"error": "...", "error_details": {...}}.
@@ -35,7 +35,7 @@ func (e *StreamError) Error() string {
 // isFinalResponse is ADK's Event.is_final_response: the event ends the
 // agent's turn. A function call the client must answer does; one the
 // agent runs itself, or its response, does not.
-func isFinalResponse(ev *adkwire.Event) bool {
+func isFinalResponse(ev *adkwire.ClientEvent) bool {
 	if ev.Actions.SkipSummarization || len(ev.LongRunningToolIDs) > 0 {
 		return true
 	}
@@ -52,10 +52,10 @@ func isFinalResponse(ev *adkwire.Event) bool {
 
 // partial reports whether ev is a streamed chunk; the model call's
 // aggregated event that follows repeats the chunks' text and is not.
-func partial(ev *adkwire.Event) bool { return ev.Partial != nil && *ev.Partial }
+func partial(ev *adkwire.ClientEvent) bool { return ev.Partial != nil && *ev.Partial }
 
 // parts is ev's content's parts.
-func parts(ev *adkwire.Event) []adkwire.Part {
+func parts(ev *adkwire.ClientEvent) []adkwire.Part {
 	if ev.Content == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func parts(ev *adkwire.Event) []adkwire.Part {
 
 // role is ev's content's role: "model", or "user" for the function
 // responses of tools the agent ran itself.
-func role(ev *adkwire.Event) string {
+func role(ev *adkwire.ClientEvent) string {
 	if ev.Content == nil {
 		return ""
 	}
@@ -73,7 +73,7 @@ func role(ev *adkwire.Event) string {
 
 // streamError is the error frame ev is, or nil when it is an event; ok is
 // false for an error brainwire cannot read.
-func streamError(ev *adkwire.Event) (se *StreamError, ok bool) {
+func streamError(ev *adkwire.ClientEvent) (se *StreamError, ok bool) {
 	if len(ev.Error) == 0 || string(ev.Error) == "null" {
 		return nil, true
 	}
@@ -126,7 +126,7 @@ func legacyError(data []byte) (*StreamError, bool) {
 // decodePayload decodes one data payload: an event, or an error frame
 // (se). An error frame an old server wrote as invalid JSON still reads as
 // one; any other payload that is not an event is an error.
-func decodePayload(data []byte) (ev adkwire.Event, se *StreamError, err error) {
+func decodePayload(data []byte) (ev adkwire.ClientEvent, se *StreamError, err error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		// null would decode to an empty event, which reads as a final answer.
 		err = errors.New("the payload is not a JSON object")
@@ -139,9 +139,9 @@ func decodePayload(data []byte) (ev adkwire.Event, se *StreamError, err error) {
 		err = errors.New("its error is neither a message nor an object with one")
 	}
 	if se, ok := legacyError(data); ok {
-		return adkwire.Event{}, se, nil
+		return adkwire.ClientEvent{}, se, nil
 	}
-	return adkwire.Event{}, nil, &malformedError{payload: agenterr.BodyText(data), err: err}
+	return adkwire.ClientEvent{}, nil, &malformedError{payload: agenterr.BodyText(data), err: err}
 }
 
 // malformedError is a payload that is neither an event nor an error frame.

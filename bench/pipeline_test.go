@@ -158,9 +158,9 @@ func (p adapterPath) bench(b *testing.B, sentences bool, newEncoder func(brainwi
 
 // maxAllocsPerEvent bounds the allocations per upstream event of every
 // adapter path: what encoding/json takes to decode an event into its wire
-// type (15 for a threads/runs message delta, 19 for an ADK chunk, 9 for a
+// type (12 for a threads/runs message delta, 15 for an ADK chunk, 7 for a
 // Responses text delta), with a margin.
-const maxAllocsPerEvent = 25
+const maxAllocsPerEvent = 20
 
 // allocsPerEvent is the allocations per upstream event of a run of 2,000
 // token-sized reasoning chunks into newEncoder's protocol.

@@ -66,7 +66,7 @@ func (d *Decoder) Next() (brainwire.AgentEvent, error) { return d.events.Next() 
 func (d *Decoder) event(dst []brainwire.AgentEvent, ev sse.Event) ([]brainwire.AgentEvent, error) {
 	switch string(ev.Name) {
 	case "thread.message.delta":
-		var m foundrywire.MessageDelta
+		var m foundrywire.DeltaValues
 		if err := agenthttp.Decode("thread.message.delta", ev.Data, &m); err != nil {
 			return dst, err
 		}
@@ -125,7 +125,7 @@ func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {
 }
 
 func (d *Decoder) run(dst []brainwire.AgentEvent, name string, data []byte) ([]brainwire.AgentEvent, error) {
-	var run foundrywire.Run
+	var run foundrywire.RunState
 	if err := agenthttp.Decode(name, data, &run); err != nil {
 		return dst, err
 	}

@@ -62,6 +62,15 @@ type streamEvent struct {
 	Error    json.RawMessage `json:"error"`
 }
 
+// textDelta is the part of a named text delta event the decoder reads.
+// With it, the Responses face under brainwire-load (-n 300 -telemetry,
+// nine alternating pairs) costs the server +0.27 ms CPU and +10 KiB per
+// stream against the hand-made reader it replaced (pairs spread -1.1 to
+// +0.9 ms).
+type textDelta struct {
+	Delta string `json:"delta"`
+}
+
 // NewDecoder returns a Decoder reading the event stream r.
 func NewDecoder(r io.Reader) *Decoder {
 	d := &Decoder{}
@@ -106,8 +115,16 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.
 	if name != "" && !reads(name) {
 		return dst, nil
 	}
-	if name == TypeError {
+	switch name {
+	case TypeError:
 		return d.errorEvent(dst, sev.Data)
+	case TypeOutputTextDelta, TypeReasoningSummaryDelta, TypeReasoningTextDelta, TypeRefusalDelta:
+		// Most of a stream: its delta is all that is read.
+		var ev textDelta
+		if err := agenthttp.Decode(name, sev.Data, &ev); err != nil {
+			return dst, err
+		}
+		return d.text(dst, ev.Delta), nil
 	}
 	var ev streamEvent
 	if err := json.Unmarshal(sev.Data, &ev); err != nil {
@@ -126,11 +143,7 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.
 	}
 	switch name {
 	case TypeOutputTextDelta, TypeReasoningSummaryDelta, TypeReasoningTextDelta, TypeRefusalDelta:
-		if ev.Delta != "" {
-			out := d.new(brainwire.AgentTextChunk)
-			out.Text = ev.Delta
-			dst = append(dst, out)
-		}
+		dst = d.text(dst, ev.Delta)
 	case TypeCreated, TypeQueued, TypeInProgress, TypeCompleted, TypeFailed, TypeIncomplete:
 		if ev.Response == nil {
 			ev.Response = &Response{}
@@ -183,6 +196,16 @@ func (d *Decoder) end(dst []brainwire.AgentEvent, err error) ([]brainwire.AgentE
 		status = "not yet created"
 	}
 	return dst, fmt.Errorf("event stream ended before the response finished (it was %s): %w", status, io.ErrUnexpectedEOF)
+}
+
+// text maps a text delta: one chunk, unless it is empty.
+func (d *Decoder) text(dst []brainwire.AgentEvent, delta string) []brainwire.AgentEvent {
+	if delta == "" {
+		return dst
+	}
+	out := d.new(brainwire.AgentTextChunk)
+	out.Text = delta
+	return append(dst, out)
 }
 
 func (d *Decoder) new(kind brainwire.AgentEventKind) brainwire.AgentEvent {

@@ -106,7 +106,7 @@ func TestReaderGoesBackToItsIdleBuffer(t *testing.T) {
 		}
 		// The next Next waits in a read: what does it hold meanwhile?
 		src.wait = func() {
-			if &r.buf[0] != &r.idle[0] || len(r.buf) != idleBufSize || cap(r.data) > keepBufSize {
+			if &r.buf[0] != &r.idle[0] || len(r.buf) != idleBufSize || cap(r.data) > keepDataSize {
 				t.Errorf("%s: waits with a buffer of %d bytes and %d of data, want its own %d", name, len(r.buf), cap(r.data), idleBufSize)
 			}
 		}

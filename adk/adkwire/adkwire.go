@@ -41,6 +41,27 @@ type Event struct {
 	ErrorDetails *ErrorDetails   `json:"error_details,omitempty"`
 }
 
+// ClientEvent mirrors the members of an Event, or of an error frame, that
+// a client acts on; a stream is read into it to spare copying the rest
+// (versions, authors, ids, timestamps) out of every chunk. With it, the
+// ADK face under brainwire-load (-n 300 -telemetry, nine alternating
+// pairs) costs the server +0.36 ms CPU and +11 KiB per stream against the
+// hand-made reader it replaced (pairs spread -0.9 to +1.5 ms).
+type ClientEvent struct {
+	Content       *Content `json:"content"`
+	Partial       *bool    `json:"partial"`
+	ErrorCode     string   `json:"errorCode"`
+	ErrorMessage  string   `json:"errorMessage"`
+	UsageMetadata *Usage   `json:"usageMetadata"`
+	InvocationID  string   `json:"invocationId"`
+	Actions       struct {
+		SkipSummarization bool `json:"skipSummarization"`
+	} `json:"actions"`
+	LongRunningToolIDs []string        `json:"longRunningToolIds"`
+	Error              json.RawMessage `json:"error"`
+	ErrorDetails       *ErrorDetails   `json:"error_details"`
+}
+
 // ErrorDetails is an error frame's error_details (ADK 2.4 and later).
 type ErrorDetails struct {
 	ErrorType    string `json:"error_type"`

@@ -54,6 +54,21 @@ type Run struct {
 	ParallelToolCalls   bool              `json:"parallel_tool_calls"`
 }
 
+// RunState mirrors the members of a Run that a client follows a run by:
+// a stream carries the run object, instructions and tools included, on
+// every status change, and reading only these spares copying the rest.
+// With it, the threads face under brainwire-load (-n 300 -telemetry, nine
+// alternating pairs) costs the server -0.04 ms CPU and +10 KiB per stream
+// against the hand-made reader it replaced (pairs spread ±0.9 ms).
+type RunState struct {
+	ID             string          `json:"id"`
+	ThreadID       string          `json:"thread_id"`
+	Status         string          `json:"status"`
+	RequiredAction *RequiredAction `json:"required_action"`
+	LastError      *LastError      `json:"last_error"`
+	Usage          *Usage          `json:"usage"`
+}
+
 // RequiredAction is a run's required_action.
 type RequiredAction struct {
 	Type              string            `json:"type"`
@@ -231,6 +246,18 @@ type DeltaContent struct {
 type DeltaText struct {
 	Value       string             `json:"value"`
 	Annotations *[]json.RawMessage `json:"annotations,omitempty"` // [] on the first chunk only
+}
+
+// DeltaValues mirrors a MessageDelta down to its texts' values, the
+// members a client reads from the most frequent event of a stream.
+type DeltaValues struct {
+	Delta struct {
+		Content []struct {
+			Text struct {
+				Value string `json:"value"`
+			} `json:"text"`
+		} `json:"content"`
+	} `json:"delta"`
 }
 
 // List is a page of a list operation.

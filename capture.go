@@ -95,7 +95,7 @@ func (c Capture) RawText() string {
 // follow-up's), or "" when the run starts a new one.
 func (c Capture) UpstreamThreadID() string {
 	if c.FollowUp != nil {
-		return c.FollowUp.Item.FoundryThreadID
+		return c.FollowUp.Item.UpstreamThreadID
 	}
 	return ""
 }

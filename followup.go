@@ -37,7 +37,7 @@ func (it InboxItem) Claim(c FollowUpClaim) (InboxItem, error) {
 		return InboxItem{}, Errorf(EInvalid, "follow_up_round must be 1 to %d", MaxFollowUpRounds)
 	case it.Status != StatusMisunderstood:
 		return InboxItem{}, Errorf(EConflict, "inbox item %s is %s, not misunderstood: there is nothing to follow up", it.ID, it.Status)
-	case it.FoundryThreadID == "":
+	case it.UpstreamThreadID == "":
 		return InboxItem{}, Errorf(EConflict, "inbox item %s has no agent conversation to continue", it.ID)
 	}
 	// Rounds go in order, so a retried or stale request cannot skip ahead

@@ -9,7 +9,7 @@ import (
 )
 
 func misunderstoodItem() brainwire.InboxItem {
-	return brainwire.InboxItem{ID: "m1", UserID: "u1", Status: brainwire.StatusMisunderstood, FoundryThreadID: "thread_1"}
+	return brainwire.InboxItem{ID: "m1", UserID: "u1", Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_1"}
 }
 
 func claimOf(round int, token string, at time.Time) brainwire.FollowUpClaim {
@@ -24,7 +24,7 @@ func TestClaimRules(t *testing.T) {
 	classified := misunderstoodItem()
 	classified.Status = brainwire.StatusClassified
 	threadless := misunderstoodItem()
-	threadless.FoundryThreadID = ""
+	threadless.UpstreamThreadID = ""
 	for _, c := range []struct {
 		name  string
 		item  brainwire.InboxItem

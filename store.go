@@ -69,7 +69,10 @@ type InboxItem struct {
 	Status             string          `json:"status"`
 	ClassificationMeta *Classification `json:"classificationMeta"`
 	FiledRecordID      string          `json:"filedRecordId"`
-	FoundryThreadID    string          `json:"foundryThreadId"`
+	// UpstreamThreadID is the agent service's thread, conversation or
+	// session the item was filed in, whichever API ran it; the JSON name
+	// is the one the app and stored items have always had.
+	UpstreamThreadID string `json:"foundryThreadId"`
 	// FollowUpRounds counts the follow-ups filed onto the item.
 	FollowUpRounds int `json:"followUpRounds"`
 	// AgentRun is the agent run that filed the item; nil on items filed
@@ -138,16 +141,16 @@ type BucketRecord struct {
 // with id NewRecordID, linked both ways; misunderstood and unresolved
 // filings write the Inbox only. An unresolved filing is always a new item.
 type Filing struct {
-	UserID          string
-	InboxItemID     string // existing item to refile; empty for a new capture
-	NewInboxID      string
-	NewRecordID     string
-	RawText         string
-	Title           string
-	Source          CaptureKind
-	Status          string
-	Classification  Classification
-	FoundryThreadID string
+	UserID           string
+	InboxItemID      string // existing item to refile; empty for a new capture
+	NewInboxID       string
+	NewRecordID      string
+	RawText          string
+	Title            string
+	Source           CaptureKind
+	Status           string
+	Classification   Classification
+	UpstreamThreadID string
 	// FollowUpRound is the follow-up this refile answers (1, 2, ...); the
 	// item keeps it as FollowUpRounds. 0 keeps the item's count.
 	FollowUpRound int
@@ -189,7 +192,7 @@ func (f Filing) NewItem() InboxItem {
 		Source:             f.Source,
 		Status:             f.Status,
 		ClassificationMeta: &c,
-		FoundryThreadID:    f.FoundryThreadID,
+		UpstreamThreadID:   f.UpstreamThreadID,
 		FollowUpRounds:     f.FollowUpRound,
 		CreatedAt:          f.Now,
 		UpdatedAt:          f.Now,
@@ -217,8 +220,8 @@ func (f Filing) Refile(before InboxItem) InboxItem {
 	it.ID = before.ID
 	it.Source = before.Source
 	it.CreatedAt = before.CreatedAt
-	if it.FoundryThreadID == "" {
-		it.FoundryThreadID = before.FoundryThreadID
+	if it.UpstreamThreadID == "" {
+		it.UpstreamThreadID = before.UpstreamThreadID
 	}
 	if it.FollowUpRounds == 0 {
 		it.FollowUpRounds = before.FollowUpRounds

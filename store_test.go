@@ -13,8 +13,8 @@ func filing(status string) brainwire.Filing {
 	return brainwire.Filing{
 		UserID: "u1", NewInboxID: "in-1", NewRecordID: "rec-1",
 		RawText: "Call Sarah", Title: "Call Sarah", Source: brainwire.KindVoice, Status: status,
-		Classification:  brainwire.Classification{Bucket: brainwire.BucketPeople, Confidence: 0.9},
-		FoundryThreadID: "thread_1", Now: filedAt,
+		Classification:   brainwire.Classification{Bucket: brainwire.BucketPeople, Confidence: 0.9},
+		UpstreamThreadID: "thread_1", Now: filedAt,
 	}
 }
 
@@ -45,22 +45,22 @@ func TestRefileKeepsTheCapture(t *testing.T) {
 
 	f := filing(brainwire.StatusClassified)
 	f.InboxItemID, f.NewInboxID, f.NewRecordID = before.ID, "", "rec-2"
-	f.Source, f.FoundryThreadID, f.FollowUpRound = "", "", 0
+	f.Source, f.UpstreamThreadID, f.FollowUpRound = "", "", 0
 	f.RawText, f.Now = "Call Sarah about the garden", filedAt.Add(time.Minute)
 	it := f.Refile(before)
 	if it.ID != before.ID || it.Source != before.Source || !it.CreatedAt.Equal(before.CreatedAt) {
 		t.Errorf("refiled item lost its identity: %+v", it)
 	}
-	if it.FoundryThreadID != "thread_1" || it.FollowUpRounds != 1 {
-		t.Errorf("thread %q, rounds %d; want the item's", it.FoundryThreadID, it.FollowUpRounds)
+	if it.UpstreamThreadID != "thread_1" || it.FollowUpRounds != 1 {
+		t.Errorf("thread %q, rounds %d; want the item's", it.UpstreamThreadID, it.FollowUpRounds)
 	}
 	if it.RawText != f.RawText || it.Status != f.Status || it.FiledRecordID != "rec-2" || !it.UpdatedAt.Equal(f.Now) {
 		t.Errorf("refiled item does not carry the filing: %+v", it)
 	}
 
-	f.FoundryThreadID, f.FollowUpRound = "thread_2", 2
-	if it := f.Refile(before); it.FoundryThreadID != "thread_2" || it.FollowUpRounds != 2 {
-		t.Errorf("thread %q, rounds %d; want the filing's", it.FoundryThreadID, it.FollowUpRounds)
+	f.UpstreamThreadID, f.FollowUpRound = "thread_2", 2
+	if it := f.Refile(before); it.UpstreamThreadID != "thread_2" || it.FollowUpRounds != 2 {
+		t.Errorf("thread %q, rounds %d; want the filing's", it.UpstreamThreadID, it.FollowUpRounds)
 	}
 }
 

@@ -58,7 +58,7 @@ type inboxDoc struct {
 	Status             string                `json:"status"`
 	ClassificationMeta *classDoc             `json:"classificationMeta"`
 	FiledRecordID      string                `json:"filedRecordId"`
-	FoundryThreadID    string                `json:"foundryThreadId"`
+	UpstreamThreadID   string                `json:"foundryThreadId"`
 	FollowUpRounds     int                   `json:"followUpRounds"`
 	AgentRun           *brainwire.AgentRun   `json:"agentRun,omitempty"`
 	FollowUpClaim      *claimDoc             `json:"followUpClaim,omitempty"`
@@ -138,7 +138,7 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 		Status:             it.Status,
 		ClassificationMeta: toClassDoc(it.ClassificationMeta),
 		FiledRecordID:      it.FiledRecordID,
-		FoundryThreadID:    it.FoundryThreadID,
+		UpstreamThreadID:   it.UpstreamThreadID,
 		FollowUpRounds:     it.FollowUpRounds,
 		AgentRun:           clone(it.AgentRun),
 		FollowUpClaim:      toClaimDoc(it.FollowUpClaim),
@@ -168,7 +168,7 @@ func (d inboxDoc) item() brainwire.InboxItem {
 		Status:             d.Status,
 		ClassificationMeta: d.ClassificationMeta.classification(),
 		FiledRecordID:      d.FiledRecordID,
-		FoundryThreadID:    d.FoundryThreadID,
+		UpstreamThreadID:   d.UpstreamThreadID,
 		FollowUpRounds:     d.FollowUpRounds,
 		AgentRun:           clone(d.AgentRun),
 		FollowUpClaim:      d.FollowUpClaim.claim(),

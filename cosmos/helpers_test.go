@@ -51,8 +51,8 @@ func filing(g *ids, user, bucket, status string, now time.Time) brainwire.Filing
 			AgentChain:   []string{"Orchestrator", "Classifier"},
 			ClassifiedAt: now,
 		},
-		FoundryThreadID: "thread_abc",
-		Now:             now,
+		UpstreamThreadID: "thread_abc",
+		Now:              now,
 	}
 	if status == brainwire.StatusPending {
 		f.Classification.Confidence = 0.42

@@ -54,7 +54,7 @@ func TestDocumentsMirrorDomain(t *testing.T) {
 		ClassifiedBy: "x", AgentChain: []string{"x"}, ClassifiedAt: now,
 	}
 	it := brainwire.InboxItem{ID: "i", UserID: "u", RawText: "r", Title: "t", Source: brainwire.KindVoice,
-		Status: "pending", ClassificationMeta: c, FiledRecordID: "f", FoundryThreadID: "th", CreatedAt: now, UpdatedAt: now,
+		Status: "pending", ClassificationMeta: c, FiledRecordID: "f", UpstreamThreadID: "th", CreatedAt: now, UpdatedAt: now,
 		AgentRun: &brainwire.AgentRun{RunID: "run", AgentVersion: "v", Outcome: brainwire.OutcomeLowConfidence, Bucket: "People", Confidence: 0.5, TraceID: "t", SpanID: "s"}}
 	rec := brainwire.BucketRecord{ID: "r", UserID: "u", Bucket: "People", RawText: "r", Title: "t",
 		ClassificationMeta: c, InboxRecordID: "i", CreatedAt: now}

@@ -72,13 +72,13 @@ type FollowUp struct {
 
 // InboxSeed is an inbox item that exists before the capture runs.
 type InboxSeed struct {
-	ID              string                `json:"id"`
-	RawText         string                `json:"raw_text,omitempty"`
-	Title           string                `json:"title,omitempty"`
-	Source          brainwire.CaptureKind `json:"source,omitempty"`
-	Bucket          string                `json:"bucket,omitempty"`
-	Confidence      float64               `json:"confidence,omitempty"`
-	FoundryThreadID string                `json:"foundry_thread_id"`
+	ID               string                `json:"id"`
+	RawText          string                `json:"raw_text,omitempty"`
+	Title            string                `json:"title,omitempty"`
+	Source           brainwire.CaptureKind `json:"source,omitempty"`
+	Bucket           string                `json:"bucket,omitempty"`
+	Confidence       float64               `json:"confidence,omitempty"`
+	UpstreamThreadID string                `json:"foundry_thread_id"`
 }
 
 // Exchange is one HTTP request to the agent service and what came back.

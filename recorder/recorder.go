@@ -437,7 +437,7 @@ func followUpOf(c brainwire.Capture) *FollowUp {
 		return nil
 	}
 	it := fu.Item
-	seed := InboxSeed{ID: it.ID, RawText: it.RawText, Title: it.Title, Source: it.Source, FoundryThreadID: it.FoundryThreadID}
+	seed := InboxSeed{ID: it.ID, RawText: it.RawText, Title: it.Title, Source: it.Source, UpstreamThreadID: it.UpstreamThreadID}
 	if m := it.ClassificationMeta; m != nil {
 		seed.Bucket, seed.Confidence = m.Bucket, m.Confidence
 	}

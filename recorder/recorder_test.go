@@ -250,7 +250,7 @@ func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
 	sink := &recorder.MemorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink})
 	item := brainwire.InboxItem{ID: "item-1", RawText: "Sam thing", Title: "Sam", Source: brainwire.KindVoice,
-		Status: brainwire.StatusMisunderstood, FoundryThreadID: "thread_up",
+		Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_up",
 		ClassificationMeta: &brainwire.Classification{Bucket: "People", Confidence: 0.3}}
 	for _, c := range []brainwire.Capture{
 		{Kind: brainwire.KindFollowUp, RunID: "run-1", Text: "my colleague", FollowUp: &brainwire.FollowUp{Item: item, Round: 2}},
@@ -266,7 +266,7 @@ func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
 	}
 	fu := got[0].Capture.FollowUp
 	want := recorder.InboxSeed{ID: "item-1", RawText: "Sam thing", Title: "Sam", Source: brainwire.KindVoice,
-		Bucket: "People", Confidence: 0.3, FoundryThreadID: "thread_up"}
+		Bucket: "People", Confidence: 0.3, UpstreamThreadID: "thread_up"}
 	if fu == nil || fu.Round != 2 || fu.Item != want || got[0].Capture.UpstreamThreadID != "thread_up" {
 		t.Errorf("follow-up capture = %+v", got[0].Capture)
 	}

@@ -271,8 +271,8 @@ func (e *Env) Seed(ctx context.Context, s recorder.InboxSeed) error {
 			Bucket: bucket, Confidence: s.Confidence, ClassifiedBy: "Classifier",
 			AgentChain: []string{"Classifier"}, ClassifiedAt: Clock(),
 		},
-		FoundryThreadID: s.FoundryThreadID,
-		Now:             Clock(),
+		UpstreamThreadID: s.UpstreamThreadID,
+		Now:              Clock(),
 	})
 	if err != nil {
 		return fmt.Errorf("seeding inbox item %s: %w", s.ID, err)

@@ -115,7 +115,7 @@ func TestLiveFollowUpReplays(t *testing.T) {
 	if err := json.Unmarshal(fx.Tools[0].Output, &out); err != nil || out.ItemID == "" {
 		t.Fatalf("file_capture output %s", fx.Tools[0].Output)
 	}
-	fx.Capture.FollowUp = &recorder.FollowUp{Item: recorder.InboxSeed{ID: out.ItemID, FoundryThreadID: fx.Capture.UpstreamThreadID}}
+	fx.Capture.FollowUp = &recorder.FollowUp{Item: recorder.InboxSeed{ID: out.ItemID, UpstreamThreadID: fx.Capture.UpstreamThreadID}}
 	res, err := replay.Run(t.Context(), fx, replay.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func TestCaptureClassified(t *testing.T) {
 	}
 	it := items[0]
 	if it.ID != "id3" || it.Status != "classified" || it.RawText != "Call Sarah about the offsite" ||
-		it.FoundryThreadID != upThread || it.ClassificationMeta.Bucket != "People" || it.Source != brainwire.KindText {
+		it.UpstreamThreadID != upThread || it.ClassificationMeta.Bucket != "People" || it.Source != brainwire.KindText {
 		t.Fatalf("inbox item %+v", it)
 	}
 	rec, err := h.store.GetBucketRecord(context.Background(), testUser, "People", it.FiledRecordID)
@@ -145,7 +145,7 @@ func TestCaptureOutcomesAreKept(t *testing.T) {
 			}
 			items := h.inbox(testUser)
 			if len(items) != 1 || items[0].ID != "id3" || items[0].Status != c.status || items[0].RawText != c.text ||
-				(items[0].FiledRecordID != "") != c.record || items[0].FoundryThreadID != upThread {
+				(items[0].FiledRecordID != "") != c.record || items[0].UpstreamThreadID != upThread {
 				t.Fatalf("inbox %+v", items)
 			}
 			if c.record {

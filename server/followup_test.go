@@ -41,7 +41,7 @@ func TestFollowUpFilesOntoTheSameItem(t *testing.T) {
 		t.Fatalf("inbox has %d items, want the one refiled", len(items))
 	}
 	it := items[0]
-	if it.ID != itemID || it.Status != brainwire.StatusClassified || it.FoundryThreadID != conversation || it.FollowUpRounds != 1 ||
+	if it.ID != itemID || it.Status != brainwire.StatusClassified || it.UpstreamThreadID != conversation || it.FollowUpRounds != 1 ||
 		!strings.Contains(it.RawText, "asdf qwerty zxcv") || !strings.Contains(it.RawText, "Sam") {
 		t.Fatalf("item %+v", it)
 	}
@@ -73,7 +73,7 @@ func TestFollowUpContinuesTheStoredThread(t *testing.T) {
 	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
 	if _, err := h.store.File(context.Background(), brainwire.Filing{UserID: testUser, InboxItemID: "m1", NewInboxID: "unused", NewRecordID: "unused2",
 		RawText: "launch thing", Source: brainwire.KindText, Status: brainwire.StatusMisunderstood,
-		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, FoundryThreadID: "thread_stored", FollowUpRound: 1, Now: fixedNow}); err != nil {
+		Classification: brainwire.Classification{ClassifiedAt: fixedNow}, UpstreamThreadID: "thread_stored", FollowUpRound: 1, Now: fixedNow}); err != nil {
 		t.Fatal(err)
 	}
 	frames := h.readStream(h.post("/api/capture/follow-up", "application/json",

@@ -141,7 +141,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 			}
 		}
 	}
-	if s.classified.ID == "" || s.misunderstood.ID == "" || s.misunderstood.FoundryThreadID == "" || s.pending.ID == "" || s.bobs.ID == "" {
+	if s.classified.ID == "" || s.misunderstood.ID == "" || s.misunderstood.UpstreamThreadID == "" || s.pending.ID == "" || s.bobs.ID == "" {
 		f.Fatalf("seeding: got %+v, %+v, %+v, %+v", s.classified, s.misunderstood, s.pending, s.bobs)
 	}
 	if s.baseline, err = s.rows(); err != nil {

@@ -282,8 +282,8 @@ func (h *harness) file(user, id, status, bucket string, at time.Time) brainwire.
 	item, err := h.store.File(context.Background(), brainwire.Filing{
 		UserID: user, NewInboxID: id, NewRecordID: "rec-" + id, RawText: "text of " + id, Title: id,
 		Source: brainwire.KindText, Status: status,
-		Classification:  brainwire.Classification{Bucket: bucket, Confidence: 0.9, ClassifiedBy: "Classifier", ClassifiedAt: at},
-		FoundryThreadID: "thread_" + id, Now: at,
+		Classification:   brainwire.Classification{Bucket: bucket, Confidence: 0.9, ClassifiedBy: "Classifier", ClassifiedAt: at},
+		UpstreamThreadID: "thread_" + id, Now: at,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -38,7 +38,7 @@ func TestUnresolvedCaptureIsKeptForAPersonToFile(t *testing.T) {
 	h.getJSON("/api/inbox/"+id, &item)
 	run := item.AgentRun
 	if item.Status != brainwire.StatusUnresolved || item.RawText != "Pay the water bill #no-tool" || item.Source != brainwire.KindText ||
-		item.FiledRecordID != "" || item.FoundryThreadID == "" || item.ClassificationMeta == nil || item.ClassificationMeta.Bucket != "" {
+		item.FiledRecordID != "" || item.UpstreamThreadID == "" || item.ClassificationMeta == nil || item.ClassificationMeta.Bucket != "" {
 		t.Fatalf("kept item %+v", item)
 	}
 	if run == nil || run.RunID != "run-01" || run.Outcome != brainwire.OutcomeUnresolved || run.Bucket != "" || run.AgentVersion != agent.Version ||

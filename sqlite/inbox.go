@@ -224,7 +224,7 @@ func insertItem(ctx context.Context, tx writeTx, it brainwire.InboxItem) error {
 	}
 	_, err = tx.ExecContext(ctx, insertItemSQL,
 		it.UserID, it.ID, it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, under, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
+		it.FiledRecordID, it.UpstreamThreadID, it.FollowUpRounds, run, claim, under, it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano())
 	if isConflict(err) {
 		return brainwire.Errorf(brainwire.EConflict, "inbox item %q already exists", it.ID)
 	}
@@ -245,7 +245,7 @@ UPDATE inbox SET raw_text = ?, title = ?, source = ?, status = ?, classification
 	filed_record_id = ?, foundry_thread_id = ?, follow_up_rounds = ?, agent_run = ?, follow_up_claim = ?, filed_under = ?, updated_at = ?
 WHERE user_id = ? AND id = ?`,
 		it.RawText, it.Title, string(it.Source), it.Status, cls,
-		it.FiledRecordID, it.FoundryThreadID, it.FollowUpRounds, run, claim, under, it.UpdatedAt.UnixNano(),
+		it.FiledRecordID, it.UpstreamThreadID, it.FollowUpRounds, run, claim, under, it.UpdatedAt.UnixNano(),
 		it.UserID, it.ID)
 	if err != nil {
 		return fmt.Errorf("updating inbox item: %w", err)
@@ -289,7 +289,7 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.FoundryThreadID, &it.FollowUpRounds, &run, &claim, &under, &created, &updated)
+		&it.FiledRecordID, &it.UpstreamThreadID, &it.FollowUpRounds, &run, &claim, &under, &created, &updated)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}

@@ -67,7 +67,7 @@ func TestOpenMigratesItemsWithoutAgentRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it.AgentRun != nil || it.ClassificationMeta == nil || it.ClassificationMeta.Bucket != "Ideas" || it.FoundryThreadID != "thread_old" {
+	if it.AgentRun != nil || it.ClassificationMeta == nil || it.ClassificationMeta.Bucket != "Ideas" || it.UpstreamThreadID != "thread_old" {
 		t.Fatalf("old item read back as %+v", it)
 	}
 	run := &brainwire.AgentRun{RunID: "run-2", AgentVersion: "3f2a9c1b04de", Outcome: brainwire.OutcomeClassified,

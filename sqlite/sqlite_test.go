@@ -54,8 +54,8 @@ func filing(user string, i int) brainwire.Filing {
 			ClassifiedBy: "Classifier",
 			ClassifiedAt: now,
 		},
-		FoundryThreadID: "thread_" + uuid.NewString(),
-		Now:             now,
+		UpstreamThreadID: "thread_" + uuid.NewString(),
+		Now:              now,
 	}
 }
 

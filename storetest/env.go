@@ -67,7 +67,7 @@ func (e *env) filing(status, bucket string) brainwire.Filing {
 			AgentChain:   []string{"Orchestrator", "Classifier"},
 			ClassifiedAt: now.Add(-1500 * time.Millisecond),
 		},
-		FoundryThreadID: newID("thread"),
+		UpstreamThreadID: newID("thread"),
 		AgentRun: &brainwire.AgentRun{
 			RunID:            newID("run"),
 			AgentVersion:     "2026-03-14",
@@ -183,7 +183,7 @@ func ids(items []brainwire.InboxItem) []string {
 func filed(f brainwire.Filing) brainwire.InboxItem {
 	c, run := f.Classification, f.AgentRun
 	it := brainwire.InboxItem{ID: f.NewInboxID, UserID: f.UserID, RawText: f.RawText, Title: f.Title,
-		Source: f.Source, Status: f.Status, ClassificationMeta: &c, FoundryThreadID: f.FoundryThreadID,
+		Source: f.Source, Status: f.Status, ClassificationMeta: &c, UpstreamThreadID: f.UpstreamThreadID,
 		FollowUpRounds: f.FollowUpRound, AgentRun: run, CreatedAt: f.Now, UpdatedAt: f.Now}
 	if f.Status == brainwire.StatusClassified || f.Status == brainwire.StatusPending {
 		it.FiledRecordID = f.NewRecordID
@@ -203,8 +203,8 @@ func refiled(before brainwire.InboxItem, f brainwire.Filing) brainwire.InboxItem
 	it.RawText, it.Title, it.Status, it.ClassificationMeta = f.RawText, f.Title, f.Status, &c
 	it.FiledRecordID, it.UpdatedAt, it.FollowUpClaim = filed(f).FiledRecordID, f.Now, nil
 	it.FiledUnder = filed(f).FiledUnder
-	if f.FoundryThreadID != "" {
-		it.FoundryThreadID = f.FoundryThreadID
+	if f.UpstreamThreadID != "" {
+		it.UpstreamThreadID = f.UpstreamThreadID
 	}
 	if f.FollowUpRound != 0 {
 		it.FollowUpRounds = f.FollowUpRound

@@ -74,7 +74,7 @@ func testFileClassified(t *testing.T, e *env) {
 	check(t, "item", got, brainwire.InboxItem{ID: f.NewInboxID, UserID: e.user,
 		RawText: "capture 0: ask Zoë about the “garden” plan ✓\nsecond line", Title: "Garden plan 0",
 		Source: "text", Status: "classified", ClassificationMeta: &c, FiledRecordID: f.NewRecordID,
-		FoundryThreadID: f.FoundryThreadID, CreatedAt: filedAt, UpdatedAt: filedAt,
+		UpstreamThreadID: f.UpstreamThreadID, CreatedAt: filedAt, UpdatedAt: filedAt,
 		AgentRun: &brainwire.AgentRun{RunID: f.AgentRun.RunID, AgentVersion: "2026-03-14", InstructionsHash: "3f2a9c1b04de",
 			Model: "gpt-4o", Outcome: "classified", Bucket: "People", Confidence: 0.91,
 			TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203300"}})
@@ -102,7 +102,7 @@ func testFileEachKind(t *testing.T, e *env) {
 		{"UnresolvedVoice", brainwire.StatusUnresolved, "", func(f *brainwire.Filing) { f.NewRecordID, f.Source = "", brainwire.KindVoice }},
 		// Optional fields left empty come back empty, not as defaults.
 		{"OptionalFieldsEmpty", brainwire.StatusClassified, brainwire.BucketAdmin, func(f *brainwire.Filing) {
-			f.Title, f.FoundryThreadID, f.AgentRun = "", "", nil
+			f.Title, f.UpstreamThreadID, f.AgentRun = "", "", nil
 			f.Classification = brainwire.Classification{Bucket: brainwire.BucketAdmin, Confidence: 0.6}
 		}},
 	}
@@ -250,7 +250,7 @@ func testRefileAgentRun(t *testing.T, e *env) {
 func (e *env) refiling(item brainwire.InboxItem, status, bucket string) brainwire.Filing {
 	f := e.filing(status, bucket)
 	f.InboxItemID = item.ID
-	f.FoundryThreadID = item.FoundryThreadID
+	f.UpstreamThreadID = item.UpstreamThreadID
 	f.RawText = item.RawText + "\nfollow-up: it is about the community garden"
 	f.Source = brainwire.KindFollowUp
 	f.FollowUpRound = item.FollowUpRounds + 1
@@ -283,10 +283,10 @@ func testRefileCountsRounds(t *testing.T, e *env) {
 func testRefileKeepsThread(t *testing.T, e *env) {
 	before := e.file(e.filing(brainwire.StatusMisunderstood, ""))
 	f := e.refiling(before, brainwire.StatusMisunderstood, "")
-	f.FoundryThreadID = ""
+	f.UpstreamThreadID = ""
 	got := e.file(f)
-	if got.FoundryThreadID != before.FoundryThreadID {
-		t.Errorf("FoundryThreadID = %q, want the item's %q", got.FoundryThreadID, before.FoundryThreadID)
+	if got.UpstreamThreadID != before.UpstreamThreadID {
+		t.Errorf("UpstreamThreadID = %q, want the item's %q", got.UpstreamThreadID, before.UpstreamThreadID)
 	}
 	check(t, "refiled item", got, refiled(before, f))
 }

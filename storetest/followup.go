@@ -111,7 +111,7 @@ func (e *env) raceFollowUps(item brainwire.InboxItem, stores ...brainwire.Store)
 func testClaimRefusals(t *testing.T, e *env) {
 	m := e.misunderstood()
 	noThread := e.filing(brainwire.StatusMisunderstood, "")
-	noThread.FoundryThreadID = ""
+	noThread.UpstreamThreadID = ""
 	threadless := e.file(noThread)
 	classified := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
 	unresolved := e.file(e.filing(brainwire.StatusUnresolved, ""))

@@ -213,7 +213,7 @@ func keyedFiling(f brainwire.Filing, k brainwire.IdempotencyKey) brainwire.Filin
 	}
 	done := k.Done(brainwire.Replay{Kind: brainwire.KindText, ThreadID: "thread-1", RunID: "run-1",
 		Outcome: brainwire.OutcomeOfStatus(f.Status), InboxItemID: k.ItemID, Bucket: f.Classification.Bucket,
-		Confidence: f.Classification.Confidence, UpstreamThreadID: f.FoundryThreadID}, f.Now)
+		Confidence: f.Classification.Confidence, UpstreamThreadID: f.UpstreamThreadID}, f.Now)
 	f.Key = &done
 	return f
 }

@@ -29,7 +29,7 @@
 //     item's raw text, title and classification, and CreatedAt = Filing.Now.
 //   - A refile (Filing.InboxItemID set) keeps the item's ID, Source and
 //     CreatedAt; replaces RawText, Title, Status, ClassificationMeta,
-//     FiledRecordID and UpdatedAt; keeps FoundryThreadID when the filing names
+//     FiledRecordID and UpdatedAt; keeps UpstreamThreadID when the filing names
 //     none; and deletes the bucket record the item had, if any.
 //   - Recategorize keeps a moved record's ID and CreatedAt, keeps the
 //     classification's confidence, scores and agent chain, and sets Bucket,

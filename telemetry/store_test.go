@@ -36,7 +36,7 @@ func TestWrapStoreTracesFollowUpClaims(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	item, err := ws.File(ctx, brainwire.Filing{UserID: "alice", NewInboxID: "m1", RawText: "hmm", Source: brainwire.KindText,
-		Status: brainwire.StatusMisunderstood, FoundryThreadID: "thread_1", Now: now})
+		Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_1", Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func (s *Set) underKey(f brainwire.Filing, filed *brainwire.FileCaptureResult) (
 		f.NewInboxID, f.NewRecordID = s.key.ItemID, brainwire.RecordIDOf(s.key.ItemID)
 		filed.ItemID = f.NewInboxID
 	}
-	if rp := brainwire.ReplayOf(s.capture, filed.Result(f.FoundryThreadID)); rp != nil {
+	if rp := brainwire.ReplayOf(s.capture, filed.Result(f.UpstreamThreadID)); rp != nil {
 		done := s.key.Done(*rp, f.Now)
 		f.Key = &done
 	}
@@ -345,9 +345,9 @@ func (s *Set) filing(status, bucket string, conf float64, raw, threadID string) 
 			AgentChain:   []string{s.deps.AgentName},
 			ClassifiedAt: now,
 		},
-		FoundryThreadID: threadID,
-		AgentRun:        s.agentRun(status, bucket, conf),
-		Now:             now,
+		UpstreamThreadID: threadID,
+		AgentRun:         s.agentRun(status, bucket, conf),
+		Now:              now,
 	}
 }
 

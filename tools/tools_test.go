@@ -64,7 +64,7 @@ func TestFileCaptureClassifiedWritesLinkedDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	if item.RawText != "Call mom about her birthday" || item.Title != "Mom" || item.Status != "classified" ||
-		item.FoundryThreadID != "thread_up" || item.ClassificationMeta.ClassifiedBy != "Classifier" {
+		item.UpstreamThreadID != "thread_up" || item.ClassificationMeta.ClassifiedBy != "Classifier" {
 		t.Fatalf("item %+v", item)
 	}
 	rec, err := deps.Store.GetBucketRecord(context.Background(), "u1", "People", item.FiledRecordID)
@@ -380,7 +380,7 @@ func TestKeepUnresolved(t *testing.T) {
 	want := brainwire.AgentRun{RunID: "run-7", AgentVersion: "v3", InstructionsHash: "3f2a9c1b04de", Model: "gpt-4o",
 		Outcome: brainwire.OutcomeUnresolved, TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b7169203331"}
 	if item.Status != brainwire.StatusUnresolved || item.RawText != "qwerty zxcv" || item.Title != "qwerty zxcv" ||
-		item.FiledRecordID != "" || item.FoundryThreadID != "thread_up" || item.Source != brainwire.KindText ||
+		item.FiledRecordID != "" || item.UpstreamThreadID != "thread_up" || item.Source != brainwire.KindText ||
 		item.ClassificationMeta == nil || item.ClassificationMeta.Bucket != "" {
 		t.Errorf("unresolved item %+v", item)
 	}

@@ -129,7 +129,7 @@ func phoneFollowUp(t *testing.T, agent func(http.RoundTripper) (brainwire.Provid
 	now := phoneNow
 	if _, err := st.File(ctx, brainwire.Filing{UserID: "alice", NewInboxID: itemID, RawText: askedText, Source: brainwire.KindText,
 		Status: brainwire.StatusMisunderstood, Classification: brainwire.Classification{Bucket: "People", Confidence: 0.2, ClassifiedAt: now},
-		FoundryThreadID: thread, Now: now}); err != nil {
+		UpstreamThreadID: thread, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	phone := phoneOn(t, st, agent, policy, 0)

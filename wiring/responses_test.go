@@ -201,7 +201,7 @@ data: {"type":"COMPLETE","threadId":"t-1","runId":"r-1"}
 	}
 	checkChunks("r-1", append(append([]string{}, reasoning1...), "I asked ", "what you meant."))
 	item, err := st.GetInboxItem(context.Background(), "alice", "00000000-0000-4000-8000-000000000001")
-	if err != nil || item.Status != brainwire.StatusMisunderstood || item.FoundryThreadID != "conv_1" {
+	if err != nil || item.Status != brainwire.StatusMisunderstood || item.UpstreamThreadID != "conv_1" {
 		t.Fatalf("item %+v, %v", item, err)
 	}
 
@@ -222,7 +222,7 @@ data: {"type":"COMPLETE","threadId":"t-2","runId":"r-2"}
 	}
 	checkChunks("r-2", append(append([]string{}, reasoning2...), "Filed to People."))
 	item, _ = st.GetInboxItem(context.Background(), "alice", item.ID)
-	if item.Status != brainwire.StatusClassified || item.FollowUpRounds != 1 || item.FoundryThreadID != "conv_1" {
+	if item.Status != brainwire.StatusClassified || item.FollowUpRounds != 1 || item.UpstreamThreadID != "conv_1" {
 		t.Fatalf("refiled item %+v", item)
 	}
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"strings"
 
 	"github.com/brainwire/brainwire/adk/adkwire"
@@ -93,13 +95,13 @@ func streamError(ev *adkwire.ClientEvent) (se *StreamError, ok bool) {
 // for anything else.
 func errorText(raw json.RawMessage) (msg string, ok bool) {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if jsonv1.Unmarshal(raw, &s) == nil {
 		return s, true
 	}
 	var obj struct {
 		Message string `json:"message"`
 	}
-	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+	if jsonv1.Unmarshal(raw, &obj) == nil && obj.Message != "" {
 		return obj.Message, true
 	}
 	return "", false
@@ -130,7 +132,7 @@ func decodePayload(data []byte) (ev adkwire.ClientEvent, se *StreamError, err er
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		// null would decode to an empty event, which reads as a final answer.
 		err = errors.New("the payload is not a JSON object")
-	} else if err = json.Unmarshal(data, &ev); err == nil {
+	} else if err = jsonv1.Unmarshal(data, &ev); err == nil {
 		var ok bool
 		if se, ok = streamError(&ev); ok {
 			return ev, se, nil

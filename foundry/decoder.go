@@ -3,6 +3,8 @@ package foundry
 import (
 	"encoding/json"
 	"fmt"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"io"
 	"strconv"
 	"strings"
@@ -180,7 +182,7 @@ func (d *Decoder) run(dst []brainwire.AgentEvent, name string, data []byte) ([]b
 // text), which is no message for people.
 func errorPayload(data []byte) (code, message string, ok bool) {
 	var v map[string]any
-	if json.Unmarshal(data, &v) != nil {
+	if jsonv1.Unmarshal(data, &v) != nil {
 		return "", "", false
 	}
 	if inner, ok := v["error"].(map[string]any); ok {

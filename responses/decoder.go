@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"io"
 	"slices"
 	"strconv"
@@ -127,7 +129,7 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, sev sse.Event) ([]brainwire.
 		return d.text(dst, ev.Delta), nil
 	}
 	var ev streamEvent
-	if err := json.Unmarshal(sev.Data, &ev); err != nil {
+	if err := jsonv1.Unmarshal(sev.Data, &ev); err != nil {
 		if name == "" {
 			name = "unnamed"
 		}
@@ -311,7 +313,7 @@ func errorPayload(data []byte) (code, message string, ok bool) {
 		Message lenientString   `json:"message"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(data, &v) != nil {
+	if jsonv1.Unmarshal(data, &v) != nil {
 		return "", "", false
 	}
 	code, message = string(v.Code), string(v.Message)
@@ -321,9 +323,9 @@ func errorPayload(data []byte) (code, message string, ok bool) {
 	}
 	var s string
 	switch {
-	case json.Unmarshal(v.Error, &inner) == nil:
+	case jsonv1.Unmarshal(v.Error, &inner) == nil:
 		code, message = orDefault(string(inner.Code), code), orDefault(string(inner.Message), message)
-	case json.Unmarshal(v.Error, &s) == nil:
+	case jsonv1.Unmarshal(v.Error, &s) == nil:
 		message = orDefault(s, message)
 	}
 	return code, message, code != "" || message != ""
@@ -353,17 +355,17 @@ type lenientString string
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *lenientString) UnmarshalJSON(b []byte) error {
 	var str string
-	if json.Unmarshal(b, &str) == nil {
+	if jsonv1.Unmarshal(b, &str) == nil {
 		*s = lenientString(str)
 		return nil
 	}
-	var n json.Number
-	if json.Unmarshal(b, &n) == nil {
+	var n jsonv1.Number
+	if jsonv1.Unmarshal(b, &n) == nil {
 		*s = lenientString(n.String())
 		return nil
 	}
 	var v bool
-	if json.Unmarshal(b, &v) == nil {
+	if jsonv1.Unmarshal(b, &v) == nil {
 		*s = lenientString(strconv.FormatBool(v))
 	}
 	return nil
@@ -377,7 +379,7 @@ type Arguments json.RawMessage
 // UnmarshalJSON implements json.Unmarshaler.
 func (a *Arguments) UnmarshalJSON(b []byte) error {
 	var s string
-	if json.Unmarshal(b, &s) == nil {
+	if jsonv1.Unmarshal(b, &s) == nil {
 		*a = Arguments(s)
 		return nil
 	}

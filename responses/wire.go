@@ -3,6 +3,8 @@ package responses
 import (
 	"encoding/json"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/responses/responseswire"
 )
@@ -28,11 +30,11 @@ func (r *Response) ConversationID() string {
 	var c struct {
 		ID string `json:"id"`
 	}
-	if json.Unmarshal(r.Conversation, &c) == nil && c.ID != "" {
+	if jsonv1.Unmarshal(r.Conversation, &c) == nil && c.ID != "" {
 		return c.ID
 	}
 	var id string
-	_ = json.Unmarshal(r.Conversation, &id)
+	_ = jsonv1.Unmarshal(r.Conversation, &id)
 	return id
 }
 

@@ -187,7 +187,7 @@ func checkDockerfile(t *testing.T) image {
 	if len(img.health) != 2 || img.health[0] != img.binary || img.health[1] != "health" {
 		t.Errorf("HEALTHCHECK %q: want [%s health]", img.health, img.binary)
 	}
-	if !strings.Contains(read(t, "cmd/brainwire/main.go"), `case "health":`) {
+	if !strings.Contains(read(t, "cmd/brainwire/main.go"), `{"health", `) {
 		t.Error("the binary has no health command for the HEALTHCHECK")
 	}
 	if len(img.entry) != 1 || img.entry[0] != img.binary || !slices.Equal(img.command, []string{"serve"}) {

@@ -159,8 +159,9 @@ func (p adapterPath) bench(b *testing.B, sentences bool, newEncoder func(brainwi
 // maxAllocsPerEvent bounds the allocations per upstream event of every
 // adapter path: what the providers' JSON decoder takes to read an event
 // into its wire type (2.2 for a threads/runs message delta, 4.2 for an ADK
-// chunk, 2.2 for a Responses text delta), with a margin.
-const maxAllocsPerEvent = 6
+// chunk, 2.2 for a Responses text delta), with a margin: under -race,
+// where sync.Pool drops what it holds, the ADK path measures 7.5.
+const maxAllocsPerEvent = 10
 
 // allocsPerEvent is the allocations per upstream event of a run of 2,000
 // token-sized reasoning chunks into newEncoder's protocol.

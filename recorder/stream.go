@@ -1,6 +1,10 @@
 package recorder
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/brainwire/brainwire/sse"
+)
 
 // streamParser splits a server-sent event stream into events as its bytes
 // arrive, however they are split across reads (inside a line, a CRLF pair
@@ -33,7 +37,7 @@ func (p *streamParser) feed(b []byte, emit func(name, data []byte)) {
 				continue
 			}
 		}
-		i := endOfLine(rest)
+		i := sse.LineEnd(rest)
 		if i < 0 {
 			p.line = append(p.line, rest...)
 			break
@@ -52,21 +56,6 @@ func (p *streamParser) feed(b []byte, emit func(name, data []byte)) {
 		p.line = p.line[:0]
 	}
 	p.raw = append(p.raw, b[tail:]...)
-}
-
-// endOfLine returns the index of the first CR or LF in b, or -1.
-func endOfLine(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		i = len(b)
-	}
-	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
-		return j
-	}
-	if i == len(b) {
-		return -1
-	}
-	return i
 }
 
 // endLine handles one line and reports whether it was the blank line that

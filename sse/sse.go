@@ -175,7 +175,7 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			r.skipLF = false
 		}
-		if i := lineEnd(r.buf[max(r.start, r.scanned):r.end]); i >= 0 {
+		if i := LineEnd(r.buf[max(r.start, r.scanned):r.end]); i >= 0 {
 			i += max(r.start, r.scanned)
 			line := r.buf[r.start:i]
 			r.start = i + 1
@@ -237,12 +237,14 @@ func (r *Reader) idleBuf() []byte {
 	return r.idle[:n:n]
 }
 
-// lineEnd is the index of the first '\r' or '\n' in b, or -1. Two
+// LineEnd is the index of the first '\r' or '\n' in b, or -1: where an
+// SSE line ends (the recorder's parser, which times each event, uses it
+// too). Two
 // IndexByte calls, each vectorized, are several times faster than
 // IndexAny's byte-at-a-time loop over a run or response object's line of a
 // few KiB: reading the two Responses streams of a capture took 33 µs
 // instead of 75.
-func lineEnd(b []byte) int {
+func LineEnd(b []byte) int {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
 		i = len(b)

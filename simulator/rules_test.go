@@ -187,19 +187,7 @@ func checkRunRules(t *testing.T, streams [][]frame) {
 				msgID = m.ID
 				text.Reset()
 			case f.Event == "thread.message.delta":
-				var d struct {
-					ID    string `json:"id"`
-					Delta struct {
-						Content []struct {
-							Text struct {
-								Value string `json:"value"`
-							} `json:"text"`
-						} `json:"content"`
-					} `json:"delta"`
-				}
-				if err := json.Unmarshal([]byte(f.Data), &d); err != nil {
-					t.Fatal(err)
-				}
+				d := decodeAs[foundrywire.MessageDelta](t, f)
 				if d.ID != msgID {
 					t.Errorf("stream %d: delta for %q, open message %q", si, d.ID, msgID)
 				}

@@ -328,39 +328,54 @@ func (a agentConfig) opener(cred credential) (func(http.RoundTripper) (brainwire
 	if a.API == apiADK {
 		return wiring.ADK(a.ADK.BaseURL, a.ADK.App, adkAuth(a.ADK.AuthHeader)), nil
 	}
-	if a.API == apiThreads {
-		auth, err := foundryAuth(a.Token, cred)
-		if err != nil {
+	// A Foundry project takes a token; another Responses API endpoint its
+	// API key.
+	auth := func(next http.RoundTripper) http.RoundTripper {
+		return responses.NewAPIKeyTransport(a.APIKey, a.APIKeyHeader, next)
+	}
+	if a.Project != "" {
+		var err error
+		if auth, err = foundryAuth(a.Token, cred); err != nil {
 			return nil, err
 		}
+	}
+	if a.API == apiThreads {
 		return wiring.Foundry(a.Project, a.AgentID, a.APIVersion, auth), nil
-	}
-	if a.Project == "" {
-		// Another Responses API endpoint, with its API key.
-		key, header := a.APIKey, a.APIKeyHeader
-		auth := func(next http.RoundTripper) http.RoundTripper { return responses.NewAPIKeyTransport(key, header, next) }
-		return wiring.Responses(a.BaseURL, "", a.Responses.Agent, auth, a.Responses.options()...), nil
-	}
-	auth, err := foundryAuth(a.Token, cred)
-	if err != nil {
-		return nil, err
 	}
 	return wiring.Responses(a.BaseURL, a.Project, a.Responses.Agent, auth, a.Responses.options()...), nil
 }
 
-// telemetry describes the agent for the GenAI attributes.
-func (a agentConfig) telemetry() telemetry.Agent {
-	t := telemetry.Agent{Name: agentName}
+// describe is what the log and the telemetry say of the agent: one
+// decision over the ways of naming it.
+func (a agentConfig) describe() (what string, tel telemetry.Agent, attrs []any) {
+	tel = telemetry.Agent{Name: agentName, Provider: a.Responses.Name}
+	r := a.Responses.Agent
 	switch {
 	case a.API == apiADK:
-		t.ID, t.Provider = a.ADK.App, adk.ProviderName
+		tel.ID, tel.Provider = a.ADK.App, adk.ProviderName
+		return "Google ADK API server", tel, []any{"app", a.ADK.App, "auth_header", headerName(a.ADK.AuthHeader)}
 	case a.API == apiThreads:
-		t.ID, t.Provider = a.AgentID, foundry.ProviderName
-	case a.Responses.Agent.Name != "":
-		t.ID, t.Version, t.Provider = a.Responses.Agent.Name, a.Responses.Agent.Version, a.Responses.Name
+		tel.ID, tel.Provider = a.AgentID, foundry.ProviderName
+		return "Foundry Agent Service, classic Agents API (threads/runs)", tel, []any{"agent_id", a.AgentID, "api_version", a.APIVersion}
+	case r.Name != "":
+		what = "Foundry agent through the Responses API"
+		tel.ID, tel.Version = r.Name, r.Version
+		attrs = []any{"agent_name", r.Name, "agent_version", cmp.Or(r.Version, "latest")}
 	default:
-		t.Version, t.Provider = a.Instructions.Version, a.Responses.Name
+		what = "agent defined by brainwire, through an OpenAI-compatible Responses API"
+		if a.Project != "" || a.Sim != "" {
+			what = "agent defined by brainwire, through the Foundry project's Responses API"
+		}
+		tel.Version = a.Instructions.Version
+		attrs = []any{"model", r.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version}
 	}
+	return what, tel, append(attrs, "chaining", cmp.Or(a.Responses.Chaining, responses.ChainConversation),
+		"reasoning_summary", cmp.Or(a.Responses.ReasoningSummary, "off"))
+}
+
+// telemetry describes the agent for the GenAI attributes.
+func (a agentConfig) telemetry() telemetry.Agent {
+	_, t, _ := a.describe()
 	return t
 }
 
@@ -377,45 +392,21 @@ func (a agentConfig) upstream() string {
 	return "openai"
 }
 
-// logActive says which agent is active, and warns when it is the classic
-// API.
+// logActive says which agent is active: a warning when it is the
+// simulator, or the classic API that Microsoft retires.
 func (a agentConfig) logActive(log *slog.Logger) {
-	attrs := []any{"provider", a.Responses.Name}
-	var what string
-	switch {
-	case a.API == apiADK:
-		what = "Google ADK API server"
-		attrs = []any{"provider", adk.ProviderName, "app", a.ADK.App, "auth_header", headerName(a.ADK.AuthHeader)}
-	case a.API == apiThreads:
-		what = "Foundry Agent Service, classic Agents API (threads/runs)"
-		attrs = []any{"provider", foundry.ProviderName, "agent_id", a.AgentID, "api_version", a.APIVersion}
-	case a.Responses.Agent.Name != "":
-		what = "Foundry agent through the Responses API"
-		attrs = append(attrs, "agent_name", a.Responses.Agent.Name, "agent_version", cmp.Or(a.Responses.Agent.Version, "latest"))
-	case a.Project != "" || a.Sim != "":
-		what = "agent defined by brainwire, through the Foundry project's Responses API"
-		attrs = append(attrs, "model", a.Responses.Agent.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version)
-	default:
-		what = "agent defined by brainwire, through an OpenAI-compatible Responses API"
-		attrs = append(attrs, "model", a.Responses.Agent.Model, "instructions", a.Instructions.Source, "instructions_version", a.Instructions.Version)
-	}
-	if a.API == apiResponses {
-		chaining := a.Responses.Chaining
-		if chaining == "" {
-			chaining = responses.ChainConversation
-		}
-		attrs = append(attrs, "chaining", chaining, "reasoning_summary", cmp.Or(a.Responses.ReasoningSummary, "off"))
-	}
+	what, tel, attrs := a.describe()
+	attrs = append([]any{"endpoint", cmp.Or(a.Project, a.BaseURL, a.ADK.BaseURL), "provider", tel.Provider}, attrs...)
 	switch {
 	case a.Sim != "":
 		log.Warn("no agent service configured (AZURE_AI_PROJECT_ENDPOINT, OPENAI_BASE_URL, ADK_API_BASE_URL): "+simulatorBanner,
-			append([]any{"api", what, "endpoint", cmp.Or(a.Project, a.ADK.BaseURL)}, attrs...)...)
+			append([]any{"api", what}, attrs...)...)
+	case a.API == apiThreads:
+		log.Warn("AZURE_AI_AGENT_ID selects the classic Agents API (threads/runs), which Microsoft retires on "+classicRetirement+
+			": move to a Foundry agent through the Responses API (AZURE_AI_AGENT_NAME) or an agent brainwire defines (AZURE_AI_MODEL_DEPLOYMENT_NAME)",
+			append([]any{"api", what}, attrs...)...)
 	default:
-		log.Info("agent: "+what, append([]any{"endpoint", cmp.Or(a.Project, a.BaseURL, a.ADK.BaseURL)}, attrs...)...)
-	}
-	if a.API == apiThreads && a.Sim == "" {
-		log.Warn("AZURE_AI_AGENT_ID selects the classic Agents API (threads/runs), which Microsoft retires on " + classicRetirement +
-			": move to a Foundry agent through the Responses API (AZURE_AI_AGENT_NAME) or an agent brainwire defines (AZURE_AI_MODEL_DEPLOYMENT_NAME)")
+		log.Info("agent: "+what, attrs...)
 	}
 }
 

@@ -28,12 +28,8 @@ func (e exitCode) Error() string { return e.msg }
 // The environment notes of the commands' help: what the environment
 // configures.
 const (
-	envServe = "Configuration is the environment: the agent service, the store, audio storage,\n" +
-		"transcription, telemetry, live recording and the server's own settings. Every\n" +
-		"variable is in docs/configuration.md and docs/telemetry.md."
-	envAgent = "The agent service, transcription and telemetry are configured by the\n" +
-		"environment, as for serve: docs/configuration.md and docs/telemetry.md list\n" +
-		"every variable."
+	envServe = "Configuration is the environment: docs/configuration.md lists every variable."
+	envAgent = envServe
 )
 
 // command is one of brainwire's commands: its flags and its help, one

@@ -24,15 +24,11 @@ import (
 )
 
 const evalAbout = `
-Runs every capture of a labelled corpus (JSON Lines: {"text", "expected_bucket",
-"expected_outcome"?, "id"?, "meta"?}, as export-labels writes) through the real
-capture path against the configured agent (the built-in simulator when none is
-configured), with the instructions of -instructions when given, filing into a
-scratch store, never the production one. It reports accuracy, precision and
-recall per bucket, the confusion matrix, outcome rates, reasoning length, tokens
-and time to outcome; with -baseline it compares two sets of instructions case by
-case and says whether the candidate is better, worse or not distinguishable.
-docs/tuning.md says how the statistics are made and lists -trace-url templates.`
+Runs every capture of a labelled corpus (JSON Lines, as export-labels writes)
+through the capture path against the configured agent, with the instructions of
+-instructions when given, into a scratch store, and reports accuracy; with
+-baseline it compares two sets of instructions case by case. docs/tuning.md
+says how.`
 
 // envEval is eval's environment note: serve's, and its service name.
 const envEval = envAgent + "\nIts telemetry's service name is brainwire-eval unless OTEL_SERVICE_NAME is set."

@@ -11,12 +11,9 @@ import (
 )
 
 const healthAbout = `
-Probes a running server's /health and exits 0 when it answers 200, printing
-the report; 1 otherwise (503: the agent service or the store is not
-reachable). It is the container image's HEALTHCHECK, which has no shell or
-curl to run. With -wait it tries again every half second until the server
-answers 200 or the time is up: a script's way to wait for a server it just
-started.`
+Probes a running server's /health: exit 0 and the report when it answers 200,
+1 otherwise. It is the container image's HEALTHCHECK; with -wait, a script's
+way to wait for a server it just started.`
 
 // envHealth is health's environment note.
 const envHealth = "Without -url it probes /health on BRAINWIRE_ADDR (127.0.0.1:8000), over loopback\n" +

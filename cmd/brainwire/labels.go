@@ -17,25 +17,11 @@ import (
 )
 
 const labelsAbout = `
-Writes a labelled corpus for brainwire eval from the configured store. Every
-inbox item whose bucket a person chose is one case: recategorized to another
-bucket, confirmed in the agent's, or a capture the agent left unresolved that
-the person filed. Its expected bucket is the one they chose last, and its
-"meta" says where the label came from:
-
-  user, label         whose item; "recategorized" or "confirmed"
-  source              how the capture came in: text or voice
-  captured_at         when the capture came in
-  labelled_at         when the person chose the bucket
-  run_id              the agent run judged (the runId the phone got)
-  trace_id, span_id   that run's invoke_agent span, when it was traced
-  agent_version, instructions_hash, model
-                      which agent ran
-  agent_outcome, agent_bucket
-                      what it decided
-
-It only reads: a data directory or database that is not there is an
-error, nothing is created, and FILE is written once every case was read.`
+Writes a labelled corpus for brainwire eval from the configured store: one case
+per inbox item whose bucket a person chose, with "meta" saying where the label
+came from (docs/tuning.md lists its fields). It only reads: a data directory or
+database that is not there is an error, and FILE is written once every case was
+read.`
 
 // envLabels is export-labels' environment note.
 const envLabels = "The store is configured by the environment, as for serve: Cosmos DB when\n" +

@@ -18,12 +18,10 @@ import (
 )
 
 const serveAbout = `
-Runs the capture server: the phone's routes (capture-v2), AG-UI 1.0 and the
-routes of earlier app builds, on BRAINWIRE_ADDR (127.0.0.1:8000). With no agent
-service configured, captures go to a built-in offline simulator on loopback
-(a deterministic keyword classifier, not an LLM), which the -sim-* flags
-set; with no store configured, to SQLite under BRAINWIRE_DATA_DIR (./data).
-Without BRAINWIRE_API_KEYS it generates a key and prints a command to try.`
+Runs the capture server on BRAINWIRE_ADDR (127.0.0.1:8000). With no agent
+service configured, captures go to a built-in keyword simulator (not a model),
+which the -sim-* flags set; with no store configured, to SQLite under
+BRAINWIRE_DATA_DIR (./data). Without BRAINWIRE_API_KEYS it generates a key.`
 
 // serveFlags are serve's flags.
 type serveFlags struct {
@@ -158,12 +156,9 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 }
 
 const simAbout = `
-Runs the offline simulator on its own, every face at once: the Responses API
-and the classic threads/runs API as a Foundry project serves them, and an ADK
-API server. It is not an LLM: a deterministic keyword classifier that streams
-a made-up reasoning text, paced like a model. It prints the variables that
-point serve (or record, or eval) at it, for each way of naming the agent.
-Several servers can share one, as replicas share one agent service.`
+Runs the offline simulator on its own, every face at once (the Responses and
+threads/runs APIs of a Foundry project, an ADK API server): a keyword
+classifier, not a model. It prints the variables that point serve at it.`
 
 func sim(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f simFlags

@@ -8,9 +8,7 @@ import (
 )
 
 const versionAbout = `
-Prints the build's version and commit, as ` + "`go version -m`" + ` reads them from the
-binary: the main module's version, the commit it was built from (vcs.revision,
-with "+dirty" when the tree had changes) and the Go version.`
+Prints the build's version and commit, as ` + "`go version -m`" + ` reads them.`
 
 func version(args []string, stdout, stderr io.Writer) error {
 	cmd := newCommand("version", "version", versionAbout, "")

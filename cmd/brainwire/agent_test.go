@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,42 +20,51 @@ import (
 
 const project = "https://r.services.ai.azure.com/api/projects/p"
 
-// simFace stands in TestAgentConfig's cases for serve -sim-api.
-const simFace = "-sim-api"
-
+// TestAgentConfig: each way of naming the agent, from the environment,
+// and what the log, telemetry and upstream connections make of it.
 func TestAgentConfig(t *testing.T) {
 	dir := t.TempDir()
 	instr := filepath.Join(dir, "classifier.md")
 	os.WriteFile(instr, []byte("File every capture."), 0o644)
-	custom := instructions.New("File every capture.", instr)
+	def, custom := instructions.Default().Version, instructions.New("File every capture.", instr).Version
 	cases := []struct {
 		name string
 		env  map[string]string
-		want string // API, simulator face, agent, chaining, provider, telemetry id and version
+		face string // serve -sim-api
+		want string // API, simulator face, what the log says, telemetry, chaining and summary, upstream
 	}{
-		{"nothing configured: the simulator's Responses face", nil,
-			"responses sim=responses model=brainwire-sim-keywords instructions=" + instructions.Default().Version + " chaining= summary=auto provider=azure.ai.agents id= version=" + instructions.Default().Version},
-		{"the simulator's Foundry agent", map[string]string{simFace: simAgent},
-			"responses sim=agent agent=brainwire-classifier-sim:1 chaining= summary=auto provider=azure.ai.agents id=brainwire-classifier-sim version=1"},
-		{"the simulator's classic face", map[string]string{simFace: simThreads},
-			"threads sim=threads classic=asst_brainwire_sim provider=azure.ai.agents id=asst_brainwire_sim version="},
+		{"nothing configured: the simulator's Responses face", nil, "",
+			"responses sim=responses [agent defined by brainwire, through the Foundry project's Responses API] {Classifier  " + def + " azure.ai.agents} " +
+				"model=brainwire-sim-keywords instructions=" + def + " chaining= summary=auto {H2C:true IdleConns:1024 MaxConns:0}"},
+		{"the simulator's Foundry agent", nil, simAgent,
+			"responses sim=agent [Foundry agent through the Responses API] {Classifier brainwire-classifier-sim 1 azure.ai.agents} " +
+				"agent=brainwire-classifier-sim:1 chaining= summary=auto {H2C:true IdleConns:1024 MaxConns:0}"},
+		{"the simulator's classic face", nil, simThreads,
+			"threads sim=threads [Foundry Agent Service, classic Agents API (threads/runs)] {Classifier asst_brainwire_sim  azure.ai.agents} " +
+				"classic=asst_brainwire_sim {H2C:true IdleConns:1024 MaxConns:0}"},
 		{"an agent brainwire defines on a Foundry project", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project + "/",
-			"AZURE_AI_MODEL_DEPLOYMENT_NAME": "gpt-5-mini", "BRAINWIRE_INSTRUCTIONS": instr, "BRAINWIRE_REASONING_SUMMARY": "detailed"},
-			"responses sim= model=gpt-5-mini instructions=" + custom.Version + " chaining= summary=detailed provider=azure.ai.agents id= version=" + custom.Version +
-				" base=" + project + "/openai/v1"},
+			"AZURE_AI_MODEL_DEPLOYMENT_NAME": "gpt-5-mini", "BRAINWIRE_INSTRUCTIONS": instr, "BRAINWIRE_REASONING_SUMMARY": "detailed"}, "",
+			"responses sim= [agent defined by brainwire, through the Foundry project's Responses API] {Classifier  " + custom + " azure.ai.agents} " +
+				"model=gpt-5-mini instructions=" + custom + " chaining= summary=detailed base=" + project + "/openai/v1 {H2C:false IdleConns:1024 MaxConns:0}"},
 		{"a Foundry agent by name and version", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project,
-			"AZURE_AI_AGENT_NAME": "classifier", "AZURE_AI_AGENT_VERSION": "4", "BRAINWIRE_RESPONSES_CHAINING": "previous_response_id"},
-			"responses sim= agent=classifier:4 chaining=previous_response_id summary=auto provider=azure.ai.agents id=classifier version=4 base=" + project + "/openai/v1"},
-		{"the classic API", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": "asst_1"},
-			"threads sim= classic=asst_1 provider=azure.ai.agents id=asst_1 version="},
+			"AZURE_AI_AGENT_NAME": "classifier", "AZURE_AI_AGENT_VERSION": "4", "BRAINWIRE_RESPONSES_CHAINING": "previous_response_id"}, "",
+			"responses sim= [Foundry agent through the Responses API] {Classifier classifier 4 azure.ai.agents} " +
+				"agent=classifier:4 chaining=previous_response_id summary=auto base=" + project + "/openai/v1 {H2C:false IdleConns:1024 MaxConns:0}"},
+		// Only the built-in simulator speaks h2c unasked; 0 connections is no bound.
+		{"the classic API", map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": "asst_1",
+			"AZURE_AI_AGENTS_API_VERSION": "2025-05-15-preview", "BRAINWIRE_UPSTREAM_MAX_CONNS": "0"}, "",
+			"threads sim= [Foundry Agent Service, classic Agents API (threads/runs)] {Classifier asst_1  azure.ai.agents} classic=asst_1 {H2C:false IdleConns:1024 MaxConns:-1}"},
 		{"Azure OpenAI", map[string]string{"OPENAI_BASE_URL": "https://res.openai.azure.com/openai/v1", "OPENAI_API_KEY": "k",
-			"AZURE_AI_MODEL_DEPLOYMENT_NAME": "my-deployment", "BRAINWIRE_REASONING_SUMMARY": "off"},
-			"responses sim= model=my-deployment instructions=" + instructions.Default().Version + " chaining=previous_response_id summary= provider=azure.ai.openai id= version=" +
-				instructions.Default().Version + " base=https://res.openai.azure.com/openai/v1"},
+			"AZURE_AI_MODEL_DEPLOYMENT_NAME": "my-deployment", "BRAINWIRE_REASONING_SUMMARY": "off"}, "",
+			"responses sim= [agent defined by brainwire, through an OpenAI-compatible Responses API] {Classifier  " + def + " azure.ai.openai} " +
+				"model=my-deployment instructions=" + def + " chaining=previous_response_id summary= base=https://res.openai.azure.com/openai/v1 {H2C:false IdleConns:1024 MaxConns:0}"},
 		{"OpenAI, conversations", map[string]string{"OPENAI_BASE_URL": "https://api.openai.com/v1", "OPENAI_API_KEY": "k",
-			"OPENAI_MODEL": "gpt-5-mini", "BRAINWIRE_RESPONSES_CHAINING": "conversation"},
-			"responses sim= model=gpt-5-mini instructions=" + instructions.Default().Version + " chaining=conversation summary=auto provider=openai id= version=" +
-				instructions.Default().Version + " base=https://api.openai.com/v1"},
+			"OPENAI_MODEL": "gpt-5-mini", "BRAINWIRE_RESPONSES_CHAINING": "conversation"}, "",
+			"responses sim= [agent defined by brainwire, through an OpenAI-compatible Responses API] {Classifier  " + def + " openai} " +
+				"model=gpt-5-mini instructions=" + def + " chaining=conversation summary=auto base=https://api.openai.com/v1 {H2C:false IdleConns:1024 MaxConns:0}"},
+		{"an ADK API server", map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a",
+			"ADK_AUTH_HEADER": "Authorization: Bearer t0k3n", "BRAINWIRE_UPSTREAM_H2C": "1"}, "",
+			"adk sim= [Google ADK API server] {Classifier a  gcp.gen_ai} app=a {H2C:true IdleConns:1024 MaxConns:0}"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,35 +72,33 @@ func TestAgentConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if face := c.env[simFace]; face != "" { // serve -sim-api
-				if err := cfg.Agent.useSimulator(face); err != nil {
+			if c.face != "" {
+				if err := cfg.Agent.useSimulator(c.face); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got := describeAgent(cfg.Agent); got != c.want {
+			a := cfg.Agent
+			what, tel, _ := a.describe()
+			got := fmt.Sprintf("%s sim=%s [%s] %v ", a.API, a.Sim, what, tel)
+			switch r := a.Responses.Agent; {
+			case a.API == apiADK:
+				got += "app=" + a.ADK.App
+			case a.API == apiThreads:
+				got += "classic=" + a.AgentID
+			case r.Name != "":
+				got += fmt.Sprintf("agent=%s:%s chaining=%s summary=%s", r.Name, r.Version, a.Responses.Chaining, a.Responses.ReasoningSummary)
+			default:
+				got += fmt.Sprintf("model=%s instructions=%s chaining=%s summary=%s", r.Model, instructions.New(r.Instructions, "").Version,
+					a.Responses.Chaining, a.Responses.ReasoningSummary)
+			}
+			if a.API == apiResponses && a.Sim == "" {
+				got += " base=" + a.BaseURL
+			}
+			if got += fmt.Sprintf(" %+v", cfg.Upstream); got != c.want {
 				t.Errorf("\n got %s\nwant %s", got, c.want)
 			}
 		})
 	}
-}
-
-func describeAgent(a agentConfig) string {
-	tel := a.telemetry()
-	s := a.API + " sim=" + a.Sim + " "
-	switch ag := a.Responses.Agent; {
-	case a.API == apiThreads:
-		s += "classic=" + a.AgentID
-	case ag.Name != "":
-		s += "agent=" + ag.Name + ":" + ag.Version + " chaining=" + string(a.Responses.Chaining) + " summary=" + a.Responses.ReasoningSummary
-	default:
-		s += "model=" + ag.Model + " instructions=" + instructions.New(ag.Instructions, "").Version + " chaining=" + string(a.Responses.Chaining) +
-			" summary=" + a.Responses.ReasoningSummary
-	}
-	s += " provider=" + tel.Provider + " id=" + tel.ID + " version=" + tel.Version
-	if a.API == apiResponses && a.Sim == "" {
-		s += " base=" + a.BaseURL
-	}
-	return s
 }
 
 // TestAgentConfigInPart: an agent setting given in part stops serve at

@@ -13,7 +13,6 @@ import (
 // TestLoadConfig: what serve reads from the environment, its defaults
 // and the settings given.
 func TestLoadConfig(t *testing.T) {
-	project := "https://r.services.ai.azure.com/api/projects/p"
 	for _, c := range []struct {
 		env  map[string]string
 		want string
@@ -25,14 +24,6 @@ func TestLoadConfig(t *testing.T) {
 			"BRAINWIRE_UPSTREAM_H2C": "false", "BRAINWIRE_UPSTREAM_IDLE_CONNS": "64", "BRAINWIRE_UPSTREAM_MAX_CONNS": "32"},
 			"addr=:9000 data=/d run=1m30s refresh=30s uploads=3 upload=1m30s h2c=true sim=responses api=responses " +
 				"upstream={H2C:false IdleConns:64 MaxConns:32} retries=0"},
-		// Only the built-in simulator speaks h2c unasked; 0 connections is no bound.
-		{map[string]string{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": "asst_1", "AZURE_AI_AGENTS_API_VERSION": "2025-05-15-preview",
-			"BRAINWIRE_UPSTREAM_MAX_CONNS": "0", "BRAINWIRE_UPSTREAM_RETRIES": "5"},
-			"addr=127.0.0.1:8000 data=./data run=1m0s refresh=5m0s uploads=8 upload=2m0s h2c=false sim= api=threads " +
-				"upstream={H2C:false IdleConns:1024 MaxConns:-1} retries=5"},
-		{map[string]string{"ADK_API_BASE_URL": "http://127.0.0.1:8001", "ADK_APP_NAME": "a", "ADK_AUTH_HEADER": "Authorization: Bearer t0k3n", "BRAINWIRE_UPSTREAM_H2C": "1"},
-			"addr=127.0.0.1:8000 data=./data run=1m0s refresh=5m0s uploads=8 upload=2m0s h2c=false sim= api=adk " +
-				"upstream={H2C:true IdleConns:1024 MaxConns:0} retries=2"},
 	} {
 		cfg, err := loadConfig(envFunc(c.env))
 		if err != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire/adk/adktest"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -216,59 +213,3 @@ func checkADKFixture(t *testing.T, path, upstream string) []byte {
 
 // hangBound is how long a test waits for what must happen soon.
 const hangBound = 10 * time.Second
-
-// A hung ADK stream ends at the run timeout with ERROR and COMPLETE, and
-// a phone that goes away mid-capture closes the agent's request: both
-// close the /run_sse request, which stops the run on the server.
-func TestServeADKFaults(t *testing.T) {
-	thinking := adktest.Turn{InvocationID: "e-1", EventID: "ev-1", Thoughts: []string{"Reading", " the capture"}}
-	session := adktest.Expect("POST /apps/{app}/users/{user}/sessions", adktest.JSON(http.StatusOK, adktest.Session("s-1", "app", "phone-user")))
-	t.Run("hang", func(t *testing.T) {
-		up := adktest.NewServer(t, session, adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
-		base := startServe(t, map[string]string{"ADK_API_BASE_URL": up.URL(), "ADK_APP_NAME": "app", "BRAINWIRE_RUN_TIMEOUT": "2s"})
-		got := post(t, base, "/api/capture", `{"text":"Call mom"}`)
-		want := `data: {"type":"STEP_START","stepName":"Classifying"}` + "\n\n" +
-			`data: {"type":"ERROR","message":"The agent took too long to respond","code":"timeout"}` + "\n\n"
-		if !strings.HasPrefix(got, want) || !strings.Contains(got, `"type":"COMPLETE"`) {
-			t.Fatalf("phone got:\n%s", got)
-		}
-		waitGone(t, up)
-	})
-	t.Run("the phone goes away", func(t *testing.T) {
-		up := adktest.NewServer(t, session, adktest.Expect("POST /run_sse", adktest.Stream(thinking.Partials()[0], adktest.Hang())))
-		base := startServe(t, map[string]string{"ADK_API_BASE_URL": up.URL(), "ADK_APP_NAME": "app"})
-		ctx, cancel := context.WithCancel(t.Context())
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/capture", strings.NewReader(`{"text":"Call mom"}`))
-		req.Header.Set("Authorization", "Bearer "+phoneKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
-		if !strings.Contains(line, "STEP_START") {
-			t.Fatalf("first line %q", line)
-		}
-		// Go away once the agent is running.
-		for deadline := time.Now().Add(hangBound); len(up.Find("POST /run_sse")) == 0; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the agent never ran")
-			}
-		}
-		cancel()
-		resp.Body.Close()
-		waitGone(t, up)
-	})
-}
-
-func waitGone(t *testing.T, up *adktest.Server) {
-	t.Helper()
-	select {
-	case r := <-up.Gone():
-		if r != "POST /run_sse" {
-			t.Fatalf("%s was closed, want the run", r)
-		}
-	case <-time.After(hangBound):
-		t.Fatal("the agent's request was never closed")
-	}
-}

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -51,33 +47,5 @@ func TestLoadConfig(t *testing.T) {
 		if _, err := loadConfig(envFunc(bad)); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}
-	}
-}
-
-// The profiles are served on their own listener, apart from the API.
-func TestServePprof(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &strings.Builder{}
-	stop, err := servePprof(ctx, "127.0.0.1:0", slog.New(slog.NewTextHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	_, url, ok := strings.Cut(logs.String(), "addr=")
-	if !ok {
-		t.Fatalf("log: %s", logs)
-	}
-	resp, err := http.Get(strings.TrimSpace(url) + "goroutine?debug=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "goroutine profile:") {
-		t.Fatalf("%d %.200s", resp.StatusCode, b)
-	}
-	if _, err := servePprof(ctx, "not an address", slog.New(slog.DiscardHandler)); err == nil {
-		t.Error("a bad address was accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -120,28 +121,20 @@ func openLabelStore(ctx context.Context, cfg config, getenv func(string) string,
 
 // writeLabels writes the corpus to the file named path, or to stdout when
 // path is "".
-func writeLabels(path string, stdout io.Writer, cases []eval.Case) error {
-	if path == "" {
-		bw := bufio.NewWriter(stdout)
-		if err := eval.WriteCorpus(bw, cases); err != nil {
+func writeLabels(path string, stdout io.Writer, cases []eval.Case) (err error) {
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
 			return err
 		}
-		return bw.Flush()
+		defer func() { err = errors.Join(err, f.Close()) }()
+		stdout = f
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
+	bw := bufio.NewWriter(stdout)
 	if err := eval.WriteCorpus(bw, cases); err != nil {
-		f.Close()
 		return err
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return bw.Flush()
 }
 
 // labelsOf returns the cases a user's items make, newest first: one per

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 
 	"github.com/brainwire/brainwire/internal/profiles"
 )
@@ -20,18 +21,10 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("BRAINWIRE_PPROF_ADDR: %w", err)
 	}
-	if ip := net.ParseIP(hostOf(l.Addr().String())); ip == nil || !ip.IsLoopback() {
+	if ap, err := netip.ParseAddrPort(l.Addr().String()); err != nil || !ap.Addr().IsLoopback() {
 		log.Warn("profiles are served on a non-loopback address, without authentication", "addr", l.Addr().String())
 	}
 	stop = profiles.Serve(ctx, l, func(err error) { log.Warn("profiles: serving stopped", "error", err) })
 	log.Info("profiles", "addr", "http://"+l.Addr().String()+"/debug/pprof/")
 	return stop, nil
-}
-
-func hostOf(addr string) string {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	return h
 }

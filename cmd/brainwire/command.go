@@ -52,20 +52,18 @@ func newCommand(name, synopsis, about, env string) *command {
 
 // help writes the command's help to w.
 func (c *command) help(w io.Writer) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "usage: brainwire %s\n\n%s\n", c.synopsis, strings.TrimSpace(c.about))
+	fmt.Fprintf(w, "usage: brainwire %s\n\n%s\n", c.synopsis, strings.TrimSpace(c.about))
 	if c.env != "" {
-		fmt.Fprintf(&b, "\n%s\n", c.env)
+		fmt.Fprintf(w, "\n%s\n", c.env)
 	}
 	flags := false
 	c.VisitAll(func(*flag.Flag) { flags = true })
 	if flags {
-		b.WriteString("\nflags:\n")
-		c.SetOutput(&b)
-		c.PrintDefaults()
-		c.SetOutput(io.Discard)
+		fmt.Fprint(w, "\nflags:\n")
 	}
-	io.WriteString(w, b.String())
+	c.SetOutput(w)
+	c.PrintDefaults()
+	c.SetOutput(io.Discard)
 }
 
 // parse parses args. Asked for help (-h, -help), it prints the help on

@@ -80,17 +80,19 @@ func evalResource(runID string) []attribute.KeyValue {
 // reasoning is always somewhere without being paid for twice; true and
 // false say so. BRAINWIRE_CAPTURE_CONTENT=false turns it off in any case.
 func logReasoningFromEnv(getenv func(string) string, s telemetry.Settings) (bool, error) {
-	on := s.CaptureContent
-	switch v := strings.ToLower(strings.TrimSpace(getenv("BRAINWIRE_LOG_REASONING"))); v {
-	case "", "auto":
-		return on && s.Traces == nil && s.AppInsights == nil, nil
-	case "true", "1", "yes", "on":
-		return on, nil
-	case "false", "0", "no", "off":
-		return false, nil
-	default:
-		return false, badSetting("BRAINWIRE_LOG_REASONING", v, "auto, true or false")
-	}
+	auto := s.Traces == nil && s.AppInsights == nil
+	on, err := envParse(getenv, "BRAINWIRE_LOG_REASONING", auto, "auto, true or false", func(v string) (bool, bool) {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "auto":
+			return auto, true
+		case "true", "1", "yes", "on":
+			return true, true
+		case "false", "0", "no", "off":
+			return false, true
+		}
+		return false, false
+	})
+	return on && s.CaptureContent, err
 }
 
 // agentName is the Classifier's display name, as the server records it.

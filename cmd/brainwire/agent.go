@@ -71,6 +71,8 @@ type agentConfig struct {
 
 	// ADK names an agent app on a Google ADK API server.
 	ADK adkConfig
+
+	env func(string) string // the environment it was read from
 }
 
 // responsesConfig is an agent on the Responses API and how its runs go.
@@ -107,10 +109,7 @@ const (
 // endpoint, and the endpoints each belongs with. One given without its
 // endpoint is a configuration in part, refused at start: never a quiet
 // fall back to the simulator.
-var agentSettings = []struct {
-	name      string
-	endpoints []string
-}{
+var agentSettings = []agentSetting{
 	{"AZURE_AI_MODEL_DEPLOYMENT_NAME", []string{envProject, envOpenAI}},
 	{"AZURE_AI_AGENT_NAME", []string{envProject}},
 	{"AZURE_AI_AGENT_VERSION", []string{envProject}},
@@ -121,6 +120,11 @@ var agentSettings = []struct {
 	{"OPENAI_API_KEY_HEADER", []string{envOpenAI}},
 	{"ADK_APP_NAME", []string{envADK}},
 	{"ADK_AUTH_HEADER", []string{envADK}},
+}
+
+type agentSetting struct {
+	name      string
+	endpoints []string
 }
 
 // checkPartial refuses an agent setting given without its endpoint.
@@ -144,6 +148,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 		return agentConfig{}, err
 	}
 	a := agentConfig{
+		env:          getenv,
 		Token:        getenv("AZURE_AI_PROJECT_TOKEN"),
 		APIKey:       getenv("OPENAI_API_KEY"),
 		APIKeyHeader: getenv("OPENAI_API_KEY_HEADER"),
@@ -230,7 +235,7 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	default:
 		// Nothing configured: the built-in simulator, on the face the
 		// flags pick (useSimulator again).
-		_ = a.useSimulator(simResponses)
+		return a, a.useSimulator(simResponses)
 	}
 	// The Responses API's settings on another API would do nothing.
 	if a.API != apiResponses {
@@ -255,30 +260,44 @@ func loadAgentConfig(getenv func(string) string) (agentConfig, error) {
 	return a, nil
 }
 
-// useSimulator points the config at the simulator's face; the endpoint
-// is filled in when the simulator starts.
+// simFaces are the simulator's faces, each the environment that names
+// the agent on it, as `brainwire sim` prints them: the simulator is
+// configured as an agent service is, its endpoint filled in when it
+// starts (simulatorAt).
+var simFaces = map[string]map[string]string{
+	simResponses: {envProject: simPending, "AZURE_AI_PROJECT_TOKEN": "simulator", "AZURE_AI_MODEL_DEPLOYMENT_NAME": simulator.DefaultModel},
+	simAgent: {envProject: simPending, "AZURE_AI_PROJECT_TOKEN": "simulator",
+		"AZURE_AI_AGENT_NAME": simulator.DefaultAgentName, "AZURE_AI_AGENT_VERSION": simulator.DefaultAgentVersion},
+	simThreads: {envProject: simPending, "AZURE_AI_PROJECT_TOKEN": "simulator", "AZURE_AI_AGENT_ID": simulator.DefaultAgentID},
+	simADK:     {envADK: simPending, "ADK_APP_NAME": simulator.DefaultADKApp},
+}
+
+// simPending stands for the simulator's endpoint until it listens.
+const simPending = "http://simulator.invalid"
+
+// useSimulator points the config at the simulator's face: the agent its
+// environment names, beside the settings of the environment that are not
+// an agent service's.
 func (a *agentConfig) useSimulator(face string) error {
-	a.Sim, a.Project, a.BaseURL = face, "", ""
-	a.Responses.Name = responses.ProviderNameFoundry
-	switch face {
-	case simResponses:
-		a.API = apiResponses
-		a.Responses.Agent = responses.Agent{Model: simulator.DefaultModel, Instructions: a.Instructions.Text}
-	case simAgent:
-		a.API = apiResponses
-		a.Responses.Agent = responses.Agent{Name: simulator.DefaultAgentName, Version: simulator.DefaultAgentVersion}
-		a.Instructions = instructions.Instructions{}
-	case simThreads:
-		a.API, a.AgentID, a.APIVersion = apiThreads, simulator.DefaultAgentID, foundry.DefaultAPIVersion
-	case simADK:
-		a.API, a.ADK = apiADK, adkConfig{App: simulator.DefaultADKApp}
-	default:
+	env, ok := simFaces[face]
+	if !ok {
 		return fmt.Errorf("%q is not a simulator face (%s, %s, %s or %s)", face, simResponses, simAgent, simThreads, simADK)
 	}
-	if a.API == apiResponses && a.Responses.Agent.Name == "" && a.Instructions.Text == "" {
-		a.Instructions = instructions.Default()
-		a.Responses.Agent.Instructions = a.Instructions.Text
+	outer := a.env
+	sim, err := loadAgentConfig(func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		if k == envProject || k == envOpenAI || k == envADK || slices.ContainsFunc(agentSettings, func(s agentSetting) bool { return s.name == k }) {
+			return "" // a configured service's, beside which record -sim runs
+		}
+		return outer(k)
+	})
+	if err != nil {
+		return fmt.Errorf("the simulator's %s face: %w", face, err)
 	}
+	*a = sim
+	a.Sim, a.env = face, outer
 	return nil
 }
 
@@ -292,9 +311,6 @@ func (a *agentConfig) simulatorAt(base string) {
 	a.Project = base + simulator.ProjectPath
 	if a.API == apiResponses {
 		a.BaseURL = responses.ProjectBaseURL(a.Project)
-	}
-	if a.Token == "" {
-		a.Token = "simulator"
 	}
 }
 
@@ -363,7 +379,7 @@ func (a agentConfig) describe() (what string, tel telemetry.Agent, attrs []any) 
 		attrs = []any{"agent_name", r.Name, "agent_version", cmp.Or(r.Version, "latest")}
 	default:
 		what = "agent defined by brainwire, through an OpenAI-compatible Responses API"
-		if a.Project != "" || a.Sim != "" {
+		if a.Project != "" {
 			what = "agent defined by brainwire, through the Foundry project's Responses API"
 		}
 		tel.Version = a.Instructions.Version

@@ -92,6 +92,11 @@ func TestSimulatorFlags(t *testing.T) {
 	if err := serveOnce(t, nil, "-sim-instructions", "/nonexistent"); err == nil || !strings.Contains(err.Error(), "instructions") {
 		t.Errorf("-sim-instructions /nonexistent: %v", err)
 	}
+	// The simulator's face is configured as a service is: the Responses
+	// API's settings on another face are refused.
+	if err := serveOnce(t, map[string]string{"BRAINWIRE_REASONING_SUMMARY": "off"}, "-sim-api", "threads"); err == nil || !strings.Contains(err.Error(), "applies to the Responses API") {
+		t.Errorf("BRAINWIRE_REASONING_SUMMARY on the threads face: %v", err)
+	}
 	configured := map[string]string{"AZURE_AI_PROJECT_ENDPOINT": "https://r.services.ai.azure.com/api/projects/p", "AZURE_AI_AGENT_NAME": "a"}
 	if err := serveOnce(t, configured, "-sim-api", "threads"); err == nil || !strings.Contains(err.Error(), "-sim-api set the built-in simulator, and an agent service is configured") {
 		t.Errorf("-sim-api with an agent service: %v", err)

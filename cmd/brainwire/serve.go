@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,20 +236,29 @@ func simDelay(d time.Duration) time.Duration {
 }
 
 // printSimulatorEnv prints the variables that point serve at a simulator
-// listening at base, for each way of naming the agent.
+// listening at base: each face's environment (simFaces), and an
+// OpenAI-compatible client's.
 func printSimulatorEnv(w io.Writer, base string) {
-	project := base + simulator.ProjectPath
-	fmt.Fprintf(w, "Foundry Agent Service simulator (a keyword classifier, not an LLM)\n\n"+
-		"Responses API, an agent brainwire defines (serve's default):\n"+
-		"  AZURE_AI_PROJECT_ENDPOINT=%s\n  AZURE_AI_MODEL_DEPLOYMENT_NAME=%s\n  AZURE_AI_PROJECT_TOKEN=<any value>\n\n"+
-		"Responses API, a Foundry agent by name: instead of the model,\n"+
-		"  AZURE_AI_AGENT_NAME=%s\n  AZURE_AI_AGENT_VERSION=%s\n\n"+
-		"Any OpenAI-compatible Responses API client:\n"+
-		"  OPENAI_BASE_URL=%s/v1\n  OPENAI_API_KEY=<any value>\n  OPENAI_MODEL=%s\n\n"+
-		"Classic Agents API (threads/runs, retires %s): instead of the model,\n"+
-		"  AZURE_AI_AGENT_ID=%s\n\n"+
-		"The same classifier as a Google ADK API server, instead of all of the above:\n"+
-		"  ADK_API_BASE_URL=%s\n  ADK_APP_NAME=%s\n",
-		project, simulator.DefaultModel, simulator.DefaultAgentName, simulator.DefaultAgentVersion,
-		base, simulator.DefaultModel, classicRetirement, simulator.DefaultAgentID, base, simulator.DefaultADKApp)
+	fmt.Fprintln(w, "Foundry Agent Service and ADK API server simulator (a keyword classifier, not an LLM)")
+	for _, f := range []struct{ face, title string }{
+		{simResponses, "Responses API, an agent brainwire defines (serve's default)"},
+		{simAgent, "Responses API, a Foundry agent by name"},
+		{simThreads, "Classic Agents API (threads/runs, retires " + classicRetirement + ")"},
+		{simADK, "The same classifier as a Google ADK API server"},
+	} {
+		fmt.Fprintf(w, "\n%s:\n", f.title)
+		env := simFaces[f.face]
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			v := env[k]
+			switch {
+			case k == envProject:
+				v = base + simulator.ProjectPath
+			case v == simPending:
+				v = base
+			}
+			fmt.Fprintf(w, "  %s=%s\n", k, v)
+		}
+	}
+	fmt.Fprintf(w, "\nAny OpenAI-compatible Responses API client:\n  OPENAI_BASE_URL=%s/v1\n  OPENAI_API_KEY=<any value>\n  OPENAI_MODEL=%s\n",
+		base, simulator.DefaultModel)
 }

@@ -74,13 +74,15 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs.Int64Var(&f.sim.Seed, "sim-seed", 1, "the seed of the simulator's variation")
 	fs.Float64Var(&f.sim.ConfidenceNoise, "sim-confidence-noise", 0, "vary the simulator's confidences by normal noise of this standard deviation")
 	fs.Float64Var(&f.sim.OtherBucket, "sim-other-bucket", 0, "the chance that the simulator files a capture in another bucket (0 to 1)")
-	corpusPath, err := parseInterleaved(fs, args, stdout, stderr)
-	if err != nil {
+	if err := fs.parse(args, stdout, stderr); err != nil {
 		return err
 	}
+	corpusPath := fs.Arg(0)
 	switch {
-	case corpusPath == "":
+	case fs.NArg() == 0:
 		return fs.fail(stderr, "a corpus file is required")
+	case fs.NArg() > 1:
+		return fs.fail(stderr, "one corpus file, after the flags, not %q", fs.Args())
 	case f.simDelay < 0:
 		return usageError{"eval: -sim-chunk-delay must not be negative"}
 	case f.minAccuracy < 0 || f.minAccuracy > 1:
@@ -236,29 +238,6 @@ func evalTarget(cfg config, b *backends, tel *telemetrySetup, scratch, runID str
 		}
 		return eval.Target{Captures: srv.Capture(), UserID: "eval", Agent: agentInfo, Close: func() { store.Close() }}, nil
 	}
-}
-
-// parseInterleaved parses flags that may come before or after the one
-// positional argument, and returns it ("" when none).
-func parseInterleaved(fs *command, args []string, stdout, stderr io.Writer) (string, error) {
-	var positional []string
-	for {
-		if err := fs.parse(args, stdout, stderr); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	switch len(positional) {
-	case 0:
-		return "", nil
-	case 1:
-		return positional[0], nil
-	}
-	return "", fs.fail(stderr, "one corpus file, not %q", positional)
 }
 
 func readCorpus(path string) ([]eval.Case, error) {

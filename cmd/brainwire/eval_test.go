@@ -137,8 +137,7 @@ func TestEvalMinAccuracy(t *testing.T) {
 	if !strings.Contains(out, "FAILED: accuracy 0.860 is below -min-accuracy 0.900") || !strings.Contains(out, "Wrong cases") {
 		t.Errorf("report:\n%s", out)
 	}
-	// Flags may follow the corpus.
-	if _, err := runCmd(t, env, "eval", corpus, "-instructions", errandsInstr, "-min-accuracy", "0.9"); err != nil {
+	if _, err := runCmd(t, env, "eval", "-instructions", errandsInstr, "-min-accuracy", "0.9", corpus); err != nil {
 		t.Errorf("above the bar: %v", err)
 	}
 }

@@ -46,7 +46,7 @@ func TestEvalTrials(t *testing.T) {
 	}
 	vary := []string{"-trials", "4", "-sim-confidence-noise", "0.05", "-sim-other-bucket", "0.05", "-sim-seed", "3"}
 	md, err := runCmd(t, env, append([]string{"eval", "-baseline", draft, "-instructions", errandsInstr, "-format", "markdown",
-		"-trace-url", jaegerTemplate, "-json", jsonPath, "-html", htmlPath, corpus}, vary...)...)
+		"-trace-url", jaegerTemplate, "-json", jsonPath, "-html", htmlPath}, append(vary, corpus)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestEvalTrials(t *testing.T) {
 	// The same seed, the same answers.
 	again := filepath.Join(dir, "again.json")
 	if _, err := runCmd(t, map[string]string{"BRAINWIRE_DATA_DIR": filepath.Join(dir, "data")}, append([]string{"eval", "-baseline", draft,
-		"-instructions", errandsInstr, "-format", "json", "-json", again, corpus}, vary...)...); err != nil {
+		"-instructions", errandsInstr, "-format", "json", "-json", again}, append(vary, corpus)...)...); err != nil {
 		t.Fatal(err)
 	}
 	rep2 := readReport(t, again)
@@ -184,6 +184,7 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 	}{
 		{env, nil, "a corpus file is required"},
 		{env, []string{corpus, corpus}, "one corpus file"},
+		{env, []string{corpus, "-trials", "2"}, "one corpus file, after the flags"},
 		{env, []string{"-min-accuracy", "1.5", corpus}, "-min-accuracy"},
 		{env, []string{"-format", "xml", corpus}, "-format"},
 		{env, []string{"-instructons", errandsInstr, corpus}, "flag provided but not defined"},

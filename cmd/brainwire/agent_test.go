@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/internal/agenthttp"
 	"github.com/brainwire/brainwire/internal/syncbuf"
 	"github.com/brainwire/brainwire/simulator"
 )
@@ -218,54 +220,53 @@ func TestServeOnAnOpenAICompatibleEndpoint(t *testing.T) {
 }
 
 // TestSimPrintsEveryWay: `brainwire sim` prints, on its one listener,
-// the variables of every way of naming the agent, each set configuring
-// serve, and its ADK face serves the app.
+// the variables of every way of naming the agent, and each set configures
+// an agent service that the simulator serves.
 func TestSimPrintsEveryWay(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"sim", "-addr", "127.0.0.1:0"}, envFunc(nil), &out, io.Discard) }()
 	defer func() { cancel(); <-done }()
-	var base string
-	for deadline := time.Now().Add(hangBound); base == ""; time.Sleep(5 * time.Millisecond) {
-		if m := regexp.MustCompile(`ADK_API_BASE_URL=(\S+)\n  ADK_APP_NAME=brainwire_classifier\n`).FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
+	for deadline := time.Now().Add(hangBound); !strings.Contains(out.String(), "OPENAI_MODEL="); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sim printed:\n%s", out.String())
 		}
 	}
-	project := base + simulator.ProjectPath
-	for _, want := range []string{
-		"AZURE_AI_PROJECT_ENDPOINT=" + project + "\n",
-		"AZURE_AI_MODEL_DEPLOYMENT_NAME=" + simulator.DefaultModel,
-		"AZURE_AI_AGENT_NAME=" + simulator.DefaultAgentName,
-		"OPENAI_BASE_URL=" + base + "/v1\n",
-		"AZURE_AI_AGENT_ID=" + simulator.DefaultAgentID,
-		classicRetirement,
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("sim does not print %q:\n%s", want, out.String())
+	ways := 0
+	for block := range strings.SplitSeq(out.String(), "\n\n") {
+		env := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^  (\w+)=(.+)$`).FindAllStringSubmatch(block, -1) {
+			env[m[1]] = strings.ReplaceAll(m[2], "<any value>", "x")
+		}
+		if len(env) == 0 {
+			continue
+		}
+		ways++
+		cfg, err := loadConfig(envFunc(env))
+		if err != nil || cfg.Agent.Sim != "" {
+			t.Errorf("%v: %v (simulator %q)", env, err, cfg.Agent.Sim)
+			continue
+		}
+		open, err := cfg.Agent.opener(newCredential())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := open(agenthttp.NewTransport())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch p := p.(type) {
+		case brainwire.AgentDescriber:
+			_, err = p.DescribeAgent(ctx)
+		case interface{ Ping(context.Context) error }:
+			err = p.Ping(ctx)
+		}
+		if err != nil {
+			t.Errorf("%v: the simulator does not serve the agent: %v", env, err)
 		}
 	}
-	for _, e := range []map[string]string{
-		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_MODEL_DEPLOYMENT_NAME": simulator.DefaultModel},
-		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_NAME": simulator.DefaultAgentName, "AZURE_AI_AGENT_VERSION": simulator.DefaultAgentVersion},
-		{"OPENAI_BASE_URL": base + "/v1", "OPENAI_API_KEY": "x", "OPENAI_MODEL": simulator.DefaultModel},
-		{"AZURE_AI_PROJECT_ENDPOINT": project, "AZURE_AI_AGENT_ID": simulator.DefaultAgentID},
-		{"ADK_API_BASE_URL": base, "ADK_APP_NAME": simulator.DefaultADKApp},
-	} {
-		if _, err := loadConfig(envFunc(e)); err != nil {
-			t.Errorf("%v: %v", e, err)
-		}
-	}
-	resp, err := http.Get(base + "/list-apps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != `["brainwire_classifier"]` {
-		t.Fatalf("/list-apps: %s", b)
+	if ways != 5 || !strings.Contains(out.String(), classicRetirement) {
+		t.Errorf("%d ways of naming the agent:\n%s", ways, out.String())
 	}
 }

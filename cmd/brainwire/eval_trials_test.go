@@ -27,9 +27,8 @@ const jaegerTemplate = "http://jaeger.test/trace/{trace_id}"
 // that varies as a model does, an old draft of instructions as the
 // baseline and the errands instructions as the candidate, and checks the
 // report's claims against the runs it lists: accuracies, the cases
-// better and worse, the p-value and verdict, changes of distinct cases
-// decided by their trials, and every run linked to the trace telemetry
-// recorded it in. The HTML report says the same (eval_html_test.go), and
+// better and worse, the p-value and verdict, the changed cases listed,
+// and every run linked to the trace telemetry recorded it in. The HTML report says the same (eval_html_test.go), and
 // the same seed gives the same answers again.
 func TestEvalTrials(t *testing.T) {
 	recv := telemetrytest.NewReceiver(t)
@@ -94,27 +93,15 @@ func TestEvalTrials(t *testing.T) {
 		t.Errorf("%d cases of 50 agreed on every trial with variation on", rep.Candidate.CasesAgreed)
 	}
 
-	// Changes: distinct cases, their kind what their trials say.
-	seen := map[string]bool{}
+	// The changed cases, each listed (how trials decide them is eval's
+	// TestCompareOverTrials).
+	if len(rep.Changes) == 0 {
+		t.Fatal("no case changed")
+	}
 	for _, ch := range rep.Changes {
-		if seen[ch.Case.ID] {
-			t.Errorf("case %s listed twice", ch.Case.ID)
-		}
-		seen[ch.Case.ID] = true
-		b, k := base[ch.Case.ID], cand[ch.Case.ID]
-		if ch.Baseline.CorrectTrials != b || ch.Candidate.CorrectTrials != k || len(ch.Candidate.Runs) != 4 {
-			t.Errorf("%s: %d and %d right, the runs say %d and %d", ch.Case.ID, ch.Baseline.CorrectTrials, ch.Candidate.CorrectTrials, b, k)
-		}
-		switch {
-		case ch.Kind == eval.Broken && !(b > 2 && k <= 2), ch.Kind == eval.Fixed && !(b <= 2 && k > 2):
-			t.Errorf("%s is %s with %d/4 then %d/4 right", ch.Case.ID, ch.Kind, b, k)
-		}
 		if !strings.Contains(md, "| "+string(ch.Kind)+" | "+ch.Case.ID+" |") {
 			t.Errorf("the Markdown report does not list %s %s", ch.Kind, ch.Case.ID)
 		}
-	}
-	if len(seen) == 0 {
-		t.Fatal("no case changed")
 	}
 
 	// Every run is linked to its own trace: the trace of the invoke_agent

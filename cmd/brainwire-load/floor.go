@@ -44,11 +44,12 @@ func serveFloor(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if *pprofAddr != "" {
-		stop, err := servePprof(ctx, *pprofAddr, stderr)
+		// As serve's BRAINWIRE_PPROF_ADDR: a listener apart from the API's.
+		l, err := net.Listen("tcp", *pprofAddr)
 		if err != nil {
-			return err
+			return fmt.Errorf("profiles: %w", err)
 		}
-		defer stop()
+		defer profiles.Serve(ctx, l, func(err error) { fmt.Fprintf(stderr, "profiles: serving stopped: %v\n", err) })()
 	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -83,15 +84,4 @@ func serveFloor(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
-}
-
-// servePprof serves Go's profiles on addr, a listener apart from the
-// API's, as serve does with BRAINWIRE_PPROF_ADDR, until ctx ends or stop
-// is called.
-func servePprof(ctx context.Context, addr string, stderr io.Writer) (stop func(), err error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("profiles: %w", err)
-	}
-	return profiles.Serve(ctx, l, func(err error) { fmt.Fprintf(stderr, "profiles: serving stopped: %v\n", err) }), nil
 }

@@ -152,8 +152,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if f.baseline != "" {
 		sides = append([]eval.Side{{Label: instructionsLabel(f.baseline), Instructions: baseline}}, sides...)
 	}
-	progress := newProgress(stderr, len(cases)*len(sides)*f.trials)
-	progress.start(sides, len(cases), f.trials)
+	progress := newProgress(stderr, sides, len(cases), f.trials)
 	passes, err := eval.Run(ctx, eval.Config{Cases: cases, RunID: runID, Trials: f.trials, Concurrency: f.concurrency, Progress: progress.update},
 		open, sides...)
 	progress.finish()
@@ -318,38 +317,30 @@ func newEvalRunID() string {
 type progress struct {
 	w     io.Writer
 	tty   bool
-	total int
 	label string
 	began time.Time
-	last  int // tenths reported
 	mu    sync.Mutex
+	last  int // tenths reported
 }
 
-func newProgress(w io.Writer, total int) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &progress{w: w, tty: tty, total: total}
-}
-
-func (p *progress) start(sides []eval.Side, cases, trials int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func newProgress(w io.Writer, sides []eval.Side, cases, trials int) *progress {
 	labels := make([]string, len(sides))
 	for i, s := range sides {
 		labels[i] = s.Label
 	}
-	p.label, p.began, p.last = strings.Join(labels, " vs "), time.Now(), 0
+	p := &progress{w: w, label: strings.Join(labels, " vs "), began: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		fi, err := f.Stat()
+		p.tty = err == nil && fi.Mode()&os.ModeCharDevice != 0
+	}
 	if !p.tty {
 		what := counted(cases, "case")
 		if trials > 1 {
 			what += fmt.Sprintf(" × %d trials", trials)
 		}
-		fmt.Fprintf(p.w, "eval: %s with %s instructions\n", what, strings.Join(labels, " and "))
+		fmt.Fprintf(w, "eval: %s with %s instructions\n", what, strings.Join(labels, " and "))
 	}
+	return p
 }
 
 func (p *progress) update(done, total int) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -48,20 +49,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, badSetting("BRAINWIRE_ADDR", c.Addr, listenAddress)
 	}
-	var err error
-	if c.Server.RunTimeout, err = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout); err != nil {
-		return c, err
-	}
-	if c.Server.AgentRefresh, err = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh); err != nil {
-		return c, err
-	}
-	if c.Server.UploadTimeout, err = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout); err != nil {
-		return c, err
-	}
-	if c.Server.MaxUploads, err = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads, 1); err != nil {
-		return c, err
-	}
-	if c.Server.H2C, err = envBool(getenv, "BRAINWIRE_H2C", false); err != nil {
+	// Every setting that cannot be used is said at once.
+	var errs [5]error
+	c.Server.RunTimeout, errs[0] = envDuration(getenv, "BRAINWIRE_RUN_TIMEOUT", server.DefaultRunTimeout)
+	c.Server.AgentRefresh, errs[1] = envDuration(getenv, "BRAINWIRE_AGENT_REFRESH", server.DefaultAgentRefresh)
+	c.Server.UploadTimeout, errs[2] = envDuration(getenv, "BRAINWIRE_UPLOAD_TIMEOUT", server.DefaultUploadTimeout)
+	c.Server.MaxUploads, errs[3] = envInt(getenv, "BRAINWIRE_MAX_UPLOADS", server.DefaultMaxUploads, 1)
+	c.Server.H2C, errs[4] = envBool(getenv, "BRAINWIRE_H2C", false)
+	err := errors.Join(errs[:]...)
+	if err != nil {
 		return c, err
 	}
 	if keys := getenv("BRAINWIRE_API_KEYS"); keys != "" {
@@ -166,15 +162,12 @@ func loadRetries(getenv func(string) string) (int, error) {
 //	                               (default: 64 with h2c, else 1024;
 //	                               0: no bound)
 func loadUpstream(getenv func(string) string, agent agentConfig) (agenthttp.Upstream, error) {
-	u := agenthttp.Upstream{H2C: agent.Sim != ""}
-	var err error
-	if u.H2C, err = envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", u.H2C); err != nil {
-		return u, err
-	}
-	if u.IdleConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", agenthttp.DefaultIdleConns, 1); err != nil {
-		return u, err
-	}
-	if u.MaxConns, err = envInt(getenv, "BRAINWIRE_UPSTREAM_MAX_CONNS", 0, 0); err != nil {
+	var u agenthttp.Upstream
+	var errs [3]error
+	u.H2C, errs[0] = envBool(getenv, "BRAINWIRE_UPSTREAM_H2C", agent.Sim != "")
+	u.IdleConns, errs[1] = envInt(getenv, "BRAINWIRE_UPSTREAM_IDLE_CONNS", agenthttp.DefaultIdleConns, 1)
+	u.MaxConns, errs[2] = envInt(getenv, "BRAINWIRE_UPSTREAM_MAX_CONNS", 0, 0)
+	if err := errors.Join(errs[:]...); err != nil {
 		return u, err
 	}
 	if u.MaxConns == 0 && getenv("BRAINWIRE_UPSTREAM_MAX_CONNS") != "" {

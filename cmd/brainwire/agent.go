@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -50,7 +51,7 @@ const classicRetirement = "2027-03-31"
 type agentConfig struct {
 	// Sim is the simulator face; "" for a real service.
 	Sim string
-	API string // apiResponses or apiThreads
+	API string // apiResponses, apiThreads or apiADK
 
 	// Project is the Foundry project endpoint (the simulator's once it
 	// runs); BaseURL the Responses API base URL.
@@ -83,11 +84,6 @@ type responsesConfig struct {
 	Name             string             // gen_ai.provider.name
 }
 
-// options are the provider's options (responses.NewProvider).
-func (r responsesConfig) options() []responses.ProviderOption {
-	return []responses.ProviderOption{responses.WithChaining(r.Chaining), responses.WithReasoningSummary(r.ReasoningSummary), responses.WithName(r.Name)}
-}
-
 // adkConfig is an ADK API server's agent app.
 type adkConfig struct {
 	BaseURL string // ADK_API_BASE_URL (the simulator's once it runs)
@@ -109,33 +105,29 @@ const (
 // endpoint, and the endpoints each belongs with. One given without its
 // endpoint is a configuration in part, refused at start: never a quiet
 // fall back to the simulator.
-var agentSettings = []agentSetting{
-	{"AZURE_AI_MODEL_DEPLOYMENT_NAME", []string{envProject, envOpenAI}},
-	{"AZURE_AI_AGENT_NAME", []string{envProject}},
-	{"AZURE_AI_AGENT_VERSION", []string{envProject}},
-	{"AZURE_AI_AGENT_ID", []string{envProject}},
-	{"AZURE_AI_AGENTS_API_VERSION", []string{envProject}},
-	{"OPENAI_MODEL", []string{envOpenAI}},
-	{"OPENAI_API_KEY", []string{envOpenAI}},
-	{"OPENAI_API_KEY_HEADER", []string{envOpenAI}},
-	{"ADK_APP_NAME", []string{envADK}},
-	{"ADK_AUTH_HEADER", []string{envADK}},
-}
-
-type agentSetting struct {
-	name      string
-	endpoints []string
+var agentSettings = map[string][]string{
+	"AZURE_AI_MODEL_DEPLOYMENT_NAME": {envProject, envOpenAI},
+	"AZURE_AI_AGENT_NAME":            {envProject},
+	"AZURE_AI_AGENT_VERSION":         {envProject},
+	"AZURE_AI_AGENT_ID":              {envProject},
+	"AZURE_AI_AGENTS_API_VERSION":    {envProject},
+	"OPENAI_MODEL":                   {envOpenAI},
+	"OPENAI_API_KEY":                 {envOpenAI},
+	"OPENAI_API_KEY_HEADER":          {envOpenAI},
+	"ADK_APP_NAME":                   {envADK},
+	"ADK_AUTH_HEADER":                {envADK},
 }
 
 // checkPartial refuses an agent setting given without its endpoint.
 func checkPartial(getenv func(string) string) error {
-	for _, s := range agentSettings {
-		if getenv(s.name) == "" || slices.ContainsFunc(s.endpoints, func(e string) bool { return getenv(e) != "" }) {
+	for _, name := range slices.Sorted(maps.Keys(agentSettings)) {
+		endpoints := agentSettings[name]
+		if getenv(name) == "" || slices.ContainsFunc(endpoints, func(e string) bool { return getenv(e) != "" }) {
 			continue
 		}
-		err := fmt.Errorf("%s is set, but %s is not", s.name, strings.Join(s.endpoints, " or "))
+		err := fmt.Errorf("%s is set, but %s is not", name, strings.Join(endpoints, " or "))
 		if getenv(envProject)+getenv(envOpenAI)+getenv(envADK) == "" {
-			err = fmt.Errorf("%w: set the agent service's endpoint, or unset %s to run the built-in keyword simulator", err, s.name)
+			err = fmt.Errorf("%w: set the agent service's endpoint, or unset %s to run the built-in keyword simulator", err, name)
 		}
 		return err
 	}
@@ -288,7 +280,7 @@ func (a *agentConfig) useSimulator(face string) error {
 		if v, ok := env[k]; ok {
 			return v
 		}
-		if k == envProject || k == envOpenAI || k == envADK || slices.ContainsFunc(agentSettings, func(s agentSetting) bool { return s.name == k }) {
+		if _, setting := agentSettings[k]; setting || k == envProject || k == envOpenAI || k == envADK {
 			return "" // a configured service's, beside which record -sim runs
 		}
 		return outer(k)
@@ -358,7 +350,9 @@ func (a agentConfig) opener(cred credential) (func(http.RoundTripper) (brainwire
 	if a.API == apiThreads {
 		return wiring.Foundry(a.Project, a.AgentID, a.APIVersion, auth), nil
 	}
-	return wiring.Responses(a.BaseURL, a.Project, a.Responses.Agent, auth, a.Responses.options()...), nil
+	r := a.Responses
+	return wiring.Responses(a.BaseURL, a.Project, r.Agent, auth, responses.WithChaining(r.Chaining), responses.WithReasoningSummary(r.ReasoningSummary),
+		responses.WithName(r.Name)), nil
 }
 
 // describe is what the log and the telemetry say of the agent: one

@@ -116,10 +116,7 @@ type image struct {
 	command []string
 }
 
-func TestDockerfile(t *testing.T) {
-	checkDockerfile(t)
-}
-
+// checkDockerfile checks the Dockerfile, as the compose tests read it.
 func checkDockerfile(t *testing.T) image {
 	t.Helper()
 	st := stages(parseDockerfile(t, read(t, "Dockerfile")))

@@ -189,7 +189,7 @@ func TestServeSaysWhichAgent(t *testing.T) {
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
-			if took := time.Since(begin); took > time.Second {
+			if took := time.Since(begin); took > 2*time.Second { // loose for a busy machine; a stop that waits out a timeout takes longer
 				t.Errorf("serve took %v to stop with nothing in flight", took)
 			}
 			c.want = append(c.want, `msg="brainwire stopped"`)

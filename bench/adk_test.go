@@ -3,7 +3,6 @@ package bench
 import (
 	"io"
 	"strings"
-	"testing"
 
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/adk/adktest"
@@ -48,25 +47,4 @@ var adkPath = adapterPath{
 		dec.SetSession("5b0d7a56-3c1e-4a3b-9f57-2f1f0c9c7e11", "")
 		return dec
 	},
-}
-
-// BenchmarkAdapterPathADK: the ADK stream's bytes -> normalized events ->
-// capture events -> capture-v2 bytes, over 10,000 thought chunks and the
-// events around them. Run with -cpu 1 for the one-core figure.
-func BenchmarkAdapterPathADK(b *testing.B) {
-	for _, sentences := range []bool{false, true} {
-		name := "token-thoughts"
-		if sentences {
-			name = "sentence-thoughts"
-		}
-		b.Run(name, func(b *testing.B) { adkPath.bench(b, sentences, captureV2) })
-	}
-}
-
-// TestAdapterPathADKAllocations bounds allocations per upstream event as
-// for Foundry.
-func TestAdapterPathADKAllocations(t *testing.T) {
-	if perEvent := adkPath.allocsPerEvent(t, captureV2); perEvent > maxAllocsPerEvent {
-		t.Fatalf("%.2f allocations per upstream event", perEvent)
-	}
 }

@@ -175,28 +175,39 @@ func (p adapterPath) allocsPerEvent(t *testing.T, newEncoder func(brainwire.Capt
 	return allocs / float64(events)
 }
 
+// paths are the upstreams a capture can stream from. Every one runs into
+// each protocol: what sets them apart is the decoder.
+var paths = []struct {
+	name string
+	adapterPath
+}{{"threads", threadsPath}, {"responses", responsesPath}, {"adk", adkPath}}
+
 // BenchmarkAdapterPath: upstream SSE bytes -> normalized events -> capture
-// events -> the bytes of each protocol, over 10,000 message deltas plus the
-// run, step and tool-call events around them. Run with -cpu 1 for the
-// one-core figure.
+// events -> the bytes of each protocol, over 10,000 reasoning deltas
+// (token-sized, or ~50-byte sentences) plus the run, step and tool-call
+// events around them. Run with -cpu 1 for the one-core figure.
 func BenchmarkAdapterPath(b *testing.B) {
-	for _, e := range encoders {
-		for _, sentences := range []bool{false, true} {
-			name := e.name + "/token-deltas"
-			if sentences {
-				name = e.name + "/sentence-deltas"
+	for _, p := range paths {
+		for _, e := range encoders {
+			for _, sentences := range []bool{false, true} {
+				name := p.name + "/" + e.name + "/token-deltas"
+				if sentences {
+					name = p.name + "/" + e.name + "/sentence-deltas"
+				}
+				b.Run(name, func(b *testing.B) { p.bench(b, sentences, e.new) })
 			}
-			b.Run(name, func(b *testing.B) { threadsPath.bench(b, sentences, e.new) })
 		}
 	}
 }
 
-// TestAdapterPathAllocations bounds allocations per upstream event in
-// every protocol.
+// TestAdapterPathAllocations bounds allocations per upstream event from
+// every upstream into every protocol.
 func TestAdapterPathAllocations(t *testing.T) {
-	for _, e := range encoders {
-		if perEvent := threadsPath.allocsPerEvent(t, e.new); perEvent > maxAllocsPerEvent {
-			t.Errorf("%s: %.2f allocations per upstream event", e.name, perEvent)
+	for _, p := range paths {
+		for _, e := range encoders {
+			if perEvent := p.allocsPerEvent(t, e.new); perEvent > maxAllocsPerEvent {
+				t.Errorf("%s -> %s: %.2f allocations per upstream event", p.name, e.name, perEvent)
+			}
 		}
 	}
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"io"
-	"testing"
 
 	"github.com/brainwire/brainwire/responses"
 	rt "github.com/brainwire/brainwire/responses/responsestest"
@@ -40,26 +39,4 @@ func responsesRun(n int, sentences bool) (first, second []byte, events int) {
 var responsesPath = adapterPath{
 	run:     responsesRun,
 	decoder: func(r io.Reader) decoder { return responses.NewDecoder(r) },
-}
-
-// BenchmarkResponsesAdapterPath: upstream Responses API SSE bytes ->
-// normalized events -> capture events -> capture-v2 bytes, over 10,000
-// reasoning summary deltas plus the lifecycle, item and function call
-// events around them and the closing response. Run with -cpu 1.
-func BenchmarkResponsesAdapterPath(b *testing.B) {
-	for _, sentences := range []bool{false, true} {
-		name := "token-deltas"
-		if sentences {
-			name = "sentence-deltas"
-		}
-		b.Run(name, func(b *testing.B) { responsesPath.bench(b, sentences, captureV2) })
-	}
-}
-
-// TestResponsesPathAllocations bounds allocations per upstream event as
-// for Foundry.
-func TestResponsesPathAllocations(t *testing.T) {
-	if perEvent := responsesPath.allocsPerEvent(t, captureV2); perEvent > maxAllocsPerEvent {
-		t.Fatalf("%.2f allocations per upstream event", perEvent)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -49,15 +50,6 @@ func (c Case) Correct(outcome brainwire.Outcome, bucket string) bool {
 	return outcome.Resolved() && bucket == c.ExpectedBucket
 }
 
-func validOutcome(o brainwire.Outcome) bool {
-	for _, v := range brainwire.Outcomes {
-		if o == v {
-			return true
-		}
-	}
-	return false
-}
-
 // ReadCorpus reads a JSONL corpus. Blank lines are skipped; anything else
 // that is not a valid case is an error naming its line: malformed JSON,
 // unknown fields, an empty or oversized text, an unknown bucket or
@@ -65,18 +57,12 @@ func validOutcome(o brainwire.Outcome) bool {
 func ReadCorpus(r io.Reader) ([]Case, error) {
 	var cases []Case
 	ids := map[string]int{}
-	br := bufio.NewReader(r)
-	for n := 1; ; n++ {
-		line, err := readLine(br)
-		if errors.Is(err, io.EOF) && line == nil {
-			break
-		}
-		if errors.Is(err, errLineTooLong) {
-			return nil, fmt.Errorf("line %d: longer than %d bytes", n, MaxLineBytes)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("reading the corpus: %w", err)
-		}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, MaxLineBytes+2) // the line's end too
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -96,32 +82,16 @@ func ReadCorpus(r io.Reader) ([]Case, error) {
 		}
 		cases = append(cases, c)
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, fmt.Errorf("line %d: longer than %d bytes", n+1, MaxLineBytes)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the corpus: %w", err)
+	}
 	if len(cases) == 0 {
 		return nil, errors.New("the corpus has no cases")
 	}
 	return cases, nil
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line without its end, refusing lines over
-// MaxLineBytes without reading them whole.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > MaxLineBytes+2 {
-			return nil, errLineTooLong
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && len(line) == 0 {
-			return nil, err
-		}
-		return bytes.TrimRight(line, "\r\n"), err
-	}
 }
 
 func parseCase(line []byte) (Case, error) {
@@ -140,7 +110,7 @@ func parseCase(line []byte) (Case, error) {
 		return Case{}, errors.New("text is empty")
 	case utf8.RuneCountInString(c.Text) > MaxTextLength:
 		return Case{}, fmt.Errorf("text is over %d characters", MaxTextLength)
-	case c.ExpectedOutcome != "" && !validOutcome(c.ExpectedOutcome):
+	case c.ExpectedOutcome != "" && !slices.Contains(brainwire.Outcomes, c.ExpectedOutcome):
 		return Case{}, fmt.Errorf("unknown expected_outcome %q (want one of %v)", c.ExpectedOutcome, brainwire.Outcomes)
 	case c.ExpectedBucket != "" && !brainwire.ValidBucket(c.ExpectedBucket):
 		return Case{}, fmt.Errorf("unknown expected_bucket %q (want one of %v)", c.ExpectedBucket, brainwire.Buckets)

@@ -16,13 +16,16 @@ import (
 // The HTML report is one page with nothing to fetch: inline CSS, SVG
 // drawn here, no script. Elements that carry a figure of the JSON report
 // name it in data-metric and hold its exact value in data-value, so that
-// a test (or a script) can read the page against the JSON.
+// a test (or a script) can read the page against the JSON. The browser
+// lays the charts out: a value is placed at its share of a plot's width
+// (pct), or in the plot's own units (a viewBox).
 
 //go:embed report.html
 var reportHTML string
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"num":    func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) },
+	"pct":    func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%" },
 	"f3":     func(x float64) string { return fmt.Sprintf("%.3f", x) },
 	"f2":     func(x float64) string { return fmt.Sprintf("%.2f", x) },
 	"s3":     func(x float64) string { return fmt.Sprintf("%+.3f", x) },
@@ -31,6 +34,12 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ratio":  ratioText,
 	"answer": answerText,
 	"trial":  trialText,
+	"accuracyTicks": func() []tick {
+		return []tick{{0, "0%"}, {0.25, "25%"}, {0.5, "50%"}, {0.75, "75%"}, {1, "100%"}}
+	},
+	"confidenceTicks": func() []tick {
+		return []tick{{0, "0.0"}, {0.2, "0.2"}, {0.4, "0.4"}, {0.6, "0.6"}, {0.8, "0.8"}, {1, "1.0"}}
+	},
 }).Parse(reportHTML))
 
 func (r *Report) writeHTML(w io.Writer) error {
@@ -43,11 +52,10 @@ func (r *Report) writeHTML(w io.Writer) error {
 // htmlView is what the page shows, laid out.
 type htmlView struct {
 	R        *Report
-	G        geometry
 	Sides    []sideView
 	Verdict  verdictView
 	Notes    []string
-	Accuracy accuracyChart
+	Diff     *diffChart
 	Matrices []matrixView
 	Hist     histogram
 	Cases    []caseView
@@ -67,19 +75,15 @@ type verdictView struct {
 }
 
 func newHTMLView(r *Report) htmlView {
-	v := htmlView{R: r, G: geometry{Left: labelWidth, Right: plotRight, Width: plotRight - labelWidth,
-		Middle: (labelWidth + plotRight) / 2, CellW: cellW, CellH: cellH}}
-	if r.Baseline != nil {
-		v.Sides = append(v.Sides, sideView{"baseline", *r.Baseline})
-	}
-	v.Sides = append(v.Sides, sideView{"candidate", r.Candidate})
-	v.Verdict = verdictOf(r)
+	v := htmlView{R: r, Sides: sidesOf(r), Verdict: verdictOf(r)}
 	for _, note := range r.summaryNotes(func(s string) string { return s }) {
 		if !strings.HasPrefix(note, "Verdict:") { // the banner says it
 			v.Notes = append(v.Notes, note)
 		}
 	}
-	v.Accuracy = newAccuracyChart(v.Sides, r.Comparison)
+	if c := r.Comparison; c != nil {
+		v.Diff = newDiffChart(c)
+	}
 	v.Matrices = newMatrices(v.Sides)
 	results := [][]Result{r.Results}
 	if r.Baseline != nil {
@@ -89,6 +93,14 @@ func newHTMLView(r *Report) htmlView {
 	v.Cases, v.CasesTitle = newCaseViews(r)
 	v.All = allCases(r)
 	return v
+}
+
+// sidesOf is the report's passes, the baseline first.
+func sidesOf(r *Report) []sideView {
+	if r.Baseline == nil {
+		return []sideView{{"candidate", r.Candidate}}
+	}
+	return []sideView{{"baseline", *r.Baseline}, {"candidate", r.Candidate}}
 }
 
 func verdictOf(r *Report) verdictView {
@@ -112,76 +124,26 @@ func verdictClass(c *Comparison) string {
 	return string(c.Verdict)
 }
 
-// Chart geometry, in SVG user units: labels left of labelWidth, plots
-// from there to plotRight, figures after it.
-const (
-	labelWidth = 110
-	plotRight  = 560
-)
-
-// geometry hands the template what it lays out by.
-type geometry struct {
-	Left, Right, Width, Middle, CellW, CellH int
-}
-
-// accuracyChart draws each side's accuracy as a bar with its interval,
-// and the difference with its interval around zero.
-type accuracyChart struct {
-	Height  int
-	AxisEnd float64 // where the gridlines end
-	Rows    []accuracyRow
-	Ticks   []tick
-	Diff    *diffRow
-}
-
-type accuracyRow struct {
-	Side                            string
-	Y, Mid, CapTop, CapBottom, BarW float64
-	X, XLow, XHigh                  float64
-	Est, Low, High                  float64
+// diffChart draws the difference in accuracy with its interval on an
+// axis symmetric around zero: each figure is its share of the axis.
+type diffChart struct {
+	At, Low, High float64
+	Class         string
+	Ticks         []tick
 }
 
 type tick struct {
-	X     float64
+	At    float64
 	Label string
 }
 
-type diffRow struct {
-	Y, X, XLow, XHigh, XZero, ZeroTop, ZeroBottom float64
-	Class                                         string
-	Ticks                                         []tick
-}
-
-func scale(x, lo, hi float64) float64 {
-	return labelWidth + (x-lo)/(hi-lo)*(plotRight-labelWidth)
-}
-
-func newAccuracyChart(sides []sideView, c *Comparison) accuracyChart {
-	var ch accuracyChart
-	for i, s := range sides {
-		iv := s.P.AccuracyInterval
-		y := float64(24 + 44*i)
-		ch.Rows = append(ch.Rows, accuracyRow{Side: s.Name, Y: y, Mid: y + 10, CapTop: y + 3, CapBottom: y + 17,
-			X: scale(iv.Estimate, 0, 1), XLow: scale(iv.Low, 0, 1), XHigh: scale(iv.High, 0, 1),
-			BarW: scale(iv.Estimate, 0, 1) - labelWidth, Est: iv.Estimate, Low: iv.Low, High: iv.High})
-	}
-	for _, t := range []float64{0, 0.25, 0.5, 0.75, 1} {
-		ch.Ticks = append(ch.Ticks, tick{X: scale(t, 0, 1), Label: fmt.Sprintf("%.0f%%", t*100)})
-	}
-	ch.AxisEnd = float64(24 + 44*len(sides) - 16)
-	ch.Height = 24 + 44*len(sides)
-	if c != nil {
-		d := c.Difference
-		span := math.Max(0.1, math.Ceil(math.Max(math.Abs(d.Low), math.Abs(d.High))*10)/10)
-		y := float64(ch.Height + 30)
-		row := &diffRow{Y: y, X: scale(d.Estimate, -span, span), XLow: scale(d.Low, -span, span),
-			XHigh: scale(d.High, -span, span), XZero: scale(0, -span, span), ZeroTop: y - 14, ZeroBottom: y + 10,
-			Class: verdictClass(c)}
-		for _, t := range []float64{-span, -span / 2, 0, span / 2, span} {
-			row.Ticks = append(row.Ticks, tick{X: scale(t, -span, span), Label: fmt.Sprintf("%+.2f", t)})
-		}
-		ch.Diff = row
-		ch.Height = int(y) + 30
+func newDiffChart(c *Comparison) *diffChart {
+	d := c.Difference
+	span := math.Max(0.1, math.Ceil(math.Max(math.Abs(d.Low), math.Abs(d.High))*10)/10)
+	at := func(x float64) float64 { return (x + span) / (2 * span) }
+	ch := &diffChart{At: at(d.Estimate), Low: at(d.Low), High: at(d.High), Class: verdictClass(c)}
+	for _, t := range []float64{-span, -span / 2, 0, span / 2, span} {
+		ch.Ticks = append(ch.Ticks, tick{At: at(t), Label: fmt.Sprintf("%+.2f", t)})
 	}
 	return ch
 }
@@ -189,35 +151,22 @@ func newAccuracyChart(sides []sideView, c *Comparison) accuracyChart {
 // matrixView is a side's confusion matrix: expected buckets down, what
 // the agent did across, the shade of a cell its share of the row.
 type matrixView struct {
-	Side          string
-	Width, Height int
-	Cols          []matrixLabel
-	Rows          []matrixRow
-}
-
-type matrixLabel struct {
-	X, Y float64
-	Text string
+	Side string
+	Cols []string
+	Rows []matrixRow
 }
 
 type matrixRow struct {
-	Label matrixLabel
+	Label string
 	Cells []matrixCell
 }
 
 type matrixCell struct {
-	X, Y, Opacity float64
-	TextX, TextY  float64 // where the count is written
-	Row, Col      string
-	Count         int
-	Right         bool
+	Row, Col string
+	Count    int
+	Opacity  float64
+	Right    bool
 }
-
-const (
-	cellW, cellH = 84, 30
-	matrixLeft   = 96
-	matrixTop    = 24
-)
 
 func newMatrices(sides []sideView) []matrixView {
 	cm := sides[0].P.Metrics.Confusion
@@ -241,27 +190,24 @@ func newMatrices(sides []sideView) []matrixView {
 	var out []matrixView
 	for _, s := range sides {
 		c := s.P.Metrics.Confusion
-		m := matrixView{Side: s.Name, Width: matrixLeft + cellW*len(cols) + 4, Height: matrixTop + cellH*len(rows) + 4}
-		for k, j := range cols {
-			m.Cols = append(m.Cols, matrixLabel{X: float64(matrixLeft + cellW*k + cellW/2), Y: matrixTop - 8, Text: c.Cols[j]})
+		m := matrixView{Side: s.Name}
+		for _, j := range cols {
+			m.Cols = append(m.Cols, c.Cols[j])
 		}
-		for k, i := range rows {
+		for _, i := range rows {
 			total := 0
 			for _, n := range c.Counts[i] {
 				total += n
 			}
-			y := float64(matrixTop + cellH*k)
-			row := matrixRow{Label: matrixLabel{X: matrixLeft - 8, Y: y + cellH/2 + 4, Text: c.Rows[i]}}
-			for l, j := range cols {
+			row := matrixRow{Label: c.Rows[i]}
+			for _, j := range cols {
 				n := c.Counts[i][j]
 				op := 0.0
 				if n > 0 {
 					op = 0.15 + 0.85*float64(n)/float64(max(1, total))
 				}
 				right := c.Rows[i] == c.Cols[j] || (c.Rows[i] == NoBucket && j >= len(brainwire.Buckets))
-				x := float64(matrixLeft + cellW*l)
-				row.Cells = append(row.Cells, matrixCell{X: x, Y: y, Opacity: op, TextX: x + cellW/2, TextY: y + cellH/2 + 4,
-					Row: c.Rows[i], Col: c.Cols[j], Count: n, Right: right})
+				row.Cells = append(row.Cells, matrixCell{Row: c.Rows[i], Col: c.Cols[j], Count: n, Opacity: op, Right: right})
 			}
 			m.Rows = append(m.Rows, row)
 		}
@@ -271,14 +217,14 @@ func newMatrices(sides []sideView) []matrixView {
 }
 
 // histogram shows how confident the filings (classified or low
-// confidence) were, side by side, in bins of 0.05.
+// confidence) were, side by side, in bins of 0.05. Its bars are drawn in
+// units of their own: a bar is barUnits wide, a bin as many bars as
+// there are sides and a gap of binGap; a run is a unit high.
 type histogram struct {
-	Height, Base int
-	// Top is the count the tallest bar stands for.
-	Top        int
+	// Top is the count the tallest bar stands for; Width is the bins'.
+	Top, Width int
 	Bins       []histBin
-	Ticks      []tick
-	XThreshold float64
+	Threshold  float64
 	Series     []string
 	Filed      []int // per side
 }
@@ -289,13 +235,15 @@ type histBin struct {
 }
 
 type histBar struct {
-	Side       string
-	X, Y, W, H float64
-	Count      int
+	Side        string
+	X, Y, Count int
 }
 
-// histBins is how many bins of confidence the histogram has.
-const histBins = 20
+const (
+	histBins = 20 // bins of confidence
+	barUnits = 10
+	binGap   = 4
+)
 
 // binOf is the bin of a confidence: [k/20, (k+1)/20), 1 in the last.
 func binOf(conf float64) int {
@@ -303,9 +251,8 @@ func binOf(conf float64) int {
 }
 
 func newHistogram(sides []sideView, results [][]Result) histogram {
-	h := histogram{Height: 220, Base: 180}
+	h := histogram{Top: 1, Threshold: brainwire.ConfidenceThreshold}
 	counts := make([][histBins]int, len(sides))
-	top := 1
 	for i, rs := range results {
 		n := 0
 		for _, r := range rs {
@@ -315,27 +262,19 @@ func newHistogram(sides []sideView, results [][]Result) histogram {
 			}
 		}
 		h.Filed = append(h.Filed, n)
-		for _, c := range counts[i] {
-			top = max(top, c)
-		}
+		h.Top = max(h.Top, slices.Max(counts[i][:]))
 		h.Series = append(h.Series, sides[i].Name)
 	}
-	binW := float64(plotRight-labelWidth) / histBins
-	barW := (binW - 4) / float64(len(sides))
+	binW := barUnits*len(sides) + binGap
+	h.Width = histBins * binW
 	for k := range histBins {
 		b := histBin{Low: float64(k) / histBins, High: float64(k+1) / histBins}
 		for i := range sides {
-			hgt := float64(counts[i][k]) / float64(top) * float64(h.Base-20)
-			b.Bars = append(b.Bars, histBar{Side: sides[i].Name, X: labelWidth + float64(k)*binW + 2 + float64(i)*barW,
-				Y: float64(h.Base) - hgt, W: barW, H: hgt, Count: counts[i][k]})
+			n := counts[i][k]
+			b.Bars = append(b.Bars, histBar{Side: sides[i].Name, X: k*binW + binGap/2 + i*barUnits, Y: h.Top - n, Count: n})
 		}
 		h.Bins = append(h.Bins, b)
 	}
-	for _, t := range []float64{0, 0.2, 0.4, 0.6, 0.8, 1} {
-		h.Ticks = append(h.Ticks, tick{X: scale(t, 0, 1), Label: fmt.Sprintf("%.1f", t)})
-	}
-	h.XThreshold = scale(brainwire.ConfidenceThreshold, 0, 1)
-	h.Top = top
 	return h
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -101,19 +102,20 @@ func (r *Report) render(w io.Writer, markdown bool) error {
 }
 
 func (r *Report) tables() []table {
-	passes := []PassReport{r.Candidate}
-	names := []string{"candidate"}
-	if r.Baseline != nil {
-		passes = []PassReport{*r.Baseline, r.Candidate}
-		names = []string{"baseline", "candidate", "change"}
+	sides := sidesOf(r)
+	header := []string{""}
+	for _, s := range sides {
+		header = append(header, s.Name)
 	}
-	header := append([]string{""}, names...)
+	if r.Baseline != nil {
+		header = append(header, "change")
+	}
 	// row makes a row of one value per pass, and the change when there is
 	// a baseline.
 	row := func(label string, value func(PassReport) string, delta func(PassReport) float64, deltaFmt string) []string {
 		out := []string{label}
-		for _, p := range passes {
-			out = append(out, value(p))
+		for _, s := range sides {
+			out = append(out, value(s.P))
 		}
 		if r.Baseline != nil {
 			out = append(out, signed(delta(r.Candidate)-delta(*r.Baseline), deltaFmt))
@@ -191,40 +193,28 @@ func (r *Report) tables() []table {
 	}
 
 	out := []table{summary, buckets, confusion}
+	cases, title := newCaseViews(r)
 	if r.Baseline == nil {
 		wrong := table{title: "Wrong cases", header: []string{"case", "text", "expected", "got", "run_id", "trace"}}
-		for _, runs := range byCase(r.Results) {
-			a := answerOf(runs)
-			if a.CorrectTrials == a.Trials {
-				continue
-			}
-			first := runs[0].Trial
-			for _, t := range runs {
-				if !t.Correct {
-					first = t.Trial
-					break
-				}
-			}
-			wrong.rows = append(wrong.rows, []string{runs[0].Case.ID, textcut.Ellipsis(oneLine(runs[0].Case.Text), 48),
-				expectedText(runs[0].Case), answerText(a), first.RunID, traceText(first)})
+		for _, c := range cases {
+			a := c.Answers[0].Answer
+			first := a.Runs[slices.IndexFunc(a.Runs, func(t Trial) bool { return !t.Correct })]
+			wrong.rows = append(wrong.rows, []string{c.Case.ID, textcut.Ellipsis(oneLine(c.Case.Text), 48),
+				expectedText(c.Case), answerText(a), first.RunID, traceText(first)})
 		}
 		if len(wrong.rows) > 0 {
 			out = append(out, wrong)
 		}
 		return out
 	}
-	changes := table{title: fmt.Sprintf("Changed cases (%d)%s", len(r.Changes), r.changeSummary()),
-		header: []string{"", "case", "text", "expected", "baseline", "candidate"}}
+	changes := table{title: title, header: []string{"", "case", "text", "expected", "baseline", "candidate"}}
 	runs := table{title: "Runs of the changed cases", header: []string{"case", "side", "trial", "answer", "run_id", "trace"}}
-	for _, c := range r.Changes {
-		changes.rows = append(changes.rows, []string{string(c.Kind), c.Case.ID, textcut.Ellipsis(oneLine(c.Case.Text), 48),
-			expectedText(c.Case), answerText(c.Baseline), answerText(c.Candidate)})
-		for _, side := range []struct {
-			name string
-			a    Answer
-		}{{"baseline", c.Baseline}, {"candidate", c.Candidate}} {
-			for _, t := range side.a.Runs {
-				runs.rows = append(runs.rows, []string{c.Case.ID, side.name, fmt.Sprint(t.N), trialText(t), t.RunID, traceText(t)})
+	for _, c := range cases {
+		changes.rows = append(changes.rows, []string{c.Kind, c.Case.ID, textcut.Ellipsis(oneLine(c.Case.Text), 48),
+			expectedText(c.Case), answerText(c.Answers[0].Answer), answerText(c.Answers[1].Answer)})
+		for _, side := range c.Answers {
+			for _, t := range side.Answer.Runs {
+				runs.rows = append(runs.rows, []string{c.Case.ID, side.Side, fmt.Sprint(t.N), trialText(t), t.RunID, traceText(t)})
 			}
 		}
 	}

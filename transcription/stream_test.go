@@ -108,37 +108,10 @@ func TestLargeAudioIsStreamed(t *testing.T) {
 	}
 }
 
-// A request sent again (a redirect here) reads the blob again from its
-// store, not from a copy in memory, and closes what it opened.
-func TestResentRequestReopensTheAudio(t *testing.T) {
-	const size = 3 << 20
-	audio, sum := bigAudio(t, size)
-	svc := newService(t, func(w http.ResponseWriter, r *http.Request, got request) {
-		if r.URL.Query().Get("moved") == "" {
-			http.Redirect(w, r, r.URL.Path+"?moved=1&"+r.URL.RawQuery, http.StatusTemporaryRedirect)
-			return
-		}
-		answerText("heard it all")(w, r, got)
-	})
-	text, err := svc.client(t, nil).Transcribe(t.Context(), audio, "voice-big.wav", "audio/wav")
-	if err != nil || text != "heard it all" {
-		t.Fatalf("Transcribe = %q, %v", text, err)
-	}
-	if calls := svc.calls(); len(calls) != 2 || calls[1].File != sum || calls[1].FileSize != size {
-		t.Fatalf("after the redirect the service got %+v, want %d bytes intact", calls, size)
-	}
-	if r, c := audio.reopened.Load(), audio.closed.Load(); r != 1 || c != 1 {
-		t.Errorf("the audio was opened again %d times and closed %d times, want 1 and 1", r, c)
-	}
-	// What the caller opened is still the caller's to close.
-	if _, err := audio.File.Seek(0, io.SeekStart); err != nil {
-		t.Errorf("the caller's file was closed: %v", err)
-	}
-}
-
 // A transcription the service refuses for a moment is sent again by the
 // retry layer serve puts under the client, with the audio read again from
-// its blob.
+// its blob, not from a copy in memory; what that opened is closed, what
+// the caller opened is still the caller's to close.
 func TestRefusedTranscriptionIsSentAgainFromTheBlob(t *testing.T) {
 	audio, want := bigAudio(t, 64<<10)
 	var n atomic.Int32
@@ -167,5 +140,8 @@ func TestRefusedTranscriptionIsSentAgainFromTheBlob(t *testing.T) {
 	}
 	if r, c := audio.reopened.Load(), audio.closed.Load(); r != 1 || c != 1 {
 		t.Errorf("the audio was opened again %d times and closed %d times, want 1 and 1", r, c)
+	}
+	if _, err := audio.File.Seek(0, io.SeekStart); err != nil {
+		t.Errorf("the caller's file was closed: %v", err)
 	}
 }

@@ -423,17 +423,6 @@ func TestServiceErrors(t *testing.T) {
 			wantMessage: "does not exist",
 		},
 		{
-			name:        "throttled (seconds)",
-			status:      429,
-			header:      map[string]string{"Retry-After": "7"},
-			body:        `{"error":{"code":"429","message":"Requests to the Transcriptions_Create Operation have exceeded the call rate limit."}}`,
-			wantCode:    brainwire.EBusy,
-			wantSaid:    "the transcription service is busy",
-			wantAPICode: "429",
-			wantMessage: "exceeded the call rate limit",
-			wantRetry:   [2]time.Duration{7 * time.Second, 7 * time.Second},
-		},
-		{
 			name:        "throttled (milliseconds)",
 			status:      429,
 			header:      map[string]string{"Retry-After": "2", "retry-after-ms": "1500"},

@@ -12,7 +12,9 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/foundry/foundrywire"
 	"github.com/brainwire/brainwire/instructions"
+	"github.com/brainwire/brainwire/responses/responseswire"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/sse"
 	"github.com/brainwire/brainwire/tools"
@@ -48,6 +50,47 @@ func (u *upstream) post(ctx context.Context, target string, body []byte, accept 
 		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
 	}
 	return resp, nil
+}
+
+// errFailed is what a stream's handler returns for an event that says
+// the call failed: the stream is read on to its end all the same.
+var errFailed = errors.New("failed")
+
+// stream makes a streamed call and hands each event to on, by name, until
+// on says the call ended well (done) or the stream ends. A stream that ends
+// before, or that said the call failed, is an error.
+func (u *upstream) stream(ctx context.Context, target string, body []byte, on func(name string, data []byte) (done bool, err error)) error {
+	resp, err := u.post(ctx, target, body, "text/event-stream")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	events := sse.NewReader(resp.Body)
+	done, failed := false, ""
+	for {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the events: %w", err)
+		}
+		ok, err := on(string(ev.Name), ev.Data)
+		switch {
+		case errors.Is(err, errFailed):
+			failed = string(ev.Name)
+		case err != nil:
+			return err
+		}
+		done = done || ok
+	}
+	switch {
+	case failed != "":
+		return fmt.Errorf("the agent service sent %s", failed)
+	case !done:
+		return errors.New("the stream ended before the call did")
+	}
+	return nil
 }
 
 // toolDefinition is file_capture's definition, as serve offers it to a
@@ -86,7 +129,7 @@ func (t *threads) converse(ctx context.Context, c *capture) error {
 		"tools":  t.tools, "stream": true})
 	what, target := "creating the thread and run", t.project+"/threads/runs"+query
 	for round := 0; ; round++ {
-		run, err := t.stream(ctx, c, target, body)
+		run, err := t.stream(ctx, target, body)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -96,7 +139,7 @@ func (t *threads) converse(ctx context.Context, c *capture) error {
 		switch {
 		case round == maxToolRounds:
 			return fmt.Errorf("run %s asked for tools %d times", run.ID, round+1)
-		case len(run.RequiredAction.SubmitToolOutputs.ToolCalls) == 0:
+		case run.RequiredAction == nil || len(run.RequiredAction.SubmitToolOutputs.ToolCalls) == 0:
 			return fmt.Errorf("run %s requires action but asked for no function calls", run.ID)
 		}
 		calls := make([]toolCall, len(run.RequiredAction.SubmitToolOutputs.ToolCalls))
@@ -117,64 +160,26 @@ func (t *threads) converse(ctx context.Context, c *capture) error {
 	}
 }
 
-// requiredRun is the part of thread.run.requires_action's run the floor
-// reads.
-type requiredRun struct {
-	ID             string `json:"id"`
-	ThreadID       string `json:"thread_id"`
-	RequiredAction struct {
-		SubmitToolOutputs struct {
-			ToolCalls []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"submit_tool_outputs"`
-	} `json:"required_action"`
-}
-
-// stream makes one streamed call and reads it to its end (done): the run
+// stream makes one streamed call and reads it to its end: the run
 // waiting for tool outputs, or nil when it completed.
-func (t *threads) stream(ctx context.Context, c *capture, target string, body []byte) (*requiredRun, error) {
-	resp, err := t.up.post(ctx, target, body, "text/event-stream")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	events := sse.NewReader(resp.Body)
-	var run *requiredRun
-	completed, failed := false, ""
-	for {
-		ev, err := events.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the run's events: %w", err)
-		}
-		switch string(ev.Name) {
+func (t *threads) stream(ctx context.Context, target string, body []byte) (*foundrywire.RunState, error) {
+	var run *foundrywire.RunState
+	err := t.up.stream(ctx, target, body, func(name string, data []byte) (bool, error) {
+		switch name {
 		case "thread.run.requires_action":
-			run = new(requiredRun)
-			if err := json.Unmarshal(ev.Data, run); err != nil {
-				return nil, fmt.Errorf("reading thread.run.requires_action: %w", err)
+			run = new(foundrywire.RunState)
+			if err := json.Unmarshal(data, run); err != nil {
+				return false, fmt.Errorf("reading %s: %w", name, err)
 			}
+			return true, nil
 		case "thread.run.completed":
-			completed = true
+			return true, nil
 		case "thread.run.failed", "thread.run.cancelled", "thread.run.expired", "thread.run.incomplete", "error":
-			failed = string(ev.Name)
+			return false, errFailed
 		}
-	}
-	switch {
-	case failed != "":
-		return nil, fmt.Errorf("the agent service sent %s", failed)
-	case run != nil:
-		return run, nil
-	case completed:
-		return nil, nil
-	}
-	return nil, errors.New("the stream ended before the run did")
+		return false, nil
+	})
+	return run, err
 }
 
 // responses speaks the Responses API, as serve's responses provider does
@@ -201,7 +206,7 @@ func (r *responses) converse(ctx context.Context, c *capture) error {
 	}
 	input := []any{map[string]string{"type": "message", "role": "user", "content": c.text}}
 	for round := 0; ; round++ {
-		calls, err := r.stream(ctx, c, r.request(input, conv))
+		calls, err := r.stream(ctx, r.request(input, conv))
 		if err != nil {
 			return fmt.Errorf("creating a response: %w", err)
 		}
@@ -251,55 +256,31 @@ func (r *responses) conversation(ctx context.Context) (string, error) {
 
 // stream makes one streamed call and reads it to its end: the function
 // calls the response asked for.
-func (r *responses) stream(ctx context.Context, c *capture, body []byte) ([]toolCall, error) {
-	resp, err := r.up.post(ctx, r.base+"/responses", body, "text/event-stream")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	events := sse.NewReader(resp.Body)
+func (r *responses) stream(ctx context.Context, body []byte) ([]toolCall, error) {
 	var calls []toolCall
-	completed, failed := false, ""
-	for {
-		ev, err := events.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the response's events: %w", err)
-		}
-		switch string(ev.Name) {
+	err := r.up.stream(ctx, r.base+"/responses", body, func(name string, data []byte) (bool, error) {
+		switch name {
 		case "response.output_item.done":
 			// Only function calls matter; other items (reasoning,
 			// messages) are not decoded.
-			if !bytes.Contains(ev.Data, []byte(`"function_call"`)) {
-				continue
+			if !bytes.Contains(data, []byte(`"function_call"`)) {
+				return false, nil
 			}
 			var done struct {
-				Item struct {
-					Type      string `json:"type"`
-					CallID    string `json:"call_id"`
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"item"`
+				Item responseswire.FunctionCallItem
 			}
-			if err := json.Unmarshal(ev.Data, &done); err != nil {
-				return nil, fmt.Errorf("reading response.output_item.done: %w", err)
+			if err := json.Unmarshal(data, &done); err != nil {
+				return false, fmt.Errorf("reading %s: %w", name, err)
 			}
 			if it := done.Item; it.Type == "function_call" {
 				calls = append(calls, toolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 			}
 		case "response.completed":
-			completed = true
+			return true, nil
 		case "response.failed", "response.incomplete", "error":
-			failed = string(ev.Name)
+			return false, errFailed
 		}
-	}
-	switch {
-	case failed != "":
-		return nil, fmt.Errorf("the agent service sent %s", failed)
-	case !completed:
-		return nil, errors.New("the stream ended before the response did")
-	}
-	return calls, nil
+		return false, nil
+	})
+	return calls, err
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,7 +47,7 @@ type phone struct {
 	keyed string
 }
 
-func newPhone(addr, key, text string, h2c, keyed bool, dials *counter) (*phone, error) {
+func newPhone(addr, key, text string, h2c, keyed bool, dials *atomic.Int64) (*phone, error) {
 	body, err := json.Marshal(map[string]string{"text": text})
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func newPhone(addr, key, text string, h2c, keyed bool, dials *counter) (*phone, 
 	tr := &http.Transport{
 		DisableCompression: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dials.add(1)
+			dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)
 		},
 	}

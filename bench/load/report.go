@@ -54,12 +54,8 @@ func (r Round) print(w io.Writer, idle int64) {
 			us(r.CPUPerCapture()), r.Server.CPU.Round(time.Millisecond), mib(r.Server.PeakRSS), kibs(r.RSSPerStream(idle)), r.Server.PeakFDs)
 	}
 	if r.Upstream.Measured {
-		share := 0.0
-		if total := r.Server.CPU + r.Upstream.CPU + r.ToolCPU; total > 0 {
-			share = float64(r.Upstream.CPU) / float64(total)
-		}
 		fmt.Fprintf(w, "  upstream: CPU %s per capture, %.0f%% of the CPU the three processes used; peak RSS %s, peak %d descriptors\n",
-			us(r.Upstream.CPU/time.Duration(max(r.N, 1))), 100*share, mib(r.Upstream.PeakRSS), r.Upstream.PeakFDs)
+			us(r.Upstream.CPU/time.Duration(max(r.N, 1))), 100*r.upstreamShare(), mib(r.Upstream.PeakRSS), r.Upstream.PeakFDs)
 	}
 	fmt.Fprintf(w, "  upstream connections opened: %d (%.3f per capture); %d requests, %d over HTTP/2\n",
 		r.UpstreamConns, float64(r.UpstreamConns)/float64(max(r.N, 1)), r.UpstreamRequests, r.UpstreamHTTP2)
@@ -75,10 +71,6 @@ func (r Round) print(w io.Writer, idle int64) {
 // RSS per stream, peak descriptors, upstream connections per capture,
 // upstream CPU share, the upstream's lateness p99 ("–" without one).
 func (r Round) Row(idle int64) string {
-	share := 0.0
-	if total := r.Server.CPU + r.Upstream.CPU + r.ToolCPU; total > 0 {
-		share = float64(r.Upstream.CPU) / float64(total)
-	}
 	late := "–"
 	if r.UpstreamLate.Count > 0 {
 		late = ms(r.UpstreamLate.P99)
@@ -86,7 +78,17 @@ func (r Round) Row(idle int64) string {
 	return fmt.Sprintf("| %d | %d | %s / %s | %s / %s / %s | %s | %s | %s | %d | %.3f | %.0f %% | %s |",
 		r.N, r.ErrorCount(), ms(r.FirstByte.P50), ms(r.FirstByte.P99), ms(r.Outcome.P50), ms(r.Outcome.P99), ms(r.Outcome.Max),
 		ms(r.Complete.P99), us(r.CPUPerCapture()), kibs(r.RSSPerStream(idle)), r.Server.PeakFDs,
-		float64(r.UpstreamConns)/float64(max(r.N, 1)), 100*share, late)
+		float64(r.UpstreamConns)/float64(max(r.N, 1)), 100*r.upstreamShare(), late)
+}
+
+// upstreamShare is the upstream's part of the CPU the three processes
+// used.
+func (r Round) upstreamShare() float64 {
+	total := r.Server.CPU + r.Upstream.CPU + r.ToolCPU
+	if total <= 0 {
+		return 0
+	}
+	return float64(r.Upstream.CPU) / float64(total)
 }
 
 // RowHeader is the header of Row's table.

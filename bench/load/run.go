@@ -185,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.ServerFDLimit = soft + "/" + hard
 		}
 	}
-	dials := &counter{}
+	dials := new(atomic.Int64)
 	ph, err := newPhone(cfg.Addr, cfg.Key, cfg.Text, cfg.PhonesH2C, cfg.Keyed, dials)
 	if err != nil {
 		return nil, err
@@ -223,12 +223,6 @@ func (cfg *Config) check() error {
 }
 
 var selfPID = os.Getpid()
-
-// counter is a shared count.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) add(n int64) { c.n.Add(n) }
-func (c *counter) load() int64 { return c.n.Load() }
 
 // gauge is a count with its peak.
 type gauge struct {
@@ -323,7 +317,7 @@ func lateQuantiles(before, after simulator.LateCounts) Quantiles {
 // which the count then includes: one per reading at most.
 var statsClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index int) (Round, error) {
+func runRound(ctx context.Context, cfg Config, ph *phone, dials *atomic.Int64, index int) (Round, error) {
 	r := Round{Index: index, N: cfg.N, Outcomes: map[string]int{}, Errors: map[string]int{}}
 	server, upstream := proc(cfg.Server), proc(cfg.Upstream)
 	cpuOf := func(p proc) time.Duration {
@@ -338,39 +332,35 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 		return r, err
 	}
 	srv0, ups0, tool0 := cpuOf(server), cpuOf(upstream), cpuOf(proc(selfPID))
-	dials0 := dials.load()
+	dials0 := dials.Load()
 
 	// Sample memory and descriptors while the round runs.
 	stopSampling := make(chan struct{})
 	var sampled sync.WaitGroup
-	var peakRSS, peakUpRSS int64
-	var peakFDs, peakUpFDs int
+	// Peaks of the server's and the upstream's memory and descriptors.
+	measured := []proc{server, upstream}
+	peakRSS, peakFDs := make([]int64, 2), make([]int, 2)
 	sampled.Go(func() {
 		t := time.NewTicker(sampleEvery)
 		defer t.Stop()
 		lastFD := time.Time{}
 		for {
-			if server != 0 {
-				if rss, _, err := server.memory(); err == nil {
-					peakRSS = max(peakRSS, rss)
-				}
-			}
-			if upstream != 0 {
-				if rss, _, err := upstream.memory(); err == nil {
-					peakUpRSS = max(peakUpRSS, rss)
-				}
-			}
-			if time.Since(lastFD) >= fdSampleEvery {
+			fds := time.Since(lastFD) >= fdSampleEvery
+			if fds {
 				lastFD = time.Now()
-				if server != 0 {
-					if n, err := server.fds(); err == nil {
-						peakFDs = max(peakFDs, n)
-					}
+			}
+			for i, p := range measured {
+				if p == 0 {
+					continue
 				}
-				if upstream != 0 {
-					if n, err := upstream.fds(); err == nil {
-						peakUpFDs = max(peakUpFDs, n)
-					}
+				if rss, _, err := p.memory(); err == nil {
+					peakRSS[i] = max(peakRSS[i], rss)
+				}
+				if !fds {
+					continue
+				}
+				if n, err := p.fds(); err == nil {
+					peakFDs[i] = max(peakFDs[i], n)
 				}
 			}
 			select {
@@ -418,11 +408,11 @@ func runRound(ctx context.Context, cfg Config, ph *phone, dials *counter, index 
 	close(stopSampling)
 	sampled.Wait()
 
-	r.Server = ProcFigures{Measured: server != 0, CPU: cpuOf(server) - srv0, PeakRSS: peakRSS, PeakFDs: peakFDs}
-	r.Upstream = ProcFigures{Measured: upstream != 0, CPU: cpuOf(upstream) - ups0, PeakRSS: peakUpRSS, PeakFDs: peakUpFDs}
+	r.Server = ProcFigures{Measured: server != 0, CPU: cpuOf(server) - srv0, PeakRSS: peakRSS[0], PeakFDs: peakFDs[0]}
+	r.Upstream = ProcFigures{Measured: upstream != 0, CPU: cpuOf(upstream) - ups0, PeakRSS: peakRSS[1], PeakFDs: peakFDs[1]}
 	r.ToolCPU = cpuOf(proc(selfPID)) - tool0
 	r.PeakStreams = int(streams.peak.Load())
-	r.Dials = dials.load() - dials0
+	r.Dials = dials.Load() - dials0
 	up1, err := readUpstream(ctx, cfg)
 	if err != nil {
 		return r, err

@@ -1,6 +1,5 @@
-// Package sdk measures brainwire's Responses API stream decoder against
-// the official OpenAI Go SDK's, and uses the SDK as a conformance oracle
-// for the simulator's Responses face. It is a module of its own so that
-// the SDK and its dependencies stay out of brainwire's build: run it with
-// (cd bench/sdk && go test ./...). Figures are in ../RESULTS.md.
+// Package sdk uses the official OpenAI Go SDK as a conformance oracle for
+// the simulator's Responses face. It is a module of its own so that the SDK
+// and its dependencies stay out of brainwire's build: run it with
+// (cd bench/sdk && go test ./...).
 package sdk

@@ -162,44 +162,6 @@ func cut(evs [][]byte, max int) [][]byte {
 	return runs
 }
 
-// Payloads returns the data of recorded events named name: at most
-// perSource from each fixture and each recording, without duplicates.
-func Payloads(tb testing.TB, name string, perSource int) [][]byte {
-	tb.Helper()
-	var out [][]byte
-	seen := map[string]bool{}
-	add := func(b []byte, n *int) {
-		if *n < perSource && !seen[string(b)] {
-			seen[string(b)] = true
-			out = append(out, b)
-			*n++
-		}
-	}
-	for _, fx := range Fixtures(tb) {
-		n := 0
-		for _, ex := range fx.Exchanges {
-			if ex.Response == nil {
-				continue
-			}
-			for _, ev := range ex.Response.Events {
-				if ev.Name == name {
-					add(ev.Payload(), &n)
-				}
-			}
-		}
-	}
-	// The recordings hold one "event:" and one "data:" line per block.
-	for _, rec := range Recordings(tb) {
-		n := 0
-		for block := range strings.SplitSeq(string(rec), "\n\n") {
-			if data, ok := strings.CutPrefix(block, "event: "+name+"\ndata: "); ok {
-				add([]byte(data), &n)
-			}
-		}
-	}
-	return out
-}
-
 // Deadline turns a hang into a crash, which the fuzz engine keeps (and
 // minimizes) like any other: unless the returned stop is called within d,
 // the process panics and prints every goroutine. Go's fuzz engine does not

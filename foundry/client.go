@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -347,12 +346,6 @@ func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error
 	return c.hasTagged(ctx, OpListRuns, threadID, key, "threads", threadID, "runs")
 }
 
-// tookMessage says whether a message tagged key is among the thread's
-// newest.
-func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, error) {
-	return c.hasTagged(ctx, OpListMessages, threadID, key, "threads", threadID, "messages")
-}
-
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundrywire.Thread, error) {
 	var th foundrywire.Thread
@@ -360,25 +353,6 @@ func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundryw
 		return foundrywire.Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
-}
-
-// CreateMessage adds a message to a thread (POST /threads/{thread}/messages),
-// tagged (MetadataCall) so that one whose answer was lost is looked up
-// among the thread's messages rather than added twice.
-func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (foundrywire.Message, error) {
-	key := retry.NewKey()
-	msg.Metadata = maps.Clone(msg.Metadata)
-	if msg.Metadata == nil {
-		msg.Metadata = map[string]string{}
-	}
-	msg.Metadata[MetadataCall] = key
-	mop := brainwire.Operation{Name: OpCreateMessage, ThreadID: threadID, Key: key,
-		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, threadID, key) }}
-	var m foundrywire.Message
-	if err := c.do(brainwire.WithOperation(ctx, mop), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
-		return foundrywire.Message{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
-	}
-	return m, nil
 }
 
 // CancelRun asks the service to cancel a run
@@ -433,9 +407,7 @@ const (
 	OpCancelRun         = "cancel_run"
 	OpGetRun            = "get_run"
 	OpCreateThread      = "create_thread"
-	OpCreateMessage     = "create_message"
 	OpListRuns          = "list_runs"
-	OpListMessages      = "list_messages"
 	OpListThreads       = "list_threads"
 	OpDeleteThread      = "delete_thread"
 	OpGetAgent          = "get_agent"

@@ -47,8 +47,7 @@ type Decoder struct {
 	conversationID string
 	responseID     string
 	status         brainwire.RunStatus
-	terminal       bool // a terminal event came: what follows is ignored
-	sawError       bool
+	terminal       bool     // a terminal event came: what follows is ignored
 	calls          []string // call ids of this response's function calls
 }
 
@@ -87,15 +86,9 @@ func (d *Decoder) SetConversation(id string) { d.conversationID = id }
 // ConversationID returns the conversation the response belongs to, if any.
 func (d *Decoder) ConversationID() string { return d.conversationID }
 
-// ResponseID returns the response's id, once known.
-func (d *Decoder) ResponseID() string { return d.responseID }
-
 // Status returns the last status the stream reported: requires_action for
 // a response that completed asking for function calls.
 func (d *Decoder) Status() brainwire.RunStatus { return d.status }
-
-// Errored reports whether the stream ended in an error event.
-func (d *Decoder) Errored() bool { return d.sawError }
 
 // Next returns the next event. It returns io.EOF at the end of a body
 // whose response reached a terminal event (completed, failed,
@@ -176,7 +169,7 @@ func reads(name string) bool {
 }
 
 func (d *Decoder) errorEvent(dst []brainwire.AgentEvent, data []byte) ([]brainwire.AgentEvent, error) {
-	d.sawError, d.terminal = true, true
+	d.terminal = true
 	code, message, ok := errorPayload(data)
 	if !ok {
 		return dst, unreadableError(data)

@@ -63,7 +63,6 @@ type Provider struct {
 	chaining Chaining
 	summary  string
 	name     string
-	tools    []brainwire.ToolDefinition
 }
 
 var (
@@ -92,12 +91,6 @@ func WithReasoningSummary(s string) ProviderOption {
 // default).
 func WithName(name string) ProviderOption {
 	return func(p *Provider) { p.name = name }
-}
-
-// WithTools gives the tool definitions an ephemeral agent is described
-// with (DescribeAgent); each run sends its capture's own.
-func WithTools(defs []brainwire.ToolDefinition) ProviderOption {
-	return func(p *Provider) { p.tools = defs }
 }
 
 // NewProvider returns a provider running agent through client.
@@ -169,11 +162,8 @@ func (p *Provider) Ping(ctx context.Context) error {
 func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
 	a := p.agent
 	if a.Name == "" {
-		tools, err := json.Marshal(FunctionTools(p.tools))
-		if err != nil {
-			return brainwire.AgentInfo{}, fmt.Errorf("describing the agent: %w", err)
-		}
-		info := brainwire.AgentInfo{Name: "Classifier", Model: a.Model, Instructions: a.Instructions, Tools: tools, Defined: true}
+		// Each run sends its capture's own tools: the agent has none.
+		info := brainwire.AgentInfo{Name: "Classifier", Model: a.Model, Instructions: a.Instructions, Tools: json.RawMessage("null"), Defined: true}
 		return info.Described(brainwire.ContentVersion(a.Instructions)), nil
 	}
 	fa, err := p.client.GetAgent(ctx, a.Name, a.Version)

@@ -2,14 +2,18 @@
 //
 // Azure REST APIs answer {"error":{"message","type","param","code"}}, with
 // code and param as strings, numbers or null; their gateways sometimes
-// {"statusCode","message"} or {"error":"..."}; proxies in between plain
-// text or HTML. Each client keeps its own error type and decides what to
+// {"statusCode","message"} or {"error":"..."}; FastAPI servers (the ADK
+// API server) {"detail":"..."}, or for a body that fails validation
+// {"detail":[{"loc":[...],"msg":"..."}]}; proxies in between plain text or
+// HTML. Each client keeps its own error type and decides what to
 // show when the body says nothing; this package only reads what it says.
 package azerror
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 )
 
 // MaxBody bounds how much of an answer is read: Azure's error bodies are
@@ -18,7 +22,7 @@ const MaxBody = 64 << 10
 
 // Answer is what an error answer said.
 type Answer struct {
-	Message string // error.message, error itself when a string, or a top-level message
+	Message string // error.message, error itself when a string, a top-level message, or detail
 	Type    string
 	Param   string
 	Code    string // a string code, or a number's digits
@@ -38,6 +42,7 @@ func Read(r io.Reader) Answer {
 	var payload struct {
 		Error   json.RawMessage `json:"error"`
 		Message json.RawMessage `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(body, &payload) != nil {
 		return a
@@ -54,7 +59,31 @@ func Read(r io.Reader) Answer {
 	if a.Message == "" {
 		a.Message = text(payload.Message)
 	}
+	if a.Message == "" {
+		a.Message = detail(payload.Detail)
+	}
 	return a
+}
+
+// detail reads FastAPI's detail: a string, or a validation failure's
+// list, as "loc.path: msg; ...".
+func detail(raw json.RawMessage) string {
+	var list []struct {
+		Loc []any  `json:"loc"`
+		Msg string `json:"msg"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return text(raw)
+	}
+	msgs := make([]string, len(list))
+	for i, v := range list {
+		loc := make([]string, len(v.Loc))
+		for j, l := range v.Loc {
+			loc[j] = fmt.Sprint(l)
+		}
+		msgs[i] = strings.Join(loc, ".") + ": " + v.Msg
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // text reads a JSON string, or the literal text of a number; null and

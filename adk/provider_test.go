@@ -17,7 +17,6 @@ import (
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/adk/adktest"
 	"github.com/brainwire/brainwire/agent"
-	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
 const (
@@ -417,36 +416,5 @@ func TestPing(t *testing.T) {
 				t.Errorf("code %q, want %q", got, tt.wantCode)
 			}
 		})
-	}
-}
-
-func TestHeaderTransportAuthorizesEveryRequest(t *testing.T) {
-	srv := adktest.NewServer(t,
-		adktest.Expect("GET /list-apps", adktest.JSON(200, []string{app})),
-		sessionCreated(),
-		adktest.Expect("POST /run_sse", adktest.Stream(confirm.Frames()...)),
-	)
-	name, value, err := adk.ParseHeader("x-serverless-authorization: Bearer id-token-0123")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := adk.NewClient(srv.URL()+"/", &http.Client{Transport: agenthttp.NewHeaderTransport(name, value, srv.Client().Transport)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := adk.NewProvider(c, app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Ping(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := collect(t, runAgent(t.Context(), p, brainwire.RunRequest{UserID: user, Message: "x"}, nil)); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range srv.Requests() {
-		if got := r.Header.Get("X-Serverless-Authorization"); got != "Bearer id-token-0123" {
-			t.Errorf("%s: header %q", r, got)
-		}
 	}
 }

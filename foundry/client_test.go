@@ -129,18 +129,6 @@ func TestAPIErrorBodies(t *testing.T) {
 	}
 }
 
-func TestStaticTokenTransport(t *testing.T) {
-	srv := foundrytest.NewServer(t)
-	hc := &http.Client{Transport: foundry.NewStaticTokenTransport("secret", srv.Client().Transport)}
-	c, _ := foundry.NewClient(srv.Endpoint(), hc)
-	if _, err := c.GetRun(t.Context(), "t", "r"); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer secret" {
-		t.Fatalf("Authorization %q", got)
-	}
-}
-
 func TestProviderPingGetsTheAgent(t *testing.T) {
 	up := foundrytest.NewServer(t,
 		foundrytest.Expect("GET /assistants/asst_ok", foundrytest.JSON(200, map[string]any{"id": "asst_ok", "object": "assistant", "name": "Classifier"})),

@@ -61,7 +61,7 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 	}
 	q := u.Query()
 	q.Set("api-version", cfg.apiVersion)
-	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", Service: "foundry",
 		Prefix: agenthttp.Prefix(u), Query: q.Encode()}}, nil
 }
 
@@ -202,7 +202,7 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 		body.Thread = &threadOptions{Messages: req.Messages, Metadata: tag}
 		rop.Took = func(ctx context.Context) (bool, error) { return c.undoThreadRun(ctx, key) }
 	}
-	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", "runs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.api.URL("threads", "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating thread and run: %w", err)
 	}
@@ -242,7 +242,7 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 	var deleted struct {
 		Deleted bool `json:"deleted"`
 	}
-	_ = c.do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
+	_ = c.api.Do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.api.URL("threads", th), nil, &deleted)
 	return false, nil
 }
 
@@ -259,8 +259,8 @@ func (c *Client) newest(ctx context.Context, opName, threadID string, data any, 
 	list := struct {
 		Data any `json:"data"`
 	}{Data: data}
-	u := c.url(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
-	if err := c.do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+	u := c.api.URL(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
+	if err := c.api.Do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return fmt.Errorf("listing %s: %w", strings.Join(segments, "/"), err)
 	}
 	return nil
@@ -293,7 +293,7 @@ func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRe
 	}
 	rop := brainwire.Operation{Name: OpProcessThreadRun, ThreadID: threadID, Key: key,
 		Took: func(ctx context.Context) (bool, error) { return c.tookRun(ctx, threadID, key) }}
-	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", threadID, "runs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.api.URL("threads", threadID, "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating run on thread %s: %w", threadID, err)
 	}
@@ -311,7 +311,7 @@ func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, 
 	body := submitToolOutputsBody{ToolOutputs: outputs, Stream: true}
 	sop := brainwire.Operation{Name: OpSubmitToolOutputs, ThreadID: threadID, RunID: runID,
 		Took: func(ctx context.Context) (bool, error) { return c.tookOutputs(ctx, threadID, runID, outputs) }}
-	s, err := c.stream(brainwire.WithOperation(ctx, sop), c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, sop), c.api.URL("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("submitting tool outputs for run %s: %w", runID, err)
 	}
@@ -349,7 +349,7 @@ func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundrywire.Thread, error) {
 	var th foundrywire.Thread
-	if err := c.do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.api.URL("threads"), threadOptions{Messages: messages}, &th); err != nil {
 		return foundrywire.Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
@@ -359,7 +359,7 @@ func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundryw
 // (POST /threads/{thread}/runs/{run}/cancel).
 func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.api.URL("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
 	}
 	return r, nil
@@ -368,7 +368,7 @@ func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundry
 // GetRun fetches a run (GET /threads/{thread}/runs/{run}).
 func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.api.URL("threads", threadID, "runs", runID), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return r, nil
@@ -392,7 +392,7 @@ type Agent struct {
 // assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.api.URL("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
@@ -413,9 +413,6 @@ const (
 	OpGetAgent          = "get_agent"
 )
 
-// url is the URL of the operation path segments.
-func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
-
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
 	ctx, end := drain.WithMark(ctx)
@@ -426,7 +423,10 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 	return &Stream{Decoder: NewDecoder(rc), body: rc, end: end}, nil
 }
 
-// do sends a JSON request and decodes the JSON answer into out.
-func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	return c.api.Do(ctx, method, url, body, out)
-}
+// APIError is a non-2xx answer of the service. It carries the brainwire
+// code EUpstream: errors.As(err, new(*brainwire.Error)) succeeds on it.
+type APIError = agenterr.APIError
+
+// upstreamError marks a failure of the agent service with the brainwire
+// code EUpstream and a message fit for people, keeping the cause.
+type upstreamError = agenterr.Error

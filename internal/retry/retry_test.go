@@ -415,12 +415,6 @@ func TestAProbeIsNotSentAgain(t *testing.T) {
 	}
 }
 
-func TestNoRetriesIsTheTransportItself(t *testing.T) {
-	if rt := (retry.Policy{}).Transport(http.DefaultTransport); rt != http.DefaultTransport {
-		t.Errorf("Policy{}.Transport wrapped the transport")
-	}
-}
-
 // A lookup that takes what was left of the run sends nothing again.
 func TestALookupPastTheDeadlineSendsNothingAgain(t *testing.T) {
 	svc, url := start(t, status(502), status(200))

@@ -412,25 +412,6 @@ func TestRunExistingThread(t *testing.T) {
 	}
 }
 
-func TestRunNewThreadWithInstructions(t *testing.T) {
-	r := foundrytest.NewRun("thread_new", "run_1")
-	srv := foundrytest.NewServer(t,
-		foundrytest.Expect("POST /threads", foundrytest.JSON(200, `{"id":"thread_new","object":"thread"}`)),
-		foundrytest.Expect("POST /threads/thread_new/runs", foundrytest.Stream(r.Created(), r.Completed(foundrytest.Usage{}), foundrytest.Done())),
-	)
-	_, err := collect(t, runAgent(t.Context(), newProvider(t, srv), brainwire.RunRequest{Message: "hello", AdditionalInstructions: "Be brief."}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reqs := srv.Requests()
-	if got := canonical(t, reqs[0].RawBody); got != `{"messages":[{"content":"hello","role":"user"}]}` {
-		t.Errorf("thread body %s", got)
-	}
-	if got := untagged(t, reqs[1].RawBody); got != `{"additional_instructions":"Be brief.","assistant_id":"asst_classifier","stream":true}` {
-		t.Errorf("run body %s", got)
-	}
-}
-
 func TestRunResetAfterRequiresAction(t *testing.T) {
 	r := foundrytest.NewRun("thread_1", "run_1")
 	call := foundrytest.ToolCall{ID: "c1", Name: "f", Arguments: "{}"}
@@ -482,8 +463,13 @@ func TestRunInstructionsOverride(t *testing.T) {
 			t.Errorf("%s: instructions %v, want the override", reqs[i], got)
 		}
 	}
-	if _, ok := reqs[2].Body["instructions"]; ok {
-		t.Errorf("create thread carries instructions: %s", reqs[2].RawBody)
+	// Additional instructions on a new thread: the thread is created
+	// first, then the run on it.
+	if got := canonical(t, reqs[2].RawBody); got != `{"messages":[{"content":"buy milk","role":"user"}]}` {
+		t.Errorf("thread body %s", got)
+	}
+	if got := untagged(t, reqs[3].RawBody); got != `{"additional_instructions":"Round 1.","assistant_id":"asst_classifier","instructions":"`+instr+`","stream":true}` {
+		t.Errorf("run body %s", got)
 	}
 	if _, ok := reqs[4].Body["instructions"]; ok {
 		t.Errorf("a run without an override sends instructions: %s", reqs[4].RawBody)

@@ -312,8 +312,8 @@ func TestFollowUpOfAClassicThread(t *testing.T) {
 	}
 }
 
-// TestRunParallelCalls: calls to different tools in one response run at
-// once (calls to one tool run in the agent's order: agent.CallTools).
+// TestRunParallelCalls: the outputs of a response's calls go back in one
+// request, in the order of the calls.
 func TestRunParallelCalls(t *testing.T) {
 	turn := rt.NewTurn("resp_1").FunctionCall("fc_1", "call_1", "transcribe_audio", `{"n":1}`).
 		FunctionCall("fc_2", "call_2", "file_capture", `{"n":2}`).Complete(rt.Usage{})
@@ -322,12 +322,8 @@ func TestRunParallelCalls(t *testing.T) {
 		rt.Expect("POST /responses", closingTurn("resp_2")),
 	)
 	p, _ := newProvider(t, srv, modelAgent, responses.WithChaining(responses.ChainPreviousResponse))
-	var running sync.WaitGroup
-	running.Add(2)
 	ts := echoTools()
 	ts.call = func(_ context.Context, c brainwire.ToolCall) brainwire.ToolResult {
-		running.Done()
-		running.Wait() // both calls run at once
 		return brainwire.ToolResult{CallID: c.ID, Name: c.Name, Output: string(c.Arguments)}
 	}
 	evs, err := collect(t, runAgent(context.Background(), p, brainwire.RunRequest{Message: "x"}, ts))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 )
 
 // Provider names for telemetry (gen_ai.provider.name) and health checks.
@@ -233,14 +234,7 @@ func (r *run) Next() (brainwire.AgentEvent, error) {
 		if err == io.EOF {
 			return brainwire.AgentEvent{}, io.EOF
 		}
-		if errors.As(err, new(*upstreamError)) {
-			// The decoder has said what people are told.
-			return brainwire.AgentEvent{}, fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err)
-		}
-		return brainwire.AgentEvent{}, &upstreamError{
-			Msg: "the agent service's event stream broke off",
-			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
-		}
+		return brainwire.AgentEvent{}, agenterr.StreamFailed("events of response "+r.responseIDOr(), err)
 	}
 	if ev.RunID != "" {
 		r.responseID = ev.RunID

@@ -51,6 +51,17 @@ func (e *Error) As(target any) bool {
 	return ok
 }
 
+// StreamFailed is err, the failure of reading what ("events of run
+// run_1") from a stream, as the decoder told it, or else as a stream that
+// broke off.
+func StreamFailed(what string, err error) error {
+	err = fmt.Errorf("reading %s: %w", what, err)
+	if errors.As(err, new(*Error)) {
+		return err
+	}
+	return &Error{Msg: "the agent service's event stream broke off", Err: err}
+}
+
 // SignInMessage is what people are told when brainwire could not sign in
 // to the agent service.
 const SignInMessage = "brainwire could not sign in to the agent service"

@@ -469,7 +469,7 @@ func TestRunHangPastDeadline(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	select {
-	case <-srv.ClientGone():
+	case <-srv.Gone():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hanging stream was not closed")
 	}
@@ -493,7 +493,7 @@ func TestRunConsumerStopsEarly(t *testing.T) {
 		}
 	}
 	select {
-	case <-srv.ClientGone():
+	case <-srv.Gone():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream was not closed")
 	}

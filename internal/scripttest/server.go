@@ -49,9 +49,7 @@ type Server struct {
 	opts    Options
 	srv     *httptest.Server
 	closing chan struct{}
-	gone    chan string   // each stream a client left
-	left    chan struct{} // closed once a client left a stream
-	once    sync.Once
+	gone    chan string // each stream a client left
 
 	mu       sync.Mutex
 	script   []Call
@@ -114,7 +112,7 @@ func (r Request) String() string { return r.Method + " " + r.Path }
 // New starts a server that expects the calls of script in order.
 func New(t testing.TB, opts Options, script ...Call) *Server {
 	t.Helper()
-	s := &Server{t: t, opts: opts, closing: make(chan struct{}), gone: make(chan string, 64), left: make(chan struct{}), script: script}
+	s := &Server{t: t, opts: opts, closing: make(chan struct{}), gone: make(chan string, 64), script: script}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.close)
 	return s
@@ -163,10 +161,6 @@ func (s *Server) Pending() []Call {
 // Gone receives "METHOD /path" for each stream whose client went away
 // before the stream ended.
 func (s *Server) Gone() <-chan string { return s.gone }
-
-// ClientGone is closed once a client has gone away from a stream before
-// its end.
-func (s *Server) ClientGone() <-chan struct{} { return s.left }
 
 // Errorf reports a failure of the test the server runs in.
 func (s *Server) Errorf(format string, args ...any) {
@@ -237,7 +231,6 @@ func (s *Server) clientLeft(r *http.Request) {
 	if r.Context().Err() == nil {
 		return
 	}
-	s.once.Do(func() { close(s.left) })
 	select {
 	case s.gone <- r.Method + " " + r.URL.Path:
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,19 +28,16 @@ type Client struct {
 	api agenthttp.Client // its query holds the api-version
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*clientConfig)
-
-type clientConfig struct {
-	apiVersion string
-}
+// ClientOption configures a Client: it sets the query sent with every
+// call.
+type ClientOption func(query url.Values)
 
 // WithAPIVersion sets the api-version query parameter sent with every call
 // (for example "2025-05-15-preview"); empty keeps DefaultAPIVersion.
 func WithAPIVersion(v string) ClientOption {
-	return func(c *clientConfig) {
+	return func(q url.Values) {
 		if v != "" {
-			c.apiVersion = v
+			q.Set("api-version", v)
 		}
 	}
 }
@@ -55,12 +53,11 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientConfig{apiVersion: DefaultAPIVersion}
-	for _, o := range opts {
-		o(&cfg)
-	}
 	q := u.Query()
-	q.Set("api-version", cfg.apiVersion)
+	q.Set("api-version", DefaultAPIVersion)
+	for _, o := range opts {
+		o(q)
+	}
 	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", Service: "foundry",
 		Prefix: agenthttp.Prefix(u), Query: q.Encode()}}, nil
 }

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -170,9 +171,9 @@ func reads(name string) bool {
 
 func (d *Decoder) errorEvent(dst []brainwire.AgentEvent, data []byte) ([]brainwire.AgentEvent, error) {
 	d.terminal = true
-	code, message, ok := errorPayload(data)
-	if !ok {
-		return dst, unreadableError(data)
+	code, message, err := agenterr.ErrorEvent(data)
+	if err != nil {
+		return dst, err
 	}
 	ev := d.new(brainwire.AgentError)
 	ev.ErrorCode, ev.ErrorMessage = code, message
@@ -248,8 +249,8 @@ func (d *Decoder) lifecycle(dst []brainwire.AgentEvent, name string, resp *Respo
 	case brainwire.RunFailed:
 		ev.ErrorCode, ev.ErrorMessage = "server_error", "the response failed"
 		if e := resp.Error; e != nil {
-			ev.ErrorCode = orDefault(string(e.Code), ev.ErrorCode)
-			ev.ErrorMessage = orDefault(string(e.Message), ev.ErrorMessage)
+			ev.ErrorCode = cmp.Or(string(e.Code), ev.ErrorCode)
+			ev.ErrorMessage = cmp.Or(string(e.Message), ev.ErrorMessage)
 		}
 	case brainwire.RunIncomplete:
 		reason := "unknown"
@@ -294,49 +295,6 @@ func (d *Decoder) call(dst []brainwire.AgentEvent, it OutputItem) []brainwire.Ag
 		RunID:     d.responseID,
 	}
 	return append(dst, ev)
-}
-
-// errorPayload reads an error event: the API's flat {"code","message"}, or
-// an {"error":{...}} or {"error":"..."} as proxies and older servers send,
-// the service's words; ok is false for anything else (a gateway's page,
-// plain text, JSON with neither), which is no message for people.
-func errorPayload(data []byte) (code, message string, ok bool) {
-	var v struct {
-		Code    lenientString   `json:"code"`
-		Message lenientString   `json:"message"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if jsonv1.Unmarshal(data, &v) != nil {
-		return "", "", false
-	}
-	code, message = string(v.Code), string(v.Message)
-	var inner struct {
-		Code    lenientString `json:"code"`
-		Message lenientString `json:"message"`
-	}
-	var s string
-	switch {
-	case jsonv1.Unmarshal(v.Error, &inner) == nil:
-		code, message = orDefault(string(inner.Code), code), orDefault(string(inner.Message), message)
-	case jsonv1.Unmarshal(v.Error, &s) == nil:
-		message = orDefault(s, message)
-	}
-	return code, message, code != "" || message != ""
-}
-
-// unreadableError is the failure of a stream whose error event is not the
-// service's JSON error: people are told that much, and the payload is kept
-// in the error, for the log and telemetry.
-func unreadableError(data []byte) error {
-	return &upstreamError{Msg: "the agent service reported an error brainwire cannot read",
-		Err: fmt.Errorf("error event: %s", agenterr.BodyText(data))}
-}
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // lenientString reads a JSON string, or the literal text of a number or

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -316,7 +317,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 		}
 		var answers []InputItem
 		for _, fc := range prev.FunctionCalls() {
-			answers = append(answers, FunctionCallOutput(orDefault(fc.CallID, fc.ID), supersededOutput))
+			answers = append(answers, FunctionCallOutput(cmp.Or(fc.CallID, fc.ID), supersededOutput))
 		}
 		input = append(answers, input...)
 		r.responseID = id

@@ -6,6 +6,8 @@
 package agenterr
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -60,6 +62,50 @@ func StreamFailed(what string, err error) error {
 		return err
 	}
 	return &Error{Msg: "the agent service's event stream broke off", Err: err}
+}
+
+// ErrorEvent reads the payload of an event stream's error event, which
+// has no one schema: {"code","message"}, or under "error" an object with
+// them or a string; codes may be numbers. Those are the service's words.
+// Anything else (a gateway's page, plain text, JSON with neither) is no
+// message for people: err says so, and keeps the payload for the log and
+// telemetry.
+func ErrorEvent(data []byte) (code, message string, err error) {
+	var v struct {
+		Code, Message, Error json.RawMessage
+	}
+	if json.Unmarshal(data, &v) == nil {
+		code, message = scalar(v.Code), scalar(v.Message)
+		var inner struct{ Code, Message json.RawMessage }
+		if json.Unmarshal(v.Error, &inner) == nil {
+			code, message = cmp.Or(scalar(inner.Code), code), cmp.Or(scalar(inner.Message), message)
+		} else {
+			message = cmp.Or(scalar(v.Error), message)
+		}
+		if code != "" || message != "" {
+			return code, message, nil
+		}
+	}
+	return "", "", &Error{Msg: "the agent service reported an error brainwire cannot read",
+		Err: fmt.Errorf("error event: %s", BodyText(data))}
+}
+
+// scalar reads a JSON string, or the literal text of a number or boolean;
+// anything else reads as "".
+func scalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return strconv.FormatBool(b)
+	}
+	return ""
 }
 
 // SignInMessage is what people are told when brainwire could not sign in

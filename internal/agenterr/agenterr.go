@@ -75,12 +75,12 @@ func ErrorEvent(data []byte) (code, message string, err error) {
 		Code, Message, Error json.RawMessage
 	}
 	if json.Unmarshal(data, &v) == nil {
-		code, message = scalar(v.Code), scalar(v.Message)
+		code, message = azerror.Text(v.Code), azerror.Text(v.Message)
 		var inner struct{ Code, Message json.RawMessage }
 		if json.Unmarshal(v.Error, &inner) == nil {
-			code, message = cmp.Or(scalar(inner.Code), code), cmp.Or(scalar(inner.Message), message)
+			code, message = cmp.Or(azerror.Text(inner.Code), code), cmp.Or(azerror.Text(inner.Message), message)
 		} else {
-			message = cmp.Or(scalar(v.Error), message)
+			message = cmp.Or(azerror.Text(v.Error), message)
 		}
 		if code != "" || message != "" {
 			return code, message, nil
@@ -88,24 +88,6 @@ func ErrorEvent(data []byte) (code, message string, err error) {
 	}
 	return "", "", &Error{Msg: "the agent service reported an error brainwire cannot read",
 		Err: fmt.Errorf("error event: %s", BodyText(data))}
-}
-
-// scalar reads a JSON string, or the literal text of a number or boolean;
-// anything else reads as "".
-func scalar(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	var b bool
-	if json.Unmarshal(raw, &b) == nil {
-		return strconv.FormatBool(b)
-	}
-	return ""
 }
 
 // SignInMessage is what people are told when brainwire could not sign in

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -52,12 +53,12 @@ func Read(r io.Reader) Answer {
 		Message, Type, Param, Code json.RawMessage
 	}
 	if json.Unmarshal(payload.Error, &inner) == nil {
-		a.Message, a.Type, a.Param, a.Code = text(inner.Message), text(inner.Type), text(inner.Param), text(inner.Code)
+		a.Message, a.Type, a.Param, a.Code = Text(inner.Message), Text(inner.Type), Text(inner.Param), Text(inner.Code)
 	} else {
-		a.Message = text(payload.Error)
+		a.Message = Text(payload.Error)
 	}
 	if a.Message == "" {
-		a.Message = text(payload.Message)
+		a.Message = Text(payload.Message)
 	}
 	if a.Message == "" {
 		a.Message = detail(payload.Detail)
@@ -73,7 +74,7 @@ func detail(raw json.RawMessage) string {
 		Msg string `json:"msg"`
 	}
 	if json.Unmarshal(raw, &list) != nil {
-		return text(raw)
+		return Text(raw)
 	}
 	msgs := make([]string, len(list))
 	for i, v := range list {
@@ -86,12 +87,9 @@ func detail(raw json.RawMessage) string {
 	return strings.Join(msgs, "; ")
 }
 
-// text reads a JSON string, or the literal text of a number; null and
-// anything else read as "".
-func text(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
+// Text reads a JSON string, or the literal text of a number or boolean;
+// null and anything else read as "".
+func Text(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
@@ -99,6 +97,10 @@ func text(raw json.RawMessage) string {
 	var n json.Number
 	if json.Unmarshal(raw, &n) == nil {
 		return n.String()
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return strconv.FormatBool(b)
 	}
 	return ""
 }

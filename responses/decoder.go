@@ -9,11 +9,11 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"io"
 	"slices"
-	"strconv"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/internal/azerror"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -305,20 +305,7 @@ type lenientString string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var str string
-	if jsonv1.Unmarshal(b, &str) == nil {
-		*s = lenientString(str)
-		return nil
-	}
-	var n jsonv1.Number
-	if jsonv1.Unmarshal(b, &n) == nil {
-		*s = lenientString(n.String())
-		return nil
-	}
-	var v bool
-	if jsonv1.Unmarshal(b, &v) == nil {
-		*s = lenientString(strconv.FormatBool(v))
-	}
+	*s = lenientString(azerror.Text(b))
 	return nil
 }
 

@@ -263,16 +263,6 @@ func (c *Client) newest(ctx context.Context, opName, threadID string, data any, 
 	return nil
 }
 
-// hasTagged says whether an entry tagged key is among the newest of the
-// list segments name.
-func (c *Client) hasTagged(ctx context.Context, opName, threadID, key string, segments ...string) (bool, error) {
-	var entries []tagged
-	if err := c.newest(ctx, opName, threadID, &entries, segments...); err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(entries, func(e tagged) bool { return e.Metadata[MetadataCall] == key }), nil
-}
-
 // CreateRun starts a streamed run on an existing thread
 // (POST /threads/{thread}/runs). The run is tagged (MetadataCall), so
 // that when its answer is lost the thread's runs tell whether it was
@@ -340,7 +330,11 @@ func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, output
 
 // tookRun says whether a run tagged key is among the thread's newest.
 func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error) {
-	return c.hasTagged(ctx, OpListRuns, threadID, key, "threads", threadID, "runs")
+	var runs []tagged
+	if err := c.newest(ctx, OpListRuns, threadID, &runs, "threads", threadID, "runs"); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(runs, func(r tagged) bool { return r.Metadata[MetadataCall] == key }), nil
 }
 
 // CreateThread creates a thread holding messages (POST /threads).

@@ -578,11 +578,6 @@ func TestNewProviderValidates(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	for _, u := range []string{"", "ftp://x/v1", "/openai/v1", "http://"} {
-		if _, err := responses.NewClient(u, nil); err == nil {
-			t.Errorf("base URL %q accepted", u)
-		}
-	}
 }
 
 func TestBaseURLs(t *testing.T) {

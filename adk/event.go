@@ -143,16 +143,5 @@ func decodePayload(data []byte) (ev adkwire.ClientEvent, se *StreamError, err er
 	if se, ok := legacyError(data); ok {
 		return adkwire.ClientEvent{}, se, nil
 	}
-	return adkwire.ClientEvent{}, nil, &malformedError{payload: agenterr.BodyText(data), err: err}
+	return adkwire.ClientEvent{}, nil, fmt.Errorf("decoding event %s: %w", agenterr.BodyText(data), err)
 }
-
-// malformedError is a payload that is neither an event nor an error frame.
-type malformedError struct {
-	payload string
-	err     error
-}
-
-func (e *malformedError) Error() string {
-	return fmt.Sprintf("decoding event %s: %v", e.payload, e.err)
-}
-func (e *malformedError) Unwrap() error { return e.err }

@@ -84,13 +84,6 @@ func NewDecoder(r io.Reader) *Decoder {
 // response created in a conversation the caller already knows.
 func (d *Decoder) SetConversation(id string) { d.conversationID = id }
 
-// ConversationID returns the conversation the response belongs to, if any.
-func (d *Decoder) ConversationID() string { return d.conversationID }
-
-// Status returns the last status the stream reported: requires_action for
-// a response that completed asking for function calls.
-func (d *Decoder) Status() brainwire.RunStatus { return d.status }
-
 // Next returns the next event. It returns io.EOF at the end of a body
 // whose response reached a terminal event (completed, failed,
 // incomplete, error), or at "data: [DONE]"; a read error after the

@@ -369,7 +369,6 @@ func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywir
 type Agent struct {
 	ID           string `json:"id"`
 	Name         string `json:"name"`
-	Description  string `json:"description"`
 	Model        string `json:"model"`
 	Instructions string `json:"instructions"`
 	// Tools are the agent's tool definitions, as the service wrote them.

@@ -128,17 +128,20 @@ func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) 
 	return s, nil
 }
 
-// CreateConversation creates an empty conversation (POST /conversations).
-func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
-	var conv Conversation
+// CreateConversation creates an empty conversation (POST /conversations)
+// and returns its id.
+func (c *Client) CreateConversation(ctx context.Context) (string, error) {
+	var conv struct {
+		ID string `json:"id"`
+	}
 	if err := c.api.Do(agenthttp.Op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.api.URL("conversations"), struct{}{}, &conv); err != nil {
-		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
+		return "", fmt.Errorf("creating a conversation: %w", err)
 	}
 	if conv.ID == "" {
-		return Conversation{}, &upstreamError{Msg: "the agent service created a conversation without an id",
+		return "", &upstreamError{Msg: "the agent service created a conversation without an id",
 			Err: errors.New("creating a conversation: the answer has no id")}
 	}
-	return conv, nil
+	return conv.ID, nil
 }
 
 // GetResponse fetches a stored response (GET /responses/{id}).

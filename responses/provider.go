@@ -303,7 +303,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
-		r.conversationID = conv.ID
+		r.conversationID = conv
 	case id == "":
 	case strings.HasPrefix(id, "thread_"):
 		return CreateResponseRequest{}, &upstreamError{

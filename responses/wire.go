@@ -173,12 +173,6 @@ type CreateResponseRequest struct {
 	Stream             bool   `json:"stream"`
 }
 
-// Conversation is a conversation object.
-type Conversation struct {
-	ID        string `json:"id"`
-	CreatedAt int64  `json:"created_at"`
-}
-
 // Deployment is the part of a Foundry project's deployment object (GET
 // {project}/deployments/{name}) the server reads: the rest of
 // responseswire.Deployment is left unread, so that a service that

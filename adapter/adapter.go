@@ -22,6 +22,7 @@
 package adapter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -131,7 +132,7 @@ func (a *Adapter) Handle(ev brainwire.AgentEvent, out []brainwire.CaptureEvent) 
 		a.res.RunStatus = ev.Status
 		out = a.runStatus(ev, out)
 	case brainwire.AgentError:
-		a.res.ErrorType = orDefault(ev.ErrorCode, "stream_error")
+		a.res.ErrorType = cmp.Or(ev.ErrorCode, "stream_error")
 		out = a.fail(upstreamMessage("The agent service reported an error", ev.ErrorMessage), brainwire.EUpstream, out)
 	}
 	return out
@@ -192,7 +193,7 @@ func (a *Adapter) runStatus(ev brainwire.AgentEvent, out []brainwire.CaptureEven
 		}
 		return a.complete(out)
 	case brainwire.RunFailed:
-		a.res.ErrorType = orDefault(ev.ErrorCode, "run_failed")
+		a.res.ErrorType = cmp.Or(ev.ErrorCode, "run_failed")
 		return a.fail(upstreamMessage("The agent run failed", ev.ErrorMessage), brainwire.EUpstream, out)
 	case brainwire.RunCancelled:
 		return a.fail("The agent run was cancelled", brainwire.EUpstream, out)
@@ -341,13 +342,6 @@ func upstreamMessage(prefix, detail string) string {
 		return prefix
 	}
 	return prefix + ": " + textcut.Ellipsis(detail, maxUpstreamDetail)
-}
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // Replay appends the events of a capture that already ended as r, told

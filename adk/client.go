@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
@@ -32,7 +33,7 @@ func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 		// They would end up in recordings and traces; credentials go in a header.
 		return nil, fmt.Errorf("ADK API server URL %q: want no query, fragment or user info", baseURL)
 	}
-	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent server", ReadError: func(r *http.Response) error { return readAPIError(r) },
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent server", Service: "adk",
 		Prefix: agenthttp.Prefix(u)}}, nil
 }
 
@@ -99,7 +100,7 @@ const (
 // ListApps returns the apps the server serves (GET /list-apps).
 func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 	var apps []string
-	if err := c.do(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpListApps}), http.MethodGet, c.url("list-apps"), nil, &apps); err != nil {
+	if err := c.api.Do(brainwire.WithOperation(ctx, brainwire.Operation{Name: OpListApps}), http.MethodGet, c.api.URL("list-apps"), nil, &apps); err != nil {
 		return nil, fmt.Errorf("listing apps: %w", err)
 	}
 	return apps, nil
@@ -109,7 +110,7 @@ func (c *Client) ListApps(ctx context.Context) ([]string, error) {
 // chooses (POST /apps/{app}/users/{user}/sessions).
 func (c *Client) CreateSession(ctx context.Context, app, user string) (Session, error) {
 	var s Session
-	if err := c.do(agenthttp.Op(ctx, OpCreateSession, "", ""), http.MethodPost, c.url("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpCreateSession, "", ""), http.MethodPost, c.api.URL("apps", app, "users", user, "sessions"), struct{}{}, &s); err != nil {
 		return Session{}, fmt.Errorf("creating a session of %s with %s: %w", user, app, err)
 	}
 	if s.ID == "" {
@@ -131,7 +132,7 @@ func (c *Client) RunSSE(ctx context.Context, req RunSSERequest, invocationID str
 	rop := brainwire.Operation{Name: OpRunSSE, ThreadID: req.SessionID, RunID: invocationID,
 		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, req) }}
 	ctx, cancel := context.WithCancel(brainwire.WithOperation(ctx, rop))
-	body, err := c.api.Stream(ctx, c.url("run_sse"), req)
+	body, err := c.api.Stream(ctx, c.api.URL("run_sse"), req)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("running %s on session %s: %w", req.AppName, req.SessionID, err)
@@ -156,10 +157,16 @@ func (s *Stream) Close() error {
 	return err
 }
 
-// url is the URL of path segments under the base URL.
-func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
+// maxErrorText bounds the server's own message kept from an error frame.
+const maxErrorText = agenterr.MaxText
 
-// do sends a JSON request and decodes the JSON answer into out.
-func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	return c.api.Do(ctx, method, url, body, out)
-}
+// APIError is a non-2xx answer of the API server, as every provider
+// reports one: Message holds the server's own words (FastAPI's detail, or
+// a gateway's JSON error), Body an answer that held none. It carries the
+// brainwire code EUpstream (EBusy for 429): errors.As(err,
+// new(*brainwire.Error)) succeeds on it.
+type APIError = agenterr.APIError
+
+// upstreamError marks a failure of the agent server with the brainwire
+// code EUpstream and a message fit for people, keeping the cause.
+type upstreamError = agenterr.Error

@@ -9,6 +9,8 @@ import (
 	"github.com/brainwire/brainwire/adk/adktest"
 )
 
+// The base URL is read as every provider's is (agenthttp.ParseBase), and
+// may carry no credentials of its own.
 func TestNewClient(t *testing.T) {
 	for _, tt := range []struct {
 		url     string

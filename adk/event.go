@@ -18,20 +18,14 @@ import (
 // members brainwire acts on of the API server's camelCase Event JSON (an
 // LlmResponse plus the event's own fields), or of an error frame.
 
-// StreamError is an error frame: an exception the API server caught after
-// the stream had started, {"error": "...", "error_details": {...}}.
+// StreamError is what an error frame says: an exception the API server
+// caught after the stream had started, {"error": "...", "error_details":
+// {...}}. The decoder makes it an AgentError event.
 type StreamError struct {
 	// Type is the exception's class ("ServerError", "ValueError"), when
 	// the server says (ADK 2.4 and later).
 	Type    string
 	Message string
-}
-
-func (e *StreamError) Error() string {
-	if e.Type != "" && !strings.HasPrefix(e.Message, e.Type+":") {
-		return "adk: " + e.Type + ": " + e.Message
-	}
-	return "adk: " + e.Message
 }
 
 // isFinalResponse is ADK's Event.is_final_response: the event ends the
@@ -143,16 +137,5 @@ func decodePayload(data []byte) (ev adkwire.ClientEvent, se *StreamError, err er
 	if se, ok := legacyError(data); ok {
 		return adkwire.ClientEvent{}, se, nil
 	}
-	return adkwire.ClientEvent{}, nil, &malformedError{payload: agenterr.BodyText(data), err: err}
+	return adkwire.ClientEvent{}, nil, fmt.Errorf("decoding event %s: %w", agenterr.BodyText(data), err)
 }
-
-// malformedError is a payload that is neither an event nor an error frame.
-type malformedError struct {
-	payload string
-	err     error
-}
-
-func (e *malformedError) Error() string {
-	return fmt.Sprintf("decoding event %s: %v", e.payload, e.err)
-}
-func (e *malformedError) Unwrap() error { return e.err }

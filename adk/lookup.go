@@ -22,8 +22,8 @@ func (c *Client) tookMessage(ctx context.Context, req RunSSERequest) (bool, erro
 	var s struct {
 		Events []adkwire.Event `json:"events"`
 	}
-	u := c.url("apps", req.AppName, "users", req.UserID, "sessions", req.SessionID)
-	if err := c.do(agenthttp.Op(ctx, OpGetSession, req.SessionID, ""), http.MethodGet, u, nil, &s); err != nil {
+	u := c.api.URL("apps", req.AppName, "users", req.UserID, "sessions", req.SessionID)
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetSession, req.SessionID, ""), http.MethodGet, u, nil, &s); err != nil {
 		return false, fmt.Errorf("getting session %s: %w", req.SessionID, err)
 	}
 	var answered, text string

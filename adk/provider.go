@@ -52,9 +52,6 @@ func NewProvider(client *Client, app string) (*Provider, error) {
 // Name returns "gcp.gen_ai".
 func (p *Provider) Name() string { return ProviderName }
 
-// App returns the app the provider runs.
-func (p *Provider) App() string { return p.app }
-
 // Ping checks that the server answers and serves the app, for health
 // checks (GET /list-apps): an app it does not list, or a 404 to the list,
 // reads as ENotFound.

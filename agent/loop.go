@@ -10,9 +10,9 @@ import (
 	"github.com/brainwire/brainwire/internal/agenterr"
 )
 
-// DefaultMaxToolRounds is how many responses of one run may ask for tools
-// unless WithMaxToolRounds says otherwise.
-const DefaultMaxToolRounds = 16
+// MaxToolRounds is how many responses of one run may ask for tools before
+// the loop gives up on the run: an agent that asks more is looping.
+const MaxToolRounds = 16
 
 // Loop runs an agent through a provider. The provider speaks its service's
 // wire; the loop does the rest, the same for every service: it reads each
@@ -20,31 +20,11 @@ const DefaultMaxToolRounds = 16
 // results, and continues the run with them. It is safe for concurrent
 // use: each Run is a run of its own.
 type Loop struct {
-	provider      brainwire.Provider
-	maxToolRounds int
-}
-
-// Option configures a Loop.
-type Option func(*Loop)
-
-// WithMaxToolRounds bounds how many responses of one run may ask for
-// tools before the loop gives up on the run (DefaultMaxToolRounds).
-func WithMaxToolRounds(n int) Option {
-	return func(l *Loop) {
-		if n > 0 {
-			l.maxToolRounds = n
-		}
-	}
+	provider brainwire.Provider
 }
 
 // NewLoop returns a loop running the agent p starts.
-func NewLoop(p brainwire.Provider, opts ...Option) *Loop {
-	l := &Loop{provider: p, maxToolRounds: DefaultMaxToolRounds}
-	for _, o := range opts {
-		o(l)
-	}
-	return l
-}
+func NewLoop(p brainwire.Provider) *Loop { return &Loop{provider: p} }
 
 // Run runs the agent once over req, offering it tools (req.Tools is set
 // to their definitions). It yields the events of each response of the
@@ -162,10 +142,10 @@ func (l *Loop) drive(ctx context.Context, run brainwire.Run, tools brainwire.Too
 				Msg: "the agent asked for an action this service cannot take",
 				Err: fmt.Errorf("%s requires action but asked for no function calls", run),
 			}
-		case round >= l.maxToolRounds:
+		case round >= MaxToolRounds:
 			return &agenterr.Error{
 				Msg: "the agent kept asking for tools",
-				Err: fmt.Errorf("%s asked for tools more than %d times", run, l.maxToolRounds),
+				Err: fmt.Errorf("%s asked for tools more than %d times", run, MaxToolRounds),
 			}
 		}
 

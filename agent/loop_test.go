@@ -233,13 +233,16 @@ func TestRunEnds(t *testing.T) {
 }
 
 func TestRunTooManyToolRounds(t *testing.T) {
-	p := &scripted{responses: [][]brainwire.AgentEvent{asking("c1"), asking("c2"), asking("c3")}}
-	_, err := run(t, t.Context(), agent.NewLoop(p, agent.WithMaxToolRounds(2)), echo{})
+	p := &scripted{}
+	for i := range agent.MaxToolRounds + 2 {
+		p.responses = append(p.responses, asking(fmt.Sprint("c", i)))
+	}
+	_, err := run(t, t.Context(), agent.NewLoop(p), echo{})
 	var be *brainwire.Error
-	if !errors.As(err, &be) || be.Message != "the agent kept asking for tools" || !strings.Contains(err.Error(), "run r1 asked for tools more than 2 times") {
+	if !errors.As(err, &be) || be.Message != "the agent kept asking for tools" || !strings.Contains(err.Error(), fmt.Sprintf("run r1 asked for tools more than %d times", agent.MaxToolRounds)) {
 		t.Fatalf("error %v", err)
 	}
-	if len(p.continued) != 2 || p.closed != 1 {
+	if len(p.continued) != agent.MaxToolRounds || p.closed != 1 {
 		t.Errorf("continued %d times, closed %d times", len(p.continued), p.closed)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,19 +28,16 @@ type Client struct {
 	api agenthttp.Client // its query holds the api-version
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*clientConfig)
-
-type clientConfig struct {
-	apiVersion string
-}
+// ClientOption configures a Client: it sets the query sent with every
+// call.
+type ClientOption func(query url.Values)
 
 // WithAPIVersion sets the api-version query parameter sent with every call
 // (for example "2025-05-15-preview"); empty keeps DefaultAPIVersion.
 func WithAPIVersion(v string) ClientOption {
-	return func(c *clientConfig) {
+	return func(q url.Values) {
 		if v != "" {
-			c.apiVersion = v
+			q.Set("api-version", v)
 		}
 	}
 }
@@ -56,13 +53,12 @@ func NewClient(endpoint string, hc *http.Client, opts ...ClientOption) (*Client,
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientConfig{apiVersion: DefaultAPIVersion}
-	for _, o := range opts {
-		o(&cfg)
-	}
 	q := u.Query()
-	q.Set("api-version", cfg.apiVersion)
-	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+	q.Set("api-version", DefaultAPIVersion)
+	for _, o := range opts {
+		o(q)
+	}
+	return &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", Service: "foundry",
 		Prefix: agenthttp.Prefix(u), Query: q.Encode()}}, nil
 }
 
@@ -203,7 +199,7 @@ func (c *Client) CreateThreadAndRun(ctx context.Context, req CreateThreadAndRunR
 		body.Thread = &threadOptions{Messages: req.Messages, Metadata: tag}
 		rop.Took = func(ctx context.Context) (bool, error) { return c.undoThreadRun(ctx, key) }
 	}
-	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", "runs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.api.URL("threads", "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating thread and run: %w", err)
 	}
@@ -243,7 +239,7 @@ func (c *Client) undoThreadRun(ctx context.Context, key string) (bool, error) {
 	var deleted struct {
 		Deleted bool `json:"deleted"`
 	}
-	_ = c.do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.url("threads", th), nil, &deleted)
+	_ = c.api.Do(agenthttp.Op(ctx, OpDeleteThread, th, ""), http.MethodDelete, c.api.URL("threads", th), nil, &deleted)
 	return false, nil
 }
 
@@ -260,21 +256,11 @@ func (c *Client) newest(ctx context.Context, opName, threadID string, data any, 
 	list := struct {
 		Data any `json:"data"`
 	}{Data: data}
-	u := c.url(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
-	if err := c.do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
+	u := c.api.URL(segments...) + "&order=desc&limit=" + strconv.Itoa(lookupDepth)
+	if err := c.api.Do(agenthttp.Op(ctx, opName, threadID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return fmt.Errorf("listing %s: %w", strings.Join(segments, "/"), err)
 	}
 	return nil
-}
-
-// hasTagged says whether an entry tagged key is among the newest of the
-// list segments name.
-func (c *Client) hasTagged(ctx context.Context, opName, threadID, key string, segments ...string) (bool, error) {
-	var entries []tagged
-	if err := c.newest(ctx, opName, threadID, &entries, segments...); err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(entries, func(e tagged) bool { return e.Metadata[MetadataCall] == key }), nil
 }
 
 // CreateRun starts a streamed run on an existing thread
@@ -294,7 +280,7 @@ func (c *Client) CreateRun(ctx context.Context, threadID string, req CreateRunRe
 	}
 	rop := brainwire.Operation{Name: OpProcessThreadRun, ThreadID: threadID, Key: key,
 		Took: func(ctx context.Context) (bool, error) { return c.tookRun(ctx, threadID, key) }}
-	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.url("threads", threadID, "runs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, rop), c.api.URL("threads", threadID, "runs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("creating run on thread %s: %w", threadID, err)
 	}
@@ -312,7 +298,7 @@ func (c *Client) SubmitToolOutputs(ctx context.Context, threadID, runID string, 
 	body := submitToolOutputsBody{ToolOutputs: outputs, Stream: true}
 	sop := brainwire.Operation{Name: OpSubmitToolOutputs, ThreadID: threadID, RunID: runID,
 		Took: func(ctx context.Context) (bool, error) { return c.tookOutputs(ctx, threadID, runID, outputs) }}
-	s, err := c.stream(brainwire.WithOperation(ctx, sop), c.url("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
+	s, err := c.stream(brainwire.WithOperation(ctx, sop), c.api.URL("threads", threadID, "runs", runID, "submit_tool_outputs"), body)
 	if err != nil {
 		return nil, fmt.Errorf("submitting tool outputs for run %s: %w", runID, err)
 	}
@@ -344,48 +330,27 @@ func (c *Client) tookOutputs(ctx context.Context, threadID, runID string, output
 
 // tookRun says whether a run tagged key is among the thread's newest.
 func (c *Client) tookRun(ctx context.Context, threadID, key string) (bool, error) {
-	return c.hasTagged(ctx, OpListRuns, threadID, key, "threads", threadID, "runs")
-}
-
-// tookMessage says whether a message tagged key is among the thread's
-// newest.
-func (c *Client) tookMessage(ctx context.Context, threadID, key string) (bool, error) {
-	return c.hasTagged(ctx, OpListMessages, threadID, key, "threads", threadID, "messages")
+	var runs []tagged
+	if err := c.newest(ctx, OpListRuns, threadID, &runs, "threads", threadID, "runs"); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(runs, func(r tagged) bool { return r.Metadata[MetadataCall] == key }), nil
 }
 
 // CreateThread creates a thread holding messages (POST /threads).
 func (c *Client) CreateThread(ctx context.Context, messages []Message) (foundrywire.Thread, error) {
 	var th foundrywire.Thread
-	if err := c.do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.url("threads"), threadOptions{Messages: messages}, &th); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpCreateThread, "", ""), http.MethodPost, c.api.URL("threads"), threadOptions{Messages: messages}, &th); err != nil {
 		return foundrywire.Thread{}, fmt.Errorf("creating thread: %w", err)
 	}
 	return th, nil
-}
-
-// CreateMessage adds a message to a thread (POST /threads/{thread}/messages),
-// tagged (MetadataCall) so that one whose answer was lost is looked up
-// among the thread's messages rather than added twice.
-func (c *Client) CreateMessage(ctx context.Context, threadID string, msg Message) (foundrywire.Message, error) {
-	key := retry.NewKey()
-	msg.Metadata = maps.Clone(msg.Metadata)
-	if msg.Metadata == nil {
-		msg.Metadata = map[string]string{}
-	}
-	msg.Metadata[MetadataCall] = key
-	mop := brainwire.Operation{Name: OpCreateMessage, ThreadID: threadID, Key: key,
-		Took: func(ctx context.Context) (bool, error) { return c.tookMessage(ctx, threadID, key) }}
-	var m foundrywire.Message
-	if err := c.do(brainwire.WithOperation(ctx, mop), http.MethodPost, c.url("threads", threadID, "messages"), msg, &m); err != nil {
-		return foundrywire.Message{}, fmt.Errorf("creating message on thread %s: %w", threadID, err)
-	}
-	return m, nil
 }
 
 // CancelRun asks the service to cancel a run
 // (POST /threads/{thread}/runs/{run}/cancel).
 func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.url("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpCancelRun, threadID, runID), http.MethodPost, c.api.URL("threads", threadID, "runs", runID, "cancel"), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("cancelling run %s: %w", runID, err)
 	}
 	return r, nil
@@ -394,7 +359,7 @@ func (c *Client) CancelRun(ctx context.Context, threadID, runID string) (foundry
 // GetRun fetches a run (GET /threads/{thread}/runs/{run}).
 func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywire.Run, error) {
 	var r foundrywire.Run
-	if err := c.do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.url("threads", threadID, "runs", runID), nil, &r); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetRun, threadID, runID), http.MethodGet, c.api.URL("threads", threadID, "runs", runID), nil, &r); err != nil {
 		return foundrywire.Run{}, fmt.Errorf("getting run %s: %w", runID, err)
 	}
 	return r, nil
@@ -404,7 +369,6 @@ func (c *Client) GetRun(ctx context.Context, threadID, runID string) (foundrywir
 type Agent struct {
 	ID           string `json:"id"`
 	Name         string `json:"name"`
-	Description  string `json:"description"`
 	Model        string `json:"model"`
 	Instructions string `json:"instructions"`
 	// Tools are the agent's tool definitions, as the service wrote them.
@@ -418,7 +382,7 @@ type Agent struct {
 // assistants. An unknown agent reads as ENotFound.
 func (c *Client) GetAgent(ctx context.Context, agentID string) (Agent, error) {
 	var a Agent
-	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.url("assistants", agentID), nil, &a); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, c.api.URL("assistants", agentID), nil, &a); err != nil {
 		return Agent{}, fmt.Errorf("getting agent %s: %w", agentID, agenterr.NotFound(err, "the agent service has no agent "+agentID))
 	}
 	return a, nil
@@ -433,16 +397,11 @@ const (
 	OpCancelRun         = "cancel_run"
 	OpGetRun            = "get_run"
 	OpCreateThread      = "create_thread"
-	OpCreateMessage     = "create_message"
 	OpListRuns          = "list_runs"
-	OpListMessages      = "list_messages"
 	OpListThreads       = "list_threads"
 	OpDeleteThread      = "delete_thread"
 	OpGetAgent          = "get_agent"
 )
-
-// url is the URL of the operation path segments.
-func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
@@ -454,7 +413,10 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 	return &Stream{Decoder: NewDecoder(rc), body: rc, end: end}, nil
 }
 
-// do sends a JSON request and decodes the JSON answer into out.
-func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	return c.api.Do(ctx, method, url, body, out)
-}
+// APIError is a non-2xx answer of the service. It carries the brainwire
+// code EUpstream: errors.As(err, new(*brainwire.Error)) succeeds on it.
+type APIError = agenterr.APIError
+
+// upstreamError marks a failure of the agent service with the brainwire
+// code EUpstream and a message fit for people, keeping the cause.
+type upstreamError = agenterr.Error

@@ -13,29 +13,14 @@ import (
 	"github.com/brainwire/brainwire/foundry/foundrytest"
 )
 
-func TestNewClientEndpoint(t *testing.T) {
-	for _, bad := range []string{"", "services.ai.azure.com/api/projects/p", "ftp://x/api", "https:///api/projects/p", "http://[::1"} {
-		if _, err := foundry.NewClient(bad, nil); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
 func TestClientCalls(t *testing.T) {
-	srv := foundrytest.NewServer(t,
-		foundrytest.Expect("POST /threads/{t}/messages", foundrytest.JSON(200,
-			`{"id":"msg_1","object":"thread.message","created_at":1735945041,"thread_id":"thread_1","role":"user","content":[]}`)),
-	)
+	srv := foundrytest.NewServer(t)
 	c, err := foundry.NewClient(srv.Endpoint()+"/", srv.Client(), foundry.WithAPIVersion("2025-05-15-preview"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
 
-	m, err := c.CreateMessage(ctx, "thread_1", foundry.UserMessage("hello"))
-	if err != nil || m.ID != "msg_1" || m.ThreadID != "thread_1" || m.Role != "user" {
-		t.Fatalf("CreateMessage: %+v, %v", m, err)
-	}
 	run, err := c.GetRun(ctx, "thread_1", "run_1")
 	if err != nil || run.ID != "run_1" || run.ThreadID != "thread_1" || run.Status != "in_progress" || run.AssistantID == "" {
 		t.Fatalf("GetRun: %+v, %v", run, err)
@@ -48,7 +33,7 @@ func TestClientCalls(t *testing.T) {
 		t.Fatalf("GetRun after cancel: %s", run.Status)
 	}
 
-	want := []string{"POST /threads/thread_1/messages", "GET /threads/thread_1/runs/run_1", "POST /threads/thread_1/runs/run_1/cancel", "GET /threads/thread_1/runs/run_1"}
+	want := []string{"GET /threads/thread_1/runs/run_1", "POST /threads/thread_1/runs/run_1/cancel", "GET /threads/thread_1/runs/run_1"}
 	reqs := srv.Requests()
 	if len(reqs) != len(want) {
 		t.Fatalf("requests %v", reqs)
@@ -58,10 +43,7 @@ func TestClientCalls(t *testing.T) {
 			t.Errorf("request %d: %s ?%s, want %s", i, r, r.Query.Encode(), want[i])
 		}
 	}
-	if got := untagged(t, reqs[0].RawBody); got != `{"content":"hello","role":"user"}` {
-		t.Errorf("message body %s", got)
-	}
-	for _, i := range []int{1, 2} {
+	for i := range reqs {
 		if len(reqs[i].RawBody) != 0 || reqs[i].Header.Get("Content-Type") != "" {
 			t.Errorf("%s with a body: %q", reqs[i], reqs[i].RawBody)
 		}
@@ -136,18 +118,6 @@ func TestAPIErrorBodies(t *testing.T) {
 				t.Fatalf("error %q", err)
 			}
 		})
-	}
-}
-
-func TestStaticTokenTransport(t *testing.T) {
-	srv := foundrytest.NewServer(t)
-	hc := &http.Client{Transport: foundry.NewStaticTokenTransport("secret", srv.Client().Transport)}
-	c, _ := foundry.NewClient(srv.Endpoint(), hc)
-	if _, err := c.GetRun(t.Context(), "t", "r"); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Requests()[0].Header.Get("Authorization"); got != "Bearer secret" {
-		t.Fatalf("Authorization %q", got)
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/brainwire/brainwire"
@@ -93,9 +91,9 @@ func (d *Decoder) event(dst []brainwire.AgentEvent, ev sse.Event) ([]brainwire.A
 		}
 	case "error":
 		d.sawError = true
-		code, message, ok := errorPayload(ev.Data)
-		if !ok {
-			return dst, unreadableError(ev.Data)
+		code, message, err := agenterr.ErrorEvent(ev.Data)
+		if err != nil {
+			return dst, err
 		}
 		out := d.new(brainwire.AgentError)
 		out.ErrorCode, out.ErrorMessage = code, message
@@ -174,47 +172,4 @@ func (d *Decoder) run(dst []brainwire.AgentEvent, name string, data []byte) ([]b
 		ev.ErrorCode, ev.ErrorMessage = run.LastError.Code, run.LastError.Message
 	}
 	return append(dst, ev), nil
-}
-
-// errorPayload reads the error event, whose payload has no published
-// schema: JSON with a message or a code (top-level or under "error"), the
-// service's words; ok is false for anything else (a gateway's page, plain
-// text), which is no message for people.
-func errorPayload(data []byte) (code, message string, ok bool) {
-	var v map[string]any
-	if jsonv1.Unmarshal(data, &v) != nil {
-		return "", "", false
-	}
-	if inner, ok := v["error"].(map[string]any); ok {
-		code, message = scalar(inner["code"]), scalar(inner["message"])
-	} else if s, ok := v["error"].(string); ok {
-		message = s
-	}
-	if message == "" {
-		message = scalar(v["message"])
-	}
-	if code == "" {
-		code = scalar(v["code"])
-	}
-	return code, message, code != "" || message != ""
-}
-
-// unreadableError is the failure of a stream whose error event is not the
-// service's JSON error: people are told that much, and the payload is kept
-// in the error, for the log and telemetry.
-func unreadableError(data []byte) error {
-	return &upstreamError{Msg: "the agent service reported an error brainwire cannot read",
-		Err: fmt.Errorf("error event: %s", agenterr.BodyText(data))}
-}
-
-func scalar(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	}
-	return ""
 }

@@ -3,11 +3,11 @@ package foundry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/linger"
 )
 
@@ -261,14 +261,8 @@ func (r *run) end(err error) error {
 		return r.ctx.Err()
 	case err == io.EOF, r.status.Terminal(), r.status == brainwire.RunRequiresAction:
 		return io.EOF
-	case errors.As(err, new(*upstreamError)):
-		// The decoder has said what people are told.
-		return fmt.Errorf("reading events of run %s: %w", runID, err)
 	}
-	return &upstreamError{
-		Msg: "the agent service's event stream broke off",
-		Err: fmt.Errorf("reading events of run %s: %w", runID, err),
-	}
+	return agenterr.StreamFailed("events of run "+runID, err)
 }
 
 // Continue submits the tool outputs of a run that requires action and

@@ -66,7 +66,7 @@ func NewClient(baseURL string, hc *http.Client, opts ...ClientOption) (*Client, 
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", ReadError: func(r *http.Response) error { return readAPIError(r) },
+	c := &Client{api: agenthttp.Client{HTTP: hc, Who: "the agent service", Service: "responses",
 		Prefix: agenthttp.Prefix(u), Query: u.RawQuery}}
 	for _, o := range opts {
 		o(c)
@@ -120,7 +120,7 @@ func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) 
 		rop.Took = func(ctx context.Context) (bool, error) { return c.tookInput(ctx, conv, input) }
 	}
 	ctx = brainwire.WithOperation(ctx, rop)
-	s, err := c.stream(ctx, c.url("responses"), req)
+	s, err := c.stream(ctx, c.api.URL("responses"), req)
 	if err != nil {
 		return nil, fmt.Errorf("creating a response: %w", err)
 	}
@@ -128,23 +128,26 @@ func (c *Client) CreateResponse(ctx context.Context, req CreateResponseRequest) 
 	return s, nil
 }
 
-// CreateConversation creates an empty conversation (POST /conversations).
-func (c *Client) CreateConversation(ctx context.Context) (Conversation, error) {
-	var conv Conversation
-	if err := c.do(agenthttp.Op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.url("conversations"), struct{}{}, &conv); err != nil {
-		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
+// CreateConversation creates an empty conversation (POST /conversations)
+// and returns its id.
+func (c *Client) CreateConversation(ctx context.Context) (string, error) {
+	var conv struct {
+		ID string `json:"id"`
+	}
+	if err := c.api.Do(agenthttp.Op(ctx, OpCreateConversation, "", ""), http.MethodPost, c.api.URL("conversations"), struct{}{}, &conv); err != nil {
+		return "", fmt.Errorf("creating a conversation: %w", err)
 	}
 	if conv.ID == "" {
-		return Conversation{}, &upstreamError{Msg: "the agent service created a conversation without an id",
+		return "", &upstreamError{Msg: "the agent service created a conversation without an id",
 			Err: errors.New("creating a conversation: the answer has no id")}
 	}
-	return conv, nil
+	return conv.ID, nil
 }
 
 // GetResponse fetches a stored response (GET /responses/{id}).
 func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 	var r Response
-	if err := c.do(agenthttp.Op(ctx, OpGetResponse, "", id), http.MethodGet, c.url("responses", id), nil, &r); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetResponse, "", id), http.MethodGet, c.api.URL("responses", id), nil, &r); err != nil {
 		return Response{}, fmt.Errorf("getting response %s: %w", id, err)
 	}
 	return r, nil
@@ -155,7 +158,7 @@ func (c *Client) GetResponse(ctx context.Context, id string) (Response, error) {
 // reads as ENotFound.
 func (c *Client) GetModel(ctx context.Context, model string) (responseswire.Model, error) {
 	var m responseswire.Model
-	if err := c.do(agenthttp.Op(ctx, OpGetModel, "", ""), http.MethodGet, c.url("models", model), nil, &m); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetModel, "", ""), http.MethodGet, c.api.URL("models", model), nil, &m); err != nil {
 		return responseswire.Model{}, fmt.Errorf("getting model %s: %w", model, agenterr.NotFound(err, "the agent service has no model "+model))
 	}
 	return m, nil
@@ -167,7 +170,7 @@ func (c *Client) ListModels(ctx context.Context) error {
 	var list struct {
 		Data []struct{} `json:"data"`
 	}
-	if err := c.do(agenthttp.Op(ctx, OpListModels, "", ""), http.MethodGet, c.url("models"), nil, &list); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpListModels, "", ""), http.MethodGet, c.api.URL("models"), nil, &list); err != nil {
 		return fmt.Errorf("listing models: %w", err)
 	}
 	return nil
@@ -183,7 +186,7 @@ func (c *Client) GetDeployment(ctx context.Context, name string) (Deployment, er
 	}
 	var d Deployment
 	u := agenthttp.JoinURL(c.project, "api-version="+ProjectAPIVersion, "deployments", name)
-	if err := c.do(agenthttp.Op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetDeployment, "", ""), http.MethodGet, u, nil, &d); err != nil {
 		return Deployment{}, fmt.Errorf("getting deployment %s: %w", name, agenterr.NotFound(err, "the Foundry project has no deployment "+name))
 	}
 	return d, nil
@@ -202,14 +205,11 @@ func (c *Client) GetAgent(ctx context.Context, name, version string) (FoundryAge
 	}
 	var a FoundryAgent
 	u := agenthttp.JoinURL(c.project, "api-version="+AgentsAPIVersion, segs...)
-	if err := c.do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpGetAgent, "", ""), http.MethodGet, u, nil, &a); err != nil {
 		return FoundryAgent{}, fmt.Errorf("getting agent %s: %w", name, agenterr.NotFound(err, "the Foundry project has no agent "+name))
 	}
 	return a, nil
 }
-
-// url is the URL of the operation path segments under the base URL.
-func (c *Client) url(segments ...string) string { return c.api.URL(segments...) }
 
 // stream POSTs body and returns the event stream of a 2xx answer.
 func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, error) {
@@ -221,7 +221,10 @@ func (c *Client) stream(ctx context.Context, url string, body any) (*Stream, err
 	return &Stream{Decoder: NewDecoder(rc), body: rc, end: end}, nil
 }
 
-// do sends a JSON request and decodes the JSON answer into out.
-func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	return c.api.Do(ctx, method, url, body, out)
-}
+// APIError is a non-2xx answer of the service. It carries the brainwire
+// code EUpstream: errors.As(err, new(*brainwire.Error)) succeeds on it.
+type APIError = agenterr.APIError
+
+// upstreamError marks a failure of the agent service with the brainwire
+// code EUpstream and a message fit for people, keeping the cause.
+type upstreamError = agenterr.Error

@@ -2,17 +2,18 @@ package responses
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"io"
 	"slices"
-	"strconv"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
+	"github.com/brainwire/brainwire/internal/azerror"
 	"github.com/brainwire/brainwire/sse"
 )
 
@@ -47,8 +48,7 @@ type Decoder struct {
 	conversationID string
 	responseID     string
 	status         brainwire.RunStatus
-	terminal       bool // a terminal event came: what follows is ignored
-	sawError       bool
+	terminal       bool     // a terminal event came: what follows is ignored
 	calls          []string // call ids of this response's function calls
 }
 
@@ -83,19 +83,6 @@ func NewDecoder(r io.Reader) *Decoder {
 // SetConversation seeds the conversation id stamped on events, for a
 // response created in a conversation the caller already knows.
 func (d *Decoder) SetConversation(id string) { d.conversationID = id }
-
-// ConversationID returns the conversation the response belongs to, if any.
-func (d *Decoder) ConversationID() string { return d.conversationID }
-
-// ResponseID returns the response's id, once known.
-func (d *Decoder) ResponseID() string { return d.responseID }
-
-// Status returns the last status the stream reported: requires_action for
-// a response that completed asking for function calls.
-func (d *Decoder) Status() brainwire.RunStatus { return d.status }
-
-// Errored reports whether the stream ended in an error event.
-func (d *Decoder) Errored() bool { return d.sawError }
 
 // Next returns the next event. It returns io.EOF at the end of a body
 // whose response reached a terminal event (completed, failed,
@@ -176,10 +163,10 @@ func reads(name string) bool {
 }
 
 func (d *Decoder) errorEvent(dst []brainwire.AgentEvent, data []byte) ([]brainwire.AgentEvent, error) {
-	d.sawError, d.terminal = true, true
-	code, message, ok := errorPayload(data)
-	if !ok {
-		return dst, unreadableError(data)
+	d.terminal = true
+	code, message, err := agenterr.ErrorEvent(data)
+	if err != nil {
+		return dst, err
 	}
 	ev := d.new(brainwire.AgentError)
 	ev.ErrorCode, ev.ErrorMessage = code, message
@@ -255,8 +242,8 @@ func (d *Decoder) lifecycle(dst []brainwire.AgentEvent, name string, resp *Respo
 	case brainwire.RunFailed:
 		ev.ErrorCode, ev.ErrorMessage = "server_error", "the response failed"
 		if e := resp.Error; e != nil {
-			ev.ErrorCode = orDefault(string(e.Code), ev.ErrorCode)
-			ev.ErrorMessage = orDefault(string(e.Message), ev.ErrorMessage)
+			ev.ErrorCode = cmp.Or(string(e.Code), ev.ErrorCode)
+			ev.ErrorMessage = cmp.Or(string(e.Message), ev.ErrorMessage)
 		}
 	case brainwire.RunIncomplete:
 		reason := "unknown"
@@ -303,49 +290,6 @@ func (d *Decoder) call(dst []brainwire.AgentEvent, it OutputItem) []brainwire.Ag
 	return append(dst, ev)
 }
 
-// errorPayload reads an error event: the API's flat {"code","message"}, or
-// an {"error":{...}} or {"error":"..."} as proxies and older servers send,
-// the service's words; ok is false for anything else (a gateway's page,
-// plain text, JSON with neither), which is no message for people.
-func errorPayload(data []byte) (code, message string, ok bool) {
-	var v struct {
-		Code    lenientString   `json:"code"`
-		Message lenientString   `json:"message"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if jsonv1.Unmarshal(data, &v) != nil {
-		return "", "", false
-	}
-	code, message = string(v.Code), string(v.Message)
-	var inner struct {
-		Code    lenientString `json:"code"`
-		Message lenientString `json:"message"`
-	}
-	var s string
-	switch {
-	case jsonv1.Unmarshal(v.Error, &inner) == nil:
-		code, message = orDefault(string(inner.Code), code), orDefault(string(inner.Message), message)
-	case jsonv1.Unmarshal(v.Error, &s) == nil:
-		message = orDefault(s, message)
-	}
-	return code, message, code != "" || message != ""
-}
-
-// unreadableError is the failure of a stream whose error event is not the
-// service's JSON error: people are told that much, and the payload is kept
-// in the error, for the log and telemetry.
-func unreadableError(data []byte) error {
-	return &upstreamError{Msg: "the agent service reported an error brainwire cannot read",
-		Err: fmt.Errorf("error event: %s", agenterr.BodyText(data))}
-}
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
-
 // lenientString reads a JSON string, or the literal text of a number or
 // boolean; null and anything else read as "". Error codes and reasons
 // are strings in the specification, but a stream must not fail over one
@@ -354,20 +298,7 @@ type lenientString string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var str string
-	if jsonv1.Unmarshal(b, &str) == nil {
-		*s = lenientString(str)
-		return nil
-	}
-	var n jsonv1.Number
-	if jsonv1.Unmarshal(b, &n) == nil {
-		*s = lenientString(n.String())
-		return nil
-	}
-	var v bool
-	if jsonv1.Unmarshal(b, &v) == nil {
-		*s = lenientString(strconv.FormatBool(v))
-	}
+	*s = lenientString(azerror.Text(b))
 	return nil
 }
 

@@ -321,25 +321,6 @@ var deltaSeeds = []string{
 	`{"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
 }
 
-// seedsFromTestdata adds the data of every event of the test vectors and
-// fixtures' Responses streams.
-func seedsFromTestdata(f *testing.F) {
-	for _, name := range []string{"spec-function-call.sse", "spec-continuation.sse"} {
-		b, err := os.ReadFile("testdata/" + name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				f.Add([]byte(data))
-			}
-		}
-	}
-	for _, path := range fixtureStreams(f) {
-		f.Add([]byte(path))
-	}
-}
-
 // FuzzDecoder feeds one frame (an event name and its data) to the decoder
 // as the service would send it, whole and one byte at a time: both must
 // yield the same events and end the same way, with a sticky error that

@@ -45,13 +45,13 @@ func (c *Client) tookInput(ctx context.Context, conversationID string, input []I
 	var list struct {
 		Data []convItem `json:"data"`
 	}
-	u := c.url("conversations", conversationID, "items")
+	u := c.api.URL("conversations", conversationID, "items")
 	sep := "?"
 	if c.api.Query != "" {
 		sep = "&"
 	}
 	u += sep + "order=desc&limit=" + fmt.Sprint(lookupDepth)
-	if err := c.do(agenthttp.Op(ctx, OpListConversationItems, conversationID, ""), http.MethodGet, u, nil, &list); err != nil {
+	if err := c.api.Do(agenthttp.Op(ctx, OpListConversationItems, conversationID, ""), http.MethodGet, u, nil, &list); err != nil {
 		return false, fmt.Errorf("listing items of conversation %s: %w", conversationID, err)
 	}
 	var outputs []string

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 )
 
 // Provider names for telemetry (gen_ai.provider.name) and health checks.
@@ -63,7 +65,6 @@ type Provider struct {
 	chaining Chaining
 	summary  string
 	name     string
-	tools    []brainwire.ToolDefinition
 }
 
 var (
@@ -92,12 +93,6 @@ func WithReasoningSummary(s string) ProviderOption {
 // default).
 func WithName(name string) ProviderOption {
 	return func(p *Provider) { p.name = name }
-}
-
-// WithTools gives the tool definitions an ephemeral agent is described
-// with (DescribeAgent); each run sends its capture's own.
-func WithTools(defs []brainwire.ToolDefinition) ProviderOption {
-	return func(p *Provider) { p.tools = defs }
 }
 
 // NewProvider returns a provider running agent through client.
@@ -169,11 +164,8 @@ func (p *Provider) Ping(ctx context.Context) error {
 func (p *Provider) DescribeAgent(ctx context.Context) (brainwire.AgentInfo, error) {
 	a := p.agent
 	if a.Name == "" {
-		tools, err := json.Marshal(FunctionTools(p.tools))
-		if err != nil {
-			return brainwire.AgentInfo{}, fmt.Errorf("describing the agent: %w", err)
-		}
-		info := brainwire.AgentInfo{Name: "Classifier", Model: a.Model, Instructions: a.Instructions, Tools: tools, Defined: true}
+		// Each run sends its capture's own tools: the agent has none.
+		info := brainwire.AgentInfo{Name: "Classifier", Model: a.Model, Instructions: a.Instructions, Tools: json.RawMessage("null"), Defined: true}
 		return info.Described(brainwire.ContentVersion(a.Instructions)), nil
 	}
 	fa, err := p.client.GetAgent(ctx, a.Name, a.Version)
@@ -243,14 +235,7 @@ func (r *run) Next() (brainwire.AgentEvent, error) {
 		if err == io.EOF {
 			return brainwire.AgentEvent{}, io.EOF
 		}
-		if errors.As(err, new(*upstreamError)) {
-			// The decoder has said what people are told.
-			return brainwire.AgentEvent{}, fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err)
-		}
-		return brainwire.AgentEvent{}, &upstreamError{
-			Msg: "the agent service's event stream broke off",
-			Err: fmt.Errorf("reading events of response %s: %w", r.responseIDOr(), err),
-		}
+		return brainwire.AgentEvent{}, agenterr.StreamFailed("events of response "+r.responseIDOr(), err)
 	}
 	if ev.RunID != "" {
 		r.responseID = ev.RunID
@@ -318,7 +303,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 		if err != nil {
 			return CreateResponseRequest{}, err
 		}
-		r.conversationID = conv.ID
+		r.conversationID = conv
 	case id == "":
 	case strings.HasPrefix(id, "thread_"):
 		return CreateResponseRequest{}, &upstreamError{
@@ -332,7 +317,7 @@ func (r *run) start() (CreateResponseRequest, error) {
 		}
 		var answers []InputItem
 		for _, fc := range prev.FunctionCalls() {
-			answers = append(answers, FunctionCallOutput(orDefault(fc.CallID, fc.ID), supersededOutput))
+			answers = append(answers, FunctionCallOutput(cmp.Or(fc.CallID, fc.ID), supersededOutput))
 		}
 		input = append(answers, input...)
 		r.responseID = id

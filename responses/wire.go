@@ -11,14 +11,13 @@ import (
 
 // Response is the part of a response object this package reads.
 type Response struct {
-	ID                 string               `json:"id"`
-	Status             string               `json:"status"`
-	Conversation       json.RawMessage      `json:"conversation"` // {"id": "conv_…"} (or the id alone)
-	PreviousResponseID string               `json:"previous_response_id"`
-	Error              *ResponseError       `json:"error"`
-	IncompleteDetails  *IncompleteDetails   `json:"incomplete_details"`
-	Usage              *responseswire.Usage `json:"usage"`
-	Output             []OutputItem         `json:"output"`
+	ID                string               `json:"id"`
+	Status            string               `json:"status"`
+	Conversation      json.RawMessage      `json:"conversation"` // {"id": "conv_…"} (or the id alone)
+	Error             *ResponseError       `json:"error"`
+	IncompleteDetails *IncompleteDetails   `json:"incomplete_details"`
+	Usage             *responseswire.Usage `json:"usage"`
+	Output            []OutputItem         `json:"output"`
 }
 
 // ConversationID returns the id of the conversation the response belongs
@@ -69,7 +68,6 @@ type OutputItem struct {
 	CallID    string    `json:"call_id"`
 	Name      string    `json:"name"`
 	Arguments Arguments `json:"arguments"`
-	Status    string    `json:"status"`
 }
 
 // InputItem is one item of a request's input: a message, or the output of
@@ -171,12 +169,6 @@ type CreateResponseRequest struct {
 	PreviousResponseID string `json:"previous_response_id,omitempty"`
 	Store              bool   `json:"store"`
 	Stream             bool   `json:"stream"`
-}
-
-// Conversation is a conversation object.
-type Conversation struct {
-	ID        string `json:"id"`
-	CreatedAt int64  `json:"created_at"`
 }
 
 // Deployment is the part of a Foundry project's deployment object (GET

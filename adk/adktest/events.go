@@ -213,9 +213,6 @@ func LegacyErrorFrame(message string) Frame {
 	return scripttest.OneLine(`{"error": "` + message + `"}`)
 }
 
-// PyString encodes s as Python's json.dumps does by default: ASCII only.
-func PyString(s string) string { return adkwire.PyString(s) }
-
 // Session is the API server's answer to a session creation, or to a
 // session's GET (GET /apps/{app}/users/{user}/sessions/{id}) with the
 // events it holds, oldest first.

@@ -41,9 +41,6 @@ func NewServer(t testing.TB, script ...Call) *Server {
 	t.Helper()
 	return &Server{scripttest.New(t, scripttest.Options{
 		Name: "adktest",
-		Unexpected: func(req Request) Response {
-			return Detail(http.StatusInternalServerError, "adktest: unexpected call "+req.String())
-		},
 	}, script...)}
 }
 

@@ -194,9 +194,6 @@ func (r Run) Queued() Event { return r.Status("queued") }
 // InProgress is thread.run.in_progress.
 func (r Run) InProgress() Event { return r.Status("in_progress") }
 
-// Cancelling is thread.run.cancelling.
-func (r Run) Cancelling() Event { return r.Status("cancelling") }
-
 // Cancelled is thread.run.cancelled.
 func (r Run) Cancelled() Event { return r.Status("cancelled") }
 

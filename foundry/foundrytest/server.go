@@ -62,9 +62,6 @@ func NewServer(t testing.TB, script ...Call) *Server {
 			return strings.TrimPrefix(r.URL.Path, ProjectPath), strings.HasPrefix(r.URL.Path, ProjectPath+"/")
 		},
 		Unscripted: s.auto,
-		Unexpected: func(req Request) Response {
-			return Error(http.StatusInternalServerError, "unexpected_call", "foundrytest: unexpected call "+req.String())
-		},
 	}, script...)
 	return s
 }

@@ -6,6 +6,8 @@
 package agenterr
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -49,6 +51,43 @@ func (e *Error) As(target any) bool {
 		*t = &brainwire.Error{Code: code, Message: e.Msg}
 	}
 	return ok
+}
+
+// StreamFailed is err, the failure of reading what ("events of run
+// run_1") from a stream, as the decoder told it, or else as a stream that
+// broke off.
+func StreamFailed(what string, err error) error {
+	err = fmt.Errorf("reading %s: %w", what, err)
+	if errors.As(err, new(*Error)) {
+		return err
+	}
+	return &Error{Msg: "the agent service's event stream broke off", Err: err}
+}
+
+// ErrorEvent reads the payload of an event stream's error event, which
+// has no one schema: {"code","message"}, or under "error" an object with
+// them or a string; codes may be numbers. Those are the service's words.
+// Anything else (a gateway's page, plain text, JSON with neither) is no
+// message for people: err says so, and keeps the payload for the log and
+// telemetry.
+func ErrorEvent(data []byte) (code, message string, err error) {
+	var v struct {
+		Code, Message, Error json.RawMessage
+	}
+	if json.Unmarshal(data, &v) == nil {
+		code, message = azerror.Text(v.Code), azerror.Text(v.Message)
+		var inner struct{ Code, Message json.RawMessage }
+		if json.Unmarshal(v.Error, &inner) == nil {
+			code, message = cmp.Or(azerror.Text(inner.Code), code), cmp.Or(azerror.Text(inner.Message), message)
+		} else {
+			message = cmp.Or(azerror.Text(v.Error), message)
+		}
+		if code != "" || message != "" {
+			return code, message, nil
+		}
+	}
+	return "", "", &Error{Msg: "the agent service reported an error brainwire cannot read",
+		Err: fmt.Errorf("error event: %s", BodyText(data))}
 }
 
 // SignInMessage is what people are told when brainwire could not sign in

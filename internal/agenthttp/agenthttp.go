@@ -31,10 +31,9 @@ const MaxJSON = 32 << 20
 type Client struct {
 	// HTTP sends them; nil means http.DefaultClient.
 	HTTP *http.Client
-	// Who names the service to people ("the agent service").
-	Who string
-	// ReadError builds the error of a non-2xx answer.
-	ReadError func(*http.Response) error
+	// Who names the service to people ("the agent service"); Service
+	// names the client in its errors ("foundry", agenterr.APIError).
+	Who, Service string
 	// Prefix is the scheme, host and escaped path of the service's base
 	// URL, without a trailing slash; Query is sent with every call.
 	Prefix, Query string
@@ -92,12 +91,8 @@ func (c Client) http() *http.Client {
 	return c.HTTP
 }
 
-// NewRequest builds a request with body, when not nil, as JSON.
-func NewRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
-	req, _, err := newRequest(ctx, method, url, body)
-	return req, err
-}
-
+// newRequest builds a request with body, when not nil, as JSON, which it
+// returns too, to be let go of once sent.
 func newRequest(ctx context.Context, method, url string, body any) (*http.Request, *sentBody, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
@@ -181,7 +176,7 @@ func (r *bodyReader) Close() error {
 // Do sends a JSON request and decodes the JSON answer (at most MaxJSON
 // bytes) into out.
 func (c Client) Do(ctx context.Context, method, url string, body, out any) error {
-	req, err := NewRequest(ctx, method, url, body)
+	req, _, err := newRequest(ctx, method, url, body)
 	if err != nil {
 		return err
 	}
@@ -200,11 +195,11 @@ func (c Client) Do(ctx context.Context, method, url string, body, out any) error
 	return nil
 }
 
-// readError is the error of a non-2xx answer, as ReadError builds it,
+// readError is the error of a non-2xx answer (agenterr.ReadAPIError),
 // with why the service could not tell whether it did the call, when the
 // answer is the call's for that reason (retry.WithLookup).
 func (c Client) readError(resp *http.Response) error {
-	return retry.WithLookup(c.ReadError(resp), resp)
+	return retry.WithLookup(agenterr.ReadAPIError(c.Service, resp), resp)
 }
 
 // Stream POSTs body and returns the body of a 2xx event stream answer;

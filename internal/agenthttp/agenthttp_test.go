@@ -11,10 +11,15 @@ import (
 	"testing"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/internal/agenterr"
 	"github.com/brainwire/brainwire/internal/agenthttp"
 )
 
-var errAnswered = errors.New("the service said no")
+// answered reports whether err is the service's non-2xx answer status.
+func answered(err error, status int) bool {
+	var a *agenterr.APIError
+	return errors.As(err, &a) && a.StatusCode == status && a.Service == "svc"
+}
 
 func server(t *testing.T, status int, contentType, body string) (agenthttp.Client, string, *http.Request) {
 	t.Helper()
@@ -26,8 +31,7 @@ func server(t *testing.T, status int, contentType, body string) (agenthttp.Clien
 		fmt.Fprint(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	c := agenthttp.Client{HTTP: srv.Client(), Who: "the agent service",
-		ReadError: func(r *http.Response) error { return fmt.Errorf("%d: %w", r.StatusCode, errAnswered) }}
+	c := agenthttp.Client{HTTP: srv.Client(), Who: "the agent service", Service: "svc"}
 	return c, srv.URL, &got
 }
 
@@ -52,7 +56,7 @@ func TestDo(t *testing.T) {
 	}
 
 	c, url, _ = server(t, 503, "application/json", `{}`)
-	if err := c.Do(context.Background(), http.MethodGet, url, nil, &out); !errors.Is(err, errAnswered) || !strings.HasPrefix(err.Error(), "503") {
+	if err := c.Do(context.Background(), http.MethodGet, url, nil, &out); !answered(err, 503) {
 		t.Errorf("a 503: %v", err)
 	}
 	c, url, _ = server(t, 200, "text/html", `<html>`)
@@ -75,7 +79,7 @@ func TestStream(t *testing.T) {
 	}
 
 	c, url, _ = server(t, 429, "application/json", `{}`)
-	if _, err := c.Stream(context.Background(), url, nil); !errors.Is(err, errAnswered) {
+	if _, err := c.Stream(context.Background(), url, nil); !answered(err, 429) {
 		t.Errorf("a 429: %v", err)
 	}
 	c, url, _ = server(t, 200, "text/html", "<html>Bad gateway</html>")
@@ -116,8 +120,7 @@ func TestStreamLetsGoOfItsBodyOnceAnswered(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	rt := &recordingTransport{next: srv.Client().Transport}
-	c := agenthttp.Client{HTTP: &http.Client{Transport: rt}, Who: "the agent service",
-		ReadError: func(r *http.Response) error { return fmt.Errorf("%d: %w", r.StatusCode, errAnswered) }}
+	c := agenthttp.Client{HTTP: &http.Client{Transport: rt}, Who: "the agent service", Service: "svc"}
 
 	body, err := c.Stream(t.Context(), srv.URL+"/moved", map[string]string{"instructions": "file it"})
 	if err != nil {

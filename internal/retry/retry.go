@@ -27,13 +27,14 @@ import (
 	"github.com/brainwire/brainwire/internal/retryafter"
 )
 
-// Defaults of Policy, as the OpenAI SDKs retry.
+// How a call is sent again, as the OpenAI SDKs do: DefaultRetries times,
+// DefaultBackoff first, doubled up to MaxBackoff; what retry-after-ms or
+// Retry-After asks is waited up to MaxWait.
 const (
-	DefaultRetries    = 2
-	DefaultBackoff    = 500 * time.Millisecond
-	DefaultMaxBackoff = 8 * time.Second
-	// DefaultMaxWait bounds what retry-after-ms or Retry-After may ask.
-	DefaultMaxWait = 60 * time.Second
+	DefaultRetries = 2
+	DefaultBackoff = 500 * time.Millisecond
+	MaxBackoff     = 8 * time.Second
+	MaxWait        = 60 * time.Second
 )
 
 // maxDrain bounds what is read of a failed answer's body before it is
@@ -49,14 +50,13 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 type Policy struct {
 	// Retries is how many times a call may be sent again; 0 or less: none.
 	Retries int
-	// Backoff is the first wait, doubled each time up to MaxBackoff, less
-	// up to a quarter of it at random; DefaultBackoff and
-	// DefaultMaxBackoff when 0. A wait the service asks for
-	// (retry-after-ms, Retry-After) is taken instead, up to MaxWait
-	// (DefaultMaxWait when 0). A call whose wait, or the wait its service
+	// Backoff is the first wait (DefaultBackoff when 0), doubled each
+	// time up to MaxBackoff, less up to a quarter of it at random. A wait
+	// the service asks for (retry-after-ms, Retry-After) is taken
+	// instead, up to MaxWait. A call whose wait, or the wait its service
 	// asked for, would outlast the deadline of the request's context is
 	// not sent again: its answer is returned at once.
-	Backoff, MaxBackoff, MaxWait time.Duration
+	Backoff time.Duration
 
 	// Observe, when set, is told of each call about to be sent again and
 	// returns the context the new attempt is sent with (telemetry marks
@@ -338,23 +338,16 @@ func connReason(err error) string {
 // asked for, up to MaxWait, else the backoff; and what the service asked
 // for (0 when it did not say).
 func (t *transport) wait(n int, resp *http.Response) (wait, asked time.Duration) {
-	maxWait := t.p.MaxWait
-	if maxWait <= 0 {
-		maxWait = DefaultMaxWait
-	}
 	if d, ok := askedFor(resp, t.now()); ok {
-		return min(d, maxWait), d
+		return min(d, MaxWait), d
 	}
-	base, most := t.p.Backoff, t.p.MaxBackoff
+	base := t.p.Backoff
 	if base <= 0 {
 		base = DefaultBackoff
 	}
-	if most <= 0 {
-		most = DefaultMaxBackoff
-	}
-	d := most
+	d := MaxBackoff
 	if n < 30 {
-		d = min(base<<n, most)
+		d = min(base<<n, MaxBackoff)
 	}
 	j := t.p.Jitter
 	if j == nil {

@@ -1,7 +1,6 @@
 package scripttest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -332,19 +331,11 @@ func (s *Server) reset(w http.ResponseWriter) {
 
 // Encode returns v as one line of JSON, without HTML escaping.
 func Encode(v any) string {
-	var b bytes.Buffer
-	if err := encodeTo(&b, v); err != nil {
-		panic(fmt.Sprintf("scripttest: encoding %T: %v", v, err))
-	}
-	return b.String()
-}
-
-func encodeTo(b *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return err
+		panic(fmt.Sprintf("scripttest: encoding %T: %v", v, err))
 	}
-	b.Truncate(b.Len() - 1) // Encode's newline
-	return nil
+	return strings.TrimSuffix(b.String(), "\n") // Encode's newline
 }

@@ -37,9 +37,6 @@ type Options struct {
 	// Unscripted answers calls outside the script the service answers
 	// whenever they come; it reports whether it answered.
 	Unscripted func(w http.ResponseWriter, req Request) bool
-	// Unexpected is the answer to a call that was not expected, sent with
-	// status 500.
-	Unexpected func(req Request) Response
 }
 
 // Server is a scripted upstream. Create it with New; it is closed when
@@ -49,9 +46,7 @@ type Server struct {
 	opts    Options
 	srv     *httptest.Server
 	closing chan struct{}
-	gone    chan string   // each stream a client left
-	left    chan struct{} // closed once a client left a stream
-	once    sync.Once
+	gone    chan string // each stream a client left
 
 	mu       sync.Mutex
 	script   []Call
@@ -114,7 +109,7 @@ func (r Request) String() string { return r.Method + " " + r.Path }
 // New starts a server that expects the calls of script in order.
 func New(t testing.TB, opts Options, script ...Call) *Server {
 	t.Helper()
-	s := &Server{t: t, opts: opts, closing: make(chan struct{}), gone: make(chan string, 64), left: make(chan struct{}), script: script}
+	s := &Server{t: t, opts: opts, closing: make(chan struct{}), gone: make(chan string, 64), script: script}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.close)
 	return s
@@ -163,10 +158,6 @@ func (s *Server) Pending() []Call {
 // Gone receives "METHOD /path" for each stream whose client went away
 // before the stream ended.
 func (s *Server) Gone() <-chan string { return s.gone }
-
-// ClientGone is closed once a client has gone away from a stream before
-// its end.
-func (s *Server) ClientGone() <-chan struct{} { return s.left }
 
 // Errorf reports a failure of the test the server runs in.
 func (s *Server) Errorf(format string, args ...any) {
@@ -223,12 +214,8 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Errorf("unexpected call %s (path %s)\n  expected next: %s\n  body: %s", req, r.URL.Path, next, textcut.Ellipsis(string(raw), 300))
-	answer := JSON(http.StatusInternalServerError, `{"error":"unexpected call"}`)
-	if s.opts.Unexpected != nil {
-		answer = s.opts.Unexpected(req)
-		answer.status = http.StatusInternalServerError
-	}
-	answer.serve(s, w, r)
+	// The test has failed already: any error answer will do.
+	JSON(http.StatusInternalServerError, `{"error":{"message":"unexpected call"}}`).serve(s, w, r)
 }
 
 // clientLeft notes that the client of r went away before its stream
@@ -237,7 +224,6 @@ func (s *Server) clientLeft(r *http.Request) {
 	if r.Context().Err() == nil {
 		return
 	}
-	s.once.Do(func() { close(s.left) })
 	select {
 	case s.gone <- r.Method + " " + r.URL.Path:
 	default:

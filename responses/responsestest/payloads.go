@@ -185,9 +185,3 @@ func OutputMessageItem(id, text string) map[string]any {
 	return map[string]any{"type": "message", "id": id, "status": "completed", "role": "assistant",
 		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}, "logprobs": []any{}}}}
 }
-
-// FunctionCallOutputItem is a function call's output the client sent, as
-// a conversation lists it.
-func FunctionCallOutputItem(id, callID, output string) map[string]any {
-	return map[string]any{"type": "function_call_output", "id": id, "call_id": callID, "output": output, "status": "completed"}
-}

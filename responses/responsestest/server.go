@@ -50,9 +50,6 @@ func NewServer(t testing.TB, script ...Call) *Server {
 			p := strings.TrimPrefix(r.URL.Path, ProjectPath)
 			return strings.TrimPrefix(p, "/openai/v1"), strings.HasPrefix(r.URL.Path, ProjectPath+"/")
 		},
-		Unexpected: func(req Request) Response {
-			return Error(http.StatusInternalServerError, "unexpected_call", "responsestest: unexpected call "+req.String())
-		},
 	}, script...)}
 }
 

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -172,20 +171,10 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 // spanContextOf is the span a TraceRef names, as a remote span context a
 // link can point to.
 func spanContextOf(ref brainwire.TraceRef) (trace.SpanContext, bool) {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	if b, err := hex.DecodeString(ref.TraceID); err != nil || len(b) != len(tid) {
-		return trace.SpanContext{}, false
-	} else {
-		copy(tid[:], b)
-	}
-	if b, err := hex.DecodeString(ref.SpanID); err != nil || len(b) != len(sid) {
-		return trace.SpanContext{}, false
-	} else {
-		copy(sid[:], b)
-	}
+	tid, err1 := trace.TraceIDFromHex(ref.TraceID)
+	sid, err2 := trace.SpanIDFromHex(ref.SpanID)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
-	return sc, sc.IsValid()
+	return sc, err1 == nil && err2 == nil
 }
 
 // trackEvaluation sends the evaluation to Application Insights as a custom

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -71,7 +72,7 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 			AttrThreadID.String(info.ThreadID),
 			c.kindAttr,
 		)
-		if id := orDefault(info.Agent.ID, t.agent.ID); id != "" {
+		if id := cmp.Or(info.Agent.ID, t.agent.ID); id != "" {
 			attrs = append(attrs, semconv.GenAIAgentID(id))
 		}
 		attrs = append(attrs, agentAttrs(info.Agent)...)
@@ -266,7 +267,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 	switch ev.Kind {
 	case brainwire.AgentRunStatus:
 		if ev.Status == brainwire.RunFailed {
-			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run", false)
+			c.t.countUpstreamError(c.ctx, c, cmp.Or(ev.ErrorCode, "run_failed"), "run", false)
 		}
 		c.mu.Lock()
 		cs := c.stream
@@ -275,7 +276,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
 	case brainwire.AgentError:
-		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream", false)
+		c.t.countUpstreamError(c.ctx, c, cmp.Or(ev.ErrorCode, "stream_error"), "stream", false)
 	}
 }
 
@@ -548,7 +549,7 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 		{Key: "time_to_outcome_ms", Value: strconv.FormatInt(ttoMS, 10)},
 		{Key: "agent_run_id", Value: res.UpstreamRunID},
 		{Key: "agent_thread_id", Value: res.UpstreamThreadID},
-		{Key: "agent_id", Value: orDefault(c.info.Agent.ID, c.t.agent.ID)},
+		{Key: "agent_id", Value: cmp.Or(c.info.Agent.ID, c.t.agent.ID)},
 		{Key: "agent_name", Value: c.t.agent.Name},
 	}
 	for _, p := range []appinsights.Property{
@@ -607,13 +608,6 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 		Properties:   props,
 		Measurements: ms,
 	})
-}
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // countUpstreamError counts one error from the agent service during

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,14 +103,9 @@ func New(cfg Config) (*Telemetry, error) {
 		ai:      cfg.AppInsights,
 		agent:   cfg.Agent,
 		content: cfg.CaptureContent,
-		log:     cfg.Logger,
+		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
-	if t.agent.Name == "" {
-		t.agent.Name = "agent"
-	}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
+	t.agent.Name = cmp.Or(t.agent.Name, "agent")
 	switch {
 	case cfg.MaxReasoningBytes == 0:
 		t.maxText = DefaultMaxReasoningBytes

@@ -119,7 +119,10 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 	if item.AgentRun == nil || item.AgentRun.TraceID == "" || item.AgentRun.SpanID == "" || item.AgentRun.AgentVersion != agent.Version {
 		t.Fatalf("filed item's run %+v", item.AgentRun)
 	}
+	// A person's second thought on the same item is a repeat, so that
+	// the share of filed items people corrected counts each item once.
 	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Ideas"}`, nil)
+	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Admin"}`, nil)
 
 	asked := s.capture("asdf qwerty zxcv", nil)
 	askedItem := s.itemOf(asked)
@@ -150,7 +153,7 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 			t.Fatalf("item records span %s/%s, the run's span is %s/%s", item.AgentRun.TraceID, item.AgentRun.SpanID,
 				hex.EncodeToString(run.TraceId), got)
 		}
-		ev := findSpan(t, recv, "evaluation human_bucket", "run_id", filed.runID)
+		ev := findSpan(t, recv, "evaluation human_bucket", "brainwire.correction.human_bucket", "Ideas")
 		if hex.EncodeToString(ev.TraceId) == hex.EncodeToString(run.TraceId) {
 			t.Error("the evaluation is in the run's own trace, want the correction's")
 		}
@@ -170,8 +173,9 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 				t.Errorf("event %s = %v, want %v", k, got[k], v)
 			}
 		}
-		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "brainwire.correction.agent_bucket": "People",
-			"brainwire.correction.human_bucket": "Ideas", "brainwire.inbox_item_id": item.ID, "brainwire.correction.kind": "recategorize"} {
+		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "brainwire.correction.agent_bucket": "People", "run_id": filed.runID,
+			"brainwire.correction.human_bucket": "Ideas", "brainwire.inbox_item_id": item.ID, "brainwire.correction.kind": "recategorize",
+			"brainwire.correction.repeat": false} {
 			if attr(ev, k) != v {
 				t.Errorf("span %s = %v, want %v", k, attr(ev, k), v)
 			}
@@ -188,7 +192,7 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 		events := ingest.Events("gen_ai.evaluation.result")
 		var ai *telemetrytest.Envelope
 		for i := range events {
-			if events[i].Data.BaseData.Properties["run_id"] == filed.runID {
+			if p := events[i].Data.BaseData.Properties; p["run_id"] == filed.runID && p["human_bucket"] == "Ideas" {
 				ai = &events[i]
 			}
 		}
@@ -214,13 +218,20 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 			}
 		}
 
+		if attr(findSpan(t, recv, "evaluation human_bucket", "brainwire.correction.human_bucket", "Admin"), "brainwire.correction.repeat") != true {
+			t.Error("the second recategorize is not a repeat")
+		}
 		m := recv.Metric("brainwire.corrections")
 		if n := counterValue(m, map[string]any{"brainwire.correction.agent_bucket": "People", "brainwire.correction.human_bucket": "Ideas",
-			"brainwire.correction.agent_outcome": "classified", "gen_ai.evaluation.score.label": "incorrect", "gen_ai.agent.version": agent.Version}); n != 1 {
+			"brainwire.correction.agent_outcome": "classified", "gen_ai.evaluation.score.label": "incorrect", "gen_ai.agent.version": agent.Version,
+			"brainwire.correction.repeat": false}); n != 1 {
 			t.Errorf("brainwire.corrections People -> Ideas = %d, want 1", n)
 		}
-		if n := counterValue(m, map[string]any{}); n != 1 {
-			t.Errorf("brainwire.corrections in all = %d, want 1", n)
+		if n := counterValue(m, map[string]any{"brainwire.correction.human_bucket": "Admin", "brainwire.correction.repeat": true}); n != 1 {
+			t.Errorf("brainwire.corrections repeated to Admin = %d, want 1", n)
+		}
+		if n := counterValue(m, map[string]any{}); n != 2 {
+			t.Errorf("brainwire.corrections in all = %d, want 2", n)
 		}
 	})
 

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,20 +268,7 @@ func settleGoroutines(want int, within time.Duration) int {
 }
 
 func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
-
-func goroutineDump() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
-}
-
-var _ = fmt.Sprint

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -131,21 +132,23 @@ func followUpSeries(round int, outcome brainwire.Outcome) []attribute.KeyValue {
 }
 
 func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, e evaluation) {
-	attrs := []attribute.KeyValue{
+	result := []attribute.KeyValue{
 		semconv.GenAIEvaluationName(e.name),
 		semconv.GenAIEvaluationScoreLabel(e.label),
 		semconv.GenAIEvaluationScoreValue(e.score),
 		semconv.GenAIEvaluationExplanation(e.explanation),
+		AttrRunID.String(c.Run.RunID),
+	}
+	attrs := append(slices.Clip(result),
 		semconv.GenAIProviderNameKey.String(t.agent.Provider),
 		semconv.GenAIAgentName(t.agent.Name),
 		AttrCorrectionKind.String(string(c.Kind)),
 		AttrCorrectionRepeat.Bool(c.Repeat),
 		AttrInboxItemID.String(c.ItemID),
-		AttrRunID.String(c.Run.RunID),
 		AttrAgentOutcome.String(string(c.Run.Outcome)),
 		AttrAgentBucket.String(c.Run.Bucket),
 		AttrHumanBucket.String(c.Bucket),
-	}
+	)
 	if c.Run.AgentVersion != "" {
 		attrs = append(attrs, semconv.GenAIAgentVersion(c.Run.AgentVersion))
 	}
@@ -158,13 +161,7 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	_, span := t.tracer.Start(ctx, "evaluation "+e.name, opts...)
-	span.AddEvent(EventEvaluationResult, trace.WithAttributes(
-		semconv.GenAIEvaluationName(e.name),
-		semconv.GenAIEvaluationScoreLabel(e.label),
-		semconv.GenAIEvaluationScoreValue(e.score),
-		semconv.GenAIEvaluationExplanation(e.explanation),
-		AttrRunID.String(c.Run.RunID),
-	))
+	span.AddEvent(EventEvaluationResult, trace.WithAttributes(result...))
 	span.End()
 }
 

@@ -3,9 +3,9 @@ package telemetry
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,9 +157,7 @@ func (t *Telemetry) aiOperation(ctx context.Context, sc, parent trace.SpanContex
 
 // putRandom fills b with random bytes, never all zero (an invalid id).
 func putRandom(b []byte) {
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
+	_, _ = rand.Read(b)
 	b[0] |= 1
 }
 
@@ -552,57 +550,45 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 		{Key: "agent_id", Value: cmp.Or(c.info.Agent.ID, c.t.agent.ID)},
 		{Key: "agent_name", Value: c.t.agent.Name},
 	}
-	for _, p := range []appinsights.Property{
-		{Key: "agent_version", Value: c.info.Agent.Version},
-		{Key: "model", Value: c.info.Agent.Model},
-		{Key: "eval_run_id", Value: c.info.EvalRunID},
-	} {
-		if p.Value != "" {
-			props = append(props, p)
-		}
-	}
 	ms := []appinsights.Measurement{
 		{Key: "reasoning_chunks", Value: float64(res.ReasoningChunks)},
 		{Key: "time_to_outcome_ms", Value: float64(ttoMS)},
 	}
-	if res.Bucket != "" {
-		props = append(props, appinsights.Property{Key: "bucket", Value: res.Bucket})
-	}
+	confidence, text, question := "", "", ""
 	if res.HasConfidence() {
-		props = append(props, appinsights.Property{Key: "confidence", Value: strconv.FormatFloat(res.Confidence, 'f', -1, 64)})
+		confidence = strconv.FormatFloat(res.Confidence, 'f', -1, 64)
 		ms = append(ms, appinsights.Measurement{Key: "confidence", Value: res.Confidence})
 	}
-	if res.InboxItemID != "" {
-		props = append(props, appinsights.Property{Key: "inbox_item_id", Value: res.InboxItemID})
+	if c.t.content {
+		text, question = c.info.Text, res.Question
 	}
 	if res.HasUsage {
 		ms = append(ms, appinsights.Measurement{Key: "input_tokens", Value: float64(res.Usage.PromptTokens)},
 			appinsights.Measurement{Key: "output_tokens", Value: float64(res.Usage.CompletionTokens)})
 	}
-	if res.ErrorType != "" {
-		props = append(props, appinsights.Property{Key: "error_type", Value: res.ErrorType})
-		if res.ErrorMessage != "" {
-			props = append(props, appinsights.Property{Key: "error_message", Value: res.ErrorMessage})
+	// The rest only when there is something to say.
+	for _, p := range []appinsights.Property{
+		{Key: "agent_version", Value: c.info.Agent.Version},
+		{Key: "model", Value: c.info.Agent.Model},
+		{Key: "eval_run_id", Value: c.info.EvalRunID},
+		{Key: "bucket", Value: res.Bucket},
+		{Key: "confidence", Value: confidence},
+		{Key: "inbox_item_id", Value: res.InboxItemID},
+		{Key: "error_type", Value: res.ErrorType},
+		{Key: "error_message", Value: res.ErrorMessage},
+		{Key: "capture_text", Value: text},
+		{Key: "question", Value: question},
+	} {
+		if p.Value != "" {
+			props = append(props, p)
 		}
-	}
-	if c.t.content {
-		if c.info.Text != "" {
-			props = append(props, appinsights.Property{Key: "capture_text", Value: c.info.Text})
-		}
-		if res.Question != "" {
-			props = append(props, appinsights.Property{Key: "question", Value: res.Question})
-		}
-	}
-	code := "200"
-	if res.ErrorType != "" {
-		code = res.ErrorType
 	}
 	c.t.ai.TrackRequest(appinsights.Request{
 		Time:         c.start,
 		ID:           c.requestID,
 		Name:         c.op.Name,
 		Duration:     dur,
-		ResponseCode: code,
+		ResponseCode: cmp.Or(res.ErrorType, "200"),
 		Success:      res.ErrorType == "",
 		Operation:    c.op,
 		Properties:   props,

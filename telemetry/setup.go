@@ -73,22 +73,10 @@ func (s Settings) Enabled() bool {
 	return s.Traces != nil || s.Metrics != nil || s.AppInsights != nil
 }
 
-// SettingsFromEnv reads which signals are on and where they go, and
-// checks the values the SDK would take without a word:
-//
-//	OTEL_SDK_DISABLED                    true: no OpenTelemetry traces or metrics
-//	OTEL_EXPORTER_OTLP_ENDPOINT          OTLP/gRPC endpoint of both signals
-//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT   ... of traces (wins over the above)
-//	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  ... of metrics
-//	OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]PROTOCOL  grpc only
-//	OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER  otlp, console, none (comma-separated)
-//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG  a sampler the SDK has, a ratio in [0, 1]
-//	OTEL_SERVICE_NAME                    Application Insights' cloud role (default brainwire)
-//	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
-//	BRAINWIRE_REASONING_MAX_BYTES        cap of the assembled reasoning on the agent span (0: none)
-//	APPLICATIONINSIGHTS_CONNECTION_STRING
-//
-// Traces and metrics are off unless an endpoint or an exporter is
+// SettingsFromEnv reads which signals are on and where they go, from the
+// variables docs/telemetry.md lists, and checks the values the SDK would
+// take without a word (a protocol other than grpc, a sampler it does not
+// have). Traces and metrics are off unless an endpoint or an exporter is
 // configured. The SDK reads the sampler and the rest of OTEL_* itself.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{

@@ -68,11 +68,6 @@ type Exporters struct {
 	Console bool
 }
 
-// Enabled reports whether any signal is exported.
-func (s Settings) Enabled() bool {
-	return s.Traces != nil || s.Metrics != nil || s.AppInsights != nil
-}
-
 // SettingsFromEnv reads which signals are on and where they go, from the
 // variables docs/telemetry.md lists, and checks the values the SDK would
 // take without a word (a protocol other than grpc, a sampler it does not
@@ -229,9 +224,6 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 	log := cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	console := cmp.Or[io.Writer](o.Console, os.Stdout)
 	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log, MaxReasoningBytes: s.MaxReasoningBytes}
-	if s.MaxReasoningBytes == 0 {
-		cfg.MaxReasoningBytes = -1 // Config's 0 is the default
-	}
 	// What is built is stopped as Telemetry.Shutdown stops it, should a
 	// later part fail.
 	owned := &Telemetry{}

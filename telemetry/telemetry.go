@@ -45,8 +45,8 @@ type Config struct {
 	// arguments and results. Off, only ids, indices and counts remain.
 	CaptureContent bool
 	// MaxReasoningBytes caps the assembled reasoning put on the
-	// invoke_agent span when it ends (gen_ai.output.messages);
-	// DefaultMaxReasoningBytes when 0, none when negative. Every chunk
+	// invoke_agent span when it ends (gen_ai.output.messages); 0 puts
+	// none (Settings default to DefaultMaxReasoningBytes). Every chunk
 	// stays an event whatever the cap.
 	MaxReasoningBytes int
 	Logger            *slog.Logger
@@ -103,15 +103,10 @@ func New(cfg Config) (*Telemetry, error) {
 		ai:      cfg.AppInsights,
 		agent:   cfg.Agent,
 		content: cfg.CaptureContent,
+		maxText: max(cfg.MaxReasoningBytes, 0),
 		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
 	t.agent.Name = cmp.Or(t.agent.Name, "agent")
-	switch {
-	case cfg.MaxReasoningBytes == 0:
-		t.maxText = DefaultMaxReasoningBytes
-	case cfg.MaxReasoningBytes > 0:
-		t.maxText = cfg.MaxReasoningBytes
-	}
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()

@@ -57,7 +57,6 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !named {
 		op.Name = name
 	}
-	threadID, runID := op.ThreadID, op.RunID
 	var attrs []attribute.KeyValue
 	if t.tracing {
 		attrs = make([]attribute.KeyValue, 0, 12)
@@ -79,19 +78,15 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				attrs = append(attrs, semconv.ServerPort(port))
 			}
 		}
-		if threadID != "" {
-			attrs = append(attrs, semconv.GenAIConversationID(threadID), AttrFoundryThreadID.String(threadID))
-		}
-		if runID != "" {
-			attrs = append(attrs, AttrFoundryRunID.String(runID))
-		}
+		attrs = append(attrs, upstreamIDs(op.ThreadID, op.RunID)...)
 	}
 	rs, resent := req.Context().Value(resendKey{}).(resend)
-	if resent && t.tracing {
+	resent = resent && t.tracing
+	if resent {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(rs.count))
 	}
 	ctx, span := t.tracer.Start(req.Context(), op.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	if resent && t.tracing {
+	if resent {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrRetryStatus.String(rs.reason), AttrRetryWaitMS.Int64(rs.wait.Milliseconds())))
 	}
 	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: time.Now(), capture: captureFrom(req.Context())}

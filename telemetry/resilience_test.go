@@ -109,6 +109,9 @@ func TestContentOff(t *testing.T) {
 				"BRAINWIRE_CAPTURE_CONTENT":             fmt.Sprint(content),
 				"OTEL_METRIC_EXPORT_INTERVAL":           "50",
 			})
+			if _, err := s.srv.RefreshAgent(t.Context()); err != nil { // its instructions are content too
+				t.Fatal(err)
+			}
 			r := s.capture(text, nil)
 			if err := s.shutdown(10 * time.Second); err != nil {
 				t.Fatal(err)
@@ -133,7 +136,8 @@ func TestContentOff(t *testing.T) {
 					t.Errorf("content off: %q found (traces %v, App Insights %v)", n, inTraces, inAI)
 				}
 			}
-			for _, key := range []string{"reasoning_text", "gen_ai.input.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "capture_text"} {
+			for _, key := range []string{"reasoning_text", "gen_ai.input.messages", "gen_ai.system_instructions", "gen_ai.output.messages",
+				"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "capture_text"} {
 				if got := recv.Contains(`"`+key+`"`) || ingest.Contains(`"`+key+`"`); got != content {
 					t.Errorf("key %s present = %v, want %v", key, got, content)
 				}

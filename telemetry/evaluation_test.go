@@ -17,9 +17,9 @@ import (
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
-// call makes an API request with the stack's key and decodes the JSON
-// answer into out.
-func (s *stack) call(method, path, body string, out any) {
+// call makes an API request with the stack's key, decodes the JSON
+// answer into out (if set) and returns the answer.
+func (s *stack) call(method, path, body string, out any) []byte {
 	s.t.Helper()
 	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
@@ -40,6 +40,7 @@ func (s *stack) call(method, path, body string, out any) {
 			s.t.Fatalf("%s %s: %v: %s", method, path, err, b)
 		}
 	}
+	return b
 }
 
 // itemOf returns the inbox item a capture filed.
@@ -126,23 +127,12 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 
 	asked := s.capture("asdf qwerty zxcv", nil)
 	askedItem := s.itemOf(asked)
-	var followUp result
-	{
-		body, _ := json.Marshal(map[string]any{"inbox_item_id": askedItem.ID, "follow_up_text": "I meant: call my friend Sam about his birthday", "follow_up_round": 1})
-		req, _ := http.NewRequest("POST", s.url+"/api/capture/follow-up", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := s.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(b), `"CLASSIFIED"`) {
-			t.Fatalf("follow-up: %s", b)
-		}
-		followUp.runID = lastRunID(b)
+	body, _ := json.Marshal(map[string]any{"inbox_item_id": askedItem.ID, "follow_up_text": "I meant: call my friend Sam about his birthday", "follow_up_round": 1})
+	stream := s.call("POST", "/api/capture/follow-up", string(body), nil)
+	if !strings.Contains(string(stream), `"CLASSIFIED"`) {
+		t.Fatalf("follow-up: %s", stream)
 	}
+	followUp := result{runID: lastRunID(stream)}
 	if err := s.shutdown(10e9); err != nil {
 		t.Fatalf("flush: %v", err)
 	}

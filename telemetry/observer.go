@@ -179,35 +179,32 @@ type (
 
 // userMessages renders the capture text as gen_ai.input.messages.
 func userMessages(text string) string {
-	b, _ := json.Marshal([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
-	return string(b)
+	return jsonString([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
 }
 
 // renderedInstructions are instructions and their rendering.
 type renderedInstructions struct{ text, parts string }
 
-// systemInstructions is textParts(text), rendered once for as long as the
-// instructions stay the same.
+// systemInstructions renders instructions as gen_ai.system_instructions,
+// once for as long as they stay the same.
 func (t *Telemetry) systemInstructions(text string) string {
 	if r := t.instructions.Load(); r != nil && r.text == text {
 		return r.parts
 	}
-	r := &renderedInstructions{text: text, parts: textParts(text)}
+	r := &renderedInstructions{text: text, parts: jsonString([]textPart{{Type: "text", Content: text}})}
 	t.instructions.Store(r)
 	return r.parts
-}
-
-// textParts renders instructions as gen_ai.system_instructions.
-func textParts(text string) string {
-	b, _ := json.Marshal([]textPart{{Type: "text", Content: text}})
-	return string(b)
 }
 
 // outputMessages renders the run's assembled reasoning as
 // gen_ai.output.messages: one assistant message, cut to the configured
 // size with the part marked truncated.
 func outputMessages(text string, truncated bool, finish string) string {
-	b, _ := json.Marshal([]message{{Role: "assistant", Parts: []textPart{{Type: "text", Content: text, Truncated: truncated}}, FinishReason: finish}})
+	return jsonString([]message{{Role: "assistant", Parts: []textPart{{Type: "text", Content: text, Truncated: truncated}}, FinishReason: finish}})
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
 	return string(b)
 }
 

@@ -178,17 +178,14 @@ func (ct callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 type attemptsKey struct{}
 
-// attempts is one call's failed attempt not counted yet: the last one, as
-// the retry layer decides on each before it sends the next.
+// attempts holds one call's failed attempt not counted yet (errType set):
+// the last one, as the retry layer decides on each before it sends the
+// next.
 type attempts struct {
 	mu      sync.Mutex
-	pending *failedAttempt
-	settled bool // the call returned: later failures count at once
-}
-
-type failedAttempt struct {
-	ctx     context.Context
+	ctx     context.Context // the failed attempt's
 	errType string
+	settled bool // the call returned: later failures count at once
 }
 
 // attemptFailed counts a failed attempt, or leaves it to its call's
@@ -196,12 +193,11 @@ type failedAttempt struct {
 func (t *Telemetry) attemptFailed(ctx context.Context, errType string) {
 	if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		if !a.settled {
-			a.pending = &failedAttempt{ctx: ctx, errType: errType}
-			a.mu.Unlock()
+			a.ctx, a.errType = ctx, errType
 			return
 		}
-		a.mu.Unlock()
 	}
 	t.countUpstreamError(ctx, captureFrom(ctx), errType, "http", false)
 }
@@ -210,14 +206,12 @@ func (t *Telemetry) attemptFailed(ctx context.Context, errType string) {
 // call's answer; a call that returned settles for good.
 func (a *attempts) settle(t *Telemetry, retried bool) {
 	a.mu.Lock()
-	p := a.pending
-	a.pending = nil
-	if !retried {
-		a.settled = true
-	}
+	ctx, errType := a.ctx, a.errType
+	a.ctx, a.errType = nil, ""
+	a.settled = a.settled || !retried
 	a.mu.Unlock()
-	if p != nil {
-		t.countUpstreamError(p.ctx, captureFrom(p.ctx), p.errType, "http", retried)
+	if errType != "" {
+		t.countUpstreamError(ctx, captureFrom(ctx), errType, "http", retried)
 	}
 }
 

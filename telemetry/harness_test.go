@@ -48,13 +48,6 @@ type stack struct {
 // the simulator streaming without pauses.
 func newStack(t testing.TB, env map[string]string) *stack {
 	t.Helper()
-	return newPacedStack(t, env, -1)
-}
-
-// newPacedStack is newStack with the simulator pausing chunkDelay before
-// each reasoning chunk.
-func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration) *stack {
-	t.Helper()
 	ctx := context.Background()
 	// brainwire reads which signals go where; the SDK reads the rest of
 	// OTEL_* from the process environment itself.
@@ -76,7 +69,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	}
 	s := &stack{t: t, tel: tel}
 	t.Cleanup(s.close)
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: chunkDelay}))
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	base := agenthttp.NewTransport()
 	s.closers = append(s.closers, sim.Close, base.CloseIdleConnections)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))

@@ -244,7 +244,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			if err != nil {
 				return nil, err
 			}
-			owned.onShutdown(tp.Shutdown)
+			owned.shutdowns = append(owned.shutdowns, tp.Shutdown)
 			cfg.TracerProvider, cfg.spanPipelines = tp, pipelines
 		}
 		if s.Metrics != nil {
@@ -270,7 +270,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: Application Insights: %w", err)
 		}
-		owned.onShutdown(ai.Shutdown)
+		owned.shutdowns = append(owned.shutdowns, ai.Shutdown)
 		cfg.AppInsights = ai
 	}
 	t, err := New(cfg)

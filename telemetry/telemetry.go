@@ -176,9 +176,3 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	return nil
 }
-
-func (t *Telemetry) onShutdown(fn func(context.Context) error) {
-	t.mu.Lock()
-	t.shutdowns = append(t.shutdowns, fn)
-	t.mu.Unlock()
-}

@@ -518,10 +518,7 @@ func (c *capture) record(res *brainwire.CaptureResult, dur time.Duration) {
 	}
 	in.timeToOutcome.Record(ctx, res.TimeToOutcome.Seconds(), metric.WithAttributes(base...))
 	in.chunks.Record(ctx, int64(res.ReasoningChunks), metric.WithAttributes(base...))
-	opAttrs := append([]attribute.KeyValue(nil), c.versionAttr...)
-	if m := c.info.Agent.Model; m != "" {
-		opAttrs = append(opAttrs, semconv.GenAIRequestModel(m))
-	}
+	opAttrs := agentAttrs(c.info.Agent)
 	tokenAttrs := opAttrs
 	if res.ErrorType != "" {
 		opAttrs = append(opAttrs[:len(opAttrs):len(opAttrs)], semconv.ErrorTypeKey.String(res.ErrorType))

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -63,12 +64,8 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if named {
 			attrs = append(attrs, semconv.GenAIOperationNameKey.String(op.Name))
 		}
-		provider := t.agent.Provider
-		if op.Service != "" {
-			provider = op.Service
-		}
 		attrs = append(attrs,
-			semconv.GenAIProviderNameKey.String(provider),
+			semconv.GenAIProviderNameKey.String(cmp.Or(op.Service, t.agent.Provider)),
 			methodAttr,
 			semconv.URLFull(redactURL(req.URL)),
 		)

@@ -3,6 +3,7 @@
 // conventions of go.opentelemetry.io/otel/semconv/v1.41.0, and Application
 // Insights items. Nothing waits on a backend: a slow or unreachable
 // collector or ingestion endpoint costs captures nothing but the telemetry.
+// docs/telemetry.md says what is recorded and how it is configured.
 //
 // One trace per capture:
 //
@@ -13,38 +14,20 @@
 //	   │  └─ store.file                  store operations (WrapStore)
 //	   └─ submit_tool_outputs
 //
-// invoke_agent carries the GenAI attributes (gen_ai.agent.*, the Foundry
-// thread as gen_ai.conversation.id, usage tokens), the capture's run_id and
-// thread_id, and its outcome (brainwire.capture.outcome, .bucket,
-// .confidence, .kind, .reasoning_chunks, .time_to_outcome_ms). With content
-// on it also carries the run's reasoning assembled into one
-// gen_ai.output.messages, cut at Config.MaxReasoningBytes.
-//
 // Every chunk of the agent's reasoning becomes a reasoning.chunk event on
-// invoke_agent (run_id, chunk_index, reasoning_text, foundry.run_id,
-// foundry.thread_id), stamped with the time it came (it is held compactly
-// until the span ends, as heldChunk says), and, as it comes, an
-// Application Insights trace item "Reasoning chunk" in the trace's
-// operation. The SDK keeps 128 events per span by default and drops the
-// oldest; Start's provider keeps them all (SpanLimits), and a provider
-// given to New must too. Ended spans go through the SDK's batch processor
-// and otlptracegrpc exporter, in requests of at most 1,024 events, under a
-// collector's default 4 MiB; spans lost on the way are counted in
+// invoke_agent, stamped with the time it came (it is held compactly until
+// the span ends, as heldChunk says), and, as it comes, an Application
+// Insights trace item "Reasoning chunk" in the trace's operation. The SDK
+// keeps 128 events per span by default and drops the oldest; Start's
+// provider keeps them all (SpanLimits), and a provider given to New must
+// too. Ended spans go through the SDK's batch processor and otlptracegrpc
+// exporter, in requests of at most 1,024 events, under a collector's
+// default 4 MiB; spans lost on the way are counted in
 // brainwire.telemetry.spans.dropped and logged (spans.go).
 //
 // A person's recategorization, and a follow-up answering a misunderstood
 // capture, are evaluations of the run that filed the item: a span
 // "evaluation ..." linked to the run's invoke_agent span, an Application
 // Insights event in the run's operation, and brainwire.corrections or
-// brainwire.follow_ups.
-//
-// Metrics (metrics.go) count captures by outcome, bucket, kind and agent
-// version, upstream errors and retries, corrections, and the exporters'
-// own losses. Every cumulative series starts at its first event, and every
-// process is an instance of its own, so Prometheus counts first events too.
-//
-// Content (capture and reasoning text, tool arguments and results) is
-// recorded unless BRAINWIRE_CAPTURE_CONTENT=false. SettingsFromEnv reads
-// which signals go where; the SDK reads the rest of OTEL_* itself. No
-// global OpenTelemetry state is set here.
+// brainwire.follow_ups. No global OpenTelemetry state is set here.
 package telemetry

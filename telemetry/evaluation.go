@@ -2,8 +2,8 @@ package telemetry
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -132,21 +132,23 @@ func followUpSeries(round int, outcome brainwire.Outcome) []attribute.KeyValue {
 }
 
 func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, e evaluation) {
-	attrs := []attribute.KeyValue{
+	result := []attribute.KeyValue{
 		semconv.GenAIEvaluationName(e.name),
 		semconv.GenAIEvaluationScoreLabel(e.label),
 		semconv.GenAIEvaluationScoreValue(e.score),
 		semconv.GenAIEvaluationExplanation(e.explanation),
+		AttrRunID.String(c.Run.RunID),
+	}
+	attrs := append(slices.Clip(result),
 		semconv.GenAIProviderNameKey.String(t.agent.Provider),
 		semconv.GenAIAgentName(t.agent.Name),
 		AttrCorrectionKind.String(string(c.Kind)),
 		AttrCorrectionRepeat.Bool(c.Repeat),
 		AttrInboxItemID.String(c.ItemID),
-		AttrRunID.String(c.Run.RunID),
 		AttrAgentOutcome.String(string(c.Run.Outcome)),
 		AttrAgentBucket.String(c.Run.Bucket),
 		AttrHumanBucket.String(c.Bucket),
-	}
+	)
 	if c.Run.AgentVersion != "" {
 		attrs = append(attrs, semconv.GenAIAgentVersion(c.Run.AgentVersion))
 	}
@@ -159,33 +161,17 @@ func (t *Telemetry) evaluationSpan(ctx context.Context, c brainwire.Correction, 
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	_, span := t.tracer.Start(ctx, "evaluation "+e.name, opts...)
-	span.AddEvent(EventEvaluationResult, trace.WithAttributes(
-		semconv.GenAIEvaluationName(e.name),
-		semconv.GenAIEvaluationScoreLabel(e.label),
-		semconv.GenAIEvaluationScoreValue(e.score),
-		semconv.GenAIEvaluationExplanation(e.explanation),
-		AttrRunID.String(c.Run.RunID),
-	))
+	span.AddEvent(EventEvaluationResult, trace.WithAttributes(result...))
 	span.End()
 }
 
 // spanContextOf is the span a TraceRef names, as a remote span context a
 // link can point to.
 func spanContextOf(ref brainwire.TraceRef) (trace.SpanContext, bool) {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	if b, err := hex.DecodeString(ref.TraceID); err != nil || len(b) != len(tid) {
-		return trace.SpanContext{}, false
-	} else {
-		copy(tid[:], b)
-	}
-	if b, err := hex.DecodeString(ref.SpanID); err != nil || len(b) != len(sid) {
-		return trace.SpanContext{}, false
-	} else {
-		copy(sid[:], b)
-	}
+	tid, err1 := trace.TraceIDFromHex(ref.TraceID)
+	sid, err2 := trace.SpanIDFromHex(ref.SpanID)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
-	return sc, sc.IsValid()
+	return sc, err1 == nil && err2 == nil
 }
 
 // trackEvaluation sends the evaluation to Application Insights as a custom

@@ -17,9 +17,9 @@ import (
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
-// call makes an API request with the stack's key and decodes the JSON
-// answer into out.
-func (s *stack) call(method, path, body string, out any) {
+// call makes an API request with the stack's key, decodes the JSON
+// answer into out (if set) and returns the answer.
+func (s *stack) call(method, path, body string, out any) []byte {
 	s.t.Helper()
 	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
@@ -40,6 +40,7 @@ func (s *stack) call(method, path, body string, out any) {
 			s.t.Fatalf("%s %s: %v: %s", method, path, err, b)
 		}
 	}
+	return b
 }
 
 // itemOf returns the inbox item a capture filed.
@@ -119,27 +120,19 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 	if item.AgentRun == nil || item.AgentRun.TraceID == "" || item.AgentRun.SpanID == "" || item.AgentRun.AgentVersion != agent.Version {
 		t.Fatalf("filed item's run %+v", item.AgentRun)
 	}
+	// A person's second thought on the same item is a repeat, so that
+	// the share of filed items people corrected counts each item once.
 	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Ideas"}`, nil)
+	s.call("PATCH", "/api/inbox/"+item.ID+"/recategorize", `{"bucket":"Admin"}`, nil)
 
 	asked := s.capture("asdf qwerty zxcv", nil)
 	askedItem := s.itemOf(asked)
-	var followUp result
-	{
-		body, _ := json.Marshal(map[string]any{"inbox_item_id": askedItem.ID, "follow_up_text": "I meant: call my friend Sam about his birthday", "follow_up_round": 1})
-		req, _ := http.NewRequest("POST", s.url+"/api/capture/follow-up", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := s.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(b), `"CLASSIFIED"`) {
-			t.Fatalf("follow-up: %s", b)
-		}
-		followUp.runID = lastRunID(b)
+	body, _ := json.Marshal(map[string]any{"inbox_item_id": askedItem.ID, "follow_up_text": "I meant: call my friend Sam about his birthday", "follow_up_round": 1})
+	stream := s.call("POST", "/api/capture/follow-up", string(body), nil)
+	if !strings.Contains(string(stream), `"CLASSIFIED"`) {
+		t.Fatalf("follow-up: %s", stream)
 	}
+	followUp := result{runID: lastRunID(stream)}
 	if err := s.shutdown(10e9); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
@@ -150,7 +143,7 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 			t.Fatalf("item records span %s/%s, the run's span is %s/%s", item.AgentRun.TraceID, item.AgentRun.SpanID,
 				hex.EncodeToString(run.TraceId), got)
 		}
-		ev := findSpan(t, recv, "evaluation human_bucket", "run_id", filed.runID)
+		ev := findSpan(t, recv, "evaluation human_bucket", "brainwire.correction.human_bucket", "Ideas")
 		if hex.EncodeToString(ev.TraceId) == hex.EncodeToString(run.TraceId) {
 			t.Error("the evaluation is in the run's own trace, want the correction's")
 		}
@@ -170,8 +163,9 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 				t.Errorf("event %s = %v, want %v", k, got[k], v)
 			}
 		}
-		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "brainwire.correction.agent_bucket": "People",
-			"brainwire.correction.human_bucket": "Ideas", "brainwire.inbox_item_id": item.ID, "brainwire.correction.kind": "recategorize"} {
+		for k, v := range map[string]any{"gen_ai.agent.version": agent.Version, "brainwire.correction.agent_bucket": "People", "run_id": filed.runID,
+			"brainwire.correction.human_bucket": "Ideas", "brainwire.inbox_item_id": item.ID, "brainwire.correction.kind": "recategorize",
+			"brainwire.correction.repeat": false} {
 			if attr(ev, k) != v {
 				t.Errorf("span %s = %v, want %v", k, attr(ev, k), v)
 			}
@@ -188,7 +182,7 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 		events := ingest.Events("gen_ai.evaluation.result")
 		var ai *telemetrytest.Envelope
 		for i := range events {
-			if events[i].Data.BaseData.Properties["run_id"] == filed.runID {
+			if p := events[i].Data.BaseData.Properties; p["run_id"] == filed.runID && p["human_bucket"] == "Ideas" {
 				ai = &events[i]
 			}
 		}
@@ -214,13 +208,20 @@ func TestCorrectionsAreEvaluationsOfTheRun(t *testing.T) {
 			}
 		}
 
+		if attr(findSpan(t, recv, "evaluation human_bucket", "brainwire.correction.human_bucket", "Admin"), "brainwire.correction.repeat") != true {
+			t.Error("the second recategorize is not a repeat")
+		}
 		m := recv.Metric("brainwire.corrections")
 		if n := counterValue(m, map[string]any{"brainwire.correction.agent_bucket": "People", "brainwire.correction.human_bucket": "Ideas",
-			"brainwire.correction.agent_outcome": "classified", "gen_ai.evaluation.score.label": "incorrect", "gen_ai.agent.version": agent.Version}); n != 1 {
+			"brainwire.correction.agent_outcome": "classified", "gen_ai.evaluation.score.label": "incorrect", "gen_ai.agent.version": agent.Version,
+			"brainwire.correction.repeat": false}); n != 1 {
 			t.Errorf("brainwire.corrections People -> Ideas = %d, want 1", n)
 		}
-		if n := counterValue(m, map[string]any{}); n != 1 {
-			t.Errorf("brainwire.corrections in all = %d, want 1", n)
+		if n := counterValue(m, map[string]any{"brainwire.correction.human_bucket": "Admin", "brainwire.correction.repeat": true}); n != 1 {
+			t.Errorf("brainwire.corrections repeated to Admin = %d, want 1", n)
+		}
+		if n := counterValue(m, map[string]any{}); n != 2 {
+			t.Errorf("brainwire.corrections in all = %d, want 2", n)
 		}
 	})
 
@@ -322,8 +323,8 @@ func lastRunID(stream []byte) string {
 
 // TestReasoningOnTheSpanIsCappedAndSwitchable checks the assembled
 // reasoning's cap (cut on a character boundary and marked truncated) and
-// that the content switch removes it and the instructions, but not the
-// version.
+// that a cap of 0 assembles none (TestContentOff: content off records
+// none either), but the version stays.
 func TestReasoningOnTheSpanIsCappedAndSwitchable(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -332,7 +333,6 @@ func TestReasoningOnTheSpanIsCappedAndSwitchable(t *testing.T) {
 		cap     int
 	}{
 		{"capped", map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "301"}, true, 301},
-		{"content off", map[string]string{"BRAINWIRE_CAPTURE_CONTENT": "false"}, false, 0},
 		{"assembly off", map[string]string{"BRAINWIRE_REASONING_MAX_BYTES": "0"}, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,9 +358,6 @@ func TestReasoningOnTheSpanIsCappedAndSwitchable(t *testing.T) {
 			if !tc.present {
 				if attr(run, "gen_ai.output.messages") != nil {
 					t.Error("assembled reasoning recorded")
-				}
-				if tc.env["BRAINWIRE_CAPTURE_CONTENT"] == "false" && attr(run, "gen_ai.system_instructions") != nil {
-					t.Error("instructions recorded with content off")
 				}
 				return
 			}

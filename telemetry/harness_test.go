@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,13 +48,6 @@ type stack struct {
 // the simulator streaming without pauses.
 func newStack(t testing.TB, env map[string]string) *stack {
 	t.Helper()
-	return newPacedStack(t, env, -1)
-}
-
-// newPacedStack is newStack with the simulator pausing chunkDelay before
-// each reasoning chunk.
-func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration) *stack {
-	t.Helper()
 	ctx := context.Background()
 	// brainwire reads which signals go where; the SDK reads the rest of
 	// OTEL_* from the process environment itself.
@@ -76,7 +69,7 @@ func newPacedStack(t testing.TB, env map[string]string, chunkDelay time.Duration
 	}
 	s := &stack{t: t, tel: tel}
 	t.Cleanup(s.close)
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: chunkDelay}))
+	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	base := agenthttp.NewTransport()
 	s.closers = append(s.closers, sim.Close, base.CloseIdleConnections)
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "brainwire.db"))
@@ -268,20 +261,7 @@ func settleGoroutines(want int, within time.Duration) int {
 }
 
 func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
-
-func goroutineDump() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
-}
-
-var _ = fmt.Sprint

@@ -171,8 +171,8 @@ func TestCaptureTelemetry(t *testing.T) {
 				t.Errorf("reasoning_chunks = %v, want %d", got, len(chunks))
 			}
 			checkAppInsights(t, ingest, agent, r.res, len(chunks), true)
-			t.Logf("#long:%d: %d chunks, invoke_agent span of %d bytes, %d spans in the trace, capture took %s",
-				r.n, len(chunks), telemetrytest.SpanSize(agent), len(tr.spans), r.res.latency.Round(time.Millisecond))
+			t.Logf("#long:%d: %d chunks, %d spans in the trace, capture took %s",
+				r.n, len(chunks), len(tr.spans), r.res.latency.Round(time.Millisecond))
 		})
 	}
 
@@ -189,48 +189,14 @@ func TestCaptureTelemetry(t *testing.T) {
 		}
 	})
 
+	// Metric names, labels and values against the dashboards' queries:
+	// dashboards/verify. Here: a failed run is one upstream error, and no
+	// capture is left open.
 	t.Run("metrics", func(t *testing.T) {
-		for _, name := range []string{
-			"brainwire.captures", "brainwire.captures.active", "brainwire.capture.confidence",
-			"brainwire.capture.time_to_outcome", "brainwire.capture.reasoning_chunks", "brainwire.upstream.errors",
-			"gen_ai.client.operation.duration", "gen_ai.client.token.usage",
-			"brainwire.appinsights.items.sent", "brainwire.appinsights.items.dropped",
-		} {
-			if recv.Metric(name) == nil {
-				t.Errorf("metric %s not received (got %v)", name, recv.MetricNames())
-			}
-		}
-		var classified, errored int64
-		for _, dp := range recv.Metric("brainwire.captures").GetSum().GetDataPoints() {
-			switch telemetrytest.Attr(dp.Attributes, "brainwire.capture.outcome") {
-			case "classified":
-				classified += dp.GetAsInt()
-				// Every series of a version is declared at zero.
-				if b := telemetrytest.Attr(dp.Attributes, "brainwire.capture.bucket"); b != "People" && dp.GetAsInt() != 0 {
-					t.Errorf("classified captures counted in bucket %v", b)
-				}
-			case "error":
-				errored += dp.GetAsInt()
-			}
-		}
-		if classified != int64(len(runs)) || errored != 1 {
-			t.Errorf("brainwire.captures: %d classified, %d error; want %d and 1", classified, errored, len(runs))
-		}
 		for _, dp := range recv.Metric("brainwire.upstream.errors").GetSum().GetDataPoints() {
 			if telemetrytest.Attr(dp.Attributes, "error.type") != "server_error" || dp.GetAsInt() != 1 {
 				t.Errorf("upstream errors: %v = %d, want one server_error", dp.Attributes, dp.GetAsInt())
 			}
-		}
-		var tokens int
-		for _, dp := range recv.Metric("gen_ai.client.token.usage").GetHistogram().GetDataPoints() {
-			typ := telemetrytest.Attr(dp.Attributes, "gen_ai.token.type")
-			if typ != "input" && typ != "output" {
-				t.Errorf("token usage with gen_ai.token.type %v", typ)
-			}
-			tokens++
-		}
-		if tokens != 2 {
-			t.Errorf("token usage: %d series, want input and output", tokens)
 		}
 		var active int64 = -1
 		for _, dp := range recv.Metric("brainwire.captures.active").GetSum().GetDataPoints() {

@@ -201,27 +201,14 @@ func registerSpanMetrics(m metric.Meter, spans []*spanPipeline, in *instruments)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
-	type series struct {
-		p                                  *spanPipeline
-		exporter, full, failed, atShutdown metric.ObserveOption
-	}
-	all := make([]series, len(spans))
-	for i, p := range spans {
-		e := AttrTelemetryExporter.String(p.exporter)
-		all[i] = series{p: p,
-			exporter:   metric.WithAttributes(e),
-			full:       metric.WithAttributes(e, AttrSpanDropReason.String(dropQueueFull)),
-			failed:     metric.WithAttributes(e, AttrSpanDropReason.String(dropExportFailed)),
-			atShutdown: metric.WithAttributes(e, AttrSpanDropReason.String(dropShutdown)),
-		}
-	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, s := range all {
-			o.ObserveInt64(exported, s.p.exported.Load(), s.exporter)
-			o.ObserveInt64(dropped, s.p.queueFull.Load(), s.full)
-			o.ObserveInt64(dropped, s.p.failed.Load(), s.failed)
-			o.ObserveInt64(dropped, s.p.left.Load(), s.atShutdown)
-			o.ObserveInt64(queue, max(s.p.waiting.Load(), 0), s.exporter)
+		for _, p := range spans {
+			e := AttrTelemetryExporter.String(p.exporter)
+			o.ObserveInt64(exported, p.exported.Load(), metric.WithAttributes(e))
+			for reason, n := range map[string]int64{dropQueueFull: p.queueFull.Load(), dropExportFailed: p.failed.Load(), dropShutdown: p.left.Load()} {
+				o.ObserveInt64(dropped, n, metric.WithAttributes(e, AttrSpanDropReason.String(reason)))
+			}
+			o.ObserveInt64(queue, max(p.waiting.Load(), 0), metric.WithAttributes(e))
 		}
 		return nil
 	}, exported, dropped, queue)

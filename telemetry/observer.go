@@ -1,10 +1,11 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 			AttrThreadID.String(info.ThreadID),
 			c.kindAttr,
 		)
-		if id := orDefault(info.Agent.ID, t.agent.ID); id != "" {
+		if id := cmp.Or(info.Agent.ID, t.agent.ID); id != "" {
 			attrs = append(attrs, semconv.GenAIAgentID(id))
 		}
 		attrs = append(attrs, agentAttrs(info.Agent)...)
@@ -156,9 +157,7 @@ func (t *Telemetry) aiOperation(ctx context.Context, sc, parent trace.SpanContex
 
 // putRandom fills b with random bytes, never all zero (an invalid id).
 func putRandom(b []byte) {
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
+	_, _ = rand.Read(b)
 	b[0] |= 1
 }
 
@@ -180,35 +179,32 @@ type (
 
 // userMessages renders the capture text as gen_ai.input.messages.
 func userMessages(text string) string {
-	b, _ := json.Marshal([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
-	return string(b)
+	return jsonString([]message{{Role: "user", Parts: []textPart{{Type: "text", Content: text}}}})
 }
 
 // renderedInstructions are instructions and their rendering.
 type renderedInstructions struct{ text, parts string }
 
-// systemInstructions is textParts(text), rendered once for as long as the
-// instructions stay the same.
+// systemInstructions renders instructions as gen_ai.system_instructions,
+// once for as long as they stay the same.
 func (t *Telemetry) systemInstructions(text string) string {
 	if r := t.instructions.Load(); r != nil && r.text == text {
 		return r.parts
 	}
-	r := &renderedInstructions{text: text, parts: textParts(text)}
+	r := &renderedInstructions{text: text, parts: jsonString([]textPart{{Type: "text", Content: text}})}
 	t.instructions.Store(r)
 	return r.parts
-}
-
-// textParts renders instructions as gen_ai.system_instructions.
-func textParts(text string) string {
-	b, _ := json.Marshal([]textPart{{Type: "text", Content: text}})
-	return string(b)
 }
 
 // outputMessages renders the run's assembled reasoning as
 // gen_ai.output.messages: one assistant message, cut to the configured
 // size with the part marked truncated.
 func outputMessages(text string, truncated bool, finish string) string {
-	b, _ := json.Marshal([]message{{Role: "assistant", Parts: []textPart{{Type: "text", Content: text, Truncated: truncated}}, FinishReason: finish}})
+	return jsonString([]message{{Role: "assistant", Parts: []textPart{{Type: "text", Content: text, Truncated: truncated}}, FinishReason: finish}})
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
 	return string(b)
 }
 
@@ -266,7 +262,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 	switch ev.Kind {
 	case brainwire.AgentRunStatus:
 		if ev.Status == brainwire.RunFailed {
-			c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "run_failed"), "run", false)
+			c.t.countUpstreamError(c.ctx, c, cmp.Or(ev.ErrorCode, "run_failed"), "run", false)
 		}
 		c.mu.Lock()
 		cs := c.stream
@@ -275,7 +271,7 @@ func (c *capture) ProviderEvent(ev brainwire.AgentEvent) {
 			cs.runStatus(ev.ThreadID, ev.RunID, ev.Status)
 		}
 	case brainwire.AgentError:
-		c.t.countUpstreamError(c.ctx, c, orDefault(ev.ErrorCode, "stream_error"), "stream", false)
+		c.t.countUpstreamError(c.ctx, c, cmp.Or(ev.ErrorCode, "stream_error"), "stream", false)
 	}
 }
 
@@ -522,10 +518,7 @@ func (c *capture) record(res *brainwire.CaptureResult, dur time.Duration) {
 	}
 	in.timeToOutcome.Record(ctx, res.TimeToOutcome.Seconds(), metric.WithAttributes(base...))
 	in.chunks.Record(ctx, int64(res.ReasoningChunks), metric.WithAttributes(base...))
-	opAttrs := append([]attribute.KeyValue(nil), c.versionAttr...)
-	if m := c.info.Agent.Model; m != "" {
-		opAttrs = append(opAttrs, semconv.GenAIRequestModel(m))
-	}
+	opAttrs := agentAttrs(c.info.Agent)
 	tokenAttrs := opAttrs
 	if res.ErrorType != "" {
 		opAttrs = append(opAttrs[:len(opAttrs):len(opAttrs)], semconv.ErrorTypeKey.String(res.ErrorType))
@@ -548,72 +541,53 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 		{Key: "time_to_outcome_ms", Value: strconv.FormatInt(ttoMS, 10)},
 		{Key: "agent_run_id", Value: res.UpstreamRunID},
 		{Key: "agent_thread_id", Value: res.UpstreamThreadID},
-		{Key: "agent_id", Value: orDefault(c.info.Agent.ID, c.t.agent.ID)},
+		{Key: "agent_id", Value: cmp.Or(c.info.Agent.ID, c.t.agent.ID)},
 		{Key: "agent_name", Value: c.t.agent.Name},
-	}
-	for _, p := range []appinsights.Property{
-		{Key: "agent_version", Value: c.info.Agent.Version},
-		{Key: "model", Value: c.info.Agent.Model},
-		{Key: "eval_run_id", Value: c.info.EvalRunID},
-	} {
-		if p.Value != "" {
-			props = append(props, p)
-		}
 	}
 	ms := []appinsights.Measurement{
 		{Key: "reasoning_chunks", Value: float64(res.ReasoningChunks)},
 		{Key: "time_to_outcome_ms", Value: float64(ttoMS)},
 	}
-	if res.Bucket != "" {
-		props = append(props, appinsights.Property{Key: "bucket", Value: res.Bucket})
-	}
+	confidence, text, question := "", "", ""
 	if res.HasConfidence() {
-		props = append(props, appinsights.Property{Key: "confidence", Value: strconv.FormatFloat(res.Confidence, 'f', -1, 64)})
+		confidence = strconv.FormatFloat(res.Confidence, 'f', -1, 64)
 		ms = append(ms, appinsights.Measurement{Key: "confidence", Value: res.Confidence})
 	}
-	if res.InboxItemID != "" {
-		props = append(props, appinsights.Property{Key: "inbox_item_id", Value: res.InboxItemID})
+	if c.t.content {
+		text, question = c.info.Text, res.Question
 	}
 	if res.HasUsage {
 		ms = append(ms, appinsights.Measurement{Key: "input_tokens", Value: float64(res.Usage.PromptTokens)},
 			appinsights.Measurement{Key: "output_tokens", Value: float64(res.Usage.CompletionTokens)})
 	}
-	if res.ErrorType != "" {
-		props = append(props, appinsights.Property{Key: "error_type", Value: res.ErrorType})
-		if res.ErrorMessage != "" {
-			props = append(props, appinsights.Property{Key: "error_message", Value: res.ErrorMessage})
+	// The rest only when there is something to say.
+	for _, p := range []appinsights.Property{
+		{Key: "agent_version", Value: c.info.Agent.Version},
+		{Key: "model", Value: c.info.Agent.Model},
+		{Key: "eval_run_id", Value: c.info.EvalRunID},
+		{Key: "bucket", Value: res.Bucket},
+		{Key: "confidence", Value: confidence},
+		{Key: "inbox_item_id", Value: res.InboxItemID},
+		{Key: "error_type", Value: res.ErrorType},
+		{Key: "error_message", Value: res.ErrorMessage},
+		{Key: "capture_text", Value: text},
+		{Key: "question", Value: question},
+	} {
+		if p.Value != "" {
+			props = append(props, p)
 		}
-	}
-	if c.t.content {
-		if c.info.Text != "" {
-			props = append(props, appinsights.Property{Key: "capture_text", Value: c.info.Text})
-		}
-		if res.Question != "" {
-			props = append(props, appinsights.Property{Key: "question", Value: res.Question})
-		}
-	}
-	code := "200"
-	if res.ErrorType != "" {
-		code = res.ErrorType
 	}
 	c.t.ai.TrackRequest(appinsights.Request{
 		Time:         c.start,
 		ID:           c.requestID,
 		Name:         c.op.Name,
 		Duration:     dur,
-		ResponseCode: code,
+		ResponseCode: cmp.Or(res.ErrorType, "200"),
 		Success:      res.ErrorType == "",
 		Operation:    c.op,
 		Properties:   props,
 		Measurements: ms,
 	})
-}
-
-func orDefault(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }
 
 // countUpstreamError counts one error from the agent service during

@@ -53,9 +53,6 @@ func TestSettingsFromEnv(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%v: %+v, %v; want %+v", c.env, got, err, want)
 		}
-		if got.Enabled() != (want.Traces != nil || want.Metrics != nil || want.AppInsights != nil) {
-			t.Errorf("%v: Enabled() = %v", c.env, got.Enabled())
-		}
 	}
 
 	for name, env := range map[string]map[string]string{

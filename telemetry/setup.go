@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,31 +68,14 @@ type Exporters struct {
 	Console bool
 }
 
-// Enabled reports whether any signal is exported.
-func (s Settings) Enabled() bool {
-	return s.Traces != nil || s.Metrics != nil || s.AppInsights != nil
-}
-
-// SettingsFromEnv reads which signals are on and where they go, and
-// checks the values the SDK would take without a word:
-//
-//	OTEL_SDK_DISABLED                    true: no OpenTelemetry traces or metrics
-//	OTEL_EXPORTER_OTLP_ENDPOINT          OTLP/gRPC endpoint of both signals
-//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT   ... of traces (wins over the above)
-//	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT  ... of metrics
-//	OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]PROTOCOL  grpc only
-//	OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER  otlp, console, none (comma-separated)
-//	OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG  a sampler the SDK has, a ratio in [0, 1]
-//	OTEL_SERVICE_NAME                    Application Insights' cloud role (default brainwire)
-//	BRAINWIRE_CAPTURE_CONTENT            false: no capture, reasoning or tool content
-//	BRAINWIRE_REASONING_MAX_BYTES        cap of the assembled reasoning on the agent span (0: none)
-//	APPLICATIONINSIGHTS_CONNECTION_STRING
-//
-// Traces and metrics are off unless an endpoint or an exporter is
+// SettingsFromEnv reads which signals are on and where they go, from the
+// variables docs/telemetry.md lists, and checks the values the SDK would
+// take without a word (a protocol other than grpc, a sampler it does not
+// have). Traces and metrics are off unless an endpoint or an exporter is
 // configured. The SDK reads the sampler and the rest of OTEL_* itself.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{
-		ServiceName:       orDefault(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
+		ServiceName:       cmp.Or(strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName),
 		CaptureContent:    true,
 		MaxReasoningBytes: DefaultMaxReasoningBytes,
 	}
@@ -121,7 +105,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			s.AppInsights = &cs
 		}
 	}
-	disabled, err := parseBool(orDefault(getenv("OTEL_SDK_DISABLED"), "false"))
+	disabled, err := parseBool(cmp.Or(getenv("OTEL_SDK_DISABLED"), "false"))
 	if err != nil {
 		fail(fmt.Errorf("OTEL_SDK_DISABLED: %w", err))
 	}
@@ -237,35 +221,19 @@ type Options struct {
 // endpoint shows up as export errors, never as a slow start or capture.
 // Shutdown flushes them.
 func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	console := o.Console
-	if console == nil {
-		console = os.Stdout
-	}
-	// metricsShutdown goes last, so that the final export counts what the
-	// others sent and lost while they flushed.
-	var shutdowns []func(context.Context) error
-	var metricsShutdown func(context.Context) error
+	log := cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	console := cmp.Or[io.Writer](o.Console, os.Stdout)
+	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log, MaxReasoningBytes: s.MaxReasoningBytes}
+	// What is built is stopped as Telemetry.Shutdown stops it, should a
+	// later part fail.
+	owned := &Telemetry{}
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			defer cancel()
-			for _, fn := range shutdowns {
-				_ = fn(sctx)
-			}
-			if metricsShutdown != nil {
-				_ = metricsShutdown(sctx)
-			}
+			_ = owned.Shutdown(sctx)
 		}
 	}()
-
-	cfg := Config{Agent: o.Agent, CaptureContent: s.CaptureContent, Logger: log, MaxReasoningBytes: s.MaxReasoningBytes}
-	if s.MaxReasoningBytes == 0 {
-		cfg.MaxReasoningBytes = -1 // Config's 0 is the default
-	}
 	if s.Traces != nil || s.Metrics != nil {
 		res, err := newResource(ctx, s.ServiceName, o.Resource)
 		if err != nil {
@@ -276,7 +244,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			if err != nil {
 				return nil, err
 			}
-			shutdowns = append(shutdowns, tp.Shutdown)
+			owned.shutdowns = append(owned.shutdowns, tp.Shutdown)
 			cfg.TracerProvider, cfg.spanPipelines = tp, pipelines
 		}
 		if s.Metrics != nil {
@@ -284,7 +252,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			if err != nil {
 				return nil, err
 			}
-			metricsShutdown = mp.Shutdown
+			owned.metricsShutdown = mp.Shutdown
 			cfg.MeterProvider = mp
 		}
 	}
@@ -294,7 +262,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 			ConnectionString: *s.AppInsights,
 			Logger:           log,
 			Tags: map[string]string{
-				"ai.cloud.role":          orDefault(s.ServiceName, DefaultServiceName),
+				"ai.cloud.role":          cmp.Or(s.ServiceName, DefaultServiceName),
 				"ai.cloud.roleInstance":  host,
 				"ai.internal.sdkVersion": "go:brainwire",
 			},
@@ -302,17 +270,14 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: Application Insights: %w", err)
 		}
-		shutdowns = append(shutdowns, ai.Shutdown)
+		owned.shutdowns = append(owned.shutdowns, ai.Shutdown)
 		cfg.AppInsights = ai
 	}
 	t, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, fn := range shutdowns {
-		t.onShutdown(fn)
-	}
-	t.metricsShutdown = metricsShutdown
+	t.shutdowns, t.metricsShutdown = owned.shutdowns, owned.metricsShutdown
 	return t, nil
 }
 
@@ -327,7 +292,7 @@ func Start(ctx context.Context, s Settings, o Options) (_ *Telemetry, err error)
 // label) instead of letting the last export overwrite the others'.
 func newResource(ctx context.Context, service string, extra []attribute.KeyValue) (*resource.Resource, error) {
 	attrs := []attribute.KeyValue{
-		semconv.ServiceName(orDefault(service, DefaultServiceName)),
+		semconv.ServiceName(cmp.Or(service, DefaultServiceName)),
 		semconv.ServiceInstanceID(uuid.NewString()),
 	}
 	// Later attributes win: the caller's instance id over the random one.

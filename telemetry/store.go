@@ -49,34 +49,34 @@ type store struct {
 // Kind names the wrapped store, for health reports.
 func (s *store) Kind() string { return s.kind }
 
-// Unwrap returns the wrapped store.
-func (s *store) Unwrap() brainwire.Store { return s.next }
-
-func (s *store) start(ctx context.Context, op string, kv ...attribute.KeyValue) (context.Context, trace.Span) {
-	if !s.t.tracing {
-		return s.t.tracer.Start(ctx, "store."+op)
+// start opens an operation's span; the end it returns closes it with
+// the operation's error, which it passes on. A missing document is an
+// answer, not a failure, so it only gets its error.type.
+func (s *store) start(ctx context.Context, op string, kv ...attribute.KeyValue) (context.Context, trace.Span, func(error) error) {
+	var span trace.Span
+	if s.t.tracing {
+		attrs := append([]attribute.KeyValue{s.system, semconv.DBOperationName(op)}, kv...)
+		ctx, span = s.t.tracer.Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	} else {
+		ctx, span = s.t.tracer.Start(ctx, "store."+op)
 	}
-	attrs := append([]attribute.KeyValue{s.system, semconv.DBOperationName(op)}, kv...)
-	return s.t.tracer.Start(ctx, "store."+op, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-}
-
-// end finishes a store span; a missing document is an answer, not a
-// failure, so it only gets its error.type.
-func (s *store) end(span trace.Span, err error) {
-	if err != nil {
-		code := brainwire.ErrorCode(err)
-		switch {
-		case errors.Is(err, context.Canceled):
-			code = "canceled"
-		case errors.Is(err, context.DeadlineExceeded):
-			code = "timeout"
+	return ctx, span, func(err error) error {
+		if err != nil {
+			code := brainwire.ErrorCode(err)
+			switch {
+			case errors.Is(err, context.Canceled):
+				code = "canceled"
+			case errors.Is(err, context.DeadlineExceeded):
+				code = "timeout"
+			}
+			span.SetAttributes(semconv.ErrorTypeKey.String(code))
+			if code != brainwire.ENotFound {
+				span.SetStatus(codes.Error, brainwire.ErrorMessage(err))
+			}
 		}
-		span.SetAttributes(semconv.ErrorTypeKey.String(code))
-		if code != brainwire.ENotFound {
-			span.SetStatus(codes.Error, brainwire.ErrorMessage(err))
-		}
+		span.End()
+		return err
 	}
-	span.End()
 }
 
 func (s *store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
@@ -87,72 +87,62 @@ func (s *store) File(ctx context.Context, f brainwire.Filing) (brainwire.InboxIt
 	if f.InboxItemID != "" {
 		kv = append(kv, AttrInboxItemID.String(f.InboxItemID))
 	}
-	ctx, span := s.start(ctx, "file", kv...)
+	ctx, span, end := s.start(ctx, "file", kv...)
 	item, err := s.next.File(ctx, f)
 	if err == nil && f.InboxItemID == "" {
 		span.SetAttributes(AttrInboxItemID.String(item.ID))
 	}
-	s.end(span, err)
+	end(err)
 	return item, err
 }
 
 func (s *store) GetInboxItem(ctx context.Context, userID, id string) (brainwire.InboxItem, error) {
-	ctx, span := s.start(ctx, "get_inbox_item", AttrInboxItemID.String(id))
+	ctx, _, end := s.start(ctx, "get_inbox_item", AttrInboxItemID.String(id))
 	item, err := s.next.GetInboxItem(ctx, userID, id)
-	s.end(span, err)
-	return item, err
+	return item, end(err)
 }
 
 func (s *store) ListInbox(ctx context.Context, userID string, opts brainwire.ListOptions) (brainwire.InboxPage, error) {
-	ctx, span := s.start(ctx, "list_inbox")
+	ctx, span, end := s.start(ctx, "list_inbox")
 	page, err := s.next.ListInbox(ctx, userID, opts)
 	if err == nil {
 		span.SetAttributes(attribute.Int("db.response.returned_rows", len(page.Items)))
 	}
-	s.end(span, err)
+	end(err)
 	return page, err
 }
 
 func (s *store) DeleteInboxItem(ctx context.Context, userID, id string) error {
-	ctx, span := s.start(ctx, "delete_inbox_item", AttrInboxItemID.String(id))
-	err := s.next.DeleteInboxItem(ctx, userID, id)
-	s.end(span, err)
-	return err
+	ctx, _, end := s.start(ctx, "delete_inbox_item", AttrInboxItemID.String(id))
+	return end(s.next.DeleteInboxItem(ctx, userID, id))
 }
 
 func (s *store) Recategorize(ctx context.Context, userID, id, bucket, newRecordID, classifiedBy string, now time.Time) (brainwire.InboxItem, error) {
-	ctx, span := s.start(ctx, "recategorize", AttrInboxItemID.String(id), AttrBucket.String(bucket))
+	ctx, _, end := s.start(ctx, "recategorize", AttrInboxItemID.String(id), AttrBucket.String(bucket))
 	item, err := s.next.Recategorize(ctx, userID, id, bucket, newRecordID, classifiedBy, now)
-	s.end(span, err)
-	return item, err
+	return item, end(err)
 }
 
 func (s *store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwire.FollowUpClaim) (brainwire.InboxItem, error) {
-	ctx, span := s.start(ctx, "claim_follow_up", AttrInboxItemID.String(id), attribute.Int("brainwire.follow_up.round", c.Round))
+	ctx, _, end := s.start(ctx, "claim_follow_up", AttrInboxItemID.String(id), attribute.Int("brainwire.follow_up.round", c.Round))
 	item, err := s.next.ClaimFollowUp(ctx, userID, id, c)
-	s.end(span, err)
-	return item, err
+	return item, end(err)
 }
 
 func (s *store) ReleaseFollowUp(ctx context.Context, userID, id, token string) error {
-	ctx, span := s.start(ctx, "release_follow_up", AttrInboxItemID.String(id))
-	err := s.next.ReleaseFollowUp(ctx, userID, id, token)
-	s.end(span, err)
-	return err
+	ctx, _, end := s.start(ctx, "release_follow_up", AttrInboxItemID.String(id))
+	return end(s.next.ReleaseFollowUp(ctx, userID, id, token))
 }
 
 func (s *store) GetBucketRecord(ctx context.Context, userID, bucket, id string) (brainwire.BucketRecord, error) {
-	ctx, span := s.start(ctx, "get_bucket_record", AttrBucket.String(bucket))
+	ctx, _, end := s.start(ctx, "get_bucket_record", AttrBucket.String(bucket))
 	rec, err := s.next.GetBucketRecord(ctx, userID, bucket, id)
-	s.end(span, err)
-	return rec, err
+	return rec, end(err)
 }
 
 func (s *store) Ping(ctx context.Context) error {
-	ctx, span := s.start(ctx, "ping")
-	err := s.next.Ping(ctx)
-	s.end(span, err)
-	return err
+	ctx, _, end := s.start(ctx, "ping")
+	return end(s.next.Ping(ctx))
 }
 
 func (s *store) Close() error { return s.next.Close() }
@@ -167,12 +157,12 @@ func (s *store) ClaimKey(ctx context.Context, k brainwire.IdempotencyKey) (brain
 	if !ok {
 		return brainwire.IdempotencyKey{}, false, errNoKeys
 	}
-	ctx, span := s.start(ctx, "claim_idempotency_key")
+	ctx, span, end := s.start(ctx, "claim_idempotency_key")
 	got, claimed, err := ks.ClaimKey(ctx, k)
 	if err == nil {
 		span.SetAttributes(attribute.Bool("brainwire.idempotency_key.claimed", claimed))
 	}
-	s.end(span, err)
+	end(err)
 	return got, claimed, err
 }
 
@@ -181,10 +171,8 @@ func (s *store) FinishKey(ctx context.Context, k brainwire.IdempotencyKey) error
 	if !ok {
 		return errNoKeys
 	}
-	ctx, span := s.start(ctx, "finish_idempotency_key")
-	err := ks.FinishKey(ctx, k)
-	s.end(span, err)
-	return err
+	ctx, _, end := s.start(ctx, "finish_idempotency_key")
+	return end(ks.FinishKey(ctx, k))
 }
 
 func (s *store) ReleaseKey(ctx context.Context, userID, key, token string) error {
@@ -192,8 +180,6 @@ func (s *store) ReleaseKey(ctx context.Context, userID, key, token string) error
 	if !ok {
 		return errNoKeys
 	}
-	ctx, span := s.start(ctx, "release_idempotency_key")
-	err := ks.ReleaseKey(ctx, userID, key, token)
-	s.end(span, err)
-	return err
+	ctx, _, end := s.start(ctx, "release_idempotency_key")
+	return end(ks.ReleaseKey(ctx, userID, key, token))
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/storetest"
@@ -25,7 +27,11 @@ func TestWrappedStoreConforms(t *testing.T) {
 	})
 }
 
-func TestWrapStoreTracesFollowUpClaims(t *testing.T) {
+// TestWrapStoreSpans: every operation is a span named after it, with
+// its attributes; a missing document is an answer (error.type, no error
+// status), a refused claim a failure; the wrapper keeps the store's kind
+// for /health.
+func TestWrapStoreSpans(t *testing.T) {
 	tel, rec := recorded(t, true)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
 	if err != nil {
@@ -33,7 +39,13 @@ func TestWrapStoreTracesFollowUpClaims(t *testing.T) {
 	}
 	defer st.Close()
 	ws := tel.WrapStore(st)
+	if k, ok := ws.(interface{ Kind() string }); !ok || k.Kind() != "sqlite" {
+		t.Error("the wrapper hides the store's kind from /health")
+	}
 	ctx := context.Background()
+	if _, err := ws.GetInboxItem(ctx, "alice", "missing"); brainwire.ErrorCode(err) != brainwire.ENotFound {
+		t.Fatalf("GetInboxItem: %v", err)
+	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	item, err := ws.File(ctx, brainwire.Filing{UserID: "alice", NewInboxID: "m1", RawText: "hmm", Source: brainwire.KindText,
 		Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_1", Now: now})
@@ -51,19 +63,25 @@ func TestWrapStoreTracesFollowUpClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	spans := rec.Ended()
-	want := []string{"store.file", "store.claim_follow_up", "store.claim_follow_up", "store.release_follow_up"}
+	want := []struct {
+		name, attr string
+		value      any
+		failed     bool
+	}{
+		{"store.get_inbox_item", "error.type", "not_found", false},
+		{"store.file", "brainwire.inbox_item_id", item.ID, false},
+		{"store.claim_follow_up", "brainwire.follow_up.round", int64(1), false},
+		{"store.claim_follow_up", "error.type", brainwire.EConflict, true},
+		{"store.release_follow_up", "db.system.name", "sqlite", false},
+	}
 	if len(spans) != len(want) {
 		t.Fatalf("%d spans, want %d", len(spans), len(want))
 	}
-	for i, s := range spans {
-		if s.Name() != want[i] {
-			t.Errorf("span %d = %s, want %s", i, s.Name(), want[i])
+	for i, w := range want {
+		s := spans[i]
+		v, _ := spanAttr(s, w.attr)
+		if s.Name() != w.name || v.AsInterface() != w.value || (s.Status().Code == codes.Error) != w.failed {
+			t.Errorf("span %d: %s, %s = %v, status %v; want %s, %v, failed %v", i, s.Name(), w.attr, v.AsInterface(), s.Status(), w.name, w.value, w.failed)
 		}
-	}
-	if v, _ := spanAttr(spans[1], "brainwire.follow_up.round"); v.AsInt64() != 1 {
-		t.Errorf("claim span round = %v", v)
-	}
-	if v, _ := spanAttr(spans[2], "error.type"); v.AsString() != brainwire.EConflict {
-		t.Errorf("refused claim span error.type = %v", v)
 	}
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,8 +45,8 @@ type Config struct {
 	// arguments and results. Off, only ids, indices and counts remain.
 	CaptureContent bool
 	// MaxReasoningBytes caps the assembled reasoning put on the
-	// invoke_agent span when it ends (gen_ai.output.messages);
-	// DefaultMaxReasoningBytes when 0, none when negative. Every chunk
+	// invoke_agent span when it ends (gen_ai.output.messages); 0 puts
+	// none (Settings default to DefaultMaxReasoningBytes). Every chunk
 	// stays an event whatever the cap.
 	MaxReasoningBytes int
 	Logger            *slog.Logger
@@ -102,20 +103,10 @@ func New(cfg Config) (*Telemetry, error) {
 		ai:      cfg.AppInsights,
 		agent:   cfg.Agent,
 		content: cfg.CaptureContent,
-		log:     cfg.Logger,
+		maxText: max(cfg.MaxReasoningBytes, 0),
+		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
-	if t.agent.Name == "" {
-		t.agent.Name = "agent"
-	}
-	if t.log == nil {
-		t.log = slog.New(slog.DiscardHandler)
-	}
-	switch {
-	case cfg.MaxReasoningBytes == 0:
-		t.maxText = DefaultMaxReasoningBytes
-	case cfg.MaxReasoningBytes > 0:
-		t.maxText = cfg.MaxReasoningBytes
-	}
+	t.agent.Name = cmp.Or(t.agent.Name, "agent")
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
@@ -184,10 +175,4 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("telemetry: shutdown: %w", err)
 	}
 	return nil
-}
-
-func (t *Telemetry) onShutdown(fn func(context.Context) error) {
-	t.mu.Lock()
-	t.shutdowns = append(t.shutdowns, fn)
-	t.mu.Unlock()
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -57,19 +58,14 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !named {
 		op.Name = name
 	}
-	threadID, runID := op.ThreadID, op.RunID
 	var attrs []attribute.KeyValue
 	if t.tracing {
 		attrs = make([]attribute.KeyValue, 0, 12)
 		if named {
 			attrs = append(attrs, semconv.GenAIOperationNameKey.String(op.Name))
 		}
-		provider := t.agent.Provider
-		if op.Service != "" {
-			provider = op.Service
-		}
 		attrs = append(attrs,
-			semconv.GenAIProviderNameKey.String(provider),
+			semconv.GenAIProviderNameKey.String(cmp.Or(op.Service, t.agent.Provider)),
 			methodAttr,
 			semconv.URLFull(redactURL(req.URL)),
 		)
@@ -79,19 +75,15 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				attrs = append(attrs, semconv.ServerPort(port))
 			}
 		}
-		if threadID != "" {
-			attrs = append(attrs, semconv.GenAIConversationID(threadID), AttrFoundryThreadID.String(threadID))
-		}
-		if runID != "" {
-			attrs = append(attrs, AttrFoundryRunID.String(runID))
-		}
+		attrs = append(attrs, upstreamIDs(op.ThreadID, op.RunID)...)
 	}
 	rs, resent := req.Context().Value(resendKey{}).(resend)
-	if resent && t.tracing {
+	resent = resent && t.tracing
+	if resent {
 		attrs = append(attrs, semconv.HTTPRequestResendCount(rs.count))
 	}
 	ctx, span := t.tracer.Start(req.Context(), op.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	if resent && t.tracing {
+	if resent {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrRetryStatus.String(rs.reason), AttrRetryWaitMS.Int64(rs.wait.Milliseconds())))
 	}
 	cs := &clientSpan{t: t, ctx: ctx, span: span, op: op.Name, start: time.Now(), capture: captureFrom(req.Context())}
@@ -183,17 +175,14 @@ func (ct callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 type attemptsKey struct{}
 
-// attempts is one call's failed attempt not counted yet: the last one, as
-// the retry layer decides on each before it sends the next.
+// attempts holds one call's failed attempt not counted yet (errType set):
+// the last one, as the retry layer decides on each before it sends the
+// next.
 type attempts struct {
 	mu      sync.Mutex
-	pending *failedAttempt
-	settled bool // the call returned: later failures count at once
-}
-
-type failedAttempt struct {
-	ctx     context.Context
+	ctx     context.Context // the failed attempt's
 	errType string
+	settled bool // the call returned: later failures count at once
 }
 
 // attemptFailed counts a failed attempt, or leaves it to its call's
@@ -201,12 +190,11 @@ type failedAttempt struct {
 func (t *Telemetry) attemptFailed(ctx context.Context, errType string) {
 	if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
 		a.mu.Lock()
+		defer a.mu.Unlock()
 		if !a.settled {
-			a.pending = &failedAttempt{ctx: ctx, errType: errType}
-			a.mu.Unlock()
+			a.ctx, a.errType = ctx, errType
 			return
 		}
-		a.mu.Unlock()
 	}
 	t.countUpstreamError(ctx, captureFrom(ctx), errType, "http", false)
 }
@@ -215,14 +203,12 @@ func (t *Telemetry) attemptFailed(ctx context.Context, errType string) {
 // call's answer; a call that returned settles for good.
 func (a *attempts) settle(t *Telemetry, retried bool) {
 	a.mu.Lock()
-	p := a.pending
-	a.pending = nil
-	if !retried {
-		a.settled = true
-	}
+	ctx, errType := a.ctx, a.errType
+	a.ctx, a.errType = nil, ""
+	a.settled = a.settled || !retried
 	a.mu.Unlock()
-	if p != nil {
-		t.countUpstreamError(p.ctx, captureFrom(p.ctx), p.errType, "http", retried)
+	if errType != "" {
+		t.countUpstreamError(ctx, captureFrom(ctx), errType, "http", retried)
 	}
 }
 

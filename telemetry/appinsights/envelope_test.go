@@ -34,29 +34,27 @@ func reference(e *Exporter, it *item) *contracts.Envelope {
 		}
 		return m
 	}
+	measurements := func(ms []Measurement) map[string]float64 {
+		if len(ms) == 0 {
+			return nil
+		}
+		m := map[string]float64{}
+		for _, x := range ms {
+			m[x.Key] = x.Value
+		}
+		return m
+	}
 	if r := it.req; r != nil {
 		op, ts = r.Operation, r.Time
 		d := contracts.NewRequestData()
 		d.Id, d.Name, d.Url, d.Duration, d.ResponseCode, d.Success = r.ID, r.Name, r.URL, formatDuration(r.Duration), r.ResponseCode, r.Success
-		d.Properties = props(r.Properties)
-		if len(r.Measurements) > 0 {
-			d.Measurements = map[string]float64{}
-			for _, m := range r.Measurements {
-				d.Measurements[m.Key] = m.Value
-			}
-		}
+		d.Properties, d.Measurements = props(r.Properties), measurements(r.Measurements)
 		d.Sanitize()
 		env.Name, data.BaseType, data.BaseData = d.EnvelopeName(strings.ReplaceAll(env.IKey, "-", "")), d.BaseType(), d
 	} else if ev := it.event; ev != nil {
 		op, ts = ev.Operation, ev.Time
 		d := contracts.NewEventData()
-		d.Name, d.Properties = ev.Name, props(ev.Properties)
-		if len(ev.Measurements) > 0 {
-			d.Measurements = map[string]float64{}
-			for _, m := range ev.Measurements {
-				d.Measurements[m.Key] = m.Value
-			}
-		}
+		d.Name, d.Properties, d.Measurements = ev.Name, props(ev.Properties), measurements(ev.Measurements)
 		d.Sanitize()
 		env.Name, data.BaseType, data.BaseData = d.EnvelopeName(strings.ReplaceAll(env.IKey, "-", "")), d.BaseType(), d
 	} else {

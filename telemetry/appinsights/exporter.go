@@ -2,6 +2,7 @@ package appinsights
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -19,7 +20,7 @@ import (
 	"github.com/microsoft/ApplicationInsights-Go/appinsights/contracts"
 )
 
-// Defaults for the zero fields of Config. A queue four times as large
+// Defaults for the zero fields of Config (none may be negative). A queue four times as large
 // lost fewer chunk items under bursts of 5,000 to 10,000 captures on a
 // busy 2-vCPU machine, but held about 20 MB more at 1,000 captures,
 // where this one loses none (bench/RESULTS.md).
@@ -187,30 +188,14 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.ConnectionString.InstrumentationKey == "" {
 		return nil, errors.New("appinsights: an instrumentation key is required")
 	}
-	if cfg.ConnectionString.IngestionEndpoint == "" {
-		cfg.ConnectionString.IngestionEndpoint = DefaultIngestionEndpoint
-	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
-	}
-	if cfg.SendTimeout <= 0 {
-		cfg.SendTimeout = DefaultSendTimeout
-	}
-	if cfg.RetryBackoff <= 0 {
-		cfg.RetryBackoff = DefaultRetryBackoff
-	}
-	if cfg.Senders <= 0 {
-		cfg.Senders = DefaultSenders
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.ConnectionString.IngestionEndpoint = cmp.Or(cfg.ConnectionString.IngestionEndpoint, DefaultIngestionEndpoint)
+	cfg.QueueSize = cmp.Or(cfg.QueueSize, DefaultQueueSize)
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
+	cfg.FlushInterval = cmp.Or(cfg.FlushInterval, DefaultFlushInterval)
+	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, DefaultSendTimeout)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
+	cfg.Senders = cmp.Or(cfg.Senders, DefaultSenders)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	e := &Exporter{
 		cfg:   cfg,
 		url:   cfg.ConnectionString.TrackURL(),
@@ -324,15 +309,10 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		<-e.done
 	}
 	e.abort()
-	// Items that raced with the closed flag.
-	for {
-		select {
-		case <-e.queue:
-			e.dropShutdown.Add(1)
-			continue
-		default:
-		}
-		break
+	// Items that raced with the closed flag; every sender has returned.
+	for len(e.queue) > 0 {
+		<-e.queue
+		e.dropShutdown.Add(1)
 	}
 	e.transport.CloseIdleConnections()
 	if err != nil {
@@ -372,14 +352,14 @@ func (e *Exporter) run() {
 func (e *Exporter) flush(enc *encoder, batch []item) {
 	for {
 		batch = batch[:0]
+	fill:
 		for len(batch) < e.cfg.BatchSize {
 			select {
 			case it := <-e.queue:
 				batch = append(batch, it)
-				continue
 			default:
+				break fill
 			}
-			break
 		}
 		if len(batch) == 0 {
 			return
@@ -396,7 +376,8 @@ func (e *Exporter) flush(enc *encoder, batch []item) {
 	}
 }
 
-// send posts one batch, retrying what the endpoint says may be retried.
+// send posts one batch, resending what the endpoint says may be resent
+// after a pause, unless Shutdown has begun.
 func (e *Exporter) send(enc *encoder, batch []item) {
 	items := batch
 	for attempt := 0; ; attempt++ {
@@ -405,34 +386,29 @@ func (e *Exporter) send(enc *encoder, batch []item) {
 			return
 		}
 		e.sendErrors.Add(1)
-		stopping := false
-		select {
-		case <-e.stop:
-			stopping = true
-		default:
+		if len(retry) > 0 && attempt < maxRetries && e.pause(e.cfg.RetryBackoff<<attempt) {
+			items = retry
+			continue
 		}
-		if len(retry) == 0 || attempt >= maxRetries || stopping || e.ctx.Err() != nil {
-			e.dropFailed.Add(int64(len(retry)))
-			e.logFailure(err, len(retry))
-			return
-		}
-		if !e.wait(e.cfg.RetryBackoff << attempt) {
-			e.dropFailed.Add(int64(len(retry)))
-			e.logFailure(err, len(retry))
-			return
-		}
-		items = retry
+		e.dropFailed.Add(int64(len(retry)))
+		e.logFailure(err, len(retry))
+		return
 	}
 }
 
-// wait sleeps for d unless Shutdown starts first; it reports whether the
-// whole pause passed.
-func (e *Exporter) wait(d time.Duration) bool {
+// pause sleeps for d unless Shutdown has begun or begins first; it
+// reports whether the whole pause passed.
+func (e *Exporter) pause(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
+	case <-e.stop:
+		return false
+	default:
+	}
+	select {
 	case <-t.C:
-		return true
+		return e.ctx.Err() == nil
 	case <-e.stop:
 		return false
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,21 +199,21 @@ func (in *Ingestion) Envelopes() []Envelope {
 }
 
 // Messages returns the accepted trace items whose message is msg.
-func (in *Ingestion) Messages(msg string) []Envelope {
-	var out []Envelope
-	for _, e := range in.Envelopes() {
-		if e.Data.BaseType == "MessageData" && e.Data.BaseData.Message == msg {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (in *Ingestion) Messages(msg string) []Envelope { return in.items("MessageData", msg) }
 
 // RequestItems returns the accepted request items.
-func (in *Ingestion) RequestItems() []Envelope {
+func (in *Ingestion) RequestItems() []Envelope { return in.items("RequestData", "") }
+
+// Events returns the accepted custom event items called name.
+func (in *Ingestion) Events(name string) []Envelope { return in.items("EventData", name) }
+
+// items returns the accepted items of a base type whose message or name
+// is text ("" for any).
+func (in *Ingestion) items(baseType, text string) []Envelope {
 	var out []Envelope
 	for _, e := range in.Envelopes() {
-		if e.Data.BaseType == "RequestData" {
+		d := e.Data.BaseData
+		if e.Data.BaseType == baseType && (text == "" || text == d.Message || text == d.Name) {
 			out = append(out, e)
 		}
 	}
@@ -226,21 +225,9 @@ func (in *Ingestion) Contains(s string) bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, req := range in.raw {
-		b := req.body
-		if strings.Contains(string(b), s) {
+		if bytes.Contains(req.body, []byte(s)) {
 			return true
 		}
 	}
 	return false
-}
-
-// Events returns the accepted custom event items called name.
-func (in *Ingestion) Events(name string) []Envelope {
-	var out []Envelope
-	for _, e := range in.Envelopes() {
-		if e.Data.BaseType == "EventData" && e.Data.BaseData.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
 }

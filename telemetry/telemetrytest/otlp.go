@@ -151,9 +151,6 @@ func (r *Receiver) LargestTraceRequest() int {
 	return r.largest
 }
 
-// SpanSize is the encoded size of a span, as it travelled.
-func SpanSize(s *Span) int { return proto.Size(s.Span) }
-
 // Contains reports whether any received payload (traces or metrics, as
 // protobuf JSON, strings unescaped) contains s.
 func (r *Receiver) Contains(s string) bool {
@@ -193,25 +190,6 @@ func (r *Receiver) MetricResources() []*resourcepb.Resource {
 	out := make([]*resourcepb.Resource, 0, len(r.metrics))
 	for _, rm := range r.metrics {
 		out = append(out, rm.GetResource())
-	}
-	return out
-}
-
-// MetricNames lists the names of every metric received.
-func (r *Receiver) MetricNames() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	seen := map[string]bool{}
-	var out []string
-	for _, rm := range r.metrics {
-		for _, sm := range rm.GetScopeMetrics() {
-			for _, m := range sm.GetMetrics() {
-				if !seen[m.GetName()] {
-					seen[m.GetName()] = true
-					out = append(out, m.GetName())
-				}
-			}
-		}
 	}
 	return out
 }

@@ -81,7 +81,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	if opts.Observer != nil {
 		obs = append(obs, opts.Observer)
 	}
-	tr, err := newTracing(api.telemetryAgent(fx))
+	tr, err := newTracing(api.telemetry)
 	if err != nil {
 		return nil, err
 	}
@@ -101,13 +101,13 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 				Logger:      opts.Logger,
 				RunTimeout:  opts.RunTimeout,
 			},
-			Agent:     api.agent(hs.URL, fx),
+			Agent:     api.agent(hs.URL),
 			Transport: hs.Client().Transport,
 			// As the recording did, waiting as the recorded time goes.
 			Retry:     retry.Policy{Retries: fx.Retries, Sleep: up.sleep},
 			Telemetry: tr.tel,
 		},
-		UserID: recordedUser(api, fx),
+		UserID: api.user,
 	})
 	if err != nil {
 		return nil, err
@@ -134,15 +134,6 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)
 	}
 	return res, nil
-}
-
-// recordedUser is the user the fixture's requests name, or "" for the
-// Env's own.
-func recordedUser(api agentAPI, fx *recorder.Fixture) string {
-	if api.user == nil {
-		return ""
-	}
-	return api.user(fx)
 }
 
 // RequestFor returns the phone's request of a fixture's capture.

@@ -133,7 +133,6 @@ type Request struct {
 // Response is what the server answered.
 type Response struct {
 	Status int
-	Header http.Header
 	// Body is the SSE stream (or a JSON error), byte for byte.
 	Body []byte
 }
@@ -161,24 +160,12 @@ func (e *Env) Send(ctx context.Context, req Request, out io.Writer) (*Response, 
 	var buf bytes.Buffer
 	w := io.Writer(&buf)
 	if out != nil {
-		w = io.MultiWriter(&buf, flushWriter{out})
+		w = io.MultiWriter(&buf, out)
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the capture stream: %w", err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes()}, nil
-}
-
-// flushWriter flushes after each write when the writer can, so a person
-// watching a real-time replay sees each event as it comes.
-type flushWriter struct{ w io.Writer }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if fl, ok := f.w.(interface{ Flush() error }); ok && err == nil {
-		err = fl.Flush()
-	}
-	return n, err
+	return &Response{Status: resp.StatusCode, Body: buf.Bytes()}, nil
 }
 
 // encodePhoneRequest is req as the phone sends it, in capture-v2.

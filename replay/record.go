@@ -25,16 +25,8 @@ const setupIDBase = 1000
 type RecordConfig struct {
 	// Agent opens the provider (wiring.Config.Agent), with its credentials
 	// above the transport it is given, so that the Authorization header
-	// is recorded (redacted) as sent. When nil, the threads/runs agent
-	// AgentID at Endpoint is, with Auth.
+	// is recorded (redacted) as sent.
 	Agent func(http.RoundTripper) (brainwire.Provider, error)
-	// Endpoint is the agent service's project endpoint.
-	Endpoint   string
-	AgentID    string
-	APIVersion string
-	// Auth adds credentials to requests; it sits above the recorder, so
-	// the Authorization header is recorded (redacted) as sent.
-	Auth func(http.RoundTripper) http.RoundTripper
 	// Transport carries the requests under the recorder; agenthttp.NewTransport
 	// when nil.
 	Transport http.RoundTripper
@@ -78,7 +70,19 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	rec, fixtures, err := collectingRecorder(cfg)
+	var saved []*recorder.Fixture
+	rec, err := recorder.New(recorder.Config{
+		// Save runs on the recorder's writer, which Close waits for.
+		Sink: recorder.SinkFunc(func(_ context.Context, fx *recorder.Fixture) error {
+			saved = append(saved, fx)
+			return nil
+		}),
+		Sample:   1,
+		Secrets:  cfg.Secrets,
+		Upstream: cfg.Upstream,
+		Retries:  cfg.Retries,
+		Logger:   cfg.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +93,6 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 	if err != nil {
 		return nil, err
 	}
-	saved := fixtures.Fixtures()
 	if len(saved) == 0 {
 		return nil, errors.New("record: the capture was not recorded (see the log)")
 	}
@@ -108,20 +111,6 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 	return &Recording{Fixture: fx, Response: resp}, nil
 }
 
-// collectingRecorder records every capture into memory.
-func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemorySink, error) {
-	sink := &recorder.MemorySink{}
-	rec, err := recorder.New(recorder.Config{
-		Sink:     sink,
-		Sample:   1,
-		Secrets:  cfg.Secrets,
-		Upstream: cfg.Upstream,
-		Retries:  cfg.Retries,
-		Logger:   cfg.Logger,
-	})
-	return rec, sink, err
-}
-
 // recordCapture runs setup (if any) and req through an Env that rec
 // records, and returns what the phone got for req.
 func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
@@ -129,15 +118,11 @@ func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recor
 	if base == nil {
 		base = agenthttp.NewTransport()
 	}
-	agent := cfg.Agent
-	if agent == nil {
-		agent = wiring.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
-	}
 	env, err := NewEnv(ctx, EnvConfig{
 		Dir: dir,
 		Wiring: wiring.Config{
 			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
-			Agent:     agent,
+			Agent:     cfg.Agent,
 			Transport: cfg.Faults.transport(base),
 			Retry:     retry.Policy{Retries: cfg.Retries},
 			Recorder:  rec,

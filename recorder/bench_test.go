@@ -2,10 +2,7 @@ package recorder_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"

@@ -44,14 +44,6 @@ func (f Faults) transport(next http.RoundTripper) http.RoundTripper {
 	return &faultTransport{f: f, next: next}
 }
 
-// apply marks in the recording the faults replay injects.
-func (f Faults) apply(fx *recorder.Fixture) error {
-	if f.SplitUTF8 > 0 {
-		return splitInsideRunes(fx, f.SplitUTF8)
-	}
-	return nil
-}
-
 // faultTransport answers the chosen request with an error status and the
 // service's error body, as a throttled or failing service would, without
 // sending it; and breaks the chosen streamed response the way a dropped

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -40,7 +39,7 @@ type RecordConfig struct {
 	// fixture says it, and replay does the same.
 	Retries     int
 	Transcriber brainwire.Transcriber
-	// Dir holds the scratch SQLite store; a temporary directory when empty.
+	// Dir holds the scratch SQLite store (EnvConfig.Dir).
 	Dir string
 	// Logger receives recording failures; the server's own logs are off.
 	Logger     *slog.Logger
@@ -61,15 +60,6 @@ type Recording struct {
 // unrecorded; a follow-up without an InboxItemID then answers the item
 // setup filed.
 func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) (*Recording, error) {
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "brainwire-record-*")
-		if err != nil {
-			return nil, fmt.Errorf("record: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
 	var saved []*recorder.Fixture
 	rec, err := recorder.New(recorder.Config{
 		// Save runs on the recorder's writer, which Close waits for.
@@ -86,7 +76,7 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 	if err != nil {
 		return nil, err
 	}
-	resp, err := recordCapture(ctx, cfg, dir, rec, setup, req)
+	resp, err := recordCapture(ctx, cfg, rec, setup, req)
 	if cerr := rec.Close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -105,21 +95,23 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 		}
 		fx.Capture.Audio = &recorder.Audio{Filename: name, ContentType: typ, Size: int64(len(req.Audio))}
 	}
-	if err := cfg.Faults.apply(fx); err != nil {
-		return nil, err
+	if n := cfg.Faults.SplitUTF8; n > 0 {
+		if err := splitInsideRunes(fx, n); err != nil {
+			return nil, err
+		}
 	}
 	return &Recording{Fixture: fx, Response: resp}, nil
 }
 
 // recordCapture runs setup (if any) and req through an Env that rec
 // records, and returns what the phone got for req.
-func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
+func recordCapture(ctx context.Context, cfg RecordConfig, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
 	base := cfg.Transport
 	if base == nil {
 		base = agenthttp.NewTransport()
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir: dir,
+		Dir: cfg.Dir,
 		Wiring: wiring.Config{
 			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
 			Agent:     cfg.Agent,

@@ -28,7 +28,7 @@ type Options struct {
 	// Speed scales the recorded timing: 0 replays at once, 1 in real
 	// time, 2 twice as fast.
 	Speed float64
-	// Dir holds the SQLite store; a temporary directory when empty.
+	// Dir holds the SQLite store (EnvConfig.Dir).
 	Dir string
 	// Out receives the phone's SSE bytes as they arrive.
 	Out io.Writer
@@ -58,15 +58,6 @@ type Result struct {
 // (with a diff) and recorded requests that never came; the Result is
 // returned with it when the capture ran.
 func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, error) {
-	dir := opts.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "brainwire-replay-*")
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
 	up := NewUpstream(fx.Exchanges, opts.Speed)
 	hs := httptest.NewServer(up)
 	defer hs.Close()
@@ -92,7 +83,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		urlFor = func(string) string { return blobURL }
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir: dir,
+		Dir: opts.Dir,
 		Wiring: wiring.Config{
 			Server: server.Config{
 				Observer:    obs,

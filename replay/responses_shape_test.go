@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,14 +69,9 @@ func payloadKeys(data []byte) []string {
 // that was not cut ends with its one terminal event.
 func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 	spec := specKeys(t)
-	paths, _ := filepath.Glob(filepath.Join(fixturesDir, "*.json"))
 	compared := map[string]bool{}
 	streams := 0
-	for _, path := range paths {
-		fx, err := recorder.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fx := range corpus(t, "*.json") {
 		for i, ex := range fx.Exchanges {
 			rs := ex.Response
 			if rs == nil || !rs.IsStream() || !isResponsesStream(rs) {
@@ -121,11 +117,7 @@ func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 			}
 		}
 	}
-	var seen []string
-	for name := range compared {
-		seen = append(seen, name)
-	}
-	slices.Sort(seen)
+	seen := slices.Sorted(maps.Keys(compared))
 	t.Logf("%d Responses API streams; compared payload fields of %d event types: %v", streams, len(seen), seen)
 	if streams < 16 || len(seen) < 10 {
 		t.Errorf("%d streams, %d event types compared with the examples", streams, len(seen))

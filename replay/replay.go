@@ -119,7 +119,8 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		return nil, err
 	}
 	env.Close() // waits for the server's spans to end
-	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.Summary()}
+	// The capture has ended, and with it what the observer is told.
+	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.s}
 	res.Summary.Spans = tr.lines()
 	if err := up.Err(); err != nil {
 		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)

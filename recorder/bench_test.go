@@ -2,10 +2,7 @@ package recorder_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -183,65 +180,4 @@ func report(b *testing.B, name string, ds []time.Duration) {
 	}
 	b.ReportMetric(q(0.5), name+"-p50-ms")
 	b.ReportMetric(q(0.9), name+"-p90-ms")
-}
-
-// chunkedBody serves bytes in reads of at most n, like a network body.
-type chunkedBody struct {
-	r *bytes.Reader
-	n int
-}
-
-func (c *chunkedBody) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
-func (c *chunkedBody) Close() error               { return nil }
-
-// BenchmarkTee is the recorder's cost on the read path: reading a stream
-// of 1,000 delta events through the recording transport, against reading
-// it directly. The recorder is closed first, so finished recordings are
-// dropped rather than written: what is measured is only what the reader's
-// goroutine does (BenchmarkLiveRecording covers the whole).
-func BenchmarkTee(b *testing.B) {
-	var wire bytes.Buffer
-	for i := range 1000 {
-		fmt.Fprintf(&wire, "event: thread.message.delta\ndata: {\"id\":\"msg_1\",\"object\":\"thread.message.delta\",\"delta\":{\"content\":[{\"index\":0,\"type\":\"text\",\"text\":{\"value\":\" chunk %d\"}}]}}\n\n", i)
-	}
-	data := wire.Bytes()
-	stub := stubTransport(func(*http.Request) (*http.Response, error) {
-		return sseResponse(&chunkedBody{r: bytes.NewReader(data), n: 4096}), nil
-	})
-	for _, record := range []bool{false, true} {
-		b.Run(fmt.Sprintf("recording=%v", record), func(b *testing.B) {
-			rec, err := recorder.New(recorder.Config{Sink: recorder.SinkFunc(func(context.Context, *recorder.Fixture) error { return nil }), Sample: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rec.Close(context.Background())
-			rt := http.RoundTripper(stub)
-			if record {
-				rt = rec.Transport(stub)
-			}
-			buf := make([]byte, 32<<10)
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				ctx, obs := context.Background(), brainwire.CaptureObserver(nil)
-				if record {
-					ctx, obs = rec.StartCapture(ctx, brainwire.Capture{RunID: "run-1"})
-				}
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream/threads/runs", nil)
-				resp, err := rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for {
-					if _, err := resp.Body.Read(buf); err == io.EOF {
-						break
-					}
-				}
-				resp.Body.Close()
-				if obs != nil {
-					obs.End(brainwire.CaptureResult{})
-				}
-			}
-		})
-	}
 }

@@ -8,8 +8,8 @@
 // http.RoundTripper (Transport) under the agent service's client, which
 // records the exchanges made with that capture's context. The transport
 // tees each response body as the provider reads it: the bytes reach the
-// reader unchanged and at once, and events are parsed from them on the
-// way. A recording never fails or slows a capture; it is bounded in memory,
+// reader unchanged and at once, and the writer parses the events out of
+// them, timed by the read that brought each. A recording never fails or slows a capture; it is bounded in memory,
 // redacted of secrets, and written atomically by a background writer.
 //
 // The fixture format (Fixture, Marshal, Load) is documented in

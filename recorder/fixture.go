@@ -287,18 +287,60 @@ func jsonOrText(b []byte) (json.RawMessage, string) {
 	return nil, strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
-// Marshal encodes a fixture as the file holds it: indented JSON with each
-// SSE event on one line, no HTML escaping, and a final newline.
+// Marshal encodes a fixture as the file holds it: JSON indented by two
+// spaces, no HTML escaping, and a final newline, except that each element
+// of an "events" array (one SSE event, its data byte for byte) and the
+// value of "split_at" stay on one line, so that a diff reads event by event.
 func Marshal(fx *Fixture) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
 	if err := enc.Encode(fx); err != nil {
 		return nil, fmt.Errorf("encoding fixture: %w", err)
 	}
-	out := layout(bytes.TrimSpace(buf.Bytes()))
-	return append(out, '\n'), nil
+	lines := bytes.SplitAfter(buf.Bytes(), []byte("\n"))
+	out := make([]byte, 0, buf.Len())
+	for i := 0; i < len(lines); i++ {
+		line := bytes.TrimSpace(lines[i])
+		switch {
+		case bytes.HasPrefix(line, []byte(`"split_at": `)):
+			out, i = oneLine(out, lines, i, indentOf(lines[i])+len(`"split_at": `))
+		case bytes.HasPrefix(line, []byte(`"events": [`)) && bytes.HasSuffix(line, []byte("[")):
+			out = append(out, lines[i]...)
+			for d := indentOf(lines[i]); indentOf(lines[i+1]) > d; {
+				out, i = oneLine(out, lines, i+1, indentOf(lines[i+1]))
+			}
+		default:
+			out = append(out, lines[i]...)
+		}
+	}
+	return out, nil
 }
+
+// oneLine appends lines[i][:head] and then the value that starts after it
+// compacted onto one line, and returns the index of the value's last line.
+// The lines are the encoder's: strings hold no newline, and a value that
+// spreads over lines closes on the first line back at its indentation.
+func oneLine(out []byte, lines [][]byte, i, head int) ([]byte, int) {
+	first, d := lines[i], indentOf(lines[i])
+	j := i
+	if c := bytes.TrimSpace(first); c[len(c)-1] == '[' || c[len(c)-1] == '{' {
+		for j = i + 1; indentOf(lines[j]) != d; j++ {
+		}
+	}
+	val := bytes.TrimSpace(bytes.Join(append([][]byte{first[head:]}, lines[i+1:j+1]...), nil))
+	comma := bytes.HasSuffix(val, []byte(","))
+	var b bytes.Buffer
+	json.Compact(&b, bytes.TrimSuffix(val, []byte(","))) // the encoder's output is valid
+	out = append(append(out, first[:head]...), b.Bytes()...)
+	if comma {
+		out = append(out, ',')
+	}
+	return append(out, '\n'), j
+}
+
+func indentOf(line []byte) int { return len(line) - len(bytes.TrimLeft(line, " ")) }
 
 // Unmarshal decodes a fixture file. Unknown fields are an error, so a typo
 // in a hand-edited fixture does not silently change what it tests.

@@ -40,27 +40,6 @@ type SinkFunc func(ctx context.Context, fx *Fixture) error
 // Save implements Sink.
 func (f SinkFunc) Save(ctx context.Context, fx *Fixture) error { return f(ctx, fx) }
 
-// MemorySink keeps recordings in memory, in the order they were saved.
-type MemorySink struct {
-	mu  sync.Mutex
-	fxs []*Fixture
-}
-
-// Save implements Sink.
-func (m *MemorySink) Save(_ context.Context, fx *Fixture) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.fxs = append(m.fxs, fx)
-	return nil
-}
-
-// Fixtures returns what was saved so far.
-func (m *MemorySink) Fixtures() []*Fixture {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]*Fixture(nil), m.fxs...)
-}
-
 // DirSink writes each recording atomically to Dir/<name>.json.
 type DirSink struct {
 	Dir string

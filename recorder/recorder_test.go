@@ -20,6 +20,15 @@ import (
 	"github.com/brainwire/brainwire/recorder"
 )
 
+// memorySink keeps recordings in the order they were saved; read it once
+// the recorder is closed.
+type memorySink []*recorder.Fixture
+
+func (m *memorySink) Save(_ context.Context, fx *recorder.Fixture) error {
+	*m = append(*m, fx)
+	return nil
+}
+
 func newRecorder(t *testing.T, cfg recorder.Config) *recorder.Recorder {
 	t.Helper()
 	if cfg.Sample == 0 {
@@ -65,7 +74,7 @@ func TestTransportPassesBytesThroughAtOnce(t *testing.T) {
 	}))
 	defer up.Close()
 
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink})
 	client := &http.Client{Transport: rec.Transport(http.DefaultTransport)}
 	var body bytes.Buffer
@@ -94,7 +103,7 @@ func TestTransportPassesBytesThroughAtOnce(t *testing.T) {
 		t.Fatalf("the reader got %q", body.String())
 	}
 	rec.Close(context.Background())
-	fxs := sink.Fixtures()
+	fxs := (*sink)
 	if len(fxs) != 1 {
 		t.Fatalf("%d recordings, want 1", len(fxs))
 	}
@@ -149,7 +158,7 @@ func sseResponse(body io.ReadCloser) *http.Response {
 func TestTransportRecordsAStreamCutMidEvent(t *testing.T) {
 	cut := errors.New("read: connection reset by peer")
 	wire := "event: a\ndata: {\"n\":1}\n\nevent: thread.message.delta\ndata: {\"val"
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink})
 	rt := rec.Transport(stubTransport(func(*http.Request) (*http.Response, error) {
 		return sseResponse(&brokenBody{data: []byte(wire), err: cut}), nil
@@ -167,14 +176,14 @@ func TestTransportRecordsAStreamCutMidEvent(t *testing.T) {
 		resp.Body.Close()
 	})
 	rec.Close(context.Background())
-	rs := sink.Fixtures()[0].Exchanges[0].Response
+	rs := (*sink)[0].Exchanges[0].Response
 	if len(rs.Events) != 1 || rs.Partial != "event: thread.message.delta\ndata: {\"val" || rs.Error != cut.Error() {
 		t.Fatalf("recorded %+v", rs)
 	}
 }
 
 func TestTransportRecordsErrorsAndPlainBodies(t *testing.T) {
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink})
 	calls := 0
 	rt := rec.Transport(stubTransport(func(*http.Request) (*http.Response, error) {
@@ -198,7 +207,7 @@ func TestTransportRecordsErrorsAndPlainBodies(t *testing.T) {
 		resp.Body.Close()
 	})
 	rec.Close(context.Background())
-	exs := sink.Fixtures()[0].Exchanges
+	exs := (*sink)[0].Exchanges
 	if exs[0].Error != "dial tcp: connection refused" || exs[0].Response != nil {
 		t.Errorf("transport error recorded as %+v", exs[0])
 	}
@@ -209,7 +218,7 @@ func TestTransportRecordsErrorsAndPlainBodies(t *testing.T) {
 }
 
 func TestTransportWithoutRecordingIsUntouched(t *testing.T) {
-	rec := newRecorder(t, recorder.Config{Sink: &recorder.MemorySink{}})
+	rec := newRecorder(t, recorder.Config{Sink: &memorySink{}})
 	want := &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("x"))}
 	rt := rec.Transport(stubTransport(func(*http.Request) (*http.Response, error) { return want, nil }))
 	req, _ := http.NewRequest(http.MethodGet, "http://upstream/health", nil)
@@ -220,7 +229,7 @@ func TestTransportWithoutRecordingIsUntouched(t *testing.T) {
 }
 
 func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink, Upstream: "simulator"})
 	capture(rec, func(_ context.Context, obs brainwire.CaptureObserver) {
 		obs.ProviderEvent(brainwire.AgentEvent{Kind: brainwire.AgentRunStatus, Status: brainwire.RunRequiresAction})
@@ -234,7 +243,7 @@ func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
 		obs.CaptureEvent(brainwire.CaptureEvent{Type: brainwire.CaptureReasoning})
 	})
 	rec.Close(context.Background())
-	fx := sink.Fixtures()[0]
+	fx := (*sink)[0]
 	if len(fx.Tools) != 2 || fx.Tools[0].Round != 1 || fx.Tools[1].Round != 2 || !fx.Tools[0].IsError {
 		t.Errorf("tools = %+v", fx.Tools)
 	}
@@ -247,7 +256,7 @@ func TestRecorderKeepsToolsAndOutcome(t *testing.T) {
 // item it answered as it was before the run, and a voice capture's the
 // name of its upload.
 func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink})
 	item := brainwire.InboxItem{ID: "item-1", RawText: "Sam thing", Title: "Sam", Source: brainwire.KindVoice,
 		Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_up",
@@ -260,7 +269,7 @@ func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
 		obs.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified})
 	}
 	rec.Close(context.Background())
-	got := sink.Fixtures()
+	got := (*sink)
 	if len(got) != 2 {
 		t.Fatalf("%d recordings", len(got))
 	}
@@ -279,7 +288,7 @@ func TestRecorderKeepsWhatReplayMustSeed(t *testing.T) {
 // reader still gets every byte; the recording is dropped and logged.
 func TestRecorderOverLimitDropsTheRecordingNotTheStream(t *testing.T) {
 	var logs syncbuf.Buffer
-	sink := &recorder.MemorySink{}
+	sink := &memorySink{}
 	rec := newRecorder(t, recorder.Config{Sink: sink, MaxBytes: 1000, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	wire := strings.Repeat("event: thread.message.delta\ndata: {\"v\":\"chunk\"}\n\n", 200)
 	rt := rec.Transport(stubTransport(func(*http.Request) (*http.Response, error) {
@@ -297,7 +306,7 @@ func TestRecorderOverLimitDropsTheRecordingNotTheStream(t *testing.T) {
 		}
 	})
 	rec.Close(context.Background())
-	if n := len(sink.Fixtures()); n != 0 {
+	if n := len((*sink)); n != 0 {
 		t.Errorf("%d recordings saved; an over-limit capture must be dropped", n)
 	}
 	if !strings.Contains(logs.String(), "over the recording limit") {
@@ -330,7 +339,7 @@ func TestRecorderSampling(t *testing.T) {
 		{sample: 1, want: 3},
 		{sample: 0.5, draws: []float64{0.1, 0.7, 0.49}, want: 2},
 	} {
-		sink := &recorder.MemorySink{}
+		sink := &memorySink{}
 		i := 0
 		r, err := recorder.New(recorder.Config{Sink: sink, Sample: c.sample, Rand: func() float64 {
 			i++
@@ -343,11 +352,11 @@ func TestRecorderSampling(t *testing.T) {
 			capture(r, func(context.Context, brainwire.CaptureObserver) {})
 		}
 		r.Close(context.Background())
-		if got := len(sink.Fixtures()); got != c.want {
+		if got := len((*sink)); got != c.want {
 			t.Errorf("sample %v: %d recordings, want %d", c.sample, got, c.want)
 		}
 	}
-	if _, err := recorder.New(recorder.Config{Sink: &recorder.MemorySink{}, Sample: 1.5}); err == nil {
+	if _, err := recorder.New(recorder.Config{Sink: &memorySink{}, Sample: 1.5}); err == nil {
 		t.Error("sample 1.5 accepted")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/brainwire/brainwire/sse"
 )
 
 // Transport returns an http.RoundTripper that records, through next, the
@@ -18,8 +20,8 @@ import (
 // recording pass through untouched.
 //
 // A response body is passed to the reader as it arrives: each Read goes
-// to next's body and the bytes it returned are parsed for events before
-// Read returns them. Nothing is buffered ahead of the reader and no
+// to next's body and the bytes it returned are kept, with their time,
+// before Read returns them. Nothing is buffered ahead of the reader and no
 // goroutine is added.
 func (r *Recorder) Transport(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
@@ -92,49 +94,23 @@ func (b *teeBody) Close() error {
 }
 
 // exchange is one request being recorded. Its state is guarded by the
-// session's mutex.
-//
-// The read path only appends: event names and data go back to back into
-// fixed-size blocks (never copied again as they fill), and turning them
-// into the fixture's representation is left to the writer.
+// session's mutex. The read path only appends the bytes and when they
+// came; the writer parses the events out of them (build).
 type exchange struct {
-	s      *session
-	start  time.Time
-	rec    Exchange // Response.Events and bodies are filled in by build
+	s     *session
+	start time.Time
+	rec   Exchange // Response.Events and bodies are filled in by build
+	// stream says the body is an event stream.
 	stream bool
-	parser streamParser
-	blocks [][]byte
-	events []rawEvent
-	body   []byte // a body that is not a stream
+	body   []byte
+	reads  []timedRead
 	done   bool
 }
 
-// blockSize is the size of the blocks events are kept in.
-const blockSize = 32 << 10
-
-// rawEvent is an event as received: its name is blocks[block][from:mid],
-// its data blocks[block][mid:to].
-type rawEvent struct {
-	ms                   int64
-	block, from, mid, to int
-}
-
-// keep stores an event's name and data in the current block, starting a
-// new one when they do not fit.
-func (e *exchange) keep(ms int64, name, data []byte) {
-	n := len(name) + len(data)
-	last := len(e.blocks) - 1
-	if last < 0 || cap(e.blocks[last])-len(e.blocks[last]) < n {
-		e.blocks = append(e.blocks, make([]byte, 0, max(blockSize, n)))
-		last++
-	}
-	b := e.blocks[last]
-	from := len(b)
-	b = append(b, name...)
-	mid := len(b)
-	b = append(b, data...)
-	e.blocks[last] = b
-	e.events = append(e.events, rawEvent{ms: ms, block: last, from: from, mid: mid, to: len(b)})
+// timedRead marks that body[:end] had arrived ms after the request.
+type timedRead struct {
+	ms  int64
+	end int
 }
 
 func (e *exchange) ms(now time.Time) int64 { return now.Sub(e.start).Milliseconds() }
@@ -181,12 +157,8 @@ func (e *exchange) read(p []byte, err error) {
 		if !s.charge(len(p)) {
 			return
 		}
-		if e.stream {
-			ms := e.ms(now)
-			e.parser.feed(p, func(name, data []byte) { e.keep(ms, name, data) })
-		} else {
-			e.body = append(e.body, p...)
-		}
+		e.body = append(e.body, p...)
+		e.reads = append(e.reads, timedRead{ms: e.ms(now), end: len(e.body)})
 	}
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
@@ -215,14 +187,7 @@ func (e *exchange) close() {
 
 // end finishes the response; the caller holds the session's mutex.
 func (e *exchange) end(now time.Time) {
-	rs := e.rec.Response
-	rs.EndMs = e.ms(now)
-	if e.stream {
-		if p := e.parser.pending(); len(p) > 0 {
-			rs.setPartial(bytes.Clone(p))
-		}
-		e.parser = streamParser{}
-	}
+	e.rec.Response.EndMs = e.ms(now)
 	e.done = true
 }
 
@@ -235,16 +200,62 @@ func (e *exchange) build() Exchange {
 	}
 	rs := *ex.Response
 	if e.stream {
-		rs.Events = make([]Event, len(e.events))
-		for i, ev := range e.events {
-			b := e.blocks[ev.block]
-			rs.Events[i] = NewEvent(ev.ms, string(b[ev.from:ev.mid]), b[ev.mid:ev.to])
+		var partial []byte
+		rs.Events, partial = parseStream(e.body, e.reads)
+		if len(partial) > 0 {
+			rs.setPartial(partial)
 		}
 	} else {
 		rs.Body, rs.BodyText = jsonOrText(e.body)
 	}
 	ex.Response = &rs
 	return ex
+}
+
+// parseStream splits a recorded event stream into its events, each timed
+// by the read that brought the end of its blank line, and returns the
+// bytes after the last complete event: the start of an event the stream
+// never finished.
+func parseStream(body []byte, reads []timedRead) (events []Event, partial []byte) {
+	var name, data []byte
+	hasData := false
+	start, r := 0, 0 // start is where the event not yet complete begins
+	for pos := 0; ; {
+		i := sse.LineEnd(body[pos:])
+		if i < 0 {
+			break
+		}
+		line, next := body[pos:pos+i], pos+i+1
+		if body[pos+i] == '\r' && next < len(body) && body[next] == '\n' {
+			next++
+		}
+		field, value, found := bytes.Cut(line, []byte{':'})
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch {
+		case len(line) == 0:
+			if hasData {
+				for reads[r].end <= pos+i {
+					r++
+				}
+				events = append(events, NewEvent(reads[r].ms, string(name), data))
+			}
+			name, data, hasData, start = nil, nil, false, next
+		case string(field) == "event":
+			name = value
+		case string(field) == "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data, hasData = append(data, value...), true
+		}
+		pos = next
+	}
+	if len(bytes.TrimSpace(body[start:])) > 0 {
+		partial = body[start:]
+	}
+	return events, partial
 }
 
 func jsonComplete(b []byte) bool {

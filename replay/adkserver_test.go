@@ -61,7 +61,7 @@ func TestADKServer(t *testing.T) {
 			// The server chose a new session and new call ids; the
 			// goldens name the recorded ones.
 			recorded := recordedIDs(t, got.Fixture, fx)
-			sseGolden, telGolden := replay.GoldenPaths(path)
+			sseGolden, telGolden := replay.GoldenPath(path, replay.CaptureV2), strings.TrimSuffix(path, ".json")+replay.TelemetryGoldenSuffix
 			compare(t, "the phone's stream", sseGolden, recorded.Replace(string(got.Response.Body)))
 
 			// The live recording replays, to the same bytes, and its

@@ -2,12 +2,9 @@ package replay_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/brainwire/brainwire/recorder"
 )
 
 // adkReference are events as an ADK 2.x API server streams them (the
@@ -79,16 +76,12 @@ func TestADKCorpusHasTheServerShape(t *testing.T) {
 		}
 		want[kind] = keys
 	}
-	paths, _ := filepath.Glob(filepath.Join(fixturesDir, "adk-*.json"))
-	if len(paths) < 6 {
-		t.Fatalf("%d ADK fixtures, want at least 6", len(paths))
+	fxs := corpus(t, "adk-*.json")
+	if len(fxs) < 6 {
+		t.Fatalf("%d ADK fixtures, want at least 6", len(fxs))
 	}
 	compared := map[string]bool{}
-	for _, path := range paths {
-		fx, err := recorder.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fx := range fxs {
 		if fx.Upstream != "simulator" {
 			continue
 		}

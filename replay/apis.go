@@ -1,120 +1,113 @@
 package replay
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adk"
 	"github.com/brainwire/brainwire/foundry"
+	"github.com/brainwire/brainwire/instructions"
 	"github.com/brainwire/brainwire/recorder"
+	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/telemetry"
 	"github.com/brainwire/brainwire/wiring"
 )
 
-// agentAPI is one agent service API replay can serve: it recognizes a
-// recording made against it, and configures a provider to make the
-// recorded requests again against the fake upstream at base.
-type agentAPI struct {
-	name string
-	// recorded reports whether the first request of a recording is one
-	// of this API's.
-	recorded func(first recorder.Request) bool
-	// agent is wiring.Config.Agent for the replay of fx.
-	agent func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error)
-	// telemetryAgent is how telemetry names the agent of fx.
-	telemetryAgent func(fx *recorder.Fixture) telemetry.Agent
-	// user is the user the recorded requests name, when the API's
-	// requests name one: the replay's capture must be that user's.
-	user func(fx *recorder.Fixture) string
+// apiReplay is what replaying a recording needs from the agent API it was
+// made against: read from the recorded requests, it makes the same
+// requests again.
+type apiReplay struct {
+	// agent is wiring.Config.Agent against the fake upstream at base.
+	agent func(base string) func(http.RoundTripper) (brainwire.Provider, error)
+	// telemetry is how telemetry names the agent.
+	telemetry telemetry.Agent
+	// user is the user the recorded requests name, when the API's requests
+	// name one: the replay's capture must be that user's.
+	user string
 }
 
-// agentAPIs are the APIs replay knows, tried in order.
-var agentAPIs = []agentAPI{threadsRunsAPI, responsesAPI, adkAPI}
+// agentAPIs are the APIs replay knows, tried in order: each reads a
+// recording whose first request is one of its own.
+var agentAPIs = []func(fx *recorder.Fixture, first recorder.Request) (apiReplay, bool){
+	threadsRunsAPI, responsesAPI, adkAPI,
+}
 
-// apiOf finds the API a fixture was recorded against.
-func apiOf(fx *recorder.Fixture) (agentAPI, error) {
+// apiOf reads how to replay a fixture from the API it was recorded against.
+func apiOf(fx *recorder.Fixture) (apiReplay, error) {
 	if len(fx.Exchanges) == 0 {
 		// A capture refused before any upstream call replays on any API.
-		return threadsRunsAPI, nil
+		a, _ := threadsRunsAPI(fx, recorder.Request{Path: "/threads"})
+		return a, nil
 	}
 	first := fx.Exchanges[0].Request
 	for _, api := range agentAPIs {
-		if api.recorded(first) {
-			return api, nil
+		if a, ok := api(fx, first); ok {
+			return a, nil
 		}
 	}
-	return agentAPI{}, fmt.Errorf("replay: %s: no known agent API makes the request %s %s", fx.Name, first.Method, first.Path)
-}
-
-// threadsRunsAPI is the Foundry Agent Service threads/runs API (and the
-// simulator's face of it).
-var threadsRunsAPI = agentAPI{
-	name: "threads/runs",
-	recorded: func(first recorder.Request) bool {
-		op := operationPath(first.Path)
-		return strings.HasPrefix(op, "/threads") || strings.HasPrefix(op, "/assistants")
-	},
-	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
-		prefix, apiVersion, agentID := threadsRunsParams(fx)
-		return wiring.Foundry(base+prefix, agentID, apiVersion, nil)
-	},
-	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
-		_, _, agentID := threadsRunsParams(fx)
-		return telemetry.Agent{Name: AgentName, ID: agentID, Provider: foundry.ProviderName}
-	},
+	return apiReplay{}, fmt.Errorf("replay: %s: no known agent API makes the request %s %s", fx.Name, first.Method, first.Path)
 }
 
 var assistantID = regexp.MustCompile(`"assistant_id":\s*"([^"]+)"`)
 
-// threadsRunsParams reads from the first recorded request what the client
-// must be configured with to make the same requests.
-func threadsRunsParams(fx *recorder.Fixture) (prefix, apiVersion, agentID string) {
-	prefix, apiVersion, agentID = "/api/projects/replay", "v1", "asst_replay"
-	if len(fx.Exchanges) == 0 {
-		return
+// threadsRunsAPI is the Foundry Agent Service threads/runs API (and the
+// simulator's face of it).
+func threadsRunsAPI(_ *recorder.Fixture, first recorder.Request) (apiReplay, bool) {
+	op := operationPath(first.Path)
+	if !strings.HasPrefix(op, "/threads") && !strings.HasPrefix(op, "/assistants") {
+		return apiReplay{}, false
 	}
-	rq := fx.Exchanges[0].Request
-	if p := projectPrefix(rq.Path); p != "" {
-		prefix = p
-	}
-	if v := rq.Query["api-version"]; v != "" {
-		apiVersion = v
-	}
-	if m := assistantID.FindSubmatch(rq.BodyBytes()); m != nil {
+	prefix := cmp.Or(projectPrefix(first.Path), "/api/projects/replay")
+	apiVersion, agentID := cmp.Or(first.Query["api-version"], "v1"), "asst_replay"
+	if m := assistantID.FindSubmatch(first.BodyBytes()); m != nil {
 		agentID = string(m[1])
 	}
-	return
+	return apiReplay{
+		agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+			return wiring.Foundry(base+prefix, agentID, apiVersion, nil)
+		},
+		telemetry: telemetry.Agent{Name: AgentName, ID: agentID, Provider: foundry.ProviderName},
+	}, true
 }
+
+var (
+	adkUserID  = regexp.MustCompile(`"userId":\s*"([^"\\]+)"`)
+	adkAppName = regexp.MustCompile(`"appName":\s*"([^"]+)"`)
+)
 
 // adkAPI is a Google ADK API server's (and the simulator's face of one).
-var adkAPI = agentAPI{
-	name: "adk",
-	recorded: func(first recorder.Request) bool {
-		_, _, ok := adkRoute(first.Path)
-		return ok
-	},
-	agent: func(base string, fx *recorder.Fixture) func(http.RoundTripper) (brainwire.Provider, error) {
-		prefix, appName := adkParams(fx)
-		return wiring.ADK(base+prefix, appName, nil)
-	},
-	telemetryAgent: func(fx *recorder.Fixture) telemetry.Agent {
-		_, appName := adkParams(fx)
-		return telemetry.Agent{Name: AgentName, ID: appName, Provider: adk.ProviderName}
-	},
-	user: func(fx *recorder.Fixture) string {
-		for _, ex := range fx.Exchanges {
-			if m := adkUserID.FindSubmatch(ex.Request.BodyBytes()); m != nil {
-				return string(m[1])
-			}
+// A new capture's first request creates its session, a follow-up's runs
+// the app on the session it continues: one names the app in its path, the
+// other in its body.
+func adkAPI(fx *recorder.Fixture, first recorder.Request) (apiReplay, bool) {
+	prefix, appName, ok := adkRoute(first.Path)
+	if !ok {
+		return apiReplay{}, false
+	}
+	if m := adkAppName.FindSubmatch(first.BodyBytes()); appName == "" && m != nil {
+		appName = string(m[1])
+	}
+	appName = cmp.Or(appName, "replay_app")
+	a := apiReplay{
+		agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+			return wiring.ADK(base+prefix, appName, nil)
+		},
+		telemetry: telemetry.Agent{Name: AgentName, ID: appName, Provider: adk.ProviderName},
+	}
+	for _, ex := range fx.Exchanges {
+		if m := adkUserID.FindSubmatch(ex.Request.BodyBytes()); m != nil {
+			a.user = string(m[1])
+			break
 		}
-		return ""
-	},
+	}
+	return a, true
 }
-
-var adkUserID = regexp.MustCompile(`"userId":\s*"([^"\\]+)"`)
 
 // adkRoute splits a path of the API server's routes into what comes
 // before them (a proxy's prefix) and, for a session route, the app.
@@ -135,25 +128,88 @@ func adkRoute(p string) (prefix, appName string, ok bool) {
 	return p[:i], seg[0], true
 }
 
-var adkAppName = regexp.MustCompile(`"appName":\s*"([^"]+)"`)
-
-// adkParams reads from the first recorded request the base URL's prefix
-// and the app: a new capture's first request creates its session, a
-// follow-up's runs the app on the session it continues.
-func adkParams(fx *recorder.Fixture) (prefix, appName string) {
-	appName = "replay_app"
-	if len(fx.Exchanges) == 0 {
-		return "", appName
+// responsesAPI is the Responses API: a Foundry project's, Azure OpenAI's,
+// OpenAI's (and the simulator's face of it). The recorded requests say
+// where the API is, how the agent is named, how responses chain and
+// whether summaries were asked for.
+func responsesAPI(fx *recorder.Fixture, first recorder.Request) (apiReplay, bool) {
+	basePath, ok := responsesBase(first.Path)
+	if !ok {
+		return apiReplay{}, false
 	}
-	rq := fx.Exchanges[0].Request
-	prefix, fromPath, _ := adkRoute(rq.Path)
-	switch {
-	case fromPath != "":
-		appName = fromPath
-	default:
-		if m := adkAppName.FindSubmatch(rq.BodyBytes()); m != nil {
-			appName = string(m[1])
+	projectPath, name := "", responses.ProviderNameOpenAI
+	if project, ok := strings.CutSuffix(basePath, "/openai/v1"); ok && strings.HasPrefix(project, "/api/projects/") {
+		projectPath, name = project, responses.ProviderNameFoundry
+	}
+	if len(first.Query) > 0 {
+		q := url.Values{}
+		for k, v := range first.Query {
+			q.Set(k, v)
+		}
+		basePath += "?" + q.Encode()
+	}
+	agent, chaining, summary := responses.Agent{Model: "replay-model"}, responses.ChainPreviousResponse, ""
+	seenResponse := false
+	for _, ex := range fx.Exchanges {
+		rq := ex.Request
+		if rq.Method == http.MethodPost && strings.HasSuffix(rq.Path, "/conversations") {
+			chaining = responses.ChainConversation
+		}
+		if rq.Method != http.MethodPost || !strings.HasSuffix(rq.Path, "/responses") {
+			continue
+		}
+		var body struct {
+			Model        string                    `json:"model"`
+			Agent        *responses.AgentReference `json:"agent_reference"`
+			Instructions string                    `json:"instructions"`
+			Conversation json.RawMessage           `json:"conversation"`
+			Reasoning    *responses.Reasoning      `json:"reasoning"`
+		}
+		if json.Unmarshal(rq.BodyBytes(), &body) != nil {
+			continue
+		}
+		if len(body.Conversation) > 0 && string(body.Conversation) != "null" {
+			chaining = responses.ChainConversation
+		}
+		if seenResponse {
+			continue
+		}
+		seenResponse = true
+		agent = responses.Agent{Model: body.Model, Instructions: body.Instructions}
+		if body.Agent != nil {
+			agent = responses.Agent{Name: body.Agent.Name, Version: body.Agent.Version}
+		}
+		if body.Reasoning != nil {
+			summary = body.Reasoning.Summary
 		}
 	}
-	return prefix, appName
+	tel := telemetry.Agent{Name: AgentName, Provider: name, ID: agent.Name, Version: agent.Version}
+	if agent.Name == "" {
+		tel.Version = instructions.New(agent.Instructions, "").Version
+	}
+	return apiReplay{
+		agent: func(base string) func(http.RoundTripper) (brainwire.Provider, error) {
+			project := ""
+			if projectPath != "" {
+				project = base + projectPath
+			}
+			return wiring.Responses(base+basePath, project, agent, nil,
+				responses.WithName(name), responses.WithChaining(chaining), responses.WithReasoningSummary(summary))
+		},
+		telemetry: tel,
+	}, true
+}
+
+// responsesBase returns the base path of a Responses API operation path
+// (up to and including /openai/v1 or /v1), or false for another API's.
+func responsesBase(path string) (string, bool) {
+	for _, marker := range []string{"/openai/v1/", "/v1/"} {
+		if i := strings.Index(path, marker); i >= 0 {
+			rest := path[i+len(marker):]
+			if strings.HasPrefix(rest, "responses") || strings.HasPrefix(rest, "conversations") {
+				return path[:i+len(marker)-1], true
+			}
+		}
+	}
+	return "", false
 }

@@ -12,7 +12,7 @@ import (
 
 // TestCheckReportsADiff: when the output no longer matches a golden file,
 // in any protocol, Check names the file and shows the changed lines. The goldens are made
-// here from the replay itself, so the test holds whatever the adapter
+// here by Goldens, so the test holds whatever the adapter
 // currently sends.
 func TestCheckReportsADiff(t *testing.T) {
 	dir := t.TempDir()
@@ -26,30 +26,22 @@ func TestCheckReportsADiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streams := map[replay.Protocol][]byte{}
-	var res *replay.Result
-	for _, p := range replay.Protocols {
-		r, err := replay.Run(t.Context(), fx, replay.Options{Protocol: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		streams[p] = r.SSE
-		os.WriteFile(replay.GoldenPath(path, p), r.SSE, 0o644)
-		if p == replay.CaptureV2 {
-			res = r
-		}
+	goldens, err := replay.Goldens(t.Context(), fx, path, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	ssePath, telPath := replay.GoldenPaths(path)
-	os.WriteFile(telPath, res.Summary.Text(), 0o644)
+	for _, g := range goldens {
+		os.WriteFile(g.Path, g.Data, 0o644)
+	}
 	if report, err := replay.Check(t.Context(), path, replay.Options{}); err != nil || report != "" {
 		t.Fatalf("matching goldens: report %q, err %v", report, err)
 	}
 
-	os.WriteFile(ssePath, []byte(strings.Replace(string(res.SSE), `"type":"STEP_END"`, `"type":"STEP_ENDED"`, 1)), 0o644)
-	os.WriteFile(telPath, []byte(strings.Replace(string(res.Summary.Text()), "outcome: classified", "outcome: unresolved", 1)), 0o644)
-	aguiPath := replay.GoldenPath(path, replay.AGUI)
-	os.WriteFile(aguiPath, []byte(strings.Replace(string(streams[replay.AGUI]), `"type":"STEP_FINISHED"`, `"type":"STEP_ENDED"`, 1)), 0o644)
-	os.Remove(replay.GoldenPath(path, replay.V1))
+	ssePath, telPath, aguiPath, v1Path := goldens[0].Path, goldens[1].Path, goldens[2].Path, goldens[3].Path
+	os.WriteFile(ssePath, []byte(strings.Replace(string(goldens[0].Data), `"type":"STEP_END"`, `"type":"STEP_ENDED"`, 1)), 0o644)
+	os.WriteFile(telPath, []byte(strings.Replace(string(goldens[1].Data), "outcome: classified", "outcome: unresolved", 1)), 0o644)
+	os.WriteFile(aguiPath, []byte(strings.Replace(string(goldens[2].Data), `"type":"STEP_FINISHED"`, `"type":"STEP_ENDED"`, 1)), 0o644)
+	os.Remove(v1Path)
 	report, err := replay.Check(t.Context(), path, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +52,7 @@ func TestCheckReportsADiff(t *testing.T) {
 		`+data: {"type":"STEP_END","stepName":"Classifying"}`,
 		"--- " + telPath, "-outcome: unresolved", "+outcome: classified",
 		"--- " + aguiPath, `+data: {"type":"STEP_FINISHED","stepName":"Classifying"}`,
-		replay.GoldenPath(path, replay.V1) + ": no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)",
+		v1Path + ": no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)",
 	} {
 		if !strings.Contains(report, want+"\n") {
 			t.Errorf("the report lacks %q:\n%s", want, report)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -36,9 +37,10 @@ func Clock() time.Time { return time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC) }
 // makes in production, so outputs have the same shape.
 func ID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 
-// EnvConfig configures an Env. Dir and Wiring.Agent are required.
+// EnvConfig configures an Env. Wiring.Agent is required.
 type EnvConfig struct {
-	// Dir holds the Env's SQLite store.
+	// Dir holds the Env's SQLite store; a temporary directory, removed by
+	// Close, when empty.
 	Dir string
 	// Wiring is what the Env's server is made of, as serve's is: the
 	// agent's opener and transport, telemetry and a recorder to
@@ -60,6 +62,7 @@ type EnvConfig struct {
 // answered.
 type Env struct {
 	user      string
+	temp      string // a directory of its own, removed by Close
 	store     *sqlite.Store
 	ids       *idSource
 	http      *httptest.Server
@@ -69,8 +72,16 @@ type Env struct {
 
 // NewEnv starts an Env; Close it when done.
 func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
-	if cfg.Dir == "" || cfg.Wiring.Agent == nil {
-		return nil, errors.New("replay: EnvConfig needs Dir and Wiring.Agent")
+	if cfg.Wiring.Agent == nil {
+		return nil, errors.New("replay: EnvConfig needs Wiring.Agent")
+	}
+	temp := ""
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "brainwire-replay-*")
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		cfg.Dir, temp = d, d
 	}
 	w := cfg.Wiring
 	if w.Server.Blobs == nil {
@@ -78,6 +89,7 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	}
 	store, err := sqlite.Open(ctx, filepath.Join(cfg.Dir, "replay.db"))
 	if err != nil {
+		os.RemoveAll(temp)
 		return nil, fmt.Errorf("opening the replay store: %w", err)
 	}
 	if cfg.UserID == "" {
@@ -92,9 +104,10 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	srv, err := wiring.New(w)
 	if err != nil {
 		store.Close()
+		os.RemoveAll(temp)
 		return nil, fmt.Errorf("capture server: %w", err)
 	}
-	return &Env{user: cfg.UserID, store: store, ids: ids, http: httptest.NewServer(srv.Handler())}, nil
+	return &Env{user: cfg.UserID, store: store, ids: ids, temp: temp, http: httptest.NewServer(srv.Handler())}, nil
 }
 
 // Close stops the server, once every request it is serving has ended, and
@@ -103,6 +116,9 @@ func (e *Env) Close() error {
 	e.closeOnce.Do(func() {
 		e.http.Close()
 		e.closeErr = e.store.Close()
+		if e.temp != "" {
+			os.RemoveAll(e.temp)
+		}
 	})
 	return e.closeErr
 }
@@ -133,7 +149,6 @@ type Request struct {
 // Response is what the server answered.
 type Response struct {
 	Status int
-	Header http.Header
 	// Body is the SSE stream (or a JSON error), byte for byte.
 	Body []byte
 }
@@ -161,24 +176,12 @@ func (e *Env) Send(ctx context.Context, req Request, out io.Writer) (*Response, 
 	var buf bytes.Buffer
 	w := io.Writer(&buf)
 	if out != nil {
-		w = io.MultiWriter(&buf, flushWriter{out})
+		w = io.MultiWriter(&buf, out)
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return nil, fmt.Errorf("reading the capture stream: %w", err)
 	}
-	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes()}, nil
-}
-
-// flushWriter flushes after each write when the writer can, so a person
-// watching a real-time replay sees each event as it comes.
-type flushWriter struct{ w io.Writer }
-
-func (f flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if fl, ok := f.w.(interface{ Flush() error }); ok && err == nil {
-		err = fl.Flush()
-	}
-	return n, err
+	return &Response{Status: resp.StatusCode, Body: buf.Bytes()}, nil
 }
 
 // encodePhoneRequest is req as the phone sends it, in capture-v2.

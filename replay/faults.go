@@ -1,13 +1,14 @@
 package replay
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -34,67 +35,74 @@ type Faults struct {
 
 // transport puts the faults that happen on the wire under next.
 func (f Faults) transport(next http.RoundTripper) http.RoundTripper {
-	if f.CutStream > 0 && f.CutEvent > 0 {
-		next = &cutTransport{next: next, stream: f.CutStream, event: f.CutEvent}
+	if f.CutStream <= 0 || f.CutEvent <= 0 {
+		f.CutStream = 0
 	}
-	if f.FailRequest > 0 {
-		next = &statusTransport{next: next, request: f.FailRequest, status: f.FailStatus, retryAfterMs: f.RetryAfterMs}
+	if f.CutStream == 0 && f.FailRequest <= 0 {
+		return next
 	}
-	return next
+	return &faultTransport{f: f, next: next}
 }
 
-// apply marks in the recording the faults replay injects.
-func (f Faults) apply(fx *recorder.Fixture) error {
-	if f.SplitUTF8 > 0 {
-		return splitInsideRunes(fx, f.SplitUTF8)
-	}
-	return nil
-}
-
-// statusTransport answers the chosen request with an error status and the
+// faultTransport answers the chosen request with an error status and the
 // service's error body, as a throttled or failing service would, without
-// sending it.
-type statusTransport struct {
-	next                          http.RoundTripper
-	request, status, retryAfterMs int
+// sending it; and breaks the chosen streamed response the way a dropped
+// connection does: the reader gets the events before the chosen one, half
+// of it, and then a read error.
+type faultTransport struct {
+	f    Faults
+	next http.RoundTripper
 
-	mu   sync.Mutex
-	seen int
+	mu                sync.Mutex
+	requests, streams int
 }
 
-func (t *statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.mu.Lock()
-	t.seen++
-	n := t.seen
+	t.requests++
+	n := t.requests
 	t.mu.Unlock()
-	if n != t.request {
-		return t.next.RoundTrip(req)
+	if n == t.f.FailRequest {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return t.f.failure(req), nil
 	}
-	if req.Body != nil {
-		req.Body.Close()
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || t.f.CutStream == 0 {
+		return resp, err
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return resp, nil
+	}
+	t.mu.Lock()
+	t.streams++
+	n = t.streams
+	t.mu.Unlock()
+	if n == t.f.CutStream {
+		resp.Body = &cutBody{Closer: resp.Body, r: bufio.NewReader(resp.Body), event: t.f.CutEvent}
+	}
+	return resp, nil
+}
+
+// failure is the service's answer to a request it refuses with FailStatus.
+func (f Faults) failure(req *http.Request) *http.Response {
 	code, msg := "server_error", "The service encountered an internal error."
-	h := http.Header{"Content-Type": {"application/json"}}
-	if t.status == http.StatusTooManyRequests {
+	w := httptest.NewRecorder()
+	w.Header().Set("Content-Type", "application/json")
+	if f.FailStatus == http.StatusTooManyRequests {
 		code, msg = "rate_limit_exceeded", "Rate limit is exceeded. Try again in 20 seconds."
-		h.Set("Retry-After", "20")
-		if t.retryAfterMs > 0 {
-			h.Del("Retry-After")
-			h.Set("retry-after-ms", strconv.Itoa(t.retryAfterMs))
+		if f.RetryAfterMs > 0 {
+			w.Header().Set("retry-after-ms", strconv.Itoa(f.RetryAfterMs))
+		} else {
+			w.Header().Set("Retry-After", "20")
 		}
 	}
-	body := fmt.Sprintf(`{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
-	return &http.Response{
-		Status:        fmt.Sprintf("%d %s", t.status, http.StatusText(t.status)),
-		StatusCode:    t.status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Request:       req,
-	}, nil
+	w.WriteHeader(f.FailStatus)
+	fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":%q}}`, msg, code)
+	resp := w.Result()
+	resp.Request = req
+	return resp
 }
 
 // splitInsideRunes sets split offsets in the first streamed response: one
@@ -130,101 +138,40 @@ func splitInsideRunes(fx *recorder.Fixture, n int) error {
 // errCut is the read error of a stream cut by -cut.
 var errCut = errors.New("read: connection reset by peer (injected while recording)")
 
-// cutTransport breaks one streamed response the way a dropped connection
-// does: the reader gets the events before the chosen one, half of it,
-// and then a read error.
-type cutTransport struct {
-	next          http.RoundTripper
-	stream, event int
-
-	mu   sync.Mutex
-	seen int
-}
-
-func (c *cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return resp, nil
-	}
-	c.mu.Lock()
-	c.seen++
-	n := c.seen
-	c.mu.Unlock()
-	if n == c.stream {
-		resp.Body = &cutBody{rc: resp.Body, event: c.event}
-	}
-	return resp, nil
-}
-
-// cutBody passes events through until the chosen one, which it holds until
-// it is complete, then delivers its first half and fails.
+// cutBody passes lines through until the event to cut begins, holds that
+// event until it is complete, then delivers its first half and fails.
 type cutBody struct {
-	rc     io.ReadCloser
-	event  int    // the event to cut, from 1
-	done   int    // complete events passed through
-	lf     bool   // the last byte seen was '\n'
-	held   []byte // the event being cut
-	out    []byte // bytes ready for the reader
-	err    error
-	closed bool
-	buf    [4096]byte
+	io.Closer
+	r     *bufio.Reader
+	event int // the event to cut, from 1
+	ended int // events ended so far
+	held  []byte
+	out   []byte // bytes ready for the reader
+	err   error
 }
 
 func (b *cutBody) Read(p []byte) (int, error) {
-	buf := b.buf[:]
-	for {
-		if len(b.out) > 0 {
-			n := copy(p, b.out)
-			b.out = b.out[n:]
-			return n, nil
-		}
+	for len(b.out) == 0 {
 		if b.err != nil {
 			return 0, b.err
 		}
-		n, err := b.rc.Read(buf)
-		b.take(buf[:n])
-		if err != nil && b.err == nil {
-			b.out = append(b.out, b.held...) // the stream ended before the event to cut
-			b.held = nil
-			b.err = err
-		}
-	}
-}
-
-func (b *cutBody) take(data []byte) {
-	for _, c := range data {
-		if b.err != nil {
-			return
-		}
-		if b.done < b.event-1 {
-			b.out = append(b.out, c)
+		line, err := b.r.ReadBytes('\n')
+		if b.ended < b.event-1 {
+			b.out = line
 		} else {
-			b.held = append(b.held, c)
+			b.held = append(b.held, line...)
 		}
-		end := c == '\n' && b.lf
-		b.lf = c == '\n'
-		if !end {
-			continue
+		if string(line) == "\n" {
+			if b.ended++; b.ended == b.event {
+				b.out, b.err = b.held[:len(b.held)/2], errCut
+				continue
+			}
 		}
-		b.done++
-		if b.done == b.event {
-			b.out = append(b.out, b.held[:len(b.held)/2]...)
-			b.held = nil
-			b.err = errCut
-			b.rc.Close() // the rest of the stream is never delivered
-			b.closed = true
-			return
+		if err != nil {
+			b.out, b.held, b.err = append(b.out, b.held...), nil, err // the stream ended before the event to cut
 		}
 	}
-}
-
-func (b *cutBody) Close() error {
-	if b.closed {
-		return nil
-	}
-	b.closed = true
-	return b.rc.Close()
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"slices"
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/protocol/agui"
@@ -37,20 +37,10 @@ func ParseProtocol(s string) (Protocol, error) {
 	if s == "" {
 		return CaptureV2, nil
 	}
-	for _, p := range Protocols {
-		if string(p) == s {
-			return p, nil
-		}
+	if p := Protocol(s); slices.Contains(Protocols, p) {
+		return p, nil
 	}
-	return "", fmt.Errorf("unknown protocol %q (want one of %s)", s, strings.Join(protocolNames(), ", "))
-}
-
-func protocolNames() []string {
-	names := make([]string, len(Protocols))
-	for i, p := range Protocols {
-		names[i] = string(p)
-	}
-	return names
+	return "", fmt.Errorf("unknown protocol %q (want one of %s, %s, %s)", s, CaptureV2, AGUI, V1)
 }
 
 // GoldenSuffix is the suffix of the golden file of p's stream, after the

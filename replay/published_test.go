@@ -340,28 +340,17 @@ func recordPublishedFixture(t *testing.T, pf publishedFixture, round [][]streamE
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := replay.Run(ctx, written, replay.Options{})
+	// The golden files, as the record command writes them.
+	goldens, err := replay.Goldens(ctx, written, path, replay.Options{})
 	if err != nil {
 		t.Fatalf("the new fixture does not replay: %v", err)
 	}
-	if !bytes.Equal(res.SSE, got.Response.Body) {
+	if !bytes.Equal(goldens[0].Data, got.Response.Body) {
 		t.Fatalf("the new fixture replays to different bytes than the phone got:\n%s",
-			replay.Diff(string(got.Response.Body), string(res.SSE), "recorded", "replayed"))
+			replay.Diff(string(got.Response.Body), string(goldens[0].Data), "recorded", "replayed"))
 	}
-	// The golden files, as the record command writes them.
-	ssePath, telPath := replay.GoldenPaths(path)
-	if err := recorder.WriteFileAtomic(ssePath, res.SSE); err != nil {
-		t.Fatal(err)
-	}
-	if err := recorder.WriteFileAtomic(telPath, res.Summary.Text()); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range replay.Protocols[1:] {
-		other, err := replay.Run(ctx, written, replay.Options{Protocol: p})
-		if err != nil {
-			t.Fatalf("the new fixture does not replay in %s: %v", p, err)
-		}
-		if err := recorder.WriteFileAtomic(replay.GoldenPath(path, p), other.SSE); err != nil {
+	for _, g := range goldens {
+		if err := recorder.WriteFileAtomic(g.Path, g.Data); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/brainwire/brainwire"
@@ -25,16 +24,8 @@ const setupIDBase = 1000
 type RecordConfig struct {
 	// Agent opens the provider (wiring.Config.Agent), with its credentials
 	// above the transport it is given, so that the Authorization header
-	// is recorded (redacted) as sent. When nil, the threads/runs agent
-	// AgentID at Endpoint is, with Auth.
+	// is recorded (redacted) as sent.
 	Agent func(http.RoundTripper) (brainwire.Provider, error)
-	// Endpoint is the agent service's project endpoint.
-	Endpoint   string
-	AgentID    string
-	APIVersion string
-	// Auth adds credentials to requests; it sits above the recorder, so
-	// the Authorization header is recorded (redacted) as sent.
-	Auth func(http.RoundTripper) http.RoundTripper
 	// Transport carries the requests under the recorder; agenthttp.NewTransport
 	// when nil.
 	Transport http.RoundTripper
@@ -48,7 +39,7 @@ type RecordConfig struct {
 	// fixture says it, and replay does the same.
 	Retries     int
 	Transcriber brainwire.Transcriber
-	// Dir holds the scratch SQLite store; a temporary directory when empty.
+	// Dir holds the scratch SQLite store (EnvConfig.Dir).
 	Dir string
 	// Logger receives recording failures; the server's own logs are off.
 	Logger     *slog.Logger
@@ -69,27 +60,29 @@ type Recording struct {
 // unrecorded; a follow-up without an InboxItemID then answers the item
 // setup filed.
 func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) (*Recording, error) {
-	dir := cfg.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "brainwire-record-*")
-		if err != nil {
-			return nil, fmt.Errorf("record: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	rec, fixtures, err := collectingRecorder(cfg)
+	var saved []*recorder.Fixture
+	rec, err := recorder.New(recorder.Config{
+		// Save runs on the recorder's writer, which Close waits for.
+		Sink: recorder.SinkFunc(func(_ context.Context, fx *recorder.Fixture) error {
+			saved = append(saved, fx)
+			return nil
+		}),
+		Sample:   1,
+		Secrets:  cfg.Secrets,
+		Upstream: cfg.Upstream,
+		Retries:  cfg.Retries,
+		Logger:   cfg.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := recordCapture(ctx, cfg, dir, rec, setup, req)
+	resp, err := recordCapture(ctx, cfg, rec, setup, req)
 	if cerr := rec.Close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	saved := fixtures.Fixtures()
 	if len(saved) == 0 {
 		return nil, errors.New("record: the capture was not recorded (see the log)")
 	}
@@ -102,42 +95,26 @@ func Record(ctx context.Context, cfg RecordConfig, setup *Request, req Request) 
 		}
 		fx.Capture.Audio = &recorder.Audio{Filename: name, ContentType: typ, Size: int64(len(req.Audio))}
 	}
-	if err := cfg.Faults.apply(fx); err != nil {
-		return nil, err
+	if n := cfg.Faults.SplitUTF8; n > 0 {
+		if err := splitInsideRunes(fx, n); err != nil {
+			return nil, err
+		}
 	}
 	return &Recording{Fixture: fx, Response: resp}, nil
 }
 
-// collectingRecorder records every capture into memory.
-func collectingRecorder(cfg RecordConfig) (*recorder.Recorder, *recorder.MemorySink, error) {
-	sink := &recorder.MemorySink{}
-	rec, err := recorder.New(recorder.Config{
-		Sink:     sink,
-		Sample:   1,
-		Secrets:  cfg.Secrets,
-		Upstream: cfg.Upstream,
-		Retries:  cfg.Retries,
-		Logger:   cfg.Logger,
-	})
-	return rec, sink, err
-}
-
 // recordCapture runs setup (if any) and req through an Env that rec
 // records, and returns what the phone got for req.
-func recordCapture(ctx context.Context, cfg RecordConfig, dir string, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
+func recordCapture(ctx context.Context, cfg RecordConfig, rec *recorder.Recorder, setup *Request, req Request) (*Response, error) {
 	base := cfg.Transport
 	if base == nil {
 		base = agenthttp.NewTransport()
 	}
-	agent := cfg.Agent
-	if agent == nil {
-		agent = wiring.Foundry(cfg.Endpoint, cfg.AgentID, cfg.APIVersion, cfg.Auth)
-	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir: dir,
+		Dir: cfg.Dir,
 		Wiring: wiring.Config{
 			Server:    server.Config{Transcriber: cfg.Transcriber, RunTimeout: cfg.RunTimeout},
-			Agent:     agent,
+			Agent:     cfg.Agent,
 			Transport: cfg.Faults.transport(base),
 			Retry:     retry.Policy{Retries: cfg.Retries},
 			Recorder:  rec,

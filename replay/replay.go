@@ -28,7 +28,7 @@ type Options struct {
 	// Speed scales the recorded timing: 0 replays at once, 1 in real
 	// time, 2 twice as fast.
 	Speed float64
-	// Dir holds the SQLite store; a temporary directory when empty.
+	// Dir holds the SQLite store (EnvConfig.Dir).
 	Dir string
 	// Out receives the phone's SSE bytes as they arrive.
 	Out io.Writer
@@ -58,15 +58,6 @@ type Result struct {
 // (with a diff) and recorded requests that never came; the Result is
 // returned with it when the capture ran.
 func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, error) {
-	dir := opts.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "brainwire-replay-*")
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
 	up := NewUpstream(fx.Exchanges, opts.Speed)
 	hs := httptest.NewServer(up)
 	defer hs.Close()
@@ -81,7 +72,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	if opts.Observer != nil {
 		obs = append(obs, opts.Observer)
 	}
-	tr, err := newTracing(api.telemetryAgent(fx))
+	tr, err := newTracing(api.telemetry)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +83,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		urlFor = func(string) string { return blobURL }
 	}
 	env, err := NewEnv(ctx, EnvConfig{
-		Dir: dir,
+		Dir: opts.Dir,
 		Wiring: wiring.Config{
 			Server: server.Config{
 				Observer:    obs,
@@ -101,13 +92,13 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 				Logger:      opts.Logger,
 				RunTimeout:  opts.RunTimeout,
 			},
-			Agent:     api.agent(hs.URL, fx),
+			Agent:     api.agent(hs.URL),
 			Transport: hs.Client().Transport,
 			// As the recording did, waiting as the recorded time goes.
 			Retry:     retry.Policy{Retries: fx.Retries, Sleep: up.sleep},
 			Telemetry: tr.tel,
 		},
-		UserID: recordedUser(api, fx),
+		UserID: api.user,
 	})
 	if err != nil {
 		return nil, err
@@ -128,21 +119,13 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 		return nil, err
 	}
 	env.Close() // waits for the server's spans to end
-	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.Summary()}
+	// The capture has ended, and with it what the observer is told.
+	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.s}
 	res.Summary.Spans = tr.lines()
 	if err := up.Err(); err != nil {
 		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)
 	}
 	return res, nil
-}
-
-// recordedUser is the user the fixture's requests name, or "" for the
-// Env's own.
-func recordedUser(api agentAPI, fx *recorder.Fixture) string {
-	if api.user == nil {
-		return ""
-	}
-	return api.user(fx)
 }
 
 // RequestFor returns the phone's request of a fixture's capture.
@@ -161,12 +144,6 @@ func RequestFor(fx *recorder.Fixture) Request {
 	return req
 }
 
-// GoldenPaths returns the golden files of the fixture at path: the phone's
-// SSE bytes and the telemetry summary.
-func GoldenPaths(fixturePath string) (sse, telemetry string) {
-	return GoldenPath(fixturePath, CaptureV2), goldenBase(fixturePath) + TelemetryGoldenSuffix
-}
-
 // GoldenPath returns the golden file of the fixture at path's stream in
 // protocol p.
 func GoldenPath(fixturePath string, p Protocol) string {
@@ -181,46 +158,61 @@ func goldenBase(fixturePath string) string {
 // fixture's name; each protocol's stream has its own (Protocol.GoldenSuffix).
 const TelemetryGoldenSuffix = ".telemetry.golden"
 
-// Check replays the fixture at path in every protocol and compares each
-// stream, and the telemetry, with its golden file. It returns a readable
-// report of every difference, or "" when the output matches; err is a
-// failure to replay at all.
+// Golden is one golden file of a fixture and what it must hold.
+type Golden struct {
+	Path string
+	Data []byte
+}
+
+// Goldens replays fx, the fixture at path, in every protocol and returns
+// its golden files: the phone's stream, the telemetry summary, then the
+// other protocols' streams. The error reports replays that did not match
+// the recording; the goldens are returned with it when every protocol ran.
+func Goldens(ctx context.Context, fx *recorder.Fixture, path string, opts Options) ([]Golden, error) {
+	var out []Golden
+	var errs []error
+	for _, p := range Protocols {
+		opts.Protocol = p
+		res, err := Run(ctx, fx, opts)
+		if res == nil {
+			return nil, err
+		}
+		errs = append(errs, err)
+		out = append(out, Golden{GoldenPath(path, p), res.SSE})
+		if p == CaptureV2 {
+			out = append(out, Golden{goldenBase(path) + TelemetryGoldenSuffix, res.Summary.Text()})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Check replays the fixture at path and compares what it makes with its
+// golden files (Goldens). It returns a readable report of every
+// difference, or "" when the output matches; err is a failure to replay at
+// all.
 func Check(ctx context.Context, path string, opts Options) (report string, err error) {
 	fx, err := recorder.Load(path)
 	if err != nil {
 		return "", err
 	}
+	goldens, runErr := Goldens(ctx, fx, path, opts)
+	if goldens == nil {
+		return "", runErr
+	}
 	var b strings.Builder
-	compare := func(golden string, got []byte) error {
-		want, err := os.ReadFile(golden)
+	if runErr != nil {
+		b.WriteString(runErr.Error() + "\n")
+	}
+	for _, g := range goldens {
+		want, err := os.ReadFile(g.Path)
 		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", golden)
-			return nil
+			fmt.Fprintf(&b, "%s: no golden file (record the fixture again, or run the golden suite with GOLDIE_UPDATE=1)\n", g.Path)
+			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading golden: %w", err)
+			return "", fmt.Errorf("reading golden: %w", err)
 		}
-		b.WriteString(Diff(string(want), string(got), golden, "replay"))
-		return nil
-	}
-	for _, p := range Protocols {
-		o := opts
-		o.Protocol = p
-		res, runErr := Run(ctx, fx, o)
-		if res == nil {
-			return "", runErr
-		}
-		if runErr != nil {
-			b.WriteString(runErr.Error() + "\n")
-		}
-		if err := compare(GoldenPath(path, p), res.SSE); err != nil {
-			return "", err
-		}
-		if _, tel := GoldenPaths(path); p == CaptureV2 {
-			if err := compare(tel, res.Summary.Text()); err != nil {
-				return "", err
-			}
-		}
+		b.WriteString(Diff(string(want), string(g.Data), g.Path, "replay"))
 	}
 	return b.String(), nil
 }

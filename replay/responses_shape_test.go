@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,14 +69,9 @@ func payloadKeys(data []byte) []string {
 // that was not cut ends with its one terminal event.
 func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 	spec := specKeys(t)
-	paths, _ := filepath.Glob(filepath.Join(fixturesDir, "*.json"))
 	compared := map[string]bool{}
 	streams := 0
-	for _, path := range paths {
-		fx, err := recorder.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fx := range corpus(t, "*.json") {
 		for i, ex := range fx.Exchanges {
 			rs := ex.Response
 			if rs == nil || !rs.IsStream() || !isResponsesStream(rs) {
@@ -121,11 +117,7 @@ func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 			}
 		}
 	}
-	var seen []string
-	for name := range compared {
-		seen = append(seen, name)
-	}
-	slices.Sort(seen)
+	seen := slices.Sorted(maps.Keys(compared))
 	t.Logf("%d Responses API streams; compared payload fields of %d event types: %v", streams, len(seen), seen)
 	if streams < 16 || len(seen) < 10 {
 		t.Errorf("%d streams, %d event types compared with the examples", streams, len(seen))
@@ -133,7 +125,8 @@ func TestResponsesCorpusHasTheSpecShape(t *testing.T) {
 }
 
 // TestResponsesGoldensMatchClassic: the phone gets the same bytes from a
-// capture whichever API the agent runs on. Each Responses API fixture
+// capture whichever API the agent runs on, and whether or not a refused
+// call was sent again. Each Responses API fixture
 // records the same capture as a classic one; their SSE goldens are equal,
 // but for the id of the upstream conversation and the service's own words
 // in an ERROR.
@@ -152,17 +145,26 @@ func TestResponsesGoldensMatchClassic(t *testing.T) {
 		"stream-cut-mid-event": "responses-stream-cut-mid-event", "non-ascii-split": "responses-non-ascii-split",
 		"upstream-429": "responses-upstream-429", "reasoning-1000-chunks": "responses-reasoning-1000-chunks",
 	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(fixturesDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	for classic, current := range pairs {
-		a, err := os.ReadFile(filepath.Join(fixturesDir, classic+".sse.golden"))
-		if err != nil {
-			t.Fatal(err)
+		a, b := mask([]byte(read(classic+".sse.golden"))), mask([]byte(read(current+".sse.golden")))
+		if a != b {
+			t.Errorf("%s and %s differ:\n%s", classic, current, replay.Diff(a, b, classic, current))
 		}
-		b, err := os.ReadFile(filepath.Join(fixturesDir, current+".sse.golden"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mask(a) != mask(b) {
-			t.Errorf("%s and %s differ:\n%s", classic, current, replay.Diff(mask(a), mask(b), classic, current))
+	}
+	// A 429 the server sent again past is invisible to the phone: the
+	// recording of it gives the phone the bytes the same capture gets
+	// without it. (AG-UI's stream also shows the agent's tool call ids,
+	// which the simulator draws from the fixture's name.)
+	for _, suffix := range []string{".sse.golden", ".v1.golden"} {
+		if read("responses-upstream-429-retried"+suffix) != read("responses-classified-people"+suffix) {
+			t.Errorf("%s: the retried capture's stream differs from the one without the 429", suffix)
 		}
 	}
 }

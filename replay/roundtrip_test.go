@@ -16,6 +16,7 @@ import (
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/replay"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/wiring"
 )
 
 // recordAgainstSimulator records one capture against a fresh simulator
@@ -25,12 +26,9 @@ func recordAgainstSimulator(t *testing.T, token string, setup *replay.Request, r
 	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
 	t.Cleanup(sim.Close)
 	rec, err := replay.Record(t.Context(), replay.RecordConfig{
-		Endpoint:   sim.URL + simulator.ProjectPath,
-		AgentID:    simulator.DefaultAgentID,
-		APIVersion: "v1",
-		Auth: func(next http.RoundTripper) http.RoundTripper {
+		Agent: wiring.Foundry(sim.URL+simulator.ProjectPath, simulator.DefaultAgentID, "v1", func(next http.RoundTripper) http.RoundTripper {
 			return foundry.NewStaticTokenTransport(token, next)
-		},
+		}),
 		Secrets:     []string{token},
 		Upstream:    "simulator",
 		Transcriber: replay.StaticTranscriber{Text: "Call mom about her birthday on Sunday"},

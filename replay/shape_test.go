@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,21 @@ import (
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/sse"
 )
+
+// corpus loads the fixtures whose names match pattern.
+func corpus(t *testing.T, pattern string) []*recorder.Fixture {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(fixturesDir, pattern))
+	var out []*recorder.Fixture
+	for _, path := range paths {
+		fx, err := recorder.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fx)
+	}
+	return out
+}
 
 // objectKeys returns the sorted top-level keys of a JSON object, with
 // agent_id read as assistant_id (one recording was edited by hand; the
@@ -54,13 +70,8 @@ func TestCorpusHasTheServiceShape(t *testing.T) {
 			}
 		}
 	}
-	paths, _ := filepath.Glob(filepath.Join(fixturesDir, "*.json"))
 	compared := map[string]bool{}
-	for _, path := range paths {
-		fx, err := recorder.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, fx := range corpus(t, "*.json") {
 		for i, ex := range fx.Exchanges {
 			rs := ex.Response
 			if rs == nil || !rs.IsStream() || isResponsesStream(rs) || strings.HasSuffix(ex.Request.Path, "/run_sse") {
@@ -94,11 +105,7 @@ func TestCorpusHasTheServiceShape(t *testing.T) {
 			}
 		}
 	}
-	var seen []string
-	for name := range compared {
-		seen = append(seen, name)
-	}
-	slices.Sort(seen)
+	seen := slices.Sorted(maps.Keys(compared))
 	t.Logf("compared payload fields of %d event types: %v", len(seen), seen)
 	if len(seen) < 8 {
 		t.Errorf("only %d event types in common with the service recordings", len(seen))

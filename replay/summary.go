@@ -47,25 +47,23 @@ func (s Summary) Text() []byte {
 	line("kind", string(s.Kind))
 	line("outcome", string(s.Outcome))
 	line("bucket", s.Bucket)
+	confidence, usage := "", ""
 	if s.HasConfidence {
-		line("confidence", strconv.FormatFloat(s.Confidence, 'f', -1, 64))
-	} else {
-		line("confidence", "")
+		confidence = strconv.FormatFloat(s.Confidence, 'f', -1, 64)
 	}
+	if u := s.Usage; u != (brainwire.Usage{}) {
+		usage = fmt.Sprintf("prompt=%d completion=%d total=%d", u.PromptTokens, u.CompletionTokens, u.TotalTokens)
+		if u.ReasoningTokens > 0 {
+			usage += fmt.Sprintf(" reasoning=%d", u.ReasoningTokens)
+		}
+	}
+	line("confidence", confidence)
 	line("error_message", s.ErrorMessage)
 	line("reasoning_chunks", strconv.Itoa(s.ReasoningChunks))
 	line("reasoning_chunk_indices", ranges(s.ChunkIndices))
 	line("reasoning_run_id", strings.Join(s.ChunkRunIDs, ", "))
 	line("upstream_run_states", strings.Join(s.Statuses, " > "))
-	if s.Usage != (brainwire.Usage{}) {
-		u := fmt.Sprintf("prompt=%d completion=%d total=%d", s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
-		if s.Usage.ReasoningTokens > 0 {
-			u += fmt.Sprintf(" reasoning=%d", s.Usage.ReasoningTokens)
-		}
-		line("usage_tokens", u)
-	} else {
-		line("usage_tokens", "")
-	}
+	line("usage_tokens", usage)
 	line("run_error", s.RunError)
 	b.WriteString("tool_calls:\n")
 	for _, t := range s.Tools {
@@ -110,17 +108,6 @@ func (o *summaryObserver) StartCapture(ctx context.Context, c brainwire.Capture)
 	o.s = Summary{Kind: c.Kind}
 	o.mu.Unlock()
 	return ctx, o
-}
-
-// Summary returns what was gathered.
-func (o *summaryObserver) Summary() Summary {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := o.s
-	s.ChunkIndices = slices.Clone(s.ChunkIndices)
-	s.Tools = slices.Clone(s.Tools)
-	s.Statuses = slices.Clone(s.Statuses)
-	return s
 }
 
 // ProviderEvent implements brainwire.CaptureObserver.

@@ -152,63 +152,41 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// piece is a run of stream bytes written at one time.
-type piece struct {
-	from, to int
-	ms       int64
-	split    bool // ends at a split offset: pause before the next piece
-}
-
 // stream writes the recorded events, then any partial event, each at its
-// time, and reports whether the client is still there.
+// time, cut at the recorded split offsets, and reports whether the client
+// is still there.
 func (u *Upstream) stream(w io.Writer, rc *http.ResponseController, r *http.Request, t0 time.Time, rs *recorder.Response) bool {
-	var wire []byte
-	var pieces []piece
-	for _, ev := range rs.Events {
-		from := len(wire)
-		wire = ev.AppendWire(wire)
-		pieces = append(pieces, piece{from: from, to: len(wire), ms: ev.Ms})
-	}
-	if p := rs.PartialBytes(); len(p) > 0 {
-		from := len(wire)
-		wire = append(wire, p...)
-		pieces = append(pieces, piece{from: from, to: len(wire), ms: rs.EndMs})
-	}
-	pieces = splitPieces(pieces, rs.SplitAt)
-	for i, p := range pieces {
-		if !u.sleepUntil(r, t0, p.ms) {
+	off := 0 // of b in the stream
+	write := func(b []byte, ms int64) bool {
+		if !u.sleepUntil(r, t0, ms) {
 			return false
 		}
-		if _, err := w.Write(wire[p.from:p.to]); err != nil {
-			return false
-		}
-		if rc.Flush() != nil {
-			return false
-		}
-		if p.split && i+1 < len(pieces) && !u.pause(r, splitPause) {
-			return false
-		}
-	}
-	return u.sleepUntil(r, t0, rs.EndMs)
-}
-
-// splitPieces cuts pieces at the given offsets.
-func splitPieces(pieces []piece, at []int) []piece {
-	if len(at) == 0 {
-		return pieces
-	}
-	at = slices.Sorted(slices.Values(at))
-	out := make([]piece, 0, len(pieces)+len(at))
-	for _, p := range pieces {
-		for _, off := range at {
-			if off > p.from && off < p.to {
-				out = append(out, piece{from: p.from, to: off, ms: p.ms, split: true})
-				p.from = off
+		for len(b) > 0 {
+			n := len(b)
+			for _, at := range rs.SplitAt {
+				if at > off && at-off < n {
+					n = at - off
+				}
+			}
+			if _, err := w.Write(b[:n]); err != nil || rc.Flush() != nil {
+				return false
+			}
+			off, b = off+n, b[n:]
+			if len(b) > 0 && !u.pause(r, splitPause) {
+				return false
 			}
 		}
-		out = append(out, p)
+		return true
 	}
-	return out
+	for _, ev := range rs.Events {
+		if !write(ev.AppendWire(nil), ev.Ms) {
+			return false
+		}
+	}
+	if p := rs.PartialBytes(); len(p) > 0 && !write(p, rs.EndMs) {
+		return false
+	}
+	return u.sleepUntil(r, t0, rs.EndMs)
 }
 
 // sleepUntil waits until ms (scaled by speed) after t0; false when the

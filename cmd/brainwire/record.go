@@ -123,36 +123,23 @@ func record(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	res, err := replay.Run(ctx, written, replay.Options{})
+	goldens, err := replay.Goldens(ctx, written, path, replay.Options{})
 	if err != nil {
 		return fmt.Errorf("the new fixture does not replay: %w", err)
 	}
-	if !bytes.Equal(res.SSE, got.Response.Body) {
+	sse := goldens[0].Data
+	if !bytes.Equal(sse, got.Response.Body) {
 		return fmt.Errorf("the new fixture replays to different bytes than the phone got:\n%s",
-			replay.Diff(string(got.Response.Body), string(res.SSE), "recorded live", "replayed"))
+			replay.Diff(string(got.Response.Body), string(sse), "recorded live", "replayed"))
 	}
-	ssePath, telPath := replay.GoldenPaths(path)
-	if err := recorder.WriteFileAtomic(ssePath, res.SSE); err != nil {
-		return err
-	}
-	if err := recorder.WriteFileAtomic(telPath, res.Summary.Text()); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "golden   %s\ngolden   %s\n", ssePath, telPath)
-	// The other protocols' streams of the same run.
-	for _, p := range replay.Protocols[1:] {
-		other, err := replay.Run(ctx, written, replay.Options{Protocol: p})
-		if err != nil {
-			return fmt.Errorf("the new fixture does not replay in %s: %w", p, err)
-		}
-		golden := replay.GoldenPath(path, p)
-		if err := recorder.WriteFileAtomic(golden, other.SSE); err != nil {
+	for _, g := range goldens {
+		if err := recorder.WriteFileAtomic(g.Path, g.Data); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "golden   %s\n", golden)
+		fmt.Fprintf(stdout, "golden   %s\n", g.Path)
 	}
 	fmt.Fprintln(stdout)
-	_, err = stdout.Write(res.SSE)
+	_, err = stdout.Write(sse)
 	return err
 }
 

@@ -45,9 +45,8 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "people.json")
-	ssePath, telPath := replay.GoldenPaths(path)
-	aguiPath, v1Path := replay.GoldenPath(path, replay.AGUI), replay.GoldenPath(path, replay.V1)
-	for _, p := range []string{path, ssePath, telPath, aguiPath, v1Path} {
+	ssePath, aguiPath, v1Path := replay.GoldenPath(path, replay.CaptureV2), replay.GoldenPath(path, replay.AGUI), replay.GoldenPath(path, replay.V1)
+	for _, p := range []string{path, ssePath, dir + "/people" + replay.TelemetryGoldenSuffix, aguiPath, v1Path} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("record did not write %s: %v\n%s", p, err, out)
 		}

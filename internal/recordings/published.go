@@ -61,7 +61,7 @@ func PublishedDir(t testing.TB) string {
 // downloadPublished runs `go mod download -json` outside any module, so
 // that this repository's go.mod and go.sum are neither read nor changed.
 func downloadPublished() (string, error) {
-	gobin, err := goCommand()
+	gobin, err := exec.LookPath("go") // go test puts its own first on PATH
 	if err != nil {
 		return "", err
 	}
@@ -101,25 +101,6 @@ func downloadPublished() (string, error) {
 	return dir, nil
 }
 
-// goCommand finds the go command: on PATH, else in $GOROOT/bin.
-func goCommand() (string, error) {
-	p, err := exec.LookPath("go")
-	if err == nil {
-		return p, nil
-	}
-	if root := os.Getenv("GOROOT"); root != "" {
-		if q := filepath.Join(root, "bin", "go"); fileExists(q) {
-			return q, nil
-		}
-	}
-	return "", err
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // Exchange is one recorded HTTP exchange.
 type Exchange struct {
 	Method      string
@@ -138,11 +119,6 @@ func (e Exchange) Host() string {
 	rest, _ := strings.CutPrefix(e.URL, "https://")
 	host, _, _ := strings.Cut(rest, "/")
 	return host
-}
-
-// Streamed reports whether the response is an event stream.
-func (e Exchange) Streamed() bool {
-	return strings.HasPrefix(e.ContentType, "text/event-stream")
 }
 
 // cassette is the part of a go-vcr cassette (version 2) read here.
@@ -212,7 +188,7 @@ func ResponsesStreams(t testing.TB) []string {
 		exs := ReadCassette(t, rel)
 		streamed := len(exs) > 0
 		for _, ex := range exs {
-			if ex.Method != http.MethodPost || !strings.HasSuffix(ex.URL, "/v1/responses") || !ex.Streamed() || ex.Status != http.StatusOK {
+			if ex.Method != http.MethodPost || !strings.HasSuffix(ex.URL, "/v1/responses") || !strings.HasPrefix(ex.ContentType, "text/event-stream") || ex.Status != http.StatusOK {
 				streamed = false
 			}
 		}

@@ -85,8 +85,11 @@ type InboxItem struct {
 	// last (Filing.Key), where a claim that takes the key over finds what
 	// its dead run filed; the store's business too.
 	FiledUnder *KeyRecord `json:"-"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
+	// Shadow is the shadow trial run on the item's capture, if one ran:
+	// the tuner's business, never the phone's.
+	Shadow    *ShadowTrial `json:"-"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
 }
 
 // AgentRun records the agent run that filed an inbox item: which agent

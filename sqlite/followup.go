@@ -31,8 +31,11 @@ func (s *Store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwir
 		if err != nil {
 			return err
 		}
-		item = stored(claimed)
-		return updateItem(ctx, tx, item)
+		if err := updateItem(ctx, tx, claimed); err != nil {
+			return err
+		}
+		item, err = getItem(ctx, tx, userID, id) // as it reads back
+		return err
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +35,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 	var item brainwire.InboxItem
 	err = s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if f.InboxItemID == "" {
-			item = stored(f.NewItem())
+			item = f.NewItem()
 			if err := insertItem(ctx, tx, item); err != nil {
 				return err
 			}
@@ -49,7 +47,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 			if err := f.CheckRefile(before); err != nil {
 				return err
 			}
-			item = stored(f.Refile(before))
+			item = f.Refile(before)
 			// The old record goes first: the new one may reuse its id.
 			if err := deleteRecordOf(ctx, tx, item.UserID, item.ID); err != nil {
 				return err
@@ -66,9 +64,12 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		if f.Key != nil {
 			// The key is settled with the filing: no moment exists when
 			// the capture is filed and its key still free to run it again.
-			return finishKey(ctx, tx, *f.Key)
+			if err := finishKey(ctx, tx, *f.Key); err != nil {
+				return err
+			}
 		}
-		return nil
+		item, err = getItem(ctx, tx, item.UserID, item.ID) // as it reads back
+		return err
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -104,53 +105,8 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
-// stored is it as it reads back from this store: times in UTC to the
-// nanosecond, and a classification that shares no memory with the
-// caller's.
-func stored(it brainwire.InboxItem) brainwire.InboxItem {
-	it.CreatedAt = storedTime(it.CreatedAt)
-	it.UpdatedAt = storedTime(it.UpdatedAt)
-	if it.ClassificationMeta != nil {
-		c := storedClassification(*it.ClassificationMeta)
-		it.ClassificationMeta = &c
-	}
-	if it.AgentRun != nil {
-		r := *it.AgentRun
-		it.AgentRun = &r
-	}
-	if it.FollowUpClaim != nil {
-		c := *it.FollowUpClaim
-		c.At, c.Until = storedTime(c.At), storedTime(c.Until)
-		it.FollowUpClaim = &c
-	}
-	if it.FiledUnder != nil {
-		k := *it.FiledUnder
-		it.FiledUnder = &k
-	}
-	return it
-}
-
 // storedTime is t as it reads back: UTC, to the nanosecond.
 func storedTime(t time.Time) time.Time { return time.Unix(0, t.UnixNano()).UTC() }
-
-// storedClassification is c as it reads back from its JSON, sharing no
-// memory with the caller's.
-func storedClassification(c brainwire.Classification) brainwire.Classification {
-	c.AllScores = maps.Clone(c.AllScores)
-	if len(c.AllScores) == 0 {
-		c.AllScores = nil
-	}
-	c.AgentChain = slices.Clone(c.AgentChain)
-	if len(c.AgentChain) == 0 {
-		c.AgentChain = nil
-	}
-	if c.ClassifiedAt.IsZero() {
-		c.ClassifiedAt = time.Time{}
-	} else {
-		c.ClassifiedAt = c.ClassifiedAt.UTC()
-	}
-	return c
-}
 
 // encodeJSON is v as its column holds it: JSON text, or NULL for nil.
 func encodeJSON[T any](what string, v *T) (any, error) {
@@ -174,6 +130,16 @@ func decodeJSON[T any](what string, s sql.NullString) (*T, error) {
 		return nil, fmt.Errorf("decoding %s: %w", what, err)
 	}
 	return v, nil
+}
+
+// decodeClassification reads a classification column, its time in UTC
+// as every time this store returns.
+func decodeClassification(s sql.NullString) (*brainwire.Classification, error) {
+	c, err := decodeJSON[brainwire.Classification]("classification", s)
+	if c != nil {
+		c.ClassifiedAt = c.ClassifiedAt.UTC()
+	}
+	return c, err
 }
 
 // claimDoc is a follow-up claim as its column holds it.
@@ -296,7 +262,7 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	it.Source = brainwire.CaptureKind(source)
 	it.CreatedAt = time.Unix(0, created).UTC()
 	it.UpdatedAt = time.Unix(0, updated).UTC()
-	it.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls)
+	it.ClassificationMeta, err = decodeClassification(cls)
 	if err == nil {
 		it.AgentRun, err = decodeJSON[brainwire.AgentRun]("agent run", run)
 	}
@@ -454,20 +420,8 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		if err != nil {
 			return err
 		}
-		var c brainwire.Classification
-		if before.ClassificationMeta != nil {
-			c = *before.ClassificationMeta
-		}
-		c.Bucket = bucket
-		c.ClassifiedBy = classifiedBy
-		c.ClassifiedAt = storedTime(now)
-		item = before
-		item.Status = brainwire.StatusClassified
-		item.ClassificationMeta = &c
-		item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
-		item.UpdatedAt = storedTime(now)
-
-		cls, err := encodeJSON("classification", &c)
+		item = before.Recategorized(bucket, classifiedBy, now)
+		cls, err := encodeJSON("classification", item.ClassificationMeta)
 		if err != nil {
 			return err
 		}
@@ -493,7 +447,11 @@ RETURNING id`, bucket, cls, userID, id).Scan(&recID)
 		default:
 			return fmt.Errorf("moving bucket record: %w", err)
 		}
-		return updateItem(ctx, tx, item)
+		if err := updateItem(ctx, tx, item); err != nil {
+			return err
+		}
+		item, err = getItem(ctx, tx, userID, id) // as it reads back
+		return err
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -544,7 +502,7 @@ func (s *Store) GetBucketRecord(ctx context.Context, userID, bucket, id string) 
 		return brainwire.BucketRecord{}, err
 	}
 	r.CreatedAt = time.Unix(0, created).UTC()
-	if r.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls); err != nil {
+	if r.ClassificationMeta, err = decodeClassification(cls); err != nil {
 		return brainwire.BucketRecord{}, err
 	}
 	return r, nil

@@ -167,35 +167,6 @@ func TestOpenCanceled(t *testing.T) {
 	}
 }
 
-func BenchmarkFile(b *testing.B) {
-	s := open(b, filepath.Join(b.TempDir(), "brainwire.db"))
-	ctx := b.Context()
-	user := "user-" + uuid.NewString()
-	i := 0
-	for b.Loop() {
-		if _, err := s.File(ctx, filing(user, i)); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
-func BenchmarkFileParallel(b *testing.B) {
-	s := open(b, filepath.Join(b.TempDir(), "brainwire.db"))
-	ctx := b.Context()
-	user := "user-" + uuid.NewString()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			if _, err := s.File(ctx, filing(user, i)); err != nil {
-				b.Error(err)
-				return
-			}
-			i++
-		}
-	})
-}
-
 // Two stores on one file are two processes.
 func TestReplicas(t *testing.T) {
 	storetest.RunReplicas(t, func(t *testing.T) (a, b brainwire.Store) {

@@ -77,14 +77,16 @@ func testListEmpty(t *testing.T, e *env) {
 	}
 }
 
-// Items are filed out of time order: the list follows CreatedAt, not the
-// order of writes.
+// Items are filed out of time order, on whole seconds and fractions of
+// them, in several zones: the list follows the instant of CreatedAt, not
+// the order of writes or how a time is spelled.
 func testListNewestFirst(t *testing.T, e *env) {
-	order := []int{3, 0, 4, 1, 2}
+	whole := base.Truncate(time.Second)
 	var want []brainwire.InboxItem
-	for _, i := range order {
+	for _, now := range []time.Time{whole.Add(time.Second).In(time.FixedZone("PST", -8*3600)), whole,
+		whole.Add(-100 * time.Millisecond).In(time.FixedZone("EET", 2*3600)), whole.Add(100 * time.Millisecond), whole.Add(2 * time.Second)} {
 		f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
-		f.Now = at(i)
+		f.Now = now
 		want = append(want, e.file(f))
 	}
 	slices.SortFunc(want, func(a, b brainwire.InboxItem) int { return b.CreatedAt.Compare(a.CreatedAt) })
@@ -441,6 +443,13 @@ func testIsolationOtherUser(t *testing.T, e *env) {
 
 	if items, _ := mallory.listAll(brainwire.ListOptions{}); len(items) != 0 {
 		t.Errorf("other user lists %q, want nothing", ids(items))
+	}
+
+	// Ids are the user's own: another user may file under the same ones.
+	same := mallory.filing(brainwire.StatusClassified, brainwire.BucketPeople)
+	same.NewInboxID, same.NewRecordID = classified.ID, rec.ID
+	if got := mallory.file(same); got.ID != classified.ID || got.UserID != mallory.user {
+		t.Errorf("other user's filing under the same ids = %+v", got)
 	}
 
 	check(t, "classified item", e.get(classified.ID), classified)

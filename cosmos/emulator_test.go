@@ -43,7 +43,6 @@ func TestEmulator(t *testing.T) {
 		fn   func(*testing.T, *emulator)
 	}{
 		{"EnsureContainers", testEnsureContainers},
-		{"EnsureContainersAddsIndex", testEnsureContainersAddsIndex},
 		{"Ping", testPing},
 		{"TokenCredential", testTokenCredential},
 		{"KeyWinsOverCredential", testKeyWinsOverCredential},

@@ -222,7 +222,6 @@ var refileTests = []test{
 	{"Transitions", testRefileTransitions},
 	{"KeepsThread", testRefileKeepsThread},
 	{"CountsRounds", testRefileCountsRounds},
-	{"Unknown", testRefileUnknown},
 	{"Invalid", testRefileInvalid},
 	{"RecordIDTaken", testRefileRecordIDTaken},
 	{"AgentRun", testRefileAgentRun},
@@ -289,18 +288,6 @@ func testRefileKeepsThread(t *testing.T, e *env) {
 		t.Errorf("UpstreamThreadID = %q, want the item's %q", got.UpstreamThreadID, before.UpstreamThreadID)
 	}
 	check(t, "refiled item", got, refiled(before, f))
-}
-
-func testRefileUnknown(t *testing.T, e *env) {
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketPeople)
-	f.InboxItemID = newID("inbox")
-	_, err := e.s.File(e.ctx, f)
-	checkCode(t, "refile of an unknown item", err, brainwire.ENotFound)
-	e.noRecord(f.NewRecordID)
-	for _, id := range []string{f.InboxItemID, f.NewInboxID} {
-		_, err := e.s.GetInboxItem(e.ctx, e.user, id)
-		checkCode(t, "GetInboxItem after the failed refile", err, brainwire.ENotFound)
-	}
 }
 
 func testRefileInvalid(t *testing.T, e *env) {

@@ -10,15 +10,44 @@ import (
 )
 
 var getTests = []test{
-	{"Unknown", testGetUnknown},
+	{"Unknown", testUnknownItem},
 	{"BucketRecordLookups", testGetBucketRecordLookups},
 }
 
-func testGetUnknown(t *testing.T, e *env) {
-	e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
-	_, err := e.s.GetInboxItem(e.ctx, e.user, newID("inbox"))
-	checkCode(t, "GetInboxItem(unknown id)", err, brainwire.ENotFound)
-	_, err = e.s.GetInboxItem(e.ctx, e.user, "")
+// itemCalls makes, as user, every call that names an inbox item, on id,
+// and returns their errors by method. A refile or a recategorize that
+// wrongly succeeded would file a record with id recordID.
+func (e *env) itemCalls(user, id string) (errs map[string]error, recordID string) {
+	f := e.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
+	f.UserID, f.InboxItemID = user, id
+	_, get := e.s.GetInboxItem(e.ctx, user, id)
+	_, refile := e.s.File(e.ctx, f)
+	_, recat := e.s.Recategorize(e.ctx, user, id, brainwire.BucketAdmin, f.NewRecordID, "user", f.Now)
+	_, claim := e.s.ClaimFollowUp(e.ctx, user, id, e.claim(1))
+	return map[string]error{"GetInboxItem": get, "File (refile)": refile, "Recategorize": recat, "ClaimFollowUp": claim,
+		"DeleteInboxItem": e.s.DeleteInboxItem(e.ctx, user, id)}, f.NewRecordID
+}
+
+// checkAbsent checks that every call on id, as user, finds no item, and
+// files no record; it returns the id such a record would have had.
+func (e *env) checkAbsent(what, user, id string) (recordID string) {
+	e.t.Helper()
+	errs, recordID := e.itemCalls(user, id)
+	for method, err := range errs {
+		checkCode(e.t, what+": "+method, err, brainwire.ENotFound)
+	}
+	e.noRecord(recordID)
+	return recordID
+}
+
+// An id no item has, or a record's, names nothing to read or change.
+func testUnknownItem(t *testing.T, e *env) {
+	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
+	e.checkAbsent("unknown id", e.user, newID("inbox"))
+	e.checkAbsent("a record's id", e.user, it.FiledRecordID)
+	check(t, "item", e.get(it.ID), it)
+	e.onlyRecord(brainwire.BucketIdeas, it.FiledRecordID)
+	_, err := e.s.GetInboxItem(e.ctx, e.user, "")
 	if code := brainwire.ErrorCode(err); code != brainwire.ENotFound && code != brainwire.EInvalid {
 		t.Errorf("GetInboxItem(empty id): code %q (%v), want %s or %s", code, err, brainwire.ENotFound, brainwire.EInvalid)
 	}
@@ -235,7 +264,6 @@ func testListInvalid(t *testing.T, e *env) {
 var deleteTests = []test{
 	{"Classified", testDeleteClassified},
 	{"InboxOnly", testDeleteInboxOnly},
-	{"Unknown", testDeleteUnknown},
 }
 
 func testDeleteClassified(t *testing.T, e *env) {
@@ -272,21 +300,9 @@ func testDeleteInboxOnly(t *testing.T, e *env) {
 	}
 }
 
-func testDeleteUnknown(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketIdeas))
-	err := e.s.DeleteInboxItem(e.ctx, e.user, newID("inbox"))
-	checkCode(t, "DeleteInboxItem(unknown id)", err, brainwire.ENotFound)
-	// A record id is not an inbox id.
-	err = e.s.DeleteInboxItem(e.ctx, e.user, it.FiledRecordID)
-	checkCode(t, "DeleteInboxItem(record id)", err, brainwire.ENotFound)
-	check(t, "item", e.get(it.ID), it)
-	e.onlyRecord(brainwire.BucketIdeas, it.FiledRecordID)
-}
-
 var recategorizeTests = []test{
 	{"EachStatus", testRecategorizeEachStatus},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
-	{"Unknown", testRecategorizeUnknown},
 	{"RecordIDTaken", testRecategorizeRecordIDTaken},
 	{"RecordIDTakenInTheNewBucket", testRecategorizeRecordIDTakenInTheNewBucket},
 }
@@ -376,11 +392,6 @@ func testRecategorizeInvalidBucket(t *testing.T, e *env) {
 	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
 }
 
-func testRecategorizeUnknown(t *testing.T, e *env) {
-	_, err := e.s.Recategorize(e.ctx, e.user, newID("inbox"), brainwire.BucketPeople, newID("rec"), "user", at(100))
-	checkCode(t, "Recategorize(unknown id)", err, brainwire.ENotFound)
-}
-
 // A record that cannot be created must leave the item as it was.
 func testRecategorizeRecordIDTaken(t *testing.T, e *env) {
 	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
@@ -422,21 +433,7 @@ func testIsolationOtherUser(t *testing.T, e *env) {
 	mallory := newEnv(t, e.s)
 	mallory.n = e.n
 	for _, it := range []brainwire.InboxItem{classified, misunderstood} {
-		_, err := e.s.GetInboxItem(e.ctx, mallory.user, it.ID)
-		checkCode(t, "other user's GetInboxItem", err, brainwire.ENotFound)
-
-		err = e.s.DeleteInboxItem(e.ctx, mallory.user, it.ID)
-		checkCode(t, "other user's DeleteInboxItem", err, brainwire.ENotFound)
-
-		_, err = e.s.Recategorize(e.ctx, mallory.user, it.ID, brainwire.BucketAdmin, newID("rec"), "user", at(100))
-		checkCode(t, "other user's Recategorize", err, brainwire.ENotFound)
-
-		f := mallory.filing(brainwire.StatusClassified, brainwire.BucketAdmin)
-		f.InboxItemID = it.ID
-		_, err = e.s.File(e.ctx, f)
-		checkCode(t, "other user's refile", err, brainwire.ENotFound)
-		mallory.noRecord(f.NewRecordID)
-		e.noRecord(f.NewRecordID)
+		e.noRecord(mallory.checkAbsent("other user", mallory.user, it.ID))
 	}
 	_, err := e.s.GetBucketRecord(e.ctx, mallory.user, brainwire.BucketPeople, rec.ID)
 	checkCode(t, "other user's GetBucketRecord", err, brainwire.ENotFound)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -28,7 +29,7 @@ type querier interface {
 // File writes a filing in one transaction: a new item, or the refiled item,
 // with its bucket record, and settles its Idempotency-Key (f.Key).
 func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.InboxItem, err error) {
-	defer wrapErr(&err, "filing capture %s", filingID(f))
+	defer wrapErr(&err, "filing capture %s", cmp.Or(f.InboxItemID, f.NewInboxID))
 	if err := validateFiling(f); err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -75,13 +76,6 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		return brainwire.InboxItem{}, err
 	}
 	return item, nil
-}
-
-func filingID(f brainwire.Filing) string {
-	if f.InboxItemID != "" {
-		return f.InboxItemID
-	}
-	return f.NewInboxID
 }
 
 // validateFiling adds to the shared rules what this store needs: times

@@ -303,8 +303,6 @@ func testDeleteInboxOnly(t *testing.T, e *env) {
 var recategorizeTests = []test{
 	{"EachStatus", testRecategorizeEachStatus},
 	{"InvalidBucket", testRecategorizeInvalidBucket},
-	{"RecordIDTaken", testRecategorizeRecordIDTaken},
-	{"RecordIDTakenInTheNewBucket", testRecategorizeRecordIDTakenInTheNewBucket},
 }
 
 // recategorized is before as a person filed it in bucket: the agent's
@@ -390,33 +388,6 @@ func testRecategorizeInvalidBucket(t *testing.T, e *env) {
 	}
 	check(t, "item", e.get(it.ID), it)
 	check(t, "record", e.onlyRecord(brainwire.BucketPeople, rec.ID), rec)
-}
-
-// A record that cannot be created must leave the item as it was.
-func testRecategorizeRecordIDTaken(t *testing.T, e *env) {
-	other := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
-	otherRec := e.record(brainwire.BucketPeople, other.FiledRecordID)
-	it := e.file(e.filing(brainwire.StatusMisunderstood, ""))
-
-	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketPeople, other.FiledRecordID, "user", at(100))
-	checkCode(t, "Recategorize with a taken record id", err, brainwire.EConflict)
-	check(t, "item", e.get(it.ID), it)
-	check(t, "other item", e.get(other.ID), other)
-	check(t, "other record", e.record(brainwire.BucketPeople, otherRec.ID), otherRec)
-}
-
-// Record ids are unique per bucket: moving a record onto an id its new
-// bucket already holds fails and changes nothing.
-func testRecategorizeRecordIDTakenInTheNewBucket(t *testing.T, e *env) {
-	it := e.file(e.filing(brainwire.StatusClassified, brainwire.BucketPeople))
-	rec := e.record(brainwire.BucketPeople, it.FiledRecordID)
-	f := e.filing(brainwire.StatusClassified, brainwire.BucketIdeas)
-	f.NewRecordID = it.FiledRecordID
-	e.file(f)
-	_, err := e.s.Recategorize(e.ctx, e.user, it.ID, brainwire.BucketIdeas, newID("rec"), "user", at(100))
-	checkCode(t, "Recategorize onto an id the new bucket holds", err, brainwire.EConflict)
-	check(t, "item", e.get(it.ID), it)
-	check(t, "record", e.record(brainwire.BucketPeople, rec.ID), rec)
 }
 
 var isolationTests = []test{

@@ -31,11 +31,8 @@ func (s *Store) ClaimFollowUp(ctx context.Context, userID, id string, c brainwir
 		if err != nil {
 			return err
 		}
-		if err := updateItem(ctx, tx, claimed); err != nil {
-			return err
-		}
-		item, err = getItem(ctx, tx, userID, id) // as it reads back
-		return err
+		item = stored(claimed)
+		return updateItem(ctx, tx, item)
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 	var item brainwire.InboxItem
 	err = s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if f.InboxItemID == "" {
-			item = f.NewItem()
+			item = stored(f.NewItem())
 			if err := insertItem(ctx, tx, item); err != nil {
 				return err
 			}
@@ -48,7 +50,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 			if err := f.CheckRefile(before); err != nil {
 				return err
 			}
-			item = f.Refile(before)
+			item = stored(f.Refile(before))
 			// The old record goes first: the new one may reuse its id.
 			if err := deleteRecordOf(ctx, tx, item.UserID, item.ID); err != nil {
 				return err
@@ -65,12 +67,9 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		if f.Key != nil {
 			// The key is settled with the filing: no moment exists when
 			// the capture is filed and its key still free to run it again.
-			if err := finishKey(ctx, tx, *f.Key); err != nil {
-				return err
-			}
+			return finishKey(ctx, tx, *f.Key)
 		}
-		item, err = getItem(ctx, tx, item.UserID, item.ID) // as it reads back
-		return err
+		return nil
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -99,8 +98,53 @@ func checkTime(what string, t time.Time) error {
 	return nil
 }
 
+// stored is it as it reads back from this store: times in UTC to the
+// nanosecond, and a classification that shares no memory with the
+// caller's.
+func stored(it brainwire.InboxItem) brainwire.InboxItem {
+	it.CreatedAt = storedTime(it.CreatedAt)
+	it.UpdatedAt = storedTime(it.UpdatedAt)
+	if it.ClassificationMeta != nil {
+		c := storedClassification(*it.ClassificationMeta)
+		it.ClassificationMeta = &c
+	}
+	if it.AgentRun != nil {
+		r := *it.AgentRun
+		it.AgentRun = &r
+	}
+	if it.FollowUpClaim != nil {
+		c := *it.FollowUpClaim
+		c.At, c.Until = storedTime(c.At), storedTime(c.Until)
+		it.FollowUpClaim = &c
+	}
+	if it.FiledUnder != nil {
+		k := *it.FiledUnder
+		it.FiledUnder = &k
+	}
+	return it
+}
+
 // storedTime is t as it reads back: UTC, to the nanosecond.
 func storedTime(t time.Time) time.Time { return time.Unix(0, t.UnixNano()).UTC() }
+
+// storedClassification is c as it reads back from its JSON, sharing no
+// memory with the caller's.
+func storedClassification(c brainwire.Classification) brainwire.Classification {
+	c.AllScores = maps.Clone(c.AllScores)
+	if len(c.AllScores) == 0 {
+		c.AllScores = nil
+	}
+	c.AgentChain = slices.Clone(c.AgentChain)
+	if len(c.AgentChain) == 0 {
+		c.AgentChain = nil
+	}
+	if c.ClassifiedAt.IsZero() {
+		c.ClassifiedAt = time.Time{}
+	} else {
+		c.ClassifiedAt = c.ClassifiedAt.UTC()
+	}
+	return c
+}
 
 // encodeJSON is v as its column holds it: JSON text, or NULL for nil.
 func encodeJSON[T any](what string, v *T) (any, error) {
@@ -124,16 +168,6 @@ func decodeJSON[T any](what string, s sql.NullString) (*T, error) {
 		return nil, fmt.Errorf("decoding %s: %w", what, err)
 	}
 	return v, nil
-}
-
-// decodeClassification reads a classification column, its time in UTC
-// as every time this store returns.
-func decodeClassification(s sql.NullString) (*brainwire.Classification, error) {
-	c, err := decodeJSON[brainwire.Classification]("classification", s)
-	if c != nil {
-		c.ClassifiedAt = c.ClassifiedAt.UTC()
-	}
-	return c, err
 }
 
 // claimDoc is a follow-up claim as its column holds it.
@@ -256,7 +290,7 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	it.Source = brainwire.CaptureKind(source)
 	it.CreatedAt = time.Unix(0, created).UTC()
 	it.UpdatedAt = time.Unix(0, updated).UTC()
-	it.ClassificationMeta, err = decodeClassification(cls)
+	it.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls)
 	if err == nil {
 		it.AgentRun, err = decodeJSON[brainwire.AgentRun]("agent run", run)
 	}
@@ -414,7 +448,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		if err != nil {
 			return err
 		}
-		item = before.Recategorized(bucket, classifiedBy, now)
+		item = before.Recategorized(bucket, classifiedBy, storedTime(now))
 		cls, err := encodeJSON("classification", item.ClassificationMeta)
 		if err != nil {
 			return err
@@ -441,11 +475,7 @@ RETURNING id`, bucket, cls, userID, id).Scan(&recID)
 		default:
 			return fmt.Errorf("moving bucket record: %w", err)
 		}
-		if err := updateItem(ctx, tx, item); err != nil {
-			return err
-		}
-		item, err = getItem(ctx, tx, userID, id) // as it reads back
-		return err
+		return updateItem(ctx, tx, item)
 	})
 	if err != nil {
 		return brainwire.InboxItem{}, err
@@ -496,7 +526,7 @@ func (s *Store) GetBucketRecord(ctx context.Context, userID, bucket, id string) 
 		return brainwire.BucketRecord{}, err
 	}
 	r.CreatedAt = time.Unix(0, created).UTC()
-	if r.ClassificationMeta, err = decodeClassification(cls); err != nil {
+	if r.ClassificationMeta, err = decodeJSON[brainwire.Classification]("classification", cls); err != nil {
 		return brainwire.BucketRecord{}, err
 	}
 	return r, nil

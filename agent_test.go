@@ -92,6 +92,7 @@ func TestOutcomeOfStatus(t *testing.T) {
 		brainwire.StatusClassified:    brainwire.OutcomeClassified,
 		brainwire.StatusPending:       brainwire.OutcomeLowConfidence,
 		brainwire.StatusMisunderstood: brainwire.OutcomeMisunderstood,
+		brainwire.StatusUnresolved:    brainwire.OutcomeUnresolved,
 		"filed":                       "",
 	} {
 		if got := brainwire.OutcomeOfStatus(status); got != want {

@@ -8,6 +8,17 @@ import (
 	"github.com/brainwire/brainwire"
 )
 
+var filedAt = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func filing(status string) brainwire.Filing {
+	return brainwire.Filing{
+		UserID: "u1", NewInboxID: "in-1", NewRecordID: "rec-1",
+		RawText: "Call Sarah", Title: "Call Sarah", Source: brainwire.KindVoice, Status: status,
+		Classification:   brainwire.Classification{Bucket: brainwire.BucketPeople, Confidence: 0.9},
+		UpstreamThreadID: "thread_1", Now: filedAt,
+	}
+}
+
 func misunderstoodItem() brainwire.InboxItem {
 	return brainwire.InboxItem{ID: "m1", UserID: "u1", Status: brainwire.StatusMisunderstood, UpstreamThreadID: "thread_1"}
 }

@@ -236,6 +236,20 @@ func (f Filing) Refile(before InboxItem) InboxItem {
 	return it
 }
 
+// Recategorized is it after a person put it in bucket: classified by
+// classifiedBy at now, its classification's scores and agent chain kept,
+// and any follow-up claim dropped, as the person's choice wins over a
+// follow-up in flight. Its record (FiledRecordID) is the store's to set.
+func (it InboxItem) Recategorized(bucket, classifiedBy string, now time.Time) InboxItem {
+	var c Classification
+	if it.ClassificationMeta != nil {
+		c = *it.ClassificationMeta
+	}
+	c.Bucket, c.ClassifiedBy, c.ClassifiedAt = bucket, classifiedBy, now
+	it.ClassificationMeta, it.Status, it.FollowUpClaim, it.UpdatedAt = &c, StatusClassified, nil, now
+	return it
+}
+
 // Record is the bucket record the item links to (FiledRecordID), created
 // at createdAt: it repeats the item's text, title and classification, and
 // links back to the item.

@@ -39,6 +39,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 
 	"github.com/brainwire/brainwire"
 )
@@ -181,20 +182,8 @@ func testPutReplaces(t *testing.T, s brainwire.BlobStore) {
 }
 
 // FailingReader yields n bytes, then fails like an upload cut off.
-func FailingReader(n int) io.Reader { return &failingReader{n: n} }
-
-type failingReader struct{ n int }
-
-func (r *failingReader) Read(p []byte) (int, error) {
-	if r.n == 0 {
-		return 0, errors.New("connection reset")
-	}
-	n := min(len(p), r.n)
-	for i := range n {
-		p[i] = 'z'
-	}
-	r.n -= n
-	return n, nil
+func FailingReader(n int) io.Reader {
+	return io.MultiReader(strings.NewReader(strings.Repeat("z", n)), iotest.ErrReader(errors.New("connection reset")))
 }
 
 func testFailedPut(t *testing.T, s brainwire.BlobStore) {

@@ -13,6 +13,7 @@
 package cosmos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,38 +102,21 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cosmos: open: creating client for %s: %w", cfg.Endpoint, err)
 	}
-	name := cfg.Database
-	if name == "" {
-		name = DefaultDatabase
-	}
+	name := cmp.Or(cfg.Database, DefaultDatabase)
 	db, err := client.NewDatabase(name)
 	if err != nil {
 		return nil, fmt.Errorf("cosmos: open: database %s: %w", name, err)
 	}
-	s := &Store{
-		client:     client,
-		db:         db,
-		dbName:     name,
-		buckets:    make(map[string]*azcosmos.ContainerClient, len(brainwire.Buckets)),
-		log:        cfg.Logger,
-		compensate: compensationTimeout,
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	if s.inbox, err = db.NewContainer(InboxContainer); err != nil {
-		return nil, fmt.Errorf("cosmos: open: container %s: %w", InboxContainer, err)
-	}
-	if s.keys, err = db.NewContainer(KeysContainer); err != nil {
-		return nil, fmt.Errorf("cosmos: open: container %s: %w", KeysContainer, err)
-	}
-	for _, b := range brainwire.Buckets {
-		c, err := db.NewContainer(b)
-		if err != nil {
-			return nil, fmt.Errorf("cosmos: open: container %s: %w", b, err)
+	s := &Store{client: client, db: db, dbName: name, buckets: map[string]*azcosmos.ContainerClient{},
+		log: cmp.Or(cfg.Logger, slog.Default()), compensate: compensationTimeout}
+	for _, c := range append(containerNames(), KeysContainer) {
+		if s.buckets[c], err = db.NewContainer(c); err != nil {
+			return nil, fmt.Errorf("cosmos: open: container %s: %w", c, err)
 		}
-		s.buckets[b] = c
 	}
+	s.inbox, s.keys = s.buckets[InboxContainer], s.buckets[KeysContainer]
+	delete(s.buckets, InboxContainer)
+	delete(s.buckets, KeysContainer)
 	return s, nil
 }
 
@@ -238,25 +222,6 @@ func amendContainer(ctx context.Context, c *azcosmos.ContainerClient, name, what
 	return nil
 }
 
-func hasCompositeIndex(have [][]azcosmos.CompositeIndex, want []azcosmos.CompositeIndex) bool {
-	for _, h := range have {
-		if len(h) != len(want) {
-			continue
-		}
-		same := true
-		for i := range h {
-			if h[i] != want[i] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return true
-		}
-	}
-	return false
-}
-
 // Ping checks that the database and its containers can be read. A missing
 // database or container is reported as EUnavailable: the store cannot work
 // until it is created (EnsureContainers).
@@ -264,7 +229,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if _, err := s.db.Read(ctx, nil); err != nil {
 		return pingErr("database "+s.dbName, err)
 	}
-	for _, c := range append([]*azcosmos.ContainerClient{s.inbox, s.keys}, s.bucketClients()...) {
+	for _, c := range append(s.containers(), s.keys) {
 		if _, err := c.Read(ctx, nil); err != nil {
 			return pingErr("container "+c.ID()+" in database "+s.dbName, err)
 		}
@@ -283,8 +248,9 @@ func pingErr(what string, err error) error {
 	return opErr("reading "+what, "the store", err)
 }
 
-func (s *Store) bucketClients() []*azcosmos.ContainerClient {
-	out := make([]*azcosmos.ContainerClient, 0, len(brainwire.Buckets))
+// containers are the containers holding the captures, Inbox first.
+func (s *Store) containers() []*azcosmos.ContainerClient {
+	out := []*azcosmos.ContainerClient{s.inbox}
 	for _, b := range brainwire.Buckets {
 		out = append(out, s.buckets[b])
 	}

@@ -40,31 +40,22 @@ func (s stamp) String() string { return time.Time(s).UTC().Format(timeLayout) }
 // time returns the stored time, in UTC as every read returns it.
 func (s stamp) time() time.Time { return time.Time(s).UTC() }
 
+// The documents are the brainwire types' own JSON, but for their times,
+// which are stamps; a follow-up claim and the key an item was filed under
+// are kept too, which the domain types leave out of their JSON.
+
 type classDoc struct {
-	Bucket       string             `json:"bucket"`
-	Confidence   float64            `json:"confidence"`
-	AllScores    map[string]float64 `json:"allScores,omitempty"`
-	ClassifiedBy string             `json:"classifiedBy"`
-	AgentChain   []string           `json:"agentChain,omitempty"`
-	ClassifiedAt stamp              `json:"classifiedAt"`
+	brainwire.Classification
+	ClassifiedAt stamp `json:"classifiedAt"`
 }
 
 type inboxDoc struct {
-	ID                 string                `json:"id"`
-	UserID             string                `json:"userId"`
-	RawText            string                `json:"rawText"`
-	Title              string                `json:"title"`
-	Source             brainwire.CaptureKind `json:"source"`
-	Status             string                `json:"status"`
-	ClassificationMeta *classDoc             `json:"classificationMeta"`
-	FiledRecordID      string                `json:"filedRecordId"`
-	UpstreamThreadID   string                `json:"foundryThreadId"`
-	FollowUpRounds     int                   `json:"followUpRounds"`
-	AgentRun           *brainwire.AgentRun   `json:"agentRun,omitempty"`
-	FollowUpClaim      *claimDoc             `json:"followUpClaim,omitempty"`
-	FiledUnder         *brainwire.KeyRecord  `json:"filedUnder,omitempty"`
-	CreatedAt          stamp                 `json:"createdAt"`
-	UpdatedAt          stamp                 `json:"updatedAt"`
+	brainwire.InboxItem
+	ClassificationMeta *classDoc            `json:"classificationMeta"`
+	FollowUpClaim      *claimDoc            `json:"followUpClaim,omitempty"`
+	FiledUnder         *brainwire.KeyRecord `json:"filedUnder,omitempty"`
+	CreatedAt          stamp                `json:"createdAt"`
+	UpdatedAt          stamp                `json:"updatedAt"`
 }
 
 // claimDoc is a follow-up claim (brainwire.FollowUpClaim) as the Inbox
@@ -76,27 +67,9 @@ type claimDoc struct {
 	Until stamp  `json:"until"`
 }
 
-func toClaimDoc(c *brainwire.FollowUpClaim) *claimDoc {
-	if c == nil {
-		return nil
-	}
-	return &claimDoc{Round: c.Round, Token: c.Token, At: stamp(c.At), Until: stamp(c.Until)}
-}
-
-func (d *claimDoc) claim() *brainwire.FollowUpClaim {
-	if d == nil {
-		return nil
-	}
-	return &brainwire.FollowUpClaim{Round: d.Round, Token: d.Token, At: d.At.time(), Until: d.Until.time()}
-}
-
 type bucketDoc struct {
-	ID                 string    `json:"id"`
-	UserID             string    `json:"userId"`
-	RawText            string    `json:"rawText"`
-	Title              string    `json:"title"`
+	brainwire.BucketRecord
 	ClassificationMeta *classDoc `json:"classificationMeta"`
-	InboxRecordID      string    `json:"inboxRecordId"`
 	CreatedAt          stamp     `json:"createdAt"`
 }
 
@@ -104,48 +77,26 @@ func toClassDoc(c *brainwire.Classification) *classDoc {
 	if c == nil {
 		return nil
 	}
-	return &classDoc{
-		Bucket:       c.Bucket,
-		Confidence:   c.Confidence,
-		AllScores:    c.AllScores,
-		ClassifiedBy: c.ClassifiedBy,
-		AgentChain:   c.AgentChain,
-		ClassifiedAt: stamp(c.ClassifiedAt),
-	}
+	return &classDoc{Classification: *c, ClassifiedAt: stamp(c.ClassifiedAt)}
 }
 
 func (d *classDoc) classification() *brainwire.Classification {
 	if d == nil {
 		return nil
 	}
-	return &brainwire.Classification{
-		Bucket:       d.Bucket,
-		Confidence:   d.Confidence,
-		AllScores:    d.AllScores,
-		ClassifiedBy: d.ClassifiedBy,
-		AgentChain:   d.AgentChain,
-		ClassifiedAt: d.ClassifiedAt.time(),
-	}
+	c := d.Classification
+	c.ClassifiedAt = d.ClassifiedAt.time()
+	return &c
 }
 
 func toInboxDoc(it brainwire.InboxItem) inboxDoc {
-	return inboxDoc{
-		ID:                 it.ID,
-		UserID:             it.UserID,
-		RawText:            it.RawText,
-		Title:              it.Title,
-		Source:             it.Source,
-		Status:             it.Status,
-		ClassificationMeta: toClassDoc(it.ClassificationMeta),
-		FiledRecordID:      it.FiledRecordID,
-		UpstreamThreadID:   it.UpstreamThreadID,
-		FollowUpRounds:     it.FollowUpRounds,
-		AgentRun:           clone(it.AgentRun),
-		FollowUpClaim:      toClaimDoc(it.FollowUpClaim),
-		FiledUnder:         clone(it.FiledUnder),
-		CreatedAt:          stamp(it.CreatedAt),
-		UpdatedAt:          stamp(it.UpdatedAt),
+	d := inboxDoc{InboxItem: it, ClassificationMeta: toClassDoc(it.ClassificationMeta), FiledUnder: clone(it.FiledUnder),
+		CreatedAt: stamp(it.CreatedAt), UpdatedAt: stamp(it.UpdatedAt)}
+	d.AgentRun = clone(it.AgentRun)
+	if c := it.FollowUpClaim; c != nil {
+		d.FollowUpClaim = &claimDoc{Round: c.Round, Token: c.Token, At: stamp(c.At), Until: stamp(c.Until)}
 	}
+	return d
 }
 
 // clone copies what p points to, so that documents share no memory with
@@ -159,48 +110,23 @@ func clone[T any](p *T) *T {
 }
 
 func (d inboxDoc) item() brainwire.InboxItem {
-	return brainwire.InboxItem{
-		ID:                 d.ID,
-		UserID:             d.UserID,
-		RawText:            d.RawText,
-		Title:              d.Title,
-		Source:             d.Source,
-		Status:             d.Status,
-		ClassificationMeta: d.ClassificationMeta.classification(),
-		FiledRecordID:      d.FiledRecordID,
-		UpstreamThreadID:   d.UpstreamThreadID,
-		FollowUpRounds:     d.FollowUpRounds,
-		AgentRun:           clone(d.AgentRun),
-		FollowUpClaim:      d.FollowUpClaim.claim(),
-		FiledUnder:         clone(d.FiledUnder),
-		CreatedAt:          d.CreatedAt.time(),
-		UpdatedAt:          d.UpdatedAt.time(),
+	it := d.InboxItem
+	it.ClassificationMeta, it.AgentRun, it.FiledUnder = d.ClassificationMeta.classification(), clone(d.AgentRun), clone(d.FiledUnder)
+	it.CreatedAt, it.UpdatedAt, it.FollowUpClaim = d.CreatedAt.time(), d.UpdatedAt.time(), nil
+	if c := d.FollowUpClaim; c != nil {
+		it.FollowUpClaim = &brainwire.FollowUpClaim{Round: c.Round, Token: c.Token, At: c.At.time(), Until: c.Until.time()}
 	}
+	return it
 }
 
 func toBucketDoc(r brainwire.BucketRecord) bucketDoc {
-	return bucketDoc{
-		ID:                 r.ID,
-		UserID:             r.UserID,
-		RawText:            r.RawText,
-		Title:              r.Title,
-		ClassificationMeta: toClassDoc(r.ClassificationMeta),
-		InboxRecordID:      r.InboxRecordID,
-		CreatedAt:          stamp(r.CreatedAt),
-	}
+	return bucketDoc{BucketRecord: r, ClassificationMeta: toClassDoc(r.ClassificationMeta), CreatedAt: stamp(r.CreatedAt)}
 }
 
 func (d bucketDoc) record(bucket string) brainwire.BucketRecord {
-	return brainwire.BucketRecord{
-		ID:                 d.ID,
-		UserID:             d.UserID,
-		Bucket:             bucket,
-		RawText:            d.RawText,
-		Title:              d.Title,
-		ClassificationMeta: d.ClassificationMeta.classification(),
-		InboxRecordID:      d.InboxRecordID,
-		CreatedAt:          d.CreatedAt.time(),
-	}
+	r := d.BucketRecord
+	r.Bucket, r.ClassificationMeta, r.CreatedAt = bucket, d.ClassificationMeta.classification(), d.CreatedAt.time()
+	return r
 }
 
 // normalizeItem returns it as it reads back after being stored: times in

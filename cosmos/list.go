@@ -113,7 +113,6 @@ func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.Lis
 // not for the request path.
 func (s *Store) ListUsers(ctx context.Context) ([]string, error) {
 	pager := s.inbox.NewQueryItemsPager("SELECT VALUE c.userId FROM c", azcosmos.NewPartitionKey(), nil)
-	seen := map[string]bool{}
 	var users []string
 	for pager.More() {
 		resp, err := pager.NextPage(ctx)
@@ -125,12 +124,11 @@ func (s *Store) ListUsers(ctx context.Context) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			if u != "" && !seen[u] {
-				seen[u] = true
+			if u != "" {
 				users = append(users, u)
 			}
 		}
 	}
 	slices.Sort(users)
-	return users, nil
+	return slices.Compact(users), nil
 }

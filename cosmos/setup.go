@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
@@ -36,7 +37,7 @@ func (s *Store) CheckSetup(ctx context.Context) error {
 	}
 	var missing []string
 	var inbox *azcosmos.ContainerProperties
-	for _, c := range append([]*azcosmos.ContainerClient{s.inbox}, s.bucketClients()...) {
+	for _, c := range s.containers() {
 		resp, err := c.Read(ctx, nil)
 		switch {
 		case statusOf(err) == http.StatusNotFound:
@@ -108,6 +109,10 @@ func withInboxIndexes(policy *azcosmos.IndexingPolicy) (*azcosmos.IndexingPolicy
 		}
 	}
 	return &p, changed
+}
+
+func hasCompositeIndex(have [][]azcosmos.CompositeIndex, want []azcosmos.CompositeIndex) bool {
+	return slices.ContainsFunc(have, func(h []azcosmos.CompositeIndex) bool { return slices.Equal(h, want) })
 }
 
 // accountName is the account's name as the Azure CLI wants it: the first

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -71,11 +72,21 @@ func testCheckSetup(t *testing.T, e *emulator) {
 		t.Errorf("ListInbox without the index: %v", err)
 	}
 
+	// EnsureContainers adds the index to the Inbox as it is, and listing
+	// works.
 	if err := s.EnsureContainers(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CheckSetup(ctx); err != nil {
 		t.Fatalf("after EnsureContainers: %v", err)
+	}
+	// Documents are filed only now: cosmosdb-server drops a container's
+	// documents when the container is replaced (the service keeps them).
+	g := &ids{}
+	mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime))
+	mustFile(t, s, filing(g, "alice", "", brainwire.StatusMisunderstood, baseTime.Add(time.Second)))
+	if page, err := s.ListInbox(ctx, "alice", brainwire.ListOptions{}); err != nil || len(page.Items) != 2 {
+		t.Fatalf("ListInbox after EnsureContainers: %d items, %v; want 2", len(page.Items), err)
 	}
 }
 

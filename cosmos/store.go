@@ -258,19 +258,7 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
-	item := d.item()
-	meta := brainwire.Classification{}
-	if item.ClassificationMeta != nil {
-		meta = *item.ClassificationMeta
-	}
-	meta.Bucket = bucket
-	meta.ClassifiedBy = classifiedBy
-	meta.ClassifiedAt = now
-	item.ClassificationMeta = &meta
-	item.Status = brainwire.StatusClassified
-	item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
-	item.UpdatedAt = now
-
+	item := d.item().Recategorized(bucket, classifiedBy, now)
 	old := recordOf(d)
 	// A new record unless the item's record is found and moved below.
 	item.FiledRecordID = newRecordID

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -30,7 +31,7 @@ type querier interface {
 // File writes a filing in one transaction: a new item, or the refiled item,
 // with its bucket record, and settles its Idempotency-Key (f.Key).
 func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.InboxItem, err error) {
-	defer wrapErr(&err, "filing capture %s", filingID(f))
+	defer wrapErr(&err, "filing capture %s", cmp.Or(f.InboxItemID, f.NewInboxID))
 	if err := validateFiling(f); err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -74,13 +75,6 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 		return brainwire.InboxItem{}, err
 	}
 	return item, nil
-}
-
-func filingID(f brainwire.Filing) string {
-	if f.InboxItemID != "" {
-		return f.InboxItemID
-	}
-	return f.NewInboxID
 }
 
 // validateFiling adds to the shared rules what this store needs: times
@@ -454,20 +448,8 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 		if err != nil {
 			return err
 		}
-		var c brainwire.Classification
-		if before.ClassificationMeta != nil {
-			c = *before.ClassificationMeta
-		}
-		c.Bucket = bucket
-		c.ClassifiedBy = classifiedBy
-		c.ClassifiedAt = storedTime(now)
-		item = before
-		item.Status = brainwire.StatusClassified
-		item.ClassificationMeta = &c
-		item.FollowUpClaim = nil // the person's choice wins over a follow-up in flight
-		item.UpdatedAt = storedTime(now)
-
-		cls, err := encodeJSON("classification", &c)
+		item = before.Recategorized(bucket, classifiedBy, storedTime(now))
+		cls, err := encodeJSON("classification", item.ClassificationMeta)
 		if err != nil {
 			return err
 		}

@@ -132,7 +132,8 @@ func dirState(t *testing.T, dir string) []string {
 }
 
 // TestOpenReadOnlyRefusesUnknownSchemas: a file too old for the reads (a
-// server would migrate it) or newer than this program is refused.
+// server would migrate it) or newer than this program is refused; Open
+// refuses the newer one too, lest it misread it.
 func TestOpenReadOnlyRefusesUnknownSchemas(t *testing.T) {
 	for name, schema := range map[string]string{
 		"old":   schemaV2,
@@ -146,6 +147,14 @@ func TestOpenReadOnlyRefusesUnknownSchemas(t *testing.T) {
 		}
 		if s != nil {
 			s.Close()
+		}
+		if name == "newer" {
+			if s, err := sqlite.Open(t.Context(), path); err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
+				t.Errorf("Open of a newer schema: %v", err)
+				if s != nil {
+					s.Close()
+				}
+			}
 		}
 	}
 }

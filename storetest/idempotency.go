@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,38 +84,21 @@ func testKeyConcurrentTakeovers(t *testing.T, e *env) {
 // raceClaims makes concurrent claims of one key at t0, spread over
 // stores: one gets it, and every other sees the winner's claim.
 func (e *env) raceClaims(t0 time.Time, stores ...brainwire.Store) {
-	t := e.t
-	const n = 8
-	var wg sync.WaitGroup
-	claims := make([]brainwire.IdempotencyKey, n)
-	got := make([]brainwire.IdempotencyKey, n)
-	won := make([]bool, n)
-	for i := range n {
+	claims, got := make([]brainwire.IdempotencyKey, 8), make([]brainwire.IdempotencyKey, 8)
+	for i := range claims {
 		claims[i] = e.keyClaim("racing", "fp", t0)
-		wg.Go(func() {
-			var err error
-			got[i], won[i], err = stores[i%len(stores)].(brainwire.IdempotencyStore).ClaimKey(e.ctx, claims[i])
-			if err != nil {
-				t.Errorf("claim %d: %v", i, err)
-			}
-		})
 	}
-	wg.Wait()
-	winner := -1
-	for i := range n {
-		if won[i] {
-			if winner >= 0 {
-				t.Fatalf("claims %d and %d both got the key", winner, i)
-			}
-			winner = i
+	winner := race(e.t, len(claims), func(i int) bool {
+		k, won, err := stores[i%len(stores)].(brainwire.IdempotencyStore).ClaimKey(e.ctx, claims[i])
+		if err != nil {
+			e.t.Errorf("claim %d: %v", i, err)
 		}
-	}
-	if winner < 0 {
-		t.Fatal("no claim got the key")
-	}
-	for i := range n {
+		got[i] = k
+		return won
+	})
+	for i := range got {
 		if got[i].Token != claims[winner].Token {
-			t.Errorf("claim %d sees the key held by %q, want the winner's %q", i, got[i].Token, claims[winner].Token)
+			e.t.Errorf("claim %d sees the key held by %q, want the winner's %q", i, got[i].Token, claims[winner].Token)
 		}
 	}
 }

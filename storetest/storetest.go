@@ -66,6 +66,7 @@
 package storetest
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/brainwire/brainwire"
@@ -132,4 +133,34 @@ func RunReplicas(t *testing.T, open func(t *testing.T) (a, b brainwire.Store)) {
 type test struct {
 	name string
 	run  func(t *testing.T, e *env)
+}
+
+// race runs try(i) for every i < n at once and returns the one that won,
+// failing the test unless exactly one did.
+func race(t *testing.T, n int, try func(i int) bool) int {
+	t.Helper()
+	won := make([]bool, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			won[i] = try(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, w := range won {
+		if w && winner >= 0 {
+			t.Fatalf("attempts %d and %d both won", winner, i)
+		}
+		if w {
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no attempt won")
+	}
+	return winner
 }

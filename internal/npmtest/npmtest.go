@@ -33,12 +33,20 @@ type Server struct {
 // the test (or failing it under CI) when it is not installed.
 func Bin(t testing.TB, name string) string {
 	t.Helper()
+	return installed(t, name, filepath.Join(".bin", name), "")
+}
+
+// installed is the path of rel under testenv/node_modules, where check
+// (rel itself when "") must exist, or skips or fails the test as missing
+// says.
+func installed(t testing.TB, name, rel, check string) string {
+	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("finding repository root: %v", err)
 	}
-	p := filepath.Join(root, "testenv", "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
+	p := filepath.Join(root, "testenv", "node_modules", rel)
+	if _, err := os.Stat(filepath.Join(p, check)); err != nil {
 		missing(t, fmt.Sprintf("%s not installed (run: npm ci --prefix testenv): %v", name, err))
 	}
 	return p
@@ -60,15 +68,7 @@ func Node(t testing.TB) string {
 // under CI) when it is not installed.
 func Package(t testing.TB, name string) string {
 	t.Helper()
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatalf("finding repository root: %v", err)
-	}
-	p := filepath.Join(root, "testenv", "node_modules", filepath.FromSlash(name))
-	if _, err := os.Stat(filepath.Join(p, "package.json")); err != nil {
-		missing(t, fmt.Sprintf("%s not installed (run: npm ci --prefix testenv): %v", name, err))
-	}
-	return p
+	return installed(t, name, filepath.FromSlash(name), "package.json")
 }
 
 // missing skips the test, or fails it under CI, where a missing install

@@ -453,12 +453,18 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 	if err := decode(w, req, &body, false); err != nil {
 		return err
 	}
+	outputs := make(map[string]string, len(body.ToolOutputs))
+	for i, o := range body.ToolOutputs {
+		var text string
+		if json.Unmarshal(o.Output, &text) != nil {
+			return badRequest(fmt.Sprintf("tool_outputs[%d].output", i), "output must be a string.")
+		}
+		outputs[o.ToolCallID] = text
+	}
 	s.mu.Lock()
 	th, r, err := s.lookupRun(threadID, runID)
 	if err == nil {
-		err = checkOutputs(r, len(body.ToolOutputs), func(i int) (string, json.RawMessage) {
-			return body.ToolOutputs[i].ToolCallID, body.ToolOutputs[i].Output
-		})
+		err = checkOutputs(r, outputs)
 	}
 	if err == nil {
 		if he := s.refuse(r.mem.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
@@ -469,12 +475,6 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 		s.mu.Unlock()
 		return err
 	}
-	outputs := make(map[string]string, len(body.ToolOutputs))
-	for _, o := range body.ToolOutputs {
-		var text string
-		_ = json.Unmarshal(o.Output, &text) // checked by checkOutputs
-		outputs[o.ToolCallID] = text
-	}
 	// The service takes the run out of requires_action as it accepts the
 	// outputs, so a second submit is refused.
 	r.obj.Status = "queued"
@@ -482,48 +482,18 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 	return s.deliver(w, req, s.planContinue(th, r, outputs), body.Stream)
 }
 
-// checkOutputs requires exactly one string output per pending call.
-func checkOutputs(r *run, n int, at func(int) (string, json.RawMessage)) error {
+// checkOutputs requires one output for each pending call and no other.
+func checkOutputs(r *run, outputs map[string]string) error {
 	if r.obj.Status != "requires_action" {
 		return badRequest("", "Runs in status %q do not accept tool outputs.", r.obj.Status)
 	}
-	pending := map[string]bool{}
-	for _, c := range r.pending {
-		pending[c.id] = true
-	}
-	seen := map[string]bool{}
-	for i := range n {
-		id, out := at(i)
-		p := fmt.Sprintf("tool_outputs[%d]", i)
-		switch {
-		case id == "":
-			return badRequest(p+".tool_call_id", "tool_call_id is required.")
-		case !pending[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s is not awaiting an output.", id)
-		case seen[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s has more than one output.", id)
-		}
-		var text string
-		if err := json.Unmarshal(out, &text); err != nil {
-			return badRequest(p+".output", "output must be a string.")
-		}
-		seen[id] = true
-	}
-	for _, c := range r.pending {
-		if !seen[c.id] {
-			return badRequest("tool_outputs", "Expected tool outputs for call_ids %s, got %d output(s): missing %s.",
-				pendingIDs(r), n, c.id)
-		}
+	switch unknown, missing := unanswered(r.pending, outputs); {
+	case len(unknown) > 0:
+		return badRequest("tool_outputs", "Tool call %q is not awaiting an output.", unknown[0])
+	case len(missing) > 0:
+		return badRequest("tool_outputs", "Expected tool outputs for every pending call: missing %s.", missing[0])
 	}
 	return nil
-}
-
-func pendingIDs(r *run) string {
-	ids := make([]string, len(r.pending))
-	for i, c := range r.pending {
-		ids[i] = c.id
-	}
-	return "[" + strings.Join(ids, ", ") + "]"
 }
 
 func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string) error {

@@ -143,10 +143,6 @@ func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) erro
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-// accountADK adds n bytes to a session's share, evicting others beyond
-// the limits; the caller holds s.mu.
-func (s *Simulator) accountADK(ss *adkSession, n int) { s.adk.grow(ss.key, n) }
-
 // adkRunRequest is /run_sse's body, as brainwire's client sends it.
 type adkRunRequest struct {
 	App        string          `json:"appName"`

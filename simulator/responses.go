@@ -335,9 +335,6 @@ type responseRequest struct {
 	Stream             bool            `json:"stream"`
 	Background         bool            `json:"background"`
 	Metadata           json.RawMessage `json:"metadata"`
-	Temperature        *float64        `json:"temperature"`
-	TopP               *float64        `json:"top_p"`
-	MaxOutputTokens    *int64          `json:"max_output_tokens"`
 }
 
 // inputKind is what an input item is.
@@ -473,10 +470,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 			convID = obj.ID
 		}
 	}
-	prevID := ""
-	if body.PreviousResponseID != nil {
-		prevID = *body.PreviousResponseID
-	}
+	prevID := deref(body.PreviousResponseID, "")
 	if convID != "" && prevID != "" {
 		return nil, badRequest("previous_response_id", "Previous response cannot be used in conjunction with conversation.")
 	}
@@ -493,13 +487,9 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 			return nil, err
 		}
 	}
-	model, instructions := body.Model, ""
-	if body.Instructions != nil {
-		instructions = *body.Instructions
-	}
-	summary := ""
-	if body.Reasoning != nil && body.Reasoning.Summary != nil {
-		summary = *body.Reasoning.Summary
+	model, instructions, summary := body.Model, deref(body.Instructions, ""), ""
+	if body.Reasoning != nil {
+		summary = deref(body.Reasoning.Summary, "")
 	}
 	if agent != nil {
 		model, instructions, summary = s.cfg.Model, s.cfg.Instructions, "auto"
@@ -581,18 +571,17 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		return nil, err
 	}
 
-	store := body.Store == nil || *body.Store
-	parallel := body.ParallelToolCalls == nil || *body.ParallelToolCalls
+	store := deref(body.Store, true)
 	r := &storedResponse{obj: responseswire.Response{
 		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
-		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
+		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: deref(body.ParallelToolCalls, true),
 		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNull(summary)},
 		Store: store, Temperature: responseswire.Float(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
 		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: responseswire.Float(1), Truncation: "disabled",
 		Metadata: orDefault(body.Metadata, `{}`),
 	}}
-	if body.Reasoning != nil && body.Reasoning.Effort != nil {
-		r.obj.Reasoning.Effort = *body.Reasoning.Effort
+	if body.Reasoning != nil {
+		r.obj.Reasoning.Effort = deref(body.Reasoning.Effort, r.obj.Reasoning.Effort)
 	}
 	if agent != nil {
 		r.obj.Reasoning.Effort = "low"

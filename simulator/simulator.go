@@ -215,18 +215,15 @@ func (s *Simulator) newThread(metadata json.RawMessage) *thread {
 	return th
 }
 
-// thread returns a live thread and marks it used; the caller holds s.mu.
-func (s *Simulator) thread(id string) (*thread, bool) { return s.threads.get(id) }
-
 // addMessage appends a message, dropping the oldest beyond the per-thread
 // cap; the caller holds s.mu.
 func (s *Simulator) addMessage(th *thread, m *message) {
 	th.messages = append(th.messages, m)
-	s.account(th, len(m.text))
+	s.threads.grow(th.obj.ID, len(m.text))
 	for len(th.messages) > maxThreadMessages {
 		old := th.messages[0]
 		th.messages = th.messages[1:]
-		s.account(th, -len(old.text))
+		s.threads.grow(th.obj.ID, -len(old.text))
 	}
 }
 
@@ -234,11 +231,8 @@ func (s *Simulator) addMessage(th *thread, m *message) {
 func (s *Simulator) setMessageText(th *thread, m *message, text string) {
 	d := len(text) - len(m.text)
 	m.text = text
-	s.account(th, d)
+	s.threads.grow(th.obj.ID, d)
 }
-
-// account adds n bytes to th's share, evicting others beyond the limits.
-func (s *Simulator) account(th *thread, n int) { s.threads.grow(th.obj.ID, n) }
 
 // runBytes is what a run holds beyond its thread's messages.
 func runBytes(r *run) int {
@@ -253,14 +247,14 @@ func runBytes(r *run) int {
 func (s *Simulator) addRun(th *thread, r *run) {
 	th.runs[r.obj.ID] = r
 	th.runOrder = append(th.runOrder, r.obj.ID)
-	s.account(th, runBytes(r))
+	s.threads.grow(th.obj.ID, runBytes(r))
 	for len(th.runOrder) > maxThreadRuns {
 		oldest := th.runs[th.runOrder[0]]
 		if oldest != nil && oldest.activeStatus() {
 			break
 		}
 		if oldest != nil {
-			s.account(th, -runBytes(oldest))
+			s.threads.grow(th.obj.ID, -runBytes(oldest))
 		}
 		delete(th.runs, th.runOrder[0])
 		th.runOrder = th.runOrder[1:]
@@ -286,26 +280,9 @@ func (s *Simulator) chunkDelay() time.Duration {
 	return s.cfg.ChunkDelay
 }
 
-const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// randomID returns prefix_ and 24 random base-62 characters, like the
-// service's ids.
-func randomID(prefix string) string {
-	var b [24]byte
-	out := make([]byte, 0, len(prefix)+1+len(b))
-	out = append(out, prefix...)
-	out = append(out, '_')
-	for len(out) < cap(out) {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-		for _, c := range b {
-			// Reject the top of the byte range so every character is equally likely.
-			if c < 248 && len(out) < cap(out) {
-				out = append(out, idAlphabet[c%62])
-			}
-		}
-	}
-	return string(out)
-}
+// randomID returns prefix_ and 26 random characters, like the service's
+// ids.
+func randomID(prefix string) string { return prefix + "_" + rand.Text() }
 
 func orDefault(raw json.RawMessage, def string) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -315,3 +292,11 @@ func orDefault(raw json.RawMessage, def string) json.RawMessage {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// deref is what p points to, def when p is nil.
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -159,29 +159,11 @@ func defaultTools() json.RawMessage {
 func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 	req := spec.req
 	now := s.now()
-	instructions := s.cfg.Instructions
-	if req.Instructions != nil {
-		instructions = *req.Instructions
-	}
+	instructions := deref(req.Instructions, s.cfg.Instructions)
 	if req.AdditionalInstructions != "" {
 		instructions = strings.TrimSpace(instructions + "\n\n" + req.AdditionalInstructions)
 	}
 	cls := s.classifierFor(instructions)
-	model := req.Model
-	if model == "" {
-		model = s.cfg.Model
-	}
-	temperature, topP := 1.0, 1.0
-	if req.Temperature != nil {
-		temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		topP = *req.TopP
-	}
-	parallel := true
-	if req.ParallelToolCalls != nil {
-		parallel = *req.ParallelToolCalls
-	}
 	r := &run{
 		obj: foundrywire.Run{
 			ID:                  s.cfg.NewID("run"),
@@ -191,19 +173,19 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 			ThreadID:            th.obj.ID,
 			Status:              "queued",
 			ExpiresAt:           ptr(now + runLifetime),
-			Model:               model,
+			Model:               cmp.Or(req.Model, s.cfg.Model),
 			Instructions:        instructions,
 			Tools:               spec.tools,
 			ToolResources:       orDefault(req.ToolResources, `{}`),
 			Metadata:            orDefault(req.Metadata, `{}`),
-			Temperature:         foundrywire.Float(temperature),
-			TopP:                foundrywire.Float(topP),
+			Temperature:         foundrywire.Float(deref(req.Temperature, 1)),
+			TopP:                foundrywire.Float(deref(req.TopP, 1)),
 			MaxCompletionTokens: req.MaxCompletionTokens,
 			MaxPromptTokens:     req.MaxPromptTokens,
 			TruncationStrategy:  orDefault(req.TruncationStrategy, `{"type":"auto","last_messages":null}`),
 			ResponseFormat:      orDefault(req.ResponseFormat, `"auto"`),
 			ToolChoice:          orDefault(req.ToolChoice, `"auto"`),
-			ParallelToolCalls:   parallel,
+			ParallelToolCalls:   deref(req.ParallelToolCalls, true),
 		},
 		mem:      runMemory{tools: spec.toolNames, noTools: spec.noTools},
 		classify: cls,
@@ -245,7 +227,7 @@ func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request, _ []s
 
 func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
 	return held(w, &s.mu, func() (foundrywire.Thread, error) {
-		th, ok := s.thread(ids[0])
+		th, ok := s.threads.get(ids[0])
 		if !ok {
 			return foundrywire.Thread{}, notFound("thread", ids[0])
 		}
@@ -280,7 +262,7 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []st
 	var before *message // the newest message from the person before this run's
 	if len(ids) > 0 {
 		var ok bool
-		if th, ok = s.thread(ids[0]); !ok {
+		if th, ok = s.threads.get(ids[0]); !ok {
 			s.mu.Unlock()
 			return notFound("thread", ids[0])
 		}
@@ -329,7 +311,7 @@ func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids 
 		return err
 	}
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -372,7 +354,7 @@ func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []s
 func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID, runID := ids[0], req.URL.Query().Get("run_id")
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -390,7 +372,7 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids [
 func (s *Simulator) listRuns(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID := ids[0]
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -420,7 +402,7 @@ func writeList[T any](w http.ResponseWriter, req *http.Request, all []T, id func
 
 // lookupRun finds a run; the caller holds s.mu.
 func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		return nil, nil, notFound("thread", threadID)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -84,38 +85,31 @@ var faces = []struct {
 		return out
 	}},
 	{"adk", func(t *testing.T, text string) turn {
-		c := newADK(t, simulator.Config{})
+		c, _ := newSim(t, simulator.Config{})
 		evs, errFrame := c.run(runBody(c.session(), textMessage(text)))
 		var out turn
 		for _, ev := range evs {
-			if p := ev.parts(); ev.partial() && len(p) == 1 && p[0]["thought"] == true {
+			if p := ev.Content.Parts; partial(ev) && len(p) == 1 && p[0].Thought {
 				out.reasoning++
 			}
 		}
 		if errFrame != "" {
-			var e struct {
-				Details struct {
-					Type string `json:"error_type"`
-				} `json:"error_details"`
-			}
+			var e adkwire.Event
 			_ = json.Unmarshal([]byte(errFrame), &e)
-			return turn{end: "error", code: e.Details.Type, reasoning: out.reasoning}
+			return turn{end: "error", code: e.ErrorDetails.ErrorType, reasoning: out.reasoning}
 		}
 		last := evs[len(evs)-1]
-		for _, call := range last.calls() {
-			out.buckets = append(out.buckets, call["args"].(map[string]any)["bucket"].(string))
-		}
-		lro, _ := last["longRunningToolIds"].([]any)
-		switch code, _ := last["errorCode"].(string); {
-		case code != "":
-			out.end, out.code = "failed", code
-		case len(out.buckets) > 0 && len(lro) == len(out.buckets):
+		_, out.buckets = adkCalls(last)
+		switch {
+		case last.ErrorCode != "":
+			out.end, out.code = "failed", last.ErrorCode
+		case len(out.buckets) > 0 && len(last.LongRunningToolIDs) == len(out.buckets):
 			out.end = "calls"
 		case len(out.buckets) == 0:
 			out.end = "completed"
-			for _, p := range last.parts() {
-				if p["thought"] != true {
-					out.answer, _ = p["text"].(string)
+			for _, p := range last.Content.Parts {
+				if !p.Thought {
+					out.answer = p.Text
 				}
 			}
 		}
@@ -210,7 +204,7 @@ func TestEvictsLeastRecentlyUsedOnEveryFace(t *testing.T) {
 		{"sessions", "/apps/brainwire_classifier/users/u-1/sessions", ""},
 	} {
 		t.Run(f.name, func(t *testing.T) {
-			c := newADK(t, simulator.Config{MaxThreads: 2})
+			c, _ := newSim(t, simulator.Config{MaxThreads: 2})
 			status := func(id string) int {
 				s, _, _ := c.do(http.MethodGet, f.create+"/"+id+f.get, nil, auth...)
 				return s

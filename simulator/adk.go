@@ -71,7 +71,7 @@ func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 	seg := strings.Split(strings.Trim(p, "/"), "/")
 	switch {
 	case p == "/list-apps":
-		return adkMethod(req.Method, http.MethodGet, func() error { return writeJSON(w, http.StatusOK, []string{s.cfg.ADKApp}) })
+		return adkMethod(req.Method, http.MethodGet, func() error { return writeJSON(w, http.StatusOK, []string{DefaultADKApp}) })
 	case p == "/run_sse":
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.runSSE(w, req) })
 	case len(seg) == 5 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
@@ -93,7 +93,7 @@ func (s *Simulator) checkApp(app string) error {
 	switch {
 	case strings.HasPrefix(app, "__"):
 		return adkDetail(http.StatusForbidden, "Access to app %q is not allowed.", app)
-	case app != s.cfg.ADKApp:
+	case app != DefaultADKApp:
 		return adkDetail(http.StatusNotFound, "Agent not found: '%s'", app)
 	}
 	return nil

@@ -268,7 +268,7 @@ func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id strin
 
 func (p *adkPlan) event(id string, partial bool, parts []adkwire.Part) *adkwire.Event {
 	return &adkwire.Event{
-		ModelVersion: p.s.cfg.Model,
+		ModelVersion: DefaultModel,
 		Content:      &adkwire.Content{Parts: parts, Role: "model"},
 		Partial:      &partial,
 		InvocationID: p.ss.invocation,

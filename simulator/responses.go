@@ -172,10 +172,10 @@ var responsesRoutes = []route{
 	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
 	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
 	{http.MethodGet, "models", func(s *Simulator, w http.ResponseWriter, _ *http.Request, _ []string) error {
-		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: DefaultModel, LastID: DefaultModel})
 	}},
 	{http.MethodGet, "models/*", func(s *Simulator, w http.ResponseWriter, _ *http.Request, ids []string) error {
-		if ids[0] != s.cfg.Model {
+		if ids[0] != DefaultModel {
 			return notFound("model", ids[0])
 		}
 		return writeJSON(w, http.StatusOK, s.model())
@@ -183,7 +183,7 @@ var responsesRoutes = []route{
 }
 
 func (s *Simulator) model() responseswire.Model {
-	return responseswire.Model{ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
+	return responseswire.Model{ID: DefaultModel, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
 }
 
 // getDeployment answers the project's deployment of the simulated model,
@@ -195,10 +195,10 @@ func (s *Simulator) getDeployment(w http.ResponseWriter, req *http.Request, seg 
 	if len(seg) != 1 || seg[0] == "" {
 		return noOperation(req)
 	}
-	if seg[0] != s.cfg.Model {
+	if seg[0] != DefaultModel {
 		return &httpError{status: http.StatusNotFound, code: "DeploymentNotFound", message: fmt.Sprintf("Deployment %s was not found.", seg[0])}
 	}
-	d := responseswire.NewDeployment(s.cfg.Model, s.cfg.Model)
+	d := responseswire.NewDeployment(DefaultModel, DefaultModel)
 	d.ModelPublisher = "brainwire-simulator"
 	return writeJSON(w, http.StatusOK, d)
 }
@@ -229,7 +229,7 @@ func (s *Simulator) agentVersion() agentVersionObject {
 		Object: "agent.version", ID: DefaultAgentName + ":" + DefaultAgentVersion, Name: DefaultAgentName, Version: DefaultAgentVersion,
 		Description: agentDescription,
 		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
-		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
+		Definition: agentDefinition{Kind: "prompt", Model: DefaultModel, Instructions: s.cfg.Instructions,
 			Reasoning: &responseswire.Reasoning{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
 	}
 }
@@ -492,7 +492,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		summary = deref(body.Reasoning.Summary, "")
 	}
 	if agent != nil {
-		model, instructions, summary = s.cfg.Model, s.cfg.Instructions, "auto"
+		model, instructions, summary = DefaultModel, s.cfg.Instructions, "auto"
 		tools = agentTools()
 		names = map[string]bool{brainwire.ToolFileCapture: true, brainwire.ToolTranscribeAudio: true}
 	}

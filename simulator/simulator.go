@@ -46,11 +46,6 @@ type Config struct {
 	// ChunkDelay is the pause before each streamed message chunk. Zero
 	// means DefaultChunkDelay; a negative value means no pause (tests).
 	ChunkDelay time.Duration
-	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
-	// and echo whatever assistant_id the request names.
-	AgentID string
-	// Model is reported on runs that do not name one.
-	Model string
 	// Instructions are the agent's: reported by GET /assistants/{id} and
 	// on runs that do not bring their own. Rule lines in them steer the
 	// classifier (see instructions.go).
@@ -63,8 +58,6 @@ type Config struct {
 	// MaxThreads bounds the threads kept, and the ADK face's sessions; the
 	// least recently used go first. Zero means DefaultMaxThreads.
 	MaxThreads int
-	// ADKApp is the app the ADK face serves; DefaultADKApp when empty.
-	ADKApp string
 	// Variation makes answers vary from run to run, reproducibly (the
 	// zero value: they do not).
 	Variation Variation
@@ -95,12 +88,6 @@ func New(cfg Config) *Simulator {
 	if cfg.ChunkDelay == 0 {
 		cfg.ChunkDelay = DefaultChunkDelay
 	}
-	if cfg.AgentID == "" {
-		cfg.AgentID = DefaultAgentID
-	}
-	if cfg.Model == "" {
-		cfg.Model = DefaultModel
-	}
 	if cfg.Instructions == "" {
 		cfg.Instructions = DefaultInstructions
 	}
@@ -112,9 +99,6 @@ func New(cfg Config) *Simulator {
 	}
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = DefaultMaxThreads
-	}
-	if cfg.ADKApp == "" {
-		cfg.ADKApp = DefaultADKApp
 	}
 	rules := parseRules(cfg.Instructions)
 	return &Simulator{

@@ -173,7 +173,7 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 			ThreadID:            th.obj.ID,
 			Status:              "queued",
 			ExpiresAt:           ptr(now + runLifetime),
-			Model:               cmp.Or(req.Model, s.cfg.Model),
+			Model:               cmp.Or(req.Model, DefaultModel),
 			Instructions:        instructions,
 			Tools:               spec.tools,
 			ToolResources:       orDefault(req.ToolResources, `{}`),
@@ -511,14 +511,14 @@ func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string)
 
 func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []string) error {
 	id := ids[0]
-	if id != s.cfg.AgentID {
+	if id != DefaultAgentID {
 		return notFound("assistant", id)
 	}
 	var tools []json.RawMessage
 	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
 	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
-		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
+		ID: DefaultAgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
 		Description: agentDescription,
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
+		Model:       DefaultModel, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
 	})
 }

@@ -101,7 +101,7 @@ func (p *adkPlan) start(texts []string) {
 		ss.context = 32 + tokens(p.s.cfg.Instructions) + tokens(string(defaultTools()))
 	}
 	ss.context += tokens(text)
-	ss.messages = append(ss.messages, userMessage(text))
+	ss.messages = append(ss.messages, newMessage("user", text))
 	for len(ss.messages) > maxThreadMessages {
 		p.s.adk.grow(ss.key, -len(ss.messages[0].text))
 		ss.messages = ss.messages[1:]

@@ -363,7 +363,7 @@ func parseInput(raw json.RawMessage) ([]inputItem, error) {
 		if err := checkText(text, "input"); err != nil {
 			return nil, err
 		}
-		return []inputItem{{kind: inputMessage, message: userMessage(text)}}, nil
+		return []inputItem{{kind: inputMessage, message: newMessage("user", text)}}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -411,11 +411,7 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		if err != nil {
 			return inputItem{}, err
 		}
-		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
-		if it.Role == "user" {
-			m.audioURL, _ = splitAudio(text)
-		}
-		return inputItem{kind: inputMessage, message: m}, nil
+		return inputItem{kind: inputMessage, message: newMessage(it.Role, text)}, nil
 	}
 	return inputItem{}, badRequest(param+".type", "Input items of type %q are not supported by the simulator (use message or function_call_output).", it.Type)
 }

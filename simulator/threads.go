@@ -87,19 +87,10 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		if err != nil {
 			return nil, err
 		}
-		url, _ := splitAudio(text)
-		out = append(out, &message{
-			text:     text,
-			audioURL: url,
-			obj: foundrywire.Message{
-				Object:      "thread.message",
-				Status:      "completed",
-				Role:        m.Role,
-				Content:     []foundrywire.ContentPart{{Type: "text", Text: foundrywire.ContentText{Value: text, Annotations: []json.RawMessage{}}}},
-				Attachments: []json.RawMessage{},
-				Metadata:    orDefault(m.Metadata, `{}`),
-			},
-		})
+		msg := newMessage(m.Role, text)
+		msg.obj = foundrywire.Message{Object: "thread.message", Status: "completed", Role: m.Role, Content: foundrywire.TextContent(text),
+			Attachments: []json.RawMessage{}, Metadata: orDefault(m.Metadata, `{}`)}
+		out = append(out, msg)
 	}
 	return out, nil
 }

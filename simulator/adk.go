@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -70,7 +71,7 @@ func (s *Simulator) routeADK(w http.ResponseWriter, req *http.Request) error {
 	seg := strings.Split(strings.Trim(p, "/"), "/")
 	switch {
 	case p == "/list-apps":
-		return adkMethod(req.Method, http.MethodGet, func() error { return s.listApps(w, req) })
+		return adkMethod(req.Method, http.MethodGet, func() error { return writeJSON(w, http.StatusOK, []string{DefaultADKApp}) })
 	case p == "/run_sse":
 		return adkMethod(req.Method, http.MethodPost, func() error { return s.runSSE(w, req) })
 	case len(seg) == 5 && seg[0] == "apps" && seg[2] == "users" && seg[4] == "sessions":
@@ -92,20 +93,10 @@ func (s *Simulator) checkApp(app string) error {
 	switch {
 	case strings.HasPrefix(app, "__"):
 		return adkDetail(http.StatusForbidden, "Access to app %q is not allowed.", app)
-	case app != s.cfg.ADKApp:
+	case app != DefaultADKApp:
 		return adkDetail(http.StatusNotFound, "Agent not found: '%s'", app)
 	}
 	return nil
-}
-
-func (s *Simulator) listApps(w http.ResponseWriter, req *http.Request) error {
-	if req.URL.Query().Get("detailed") == "true" {
-		return writeJSON(w, http.StatusOK, map[string]any{"apps": []map[string]any{{
-			"name": s.cfg.ADKApp, "rootAgentName": adkAuthor, "language": "python", "isComputerUse": false,
-			"description": "Offline keyword classifier standing in for the brainwire Classifier agent. Not a language model.",
-		}}})
-	}
-	return writeJSON(w, http.StatusOK, []string{s.cfg.ADKApp})
 }
 
 func (s *Simulator) createSession(w http.ResponseWriter, req *http.Request, app, user string) error {
@@ -152,16 +143,14 @@ func (s *Simulator) getSession(w http.ResponseWriter, app, user, id string) erro
 	return writeJSON(w, http.StatusOK, obj)
 }
 
-// accountADK adds n bytes to a session's share, evicting others beyond
-// the limits; the caller holds s.mu.
-func (s *Simulator) accountADK(ss *adkSession, n int) { s.adk.grow(ss.key, n) }
-
-// adkRunRequest is /run_sse's body. The server reads camelCase and
-// snake_case names alike.
+// adkRunRequest is /run_sse's body, as brainwire's client sends it.
 type adkRunRequest struct {
-	app, user, session string
-	message            adkMessage
-	streaming          bool
+	App        string          `json:"appName"`
+	User       string          `json:"userId"`
+	Session    string          `json:"sessionId"`
+	NewMessage json.RawMessage `json:"newMessage"`
+	Streaming  bool            `json:"streaming"`
+	message    adkMessage
 }
 
 type adkMessage struct {
@@ -170,53 +159,31 @@ type adkMessage struct {
 }
 
 type adkResponse struct {
-	ID       string
-	Name     string
-	Response json.RawMessage
-}
-
-// key is what a call is known by without an Idempotency-Key.
-func (r *adkRunRequest) key() any {
-	return []any{r.app, r.user, r.session, r.message.texts, r.message.responses}
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
 }
 
 func parseRunRequest(w http.ResponseWriter, req *http.Request) (*adkRunRequest, error) {
-	var raw map[string]json.RawMessage
-	if err := decode(w, req, &raw, false); err != nil {
+	r := &adkRunRequest{}
+	if err := decode(w, req, r, false); err != nil {
 		var he *httpError
-		if errors.As(err, &he) && he.status == http.StatusRequestEntityTooLarge {
+		switch {
+		case errors.As(err, &he) && he.status == http.StatusRequestEntityTooLarge:
 			return nil, he
+		case errors.As(err, &he) && he.param != "":
+			return nil, adkInvalid([]any{he.param}, he.message)
 		}
 		return nil, adkInvalid(nil, "JSON decode error")
 	}
-	field := func(camel, snake string) json.RawMessage {
-		if v, ok := raw[camel]; ok {
-			return v
-		}
-		return raw[snake]
-	}
-	r := &adkRunRequest{}
-	for _, f := range []struct {
-		camel, snake, kind string
-		into               any
-	}{
-		{"appName", "app_name", "string", &r.app},
-		{"userId", "user_id", "string", &r.user},
-		{"sessionId", "session_id", "string", &r.session},
-		{"streaming", "streaming", "boolean", &r.streaming},
-	} {
-		if v := field(f.camel, f.snake); len(v) > 0 && json.Unmarshal(v, f.into) != nil {
-			return nil, adkInvalid([]any{f.camel}, "Input should be a valid "+f.kind)
-		}
-	}
 	switch {
-	case r.user == "":
+	case r.User == "":
 		return nil, adkInvalid([]any{"userId"}, "Field required")
-	case r.session == "":
+	case r.Session == "":
 		return nil, adkInvalid([]any{"sessionId"}, "Field required")
 	}
 	var err error
-	if r.message, err = parseNewMessage(field("newMessage", "new_message")); err != nil {
+	if r.message, err = parseNewMessage(r.NewMessage); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -228,41 +195,30 @@ func parseNewMessage(raw json.RawMessage) (adkMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return m, adkInvalid([]any{"newMessage"}, "Field required (the simulated app is not resumable)")
 	}
-	type response struct {
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Response json.RawMessage `json:"response"`
-	}
 	var content struct {
 		Role  string `json:"role"`
 		Parts []struct {
-			Text                  *string         `json:"text"`
-			Thought               *bool           `json:"thought"`
-			FunctionResponse      *response       `json:"functionResponse"`
-			FunctionResponseSnake *response       `json:"function_response"`
-			FunctionCall          json.RawMessage `json:"functionCall"`
-			FunctionCallSnake     json.RawMessage `json:"function_call"`
+			Text             *string         `json:"text"`
+			Thought          *bool           `json:"thought"`
+			FunctionResponse *adkResponse    `json:"functionResponse"`
+			FunctionCall     json.RawMessage `json:"functionCall"`
 		} `json:"parts"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&content); err != nil {
 		return m, adkInvalid([]any{"newMessage"}, "Invalid content: "+err.Error())
 	}
 	for i, p := range content.Parts {
-		fr := p.FunctionResponse
-		if fr == nil {
-			fr = p.FunctionResponseSnake
-		}
-		switch {
-		case p.FunctionCall != nil || p.FunctionCallSnake != nil:
+		switch fr := p.FunctionResponse; {
+		case p.FunctionCall != nil:
 			return m, adkInvalid([]any{"newMessage", "parts", i}, "User message cannot contain function calls.")
 		case fr != nil:
 			var obj map[string]json.RawMessage
 			if json.Unmarshal(fr.Response, &obj) != nil {
 				return m, adkInvalid([]any{"newMessage", "parts", i, "functionResponse", "response"}, "Input should be a valid dictionary")
 			}
-			m.responses = append(m.responses, adkResponse{ID: fr.ID, Name: fr.Name, Response: fr.Response})
+			m.responses = append(m.responses, *fr)
 		case p.Text != nil:
 			if utf8.RuneCountInString(*p.Text) > maxMessageRunes {
 				return m, adkInvalid([]any{"newMessage", "parts", i, "text"}, fmt.Sprintf("The message is over %d characters.", maxMessageRunes))
@@ -281,17 +237,17 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if r.app == "" {
+	if r.App == "" {
 		return adkDetail(http.StatusBadRequest, "app_name is required when ADK_DEFAULT_APP_NAME is not set")
 	}
-	if err := s.checkApp(r.app); err != nil {
+	if err := s.checkApp(r.App); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	ss, ok := s.adk.get(sessionKey(r.app, r.user, r.session))
+	ss, ok := s.adk.get(sessionKey(r.App, r.User, r.Session))
 	if !ok {
 		s.mu.Unlock()
-		return adkDetail(http.StatusNotFound, "Session not found: %s", r.session)
+		return adkDetail(http.StatusNotFound, "Session not found: %s", r.Session)
 	}
 	// A text starts a new run; function responses go on with the paused
 	// one.
@@ -299,13 +255,13 @@ func (s *Simulator) runSSE(w http.ResponseWriter, req *http.Request) error {
 	if len(r.message.texts) > 0 {
 		refuse = parseMagic(strings.Join(r.message.texts, "\n")).refuse
 	}
-	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r.key()) }); he != nil {
+	if he := s.refuse(refuse, func() [sha256.Size]byte { return callKey(req, r) }); he != nil {
 		s.mu.Unlock()
 		return he
 	}
 	frames := s.planADK(ss, r.message)
 	s.mu.Unlock()
-	s.streamADK(req.Context(), w, frames, r.streaming)
+	s.streamADK(req.Context(), w, frames, r.Streaming)
 	return nil
 }
 
@@ -339,10 +295,7 @@ func (s *Simulator) streamADK(ctx context.Context, w http.ResponseWriter, frames
 		var data []byte
 		if f.ev != nil {
 			f.ev.Timestamp = adkwire.Time(s.cfg.Now())
-			var err error
-			if data, err = jsonw.Marshal(f.ev); err != nil {
-				data = adkwire.ErrorFrame("TypeError", err.Error(), s.cfg.Now())
-			}
+			data, _ = jsonw.Marshal(f.ev) // the wire types always encode
 		} else {
 			data = adkwire.ErrorFrame(f.errType, f.errMsg, s.cfg.Now())
 		}

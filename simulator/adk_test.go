@@ -3,34 +3,17 @@ package simulator_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/simulator"
-	"github.com/brainwire/brainwire/sse"
 )
 
-// adkClient talks to the simulator's ADK face.
-type adkClient struct {
-	t   *testing.T
-	url string
-}
-
-func newADK(t *testing.T, cfg simulator.Config) *adkClient {
-	t.Helper()
-	if cfg.ChunkDelay == 0 {
-		cfg.ChunkDelay = -1
-	}
-	srv := httptest.NewServer(simulator.New(cfg))
-	t.Cleanup(srv.Close)
-	return &adkClient{t: t, url: srv.URL}
-}
-
-func (c *adkClient) do(method, path string, body any, header ...string) (int, http.Header, []byte) {
+// do makes a plain call at the listener's root and returns its answer.
+func (c *client) do(method, path string, body any, header ...string) (int, http.Header, []byte) {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -44,7 +27,7 @@ func (c *adkClient) do(method, path string, body any, header ...string) (int, ht
 		}
 		rd = strings.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.url+path, rd)
+	req, err := http.NewRequest(method, strings.TrimSuffix(c.base, simulator.ProjectPath)+path, rd)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -52,7 +35,7 @@ func (c *adkClient) do(method, path string, body any, header ...string) (int, ht
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -64,49 +47,33 @@ func (c *adkClient) do(method, path string, body any, header ...string) (int, ht
 	return resp.StatusCode, resp.Header, b
 }
 
-func (c *adkClient) session() string {
+func (c *client) session() string {
 	c.t.Helper()
 	status, _, b := c.do(http.MethodPost, "/apps/brainwire_classifier/users/u-1/sessions", map[string]any{})
-	if status != http.StatusOK {
+	var s adkwire.Session
+	if err := json.Unmarshal(b, &s); status != http.StatusOK || err != nil || s.ID == "" {
 		c.t.Fatalf("creating a session: %d %s", status, b)
-	}
-	var s struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil || s.ID == "" {
-		c.t.Fatalf("session %s: %v", b, err)
 	}
 	return s.ID
 }
 
-// adkEvent is an event as the face writes it, decoded loosely.
-type adkEvent map[string]any
-
-func (e adkEvent) partial() bool { p, _ := e["partial"].(bool); return p }
-
-func (e adkEvent) parts() []map[string]any {
-	c, _ := e["content"].(map[string]any)
-	ps, _ := c["parts"].([]any)
-	out := make([]map[string]any, len(ps))
-	for i, p := range ps {
-		out[i], _ = p.(map[string]any)
-	}
-	return out
-}
-
-func (e adkEvent) calls() []map[string]any {
-	var out []map[string]any
-	for _, p := range e.parts() {
-		if fc, ok := p["functionCall"].(map[string]any); ok {
-			out = append(out, fc)
+// adkCalls are an event's function calls, and the buckets they file.
+func adkCalls(ev adkwire.Event) (calls []*adkwire.FunctionCall, buckets []string) {
+	for _, p := range ev.Content.Parts {
+		if p.FunctionCall != nil {
+			var a fileArgs
+			_ = json.Unmarshal(p.FunctionCall.Args, &a)
+			calls, buckets = append(calls, p.FunctionCall), append(buckets, a.Bucket)
 		}
 	}
-	return out
+	return calls, buckets
 }
+
+func partial(ev adkwire.Event) bool { return ev.Partial != nil && *ev.Partial }
 
 // run posts /run_sse and parses the stream strictly: "data: <json>" and
 // a blank line per frame, nothing else.
-func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string) {
+func (c *client) run(body map[string]any) (events []adkwire.Event, errFrame string) {
 	c.t.Helper()
 	status, h, b := c.do(http.MethodPost, "/run_sse", body)
 	if status != http.StatusOK {
@@ -115,26 +82,20 @@ func (c *adkClient) run(body map[string]any) (events []adkEvent, errFrame string
 	if ct := h.Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
 		c.t.Fatalf("content type %q", ct)
 	}
-	r := sse.NewReader(bytes.NewReader(b), sse.MaxEventSize(1<<22))
-	for {
-		f, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		data := string(f.Data)
-		if err != nil || len(f.Name) > 0 {
-			c.t.Fatalf("frame %q %s: %v", f.Name, data, err)
+	for _, f := range parseSSE(c.t, bytes.NewReader(b)) {
+		if f.Event != "" {
+			c.t.Fatalf("frame %q %s", f.Event, f.Data)
 		}
 		if errFrame != "" {
-			c.t.Fatalf("a frame after the error frame: %s", data)
+			c.t.Fatalf("a frame after the error frame: %s", f.Data)
 		}
-		if strings.HasPrefix(data, `{"error": `) {
-			errFrame = data
+		if strings.HasPrefix(f.Data, `{"error": `) {
+			errFrame = f.Data
 			continue
 		}
-		var ev adkEvent
-		if err := json.Unmarshal(f.Data, &ev); err != nil {
-			c.t.Fatalf("frame %s: %v", data, err)
+		var ev adkwire.Event
+		if err := json.Unmarshal([]byte(f.Data), &ev); err != nil || ev.Content == nil {
+			c.t.Fatalf("frame %s: %v", f.Data, err)
 		}
 		events = append(events, ev)
 	}
@@ -157,71 +118,18 @@ func functionResponses(rs ...map[string]any) map[string]any {
 	return map[string]any{"role": "user", "parts": parts}
 }
 
-func adkFiled(call map[string]any, bucket, status string) map[string]any {
-	return map[string]any{"id": call["id"], "name": call["name"],
+func adkFiled(call *adkwire.FunctionCall, bucket, status string) map[string]any {
+	return map[string]any{"id": call.ID, "name": call.Name,
 		"response": map[string]any{"bucket": bucket, "confidence": 0.9, "item_id": "item-1", "status": status}}
 }
 
-func TestADKRoutes(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	tests := []struct {
-		name, method, path string
-		body               any
-		header             []string
-		want               int
-		wantBody           string
-	}{
-		{"list apps", "GET", "/list-apps", nil, nil, 200, `["brainwire_classifier"]`},
-		{"list apps in detail", "GET", "/list-apps?detailed=true", nil, nil, 200, `"rootAgentName":"classifier"`},
-		{"unknown app", "POST", "/apps/other/users/u/sessions", map[string]any{}, nil, 404, `{"detail":"Agent not found: 'other'"}`},
-		{"a private app", "POST", "/apps/__x/users/u/sessions", map[string]any{}, nil, 403, `"detail"`},
-		{"a chosen session id", "POST", "/apps/brainwire_classifier/users/u/sessions", map[string]any{"sessionId": "s-1"}, nil, 200, `"id":"s-1"`},
-		{"the same id again", "POST", "/apps/brainwire_classifier/users/u/sessions", map[string]any{"sessionId": "s-1"}, nil, 409, `{"detail":"Session already exists: s-1"}`},
-		{"wrong method", "GET", "/run_sse", nil, nil, 405, `{"detail":"Method Not Allowed"}`},
-		{"unknown route", "GET", "/apps/x", nil, nil, 404, `{"detail":"Not Found"}`},
-		{"a browser's cross-site post", "POST", "/run_sse", map[string]any{}, []string{"Origin", "https://evil.example"}, 403, "Forbidden: origin not allowed"},
-		{"unknown session", "POST", "/run_sse", runBody("nope", textMessage("hi")), nil, 404, `{"detail":"Session not found: nope"}`},
-		{"no user", "POST", "/run_sse", map[string]any{"appName": "brainwire_classifier", "sessionId": "s"}, nil, 422, `"loc":["body","userId"]`},
-		{"streaming not a boolean", "POST", "/run_sse", map[string]any{"app_name": "brainwire_classifier", "user_id": "u", "session_id": "s", "streaming": "yes"},
-			nil, 422, `"loc":["body","streaming"]`},
-		{"no app", "POST", "/run_sse", map[string]any{"userId": "u", "sessionId": "s", "newMessage": textMessage("hi")}, nil, 400, "app_name is required"},
-		{"not JSON", "POST", "/run_sse", "{", nil, 422, `"detail":[`},
-		{"an unknown member in the message", "POST", "/run_sse",
-			map[string]any{"appName": "brainwire_classifier", "userId": "u", "sessionId": "s-1", "newMessage": map[string]any{"role": "user", "parts": []any{map[string]any{"txt": "hi"}}}}, nil, 422, "unknown field"},
-		{"a function call in the message", "POST", "/run_sse",
-			map[string]any{"appName": "brainwire_classifier", "userId": "u", "sessionId": "s-1", "newMessage": map[string]any{"role": "user", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "f"}}}}}, nil, 422, "cannot contain function calls"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			status, _, b := c.do(tt.method, tt.path, tt.body, tt.header...)
-			if status != tt.want || !strings.Contains(string(b), tt.wantBody) {
-				t.Fatalf("%d %s, want %d with %s", status, b, tt.want, tt.wantBody)
-			}
-		})
-	}
-}
-
 func TestADKFaults(t *testing.T) {
-	c := newADK(t, simulator.Config{})
-	t.Run("invalid bucket, then a retry", func(t *testing.T) {
-		session := c.session()
-		evs, _ := c.run(runBody(session, textMessage("Pay the electricity bill #invalid-bucket")))
-		call := evs[len(evs)-1].calls()[0]
-		if call["args"].(map[string]any)["bucket"] != "Misc" {
-			t.Fatalf("first call %v", call)
-		}
-		evs, _ = c.run(runBody(session, functionResponses(map[string]any{"id": call["id"], "name": "file_capture",
-			"response": map[string]any{"error": "invalid_bucket", "message": "Misc is not a bucket"}})))
-		retry := evs[len(evs)-1].calls()
-		if len(retry) != 1 || retry[0]["args"].(map[string]any)["bucket"] != "Admin" || retry[0]["id"] == call["id"] {
-			t.Fatalf("retry %v", retry)
-		}
-	})
+	c, _ := newSim(t, simulator.Config{})
 	t.Run("responses and text in one message", func(t *testing.T) {
 		session := c.session()
 		evs, _ := c.run(runBody(session, textMessage("Call mom")))
-		call := evs[len(evs)-1].calls()[0]
-		msg := functionResponses(adkFiled(call, "People", "classified"))
+		calls, _ := adkCalls(evs[len(evs)-1])
+		msg := functionResponses(adkFiled(calls[0], "People", "classified"))
 		msg["parts"] = append(msg["parts"].([]any), map[string]any{"text": "and hi"})
 		_, errFrame := c.run(runBody(session, msg))
 		if !strings.Contains(errFrame, "Message cannot contain both function responses and text") {
@@ -240,15 +148,8 @@ func TestADKFaults(t *testing.T) {
 		body := runBody(c.session(), textMessage("Call mom about her birthday"))
 		body["streaming"] = false
 		evs, _ := c.run(body)
-		if len(evs) != 1 || evs[0].partial() {
+		if len(evs) != 1 || partial(evs[0]) {
 			t.Fatalf("%d events: %v", len(evs), evs)
-		}
-	})
-	t.Run("snake_case names", func(t *testing.T) {
-		session := c.session()
-		evs, _ := c.run(map[string]any{"app_name": "brainwire_classifier", "user_id": "u-1", "session_id": session, "new_message": textMessage("Call mom"), "streaming": true})
-		if len(evs[len(evs)-1].calls()) != 1 {
-			t.Fatalf("%v", evs[len(evs)-1])
 		}
 	})
 }
@@ -258,12 +159,12 @@ func TestADKFaults(t *testing.T) {
 // each of the agent's events but the partial ones, in order, under the
 // run's invocation id. Another user's session of that id is not found.
 func TestADKSession(t *testing.T) {
-	c := newADK(t, simulator.Config{})
+	c, _ := newSim(t, simulator.Config{})
 	session := c.session()
-	get := func(user, id string) (int, adkSession) {
+	get := func(user, id string) (int, adkwire.Session) {
 		t.Helper()
 		status, _, b := c.do(http.MethodGet, "/apps/brainwire_classifier/users/"+user+"/sessions/"+id, nil)
-		var s adkSession
+		var s adkwire.Session
 		if status == http.StatusOK {
 			if err := json.Unmarshal(b, &s); err != nil {
 				t.Fatalf("session %s: %v", b, err)
@@ -276,39 +177,36 @@ func TestADKSession(t *testing.T) {
 		t.Fatalf("a new session: %d %+v", status, s)
 	}
 	evs, _ := c.run(runBody(session, textMessage("Call mom about her birthday")))
-	call := evs[len(evs)-1].calls()[0]
-	c.run(runBody(session, functionResponses(adkFiled(call, "People", "classified"))))
+	calls, _ := adkCalls(evs[len(evs)-1])
+	c.run(runBody(session, functionResponses(adkFiled(calls[0], "People", "classified"))))
 
 	_, s := get("u-1", session)
 	var got []string
 	for _, ev := range s.Events {
-		if ev.partial() {
-			t.Errorf("a partial event in the session: %v", ev)
+		if partial(ev) || ev.InvocationID != evs[0].InvocationID {
+			t.Errorf("a partial event, or one of another invocation, in the session: %+v", ev)
 		}
-		if ev["invocationId"] != evs[0]["invocationId"] {
-			t.Errorf("event of invocation %v; want %v", ev["invocationId"], evs[0]["invocationId"])
-		}
-		kind := fmt.Sprint(ev["author"])
-		for _, p := range ev.parts() {
+		kind := ev.Author
+		for _, p := range ev.Content.Parts {
 			switch {
-			case p["functionCall"] != nil:
+			case p.FunctionCall != nil:
 				kind += " call"
-			case p["functionResponse"] != nil:
-				kind += " response " + fmt.Sprint(p["functionResponse"].(map[string]any)["id"])
-			case p["thought"] == true:
+			case p.FunctionResponse != nil:
+				kind += " response " + p.FunctionResponse.ID
+			case p.Thought:
 				kind += " thought"
 			default:
-				kind += " " + fmt.Sprint(p["text"])
+				kind += " " + p.Text
 			}
 		}
 		got = append(got, kind)
 	}
-	want := []string{"user Call mom about her birthday", "classifier thought call", "user response " + fmt.Sprint(call["id"]), "classifier Filed to People."}
+	want := []string{"user Call mom about her birthday", "classifier thought call", "user response " + calls[0].ID, "classifier Filed to People."}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if s.Events[1]["id"] != evs[len(evs)-1]["id"] {
-		t.Errorf("the recorded model event is %v; the streamed one %v", s.Events[1]["id"], evs[len(evs)-1]["id"])
+	if s.Events[1].ID != evs[len(evs)-1].ID {
+		t.Errorf("the recorded model event is %v; the streamed one %v", s.Events[1].ID, evs[len(evs)-1].ID)
 	}
 	if status, _ := get("u-2", session); status != http.StatusNotFound {
 		t.Errorf("another user's session: %d", status)
@@ -317,12 +215,4 @@ func TestADKSession(t *testing.T) {
 		string(b) != `{"detail":"Session not found"}` {
 		t.Errorf("an unknown session: %d %s", status, b)
 	}
-}
-
-// adkSession is a session as GET answers it, decoded loosely.
-type adkSession struct {
-	ID      string     `json:"id"`
-	AppName string     `json:"appName"`
-	UserID  string     `json:"userId"`
-	Events  []adkEvent `json:"events"`
 }

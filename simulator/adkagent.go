@@ -64,7 +64,7 @@ func (p *adkPlan) record(ev adkwire.Event) {
 		}
 		ss.obj.Events = slices.Delete(ss.obj.Events, 0, over)
 	}
-	p.s.accountADK(ss, n)
+	p.s.adk.grow(ss.key, n)
 }
 
 // eventBytes is about what an event holds, for eviction.
@@ -101,15 +101,15 @@ func (p *adkPlan) start(texts []string) {
 		ss.context = 32 + tokens(p.s.cfg.Instructions) + tokens(string(defaultTools()))
 	}
 	ss.context += tokens(text)
-	ss.messages = append(ss.messages, userMessage(text))
+	ss.messages = append(ss.messages, newMessage("user", text))
 	for len(ss.messages) > maxThreadMessages {
-		p.s.accountADK(ss, -len(ss.messages[0].text))
+		p.s.adk.grow(ss.key, -len(ss.messages[0].text))
 		ss.messages = ss.messages[1:]
 	}
 	ss.invocation = "e-" + p.s.uuid()
 	ss.pending = nil
 	ss.mem = runMemory{magic: parseMagic(text), tools: map[string]bool{brainwire.ToolFileCapture: true, brainwire.ToolTranscribeAudio: true}}
-	p.s.accountADK(ss, len(text))
+	p.s.adk.grow(ss.key, len(text))
 	parts := make([]adkwire.Part, len(texts))
 	for i, t := range texts {
 		parts[i] = adkwire.Part{Text: t}
@@ -152,7 +152,7 @@ func (p *adkPlan) resume(responses []adkResponse) {
 	ss.pending = nil
 	p.agent().resume(calls)
 	if m := newestUser(ss.messages); m != nil && m.transcript != nil && calls[0].name == brainwire.ToolTranscribeAudio {
-		p.s.accountADK(ss, len(*m.transcript))
+		p.s.adk.grow(ss.key, len(*m.transcript))
 	}
 }
 
@@ -268,7 +268,7 @@ func (p *adkPlan) partials(thoughts, texts []string, calls []*toolCall, id strin
 
 func (p *adkPlan) event(id string, partial bool, parts []adkwire.Part) *adkwire.Event {
 	return &adkwire.Event{
-		ModelVersion: p.s.cfg.Model,
+		ModelVersion: DefaultModel,
 		Content:      &adkwire.Content{Parts: parts, Role: "model"},
 		Partial:      &partial,
 		InvocationID: p.ss.invocation,

@@ -180,10 +180,14 @@ func readMessages(msgs []*message) capture {
 	return c
 }
 
-// userMessage is a message from the person, its audio line read.
-func userMessage(text string) *message {
-	url, _ := splitAudio(text)
-	return &message{text: text, audioURL: url, obj: foundrywire.Message{Role: "user"}}
+// newMessage is a message of role, its audio line read when it is the
+// person's.
+func newMessage(role, text string) *message {
+	m := &message{text: text, obj: foundrywire.Message{Role: role}}
+	if role == "user" {
+		m.audioURL, _ = splitAudio(text)
+	}
+	return m
 }
 
 // newestUser returns the newest user message of msgs, nil when none.

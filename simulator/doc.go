@@ -14,7 +14,7 @@
 //	Threads      threads[/{t}[/messages|/runs[/{r}[/submit_tool_outputs|/cancel]]]],
 //	             threads/runs, assistants/{id}; ?api-version=   bearer          as Responses
 //	ADK          /list-apps, /apps/{app}/users/{u}/sessions[/{id}],
-//	             /run_sse (app Config.ADKApp)                    none            {"detail": …}
+//	             /run_sse (app brainwire_classifier)           none            {"detail": …}
 //	Stats        GET /simulator/stats (Stats)                  none
 //
 // The ADK face, like `adk api_server`, refuses a non-GET request with an

@@ -184,6 +184,7 @@ func decode(w http.ResponseWriter, req *http.Request, v any, optional bool) erro
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, maxBodyBytes))
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
+		var wrongType *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &tooBig):
 			return &httpError{status: http.StatusRequestEntityTooLarge, code: "request_too_large",
@@ -192,6 +193,8 @@ func decode(w http.ResponseWriter, req *http.Request, v any, optional bool) erro
 			return nil
 		case errors.Is(err, io.EOF):
 			return badRequest("", "The request body is empty.")
+		case errors.As(err, &wrongType):
+			return badRequest(wrongType.Field, "Invalid type for '%s': expected %s, got %s.", wrongType.Field, wrongType.Type, wrongType.Value)
 		}
 		return badRequest("", "The request body is not valid JSON: %v", err)
 	}

@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -29,38 +28,6 @@ func TestPacerKeepsItsSchedule(t *testing.T) {
 	// Frame 4 is due at 100 ms, 15 ms from now (85 ms), not 25.
 	if got := p.next(); got != 15*time.Millisecond {
 		t.Fatalf("frame 4: wait %v, want 15ms", got)
-	}
-}
-
-func TestPacerWithoutDelayNeverWaits(t *testing.T) {
-	for _, d := range []time.Duration{0, -1} {
-		p := newPacer(d, time.Now, nil)
-		for range 3 {
-			if got := p.next(); got != 0 {
-				t.Fatalf("delay %v: wait %v", d, got)
-			}
-		}
-	}
-}
-
-// pause gives way to a cancel or a client that left, and can wait again
-// after either with the same timer.
-func TestPacerPauseStopsEarly(t *testing.T) {
-	p := newPacer(time.Hour, time.Now, nil)
-	cancel := make(chan struct{})
-	close(cancel)
-	p.pause(context.Background(), cancel)
-
-	ctx, stop := context.WithCancel(context.Background())
-	stop()
-	p.pause(ctx, nil)
-
-	p = newPacer(time.Millisecond, time.Now, nil)
-	for range 3 {
-		p.pause(context.Background(), nil)
-	}
-	if late := time.Until(p.due); late > 0 {
-		t.Fatalf("pause returned %v before the frame was due", late)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire/adk/adkwire"
 	"github.com/brainwire/brainwire/simulator"
 )
 
@@ -25,10 +26,10 @@ func TestRefuseOnEveryFace(t *testing.T) {
 		status           int
 		// run sets the face up on c and returns the run's two calls, the
 		// second valid once the first was served, and what the face holds.
-		run func(c *adkClient, text string) (start, outputs answer, held func() int)
+		run func(c *client, text string) (start, outputs answer, held func() int)
 	}{
 		{"threads", "#refuse:503:2 Pay the electricity bill", `"code":"service_unavailable"`, http.StatusServiceUnavailable,
-			func(c *adkClient, text string) (answer, answer, func() int) {
+			func(c *client, text string) (answer, answer, func() int) {
 				path := simulator.ProjectPath + "/threads/runs?api-version=v1"
 				var submit string
 				var outputs map[string]any
@@ -51,7 +52,7 @@ func TestRefuseOnEveryFace(t *testing.T) {
 				return start, func() (int, http.Header, []byte) { return c.do(http.MethodPost, submit, outputs, foundry...) }, held
 			}},
 		{"responses", "#refuse:429:2 Pay the electricity bill", `"code":"rate_limit_exceeded"`, http.StatusTooManyRequests,
-			func(c *adkClient, text string) (answer, answer, func() int) {
+			func(c *client, text string) (answer, answer, func() int) {
 				path := simulator.ProjectPath + "/openai/v1/responses"
 				var next map[string]any
 				start := func() (int, http.Header, []byte) {
@@ -75,15 +76,17 @@ func TestRefuseOnEveryFace(t *testing.T) {
 				return start, outputs, func() int { return 0 }
 			}},
 		{"adk", "#refuse:502:2 Pay the electricity bill", `{"detail":"The service received`, http.StatusBadGateway,
-			func(c *adkClient, text string) (answer, answer, func() int) {
+			func(c *client, text string) (answer, answer, func() int) {
 				session := c.session()
 				var next map[string]any
 				start := func() (int, http.Header, []byte) {
 					status, h, b := c.do(http.MethodPost, "/run_sse", runBody(session, textMessage(text)))
 					for line := range strings.SplitSeq(string(b), "\n") {
-						var ev adkEvent
-						if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && len(ev.calls()) > 0 {
-							next = runBody(session, functionResponses(adkFiled(ev.calls()[0], "Admin", "classified")))
+						var ev adkwire.Event
+						if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ev) == nil && ev.Content != nil {
+							if calls, _ := adkCalls(ev); len(calls) > 0 {
+								next = runBody(session, functionResponses(adkFiled(calls[0], "Admin", "classified")))
+							}
 						}
 					}
 					return status, h, b
@@ -91,7 +94,7 @@ func TestRefuseOnEveryFace(t *testing.T) {
 				outputs := func() (int, http.Header, []byte) { return c.do(http.MethodPost, "/run_sse", next) }
 				held := func() int {
 					_, _, b := c.do(http.MethodGet, "/apps/brainwire_classifier/users/u-1/sessions/"+session, nil)
-					var s adkSession
+					var s adkwire.Session
 					_ = json.Unmarshal(b, &s)
 					return len(s.Events)
 				}
@@ -100,7 +103,7 @@ func TestRefuseOnEveryFace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.face, func(t *testing.T) {
-			c := newADK(t, simulator.Config{})
+			c, _ := newSim(t, simulator.Config{})
 			start, outputs, held := tc.run(c, tc.text)
 			check := func(what string, call answer) {
 				for i := range 3 {

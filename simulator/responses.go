@@ -172,10 +172,10 @@ var responsesRoutes = []route{
 	{http.MethodGet, "conversations/*", (*Simulator).getConversation},
 	{http.MethodGet, "conversations/*/items", (*Simulator).listConversationItems},
 	{http.MethodGet, "models", func(s *Simulator, w http.ResponseWriter, _ *http.Request, _ []string) error {
-		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: s.cfg.Model, LastID: s.cfg.Model})
+		return writeJSON(w, http.StatusOK, foundrywire.List{Object: "list", Data: []responseswire.Model{s.model()}, FirstID: DefaultModel, LastID: DefaultModel})
 	}},
 	{http.MethodGet, "models/*", func(s *Simulator, w http.ResponseWriter, _ *http.Request, ids []string) error {
-		if ids[0] != s.cfg.Model {
+		if ids[0] != DefaultModel {
 			return notFound("model", ids[0])
 		}
 		return writeJSON(w, http.StatusOK, s.model())
@@ -183,7 +183,7 @@ var responsesRoutes = []route{
 }
 
 func (s *Simulator) model() responseswire.Model {
-	return responseswire.Model{ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
+	return responseswire.Model{ID: DefaultModel, Object: "model", Created: 0, OwnedBy: "brainwire-simulator"}
 }
 
 // getDeployment answers the project's deployment of the simulated model,
@@ -195,10 +195,10 @@ func (s *Simulator) getDeployment(w http.ResponseWriter, req *http.Request, seg 
 	if len(seg) != 1 || seg[0] == "" {
 		return noOperation(req)
 	}
-	if seg[0] != s.cfg.Model {
+	if seg[0] != DefaultModel {
 		return &httpError{status: http.StatusNotFound, code: "DeploymentNotFound", message: fmt.Sprintf("Deployment %s was not found.", seg[0])}
 	}
-	d := responseswire.NewDeployment(s.cfg.Model, s.cfg.Model)
+	d := responseswire.NewDeployment(DefaultModel, DefaultModel)
 	d.ModelPublisher = "brainwire-simulator"
 	return writeJSON(w, http.StatusOK, d)
 }
@@ -229,7 +229,7 @@ func (s *Simulator) agentVersion() agentVersionObject {
 		Object: "agent.version", ID: DefaultAgentName + ":" + DefaultAgentVersion, Name: DefaultAgentName, Version: DefaultAgentVersion,
 		Description: agentDescription,
 		Metadata:    json.RawMessage(`{}`), CreatedAt: 0,
-		Definition: agentDefinition{Kind: "prompt", Model: s.cfg.Model, Instructions: s.cfg.Instructions,
+		Definition: agentDefinition{Kind: "prompt", Model: DefaultModel, Instructions: s.cfg.Instructions,
 			Reasoning: &responseswire.Reasoning{Effort: "low", Summary: ptr("auto")}, Tools: agentTools()},
 	}
 }
@@ -335,9 +335,6 @@ type responseRequest struct {
 	Stream             bool            `json:"stream"`
 	Background         bool            `json:"background"`
 	Metadata           json.RawMessage `json:"metadata"`
-	Temperature        *float64        `json:"temperature"`
-	TopP               *float64        `json:"top_p"`
-	MaxOutputTokens    *int64          `json:"max_output_tokens"`
 }
 
 // inputKind is what an input item is.
@@ -366,7 +363,7 @@ func parseInput(raw json.RawMessage) ([]inputItem, error) {
 		if err := checkText(text, "input"); err != nil {
 			return nil, err
 		}
-		return []inputItem{{kind: inputMessage, message: userMessage(text)}}, nil
+		return []inputItem{{kind: inputMessage, message: newMessage("user", text)}}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -414,11 +411,7 @@ func parseInputItem(raw json.RawMessage, param string) (inputItem, error) {
 		if err != nil {
 			return inputItem{}, err
 		}
-		m := &message{text: text, obj: foundrywire.Message{Role: it.Role}}
-		if it.Role == "user" {
-			m.audioURL, _ = splitAudio(text)
-		}
-		return inputItem{kind: inputMessage, message: m}, nil
+		return inputItem{kind: inputMessage, message: newMessage(it.Role, text)}, nil
 	}
 	return inputItem{}, badRequest(param+".type", "Input items of type %q are not supported by the simulator (use message or function_call_output).", it.Type)
 }
@@ -473,10 +466,7 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 			convID = obj.ID
 		}
 	}
-	prevID := ""
-	if body.PreviousResponseID != nil {
-		prevID = *body.PreviousResponseID
-	}
+	prevID := deref(body.PreviousResponseID, "")
 	if convID != "" && prevID != "" {
 		return nil, badRequest("previous_response_id", "Previous response cannot be used in conjunction with conversation.")
 	}
@@ -493,16 +483,12 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 			return nil, err
 		}
 	}
-	model, instructions := body.Model, ""
-	if body.Instructions != nil {
-		instructions = *body.Instructions
-	}
-	summary := ""
-	if body.Reasoning != nil && body.Reasoning.Summary != nil {
-		summary = *body.Reasoning.Summary
+	model, instructions, summary := body.Model, deref(body.Instructions, ""), ""
+	if body.Reasoning != nil {
+		summary = deref(body.Reasoning.Summary, "")
 	}
 	if agent != nil {
-		model, instructions, summary = s.cfg.Model, s.cfg.Instructions, "auto"
+		model, instructions, summary = DefaultModel, s.cfg.Instructions, "auto"
 		tools = agentTools()
 		names = map[string]bool{brainwire.ToolFileCapture: true, brainwire.ToolTranscribeAudio: true}
 	}
@@ -581,18 +567,17 @@ func (s *Simulator) prepareResponse(body *responseRequest, call func() [sha256.S
 		return nil, err
 	}
 
-	store := body.Store == nil || *body.Store
-	parallel := body.ParallelToolCalls == nil || *body.ParallelToolCalls
+	store := deref(body.Store, true)
 	r := &storedResponse{obj: responseswire.Response{
 		ID: s.cfg.NewID("resp"), Object: "response", CreatedAt: s.now(), Status: "in_progress", Background: false,
-		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: parallel,
+		Instructions: orNull(instructions), Model: model, Output: []json.RawMessage{}, ParallelToolCalls: deref(body.ParallelToolCalls, true),
 		PreviousResponseID: orNull(prevID), Reasoning: responseswire.Reasoning{Effort: "medium", Summary: orNull(summary)},
 		Store: store, Temperature: responseswire.Float(1), Text: json.RawMessage(`{"format":{"type":"text"}}`),
 		ToolChoice: orDefault(body.ToolChoice, `"auto"`), Tools: tools, TopP: responseswire.Float(1), Truncation: "disabled",
 		Metadata: orDefault(body.Metadata, `{}`),
 	}}
-	if body.Reasoning != nil && body.Reasoning.Effort != nil {
-		r.obj.Reasoning.Effort = *body.Reasoning.Effort
+	if body.Reasoning != nil {
+		r.obj.Reasoning.Effort = deref(body.Reasoning.Effort, r.obj.Reasoning.Effort)
 	}
 	if agent != nil {
 		r.obj.Reasoning.Effort = "low"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -256,80 +255,6 @@ func TestResponsesFoundryAgent(t *testing.T) {
 		t.Fatalf("deployment %+v", dep)
 	}
 	c.call(http.MethodGet, "/deployments/another-model", nil, http.StatusNotFound, nil)
-}
-
-// TestResponsesProtocolErrors: requests the service refuses are refused
-// with its error shape.
-func TestResponsesProtocolErrors(t *testing.T) {
-	c, _ := newSim(t, simulator.Config{})
-	conv := c.newConversation()
-	r1 := final(t, c.respond(firstRequest(conv, "Call mom")))
-	ref := map[string]any{"type": "agent_reference", "name": simulator.DefaultAgentName}
-	nested := []any{map[string]any{"type": "function", "function": map[string]any{"name": "file_capture"}}}
-	cases := []struct {
-		name   string
-		body   any
-		status int
-		msg    string
-	}{
-		{"no model", map[string]any{"input": "hi"}, 400, "Missing required parameter: 'model'."},
-		{"no input", map[string]any{"model": "m"}, 400, "'input'"},
-		{"conversation and previous response", map[string]any{"model": "m", "input": "x", "conversation": conv, "previous_response_id": r1.ID}, 400, "in conjunction with conversation"},
-		{"unknown previous response", map[string]any{"model": "m", "input": "x", "previous_response_id": "resp_nope"}, 404, "Previous response with id 'resp_nope' not found."},
-		{"unknown conversation", map[string]any{"model": "m", "input": "x", "conversation": "conv_nope"}, 404, "Conversation with id 'conv_nope' not found."},
-		{"a pending call not answered", map[string]any{"model": "m", "input": "x", "conversation": conv}, 400, "No tool output found for function call call_"},
-		{"an output for no call", map[string]any{"model": "m", "conversation": conv, "input": []any{
-			map[string]any{"type": "function_call_output", "call_id": "call_nope", "output": "{}"}}}, 400, "No tool call found for function call output with call_id call_nope."},
-		{"Chat Completions tool shape", map[string]any{"model": "m", "input": "x", "tools": nested}, 400, "Missing required parameter: 'tools[0].name'."},
-		{"tools with an agent", map[string]any{"agent_reference": ref, "input": "x", "tools": responsesTools}, 400, "Not allowed when agent is specified."},
-		{"an unknown agent", map[string]any{"agent_reference": map[string]any{"type": "agent_reference", "name": "x"}, "input": "x"}, 404, "Agent x was not found."},
-		{"an unknown item type", map[string]any{"model": "m", "input": []any{map[string]any{"type": "item_reference", "id": "x"}}}, 400, "not supported"},
-		{"a bad role", map[string]any{"model": "m", "input": []any{map[string]any{"role": "robot", "content": "x"}}}, 400, "Invalid value: 'robot'"},
-		{"background", map[string]any{"model": "m", "input": "x", "background": true}, 400, "Background responses"},
-		{"not JSON", "{", 400, "not valid JSON"},
-		{"too long a message", map[string]any{"model": "m", "input": strings.Repeat("a", 40000)}, 400, "over 32768 characters"},
-		{"too large a body", map[string]any{"model": "m", "input": "x", "metadata": map[string]string{"pad": strings.Repeat("a", 1<<20)}}, 413, "over 1048576 bytes"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var resp *http.Response
-			if s, ok := tc.body.(string); ok {
-				req, _ := http.NewRequest(http.MethodPost, c.base+responsesPath+"/responses", strings.NewReader(s))
-				req.Header.Set("Authorization", "Bearer x")
-				resp, _ = c.hc.Do(req)
-			} else {
-				resp = c.request(context.Background(), http.MethodPost, responsesPath+"/responses", tc.body)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			var e struct {
-				Error struct{ Message, Type, Code string }
-			}
-			if resp.StatusCode != tc.status || json.Unmarshal(b, &e) != nil || !strings.Contains(e.Error.Message, tc.msg) || e.Error.Type == "" {
-				t.Fatalf("%d %s", resp.StatusCode, b)
-			}
-		})
-	}
-	// Credentials are required: a bearer token or an api-key.
-	for _, h := range []map[string]string{{}, {"Authorization": "Basic x"}} {
-		req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("headers %v: %d", h, resp.StatusCode)
-		}
-	}
-	req, _ := http.NewRequest(http.MethodGet, c.base+responsesPath+"/models", nil)
-	req.Header.Set("api-key", "k")
-	if resp, err := c.hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("api-key: %v %v", resp, err)
-	}
 }
 
 // TestResponsesPaths: the face answers on a Foundry project's, Azure

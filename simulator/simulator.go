@@ -46,11 +46,6 @@ type Config struct {
 	// ChunkDelay is the pause before each streamed message chunk. Zero
 	// means DefaultChunkDelay; a negative value means no pause (tests).
 	ChunkDelay time.Duration
-	// AgentID is the agent reported by GET /assistants/{id}. Runs accept
-	// and echo whatever assistant_id the request names.
-	AgentID string
-	// Model is reported on runs that do not name one.
-	Model string
 	// Instructions are the agent's: reported by GET /assistants/{id} and
 	// on runs that do not bring their own. Rule lines in them steer the
 	// classifier (see instructions.go).
@@ -63,8 +58,6 @@ type Config struct {
 	// MaxThreads bounds the threads kept, and the ADK face's sessions; the
 	// least recently used go first. Zero means DefaultMaxThreads.
 	MaxThreads int
-	// ADKApp is the app the ADK face serves; DefaultADKApp when empty.
-	ADKApp string
 	// Variation makes answers vary from run to run, reproducibly (the
 	// zero value: they do not).
 	Variation Variation
@@ -95,12 +88,6 @@ func New(cfg Config) *Simulator {
 	if cfg.ChunkDelay == 0 {
 		cfg.ChunkDelay = DefaultChunkDelay
 	}
-	if cfg.AgentID == "" {
-		cfg.AgentID = DefaultAgentID
-	}
-	if cfg.Model == "" {
-		cfg.Model = DefaultModel
-	}
 	if cfg.Instructions == "" {
 		cfg.Instructions = DefaultInstructions
 	}
@@ -112,9 +99,6 @@ func New(cfg Config) *Simulator {
 	}
 	if cfg.MaxThreads <= 0 {
 		cfg.MaxThreads = DefaultMaxThreads
-	}
-	if cfg.ADKApp == "" {
-		cfg.ADKApp = DefaultADKApp
 	}
 	rules := parseRules(cfg.Instructions)
 	return &Simulator{
@@ -215,18 +199,15 @@ func (s *Simulator) newThread(metadata json.RawMessage) *thread {
 	return th
 }
 
-// thread returns a live thread and marks it used; the caller holds s.mu.
-func (s *Simulator) thread(id string) (*thread, bool) { return s.threads.get(id) }
-
 // addMessage appends a message, dropping the oldest beyond the per-thread
 // cap; the caller holds s.mu.
 func (s *Simulator) addMessage(th *thread, m *message) {
 	th.messages = append(th.messages, m)
-	s.account(th, len(m.text))
+	s.threads.grow(th.obj.ID, len(m.text))
 	for len(th.messages) > maxThreadMessages {
 		old := th.messages[0]
 		th.messages = th.messages[1:]
-		s.account(th, -len(old.text))
+		s.threads.grow(th.obj.ID, -len(old.text))
 	}
 }
 
@@ -234,11 +215,8 @@ func (s *Simulator) addMessage(th *thread, m *message) {
 func (s *Simulator) setMessageText(th *thread, m *message, text string) {
 	d := len(text) - len(m.text)
 	m.text = text
-	s.account(th, d)
+	s.threads.grow(th.obj.ID, d)
 }
-
-// account adds n bytes to th's share, evicting others beyond the limits.
-func (s *Simulator) account(th *thread, n int) { s.threads.grow(th.obj.ID, n) }
 
 // runBytes is what a run holds beyond its thread's messages.
 func runBytes(r *run) int {
@@ -253,14 +231,14 @@ func runBytes(r *run) int {
 func (s *Simulator) addRun(th *thread, r *run) {
 	th.runs[r.obj.ID] = r
 	th.runOrder = append(th.runOrder, r.obj.ID)
-	s.account(th, runBytes(r))
+	s.threads.grow(th.obj.ID, runBytes(r))
 	for len(th.runOrder) > maxThreadRuns {
 		oldest := th.runs[th.runOrder[0]]
 		if oldest != nil && oldest.activeStatus() {
 			break
 		}
 		if oldest != nil {
-			s.account(th, -runBytes(oldest))
+			s.threads.grow(th.obj.ID, -runBytes(oldest))
 		}
 		delete(th.runs, th.runOrder[0])
 		th.runOrder = th.runOrder[1:]
@@ -286,26 +264,9 @@ func (s *Simulator) chunkDelay() time.Duration {
 	return s.cfg.ChunkDelay
 }
 
-const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// randomID returns prefix_ and 24 random base-62 characters, like the
-// service's ids.
-func randomID(prefix string) string {
-	var b [24]byte
-	out := make([]byte, 0, len(prefix)+1+len(b))
-	out = append(out, prefix...)
-	out = append(out, '_')
-	for len(out) < cap(out) {
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-		for _, c := range b {
-			// Reject the top of the byte range so every character is equally likely.
-			if c < 248 && len(out) < cap(out) {
-				out = append(out, idAlphabet[c%62])
-			}
-		}
-	}
-	return string(out)
-}
+// randomID returns prefix_ and 26 random characters, like the service's
+// ids.
+func randomID(prefix string) string { return prefix + "_" + rand.Text() }
 
 func orDefault(raw json.RawMessage, def string) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -315,3 +276,11 @@ func orDefault(raw json.RawMessage, def string) json.RawMessage {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// deref is what p points to, def when p is nil.
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -273,30 +273,6 @@ func TestFollowUpOnSameThread(t *testing.T) {
 	}
 }
 
-func TestDeterminism(t *testing.T) {
-	t.Parallel()
-	c, _ := newSim(t, simulator.Config{})
-	const text = "#two-calls Lunch with Sarah to brainstorm the launch"
-	var args, reasoning, shapes []string
-	for range 2 {
-		s := c.createAndRun(text)
-		_, calls := pendingCalls(t, s)
-		var a []string
-		for _, call := range calls {
-			a = append(a, call.Function.Arguments)
-		}
-		args = append(args, strings.Join(a, "|"))
-		reasoning = append(reasoning, messages(t, s)[0])
-		shapes = append(shapes, strings.Join(names(s), " "))
-	}
-	if args[0] != args[1] || reasoning[0] != reasoning[1] || shapes[0] != shapes[1] {
-		t.Errorf("two runs differ:\n%q\n%q\n%q\n%q", args[0], args[1], reasoning[0], reasoning[1])
-	}
-	if v1, v2 := simulator.Classify(text), simulator.Classify(text); fmt.Sprint(v1) != fmt.Sprint(v2) {
-		t.Errorf("Classify differs: %+v vs %+v", v1, v2)
-	}
-}
-
 // untilPaused starts a streamed capture and reads it up to its reasoning's
 // first chunk, which a simulator with a long ChunkDelay holds back.
 func (c *client) untilPaused(ctx context.Context) (*http.Response, *sseReader, []frame, foundrywire.Run) {
@@ -463,104 +439,63 @@ func TestNonStreamed(t *testing.T) {
 	}
 }
 
-func TestProtocolErrors(t *testing.T) {
+// wantError checks a Foundry face's error: status, and the service's
+// shape {"error":{code,message,type,param}} with the code named.
+func wantError(t *testing.T, resp *http.Response, status int, code string) {
+	t.Helper()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || !isServiceError(b) || !strings.Contains(string(b), `"code":"`+code+`"`) {
+		t.Errorf("status %d body %s, want %d %s", resp.StatusCode, b, status, code)
+	}
+}
+
+// isServiceError reports whether b is the Foundry faces' error shape,
+// {"error":{code,message,type,param}}, with a message and a type.
+func isServiceError(b []byte) bool {
+	var e struct {
+		Error map[string]json.RawMessage `json:"error"`
+	}
+	var msg, typ string
+	if json.Unmarshal(b, &e) != nil || json.Unmarshal(e.Error["message"], &msg) != nil || json.Unmarshal(e.Error["type"], &typ) != nil {
+		return false
+	}
+	_, param := e.Error["param"]
+	return msg != "" && typ != "" && param
+}
+
+// TestSubmitErrors: tool outputs that do not answer the pending calls,
+// one each, are refused, and the run still waits for them.
+func TestSubmitErrors(t *testing.T) {
 	t.Parallel()
 	c, _ := newSim(t, simulator.Config{})
-	type errBody struct {
-		Error struct {
-			Code    *string `json:"code"`
-			Message *string `json:"message"`
-			Type    *string `json:"type"`
-			Param   *string `json:"param"`
-		} `json:"error"`
+	s1 := c.createAndRun("#two-calls Call mom and finish the deck")
+	r, calls := pendingCalls(t, s1)
+	path := "/threads/" + r.ThreadID + "/runs/" + r.ID + "/submit_tool_outputs"
+	wantError(t, c.request(context.Background(), http.MethodGet, "/threads/"+r.ThreadID+"/runs/run_nope", nil), http.StatusNotFound, "not_found")
+	wantError(t, c.request(context.Background(), http.MethodPost, "/threads/"+r.ThreadID+"/runs/run_nope/submit_tool_outputs",
+		map[string]any{"tool_outputs": []any{}}), http.StatusNotFound, "not_found")
+	bad := map[string][]map[string]any{
+		"missing one":  {{"tool_call_id": calls[0].ID, "output": "ok"}},
+		"unknown id":   {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": "call_other", "output": "ok"}},
+		"duplicate id": {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": calls[0].ID, "output": "ok"}},
+		"not a string": {{"tool_call_id": calls[0].ID, "output": map[string]any{"a": 1}}, {"tool_call_id": calls[1].ID, "output": "ok"}},
+		"no id":        {{"output": "ok"}, {"tool_call_id": calls[1].ID, "output": "ok"}},
 	}
-	check := func(t *testing.T, resp *http.Response, status int, code string) {
-		t.Helper()
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var e errBody
-		if err := json.Unmarshal(b, &e); err != nil || resp.StatusCode != status || e.Error.Code == nil || *e.Error.Code != code ||
-			e.Error.Message == nil || *e.Error.Message == "" || e.Error.Type == nil {
-			t.Errorf("status %d body %s, want %d %s", resp.StatusCode, b, status, code)
-		}
-		var raw map[string]map[string]json.RawMessage
-		_ = json.Unmarshal(b, &raw)
-		if _, ok := raw["error"]["param"]; !ok {
-			t.Errorf("error without param: %s", b)
-		}
+	for name, outs := range bad {
+		resp := c.request(context.Background(), http.MethodPost, path, map[string]any{"tool_outputs": outs, "stream": true})
+		t.Run(name, func(t *testing.T) { wantError(t, resp, http.StatusBadRequest, "invalid_request") })
 	}
-	do := func(method, path, auth string) *http.Response {
-		req, _ := http.NewRequest(method, c.base+path, strings.NewReader(`{}`))
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+	var still foundrywire.Run
+	c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &still)
+	if still.Status != "requires_action" {
+		t.Fatalf("after bad submits: status %q", still.Status)
 	}
-	t.Run("missing api-version", func(t *testing.T) {
-		resp := do(http.MethodPost, "/threads/runs", "Bearer x")
-		check(t, resp, http.StatusBadRequest, "MissingApiVersionParameter")
-	})
-	t.Run("missing token", func(t *testing.T) {
-		check(t, do(http.MethodGet, "/threads/thread_x?api-version=v1", ""), http.StatusUnauthorized, "unauthorized")
-		check(t, do(http.MethodGet, "/threads/thread_x?api-version=v1", "Basic abc"), http.StatusUnauthorized, "unauthorized")
-	})
-	t.Run("unknown thread", func(t *testing.T) {
-		check(t, c.request(context.Background(), http.MethodGet, "/threads/thread_nope/runs/run_nope", nil), http.StatusNotFound, "not_found")
-		check(t, c.request(context.Background(), http.MethodPost, "/threads/thread_nope/runs", map[string]any{"assistant_id": testAgent}), http.StatusNotFound, "not_found")
-		check(t, c.request(context.Background(), http.MethodGet, "/threads/thread_nope/messages", nil), http.StatusNotFound, "not_found")
-	})
-	t.Run("unknown run", func(t *testing.T) {
-		s := c.createAndRun("#no-tool hello there")
-		r := lastRun(t, s)
-		check(t, c.request(context.Background(), http.MethodGet, "/threads/"+r.ThreadID+"/runs/run_nope", nil), http.StatusNotFound, "not_found")
-		check(t, c.request(context.Background(), http.MethodPost, "/threads/"+r.ThreadID+"/runs/run_nope/submit_tool_outputs",
-			map[string]any{"tool_outputs": []any{}}), http.StatusNotFound, "not_found")
-	})
-	t.Run("missing assistant", func(t *testing.T) {
-		check(t, c.request(context.Background(), http.MethodPost, "/threads/runs", map[string]any{"stream": true}), http.StatusBadRequest, "invalid_request")
-	})
-	t.Run("bare paths", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(c.base, simulator.ProjectPath)+"/assistants/"+simulator.DefaultAgentID+"?api-version=v1", nil)
-		req.Header.Set("Authorization", "Bearer x")
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("bare path: status %d", resp.StatusCode)
-		}
-	})
-	t.Run("bad submit", func(t *testing.T) {
-		s1 := c.createAndRun("#two-calls Call mom and finish the deck")
-		r, calls := pendingCalls(t, s1)
-		path := "/threads/" + r.ThreadID + "/runs/" + r.ID + "/submit_tool_outputs"
-		bad := map[string][]map[string]any{
-			"missing one":  {{"tool_call_id": calls[0].ID, "output": "ok"}},
-			"unknown id":   {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": "call_other", "output": "ok"}},
-			"duplicate id": {{"tool_call_id": calls[0].ID, "output": "ok"}, {"tool_call_id": calls[0].ID, "output": "ok"}},
-			"not a string": {{"tool_call_id": calls[0].ID, "output": map[string]any{"a": 1}}, {"tool_call_id": calls[1].ID, "output": "ok"}},
-			"no id":        {{"output": "ok"}, {"tool_call_id": calls[1].ID, "output": "ok"}},
-		}
-		for name, outs := range bad {
-			resp := c.request(context.Background(), http.MethodPost, path, map[string]any{"tool_outputs": outs, "stream": true})
-			t.Run(name, func(t *testing.T) { check(t, resp, http.StatusBadRequest, "invalid_request") })
-		}
-		var still foundrywire.Run
-		c.call(http.MethodGet, "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, http.StatusOK, &still)
-		if still.Status != "requires_action" {
-			t.Fatalf("after bad submits: status %q", still.Status)
-		}
-		done := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: "ok", calls[1].ID: "ok"})
-		wantShape(t, done, finalTurn()...)
-		resp := c.request(context.Background(), http.MethodPost, path,
-			map[string]any{"tool_outputs": []any{map[string]any{"tool_call_id": calls[0].ID, "output": "ok"}}})
-		check(t, resp, http.StatusBadRequest, "invalid_request") // not in requires_action any more
-	})
+	done := c.submit(r.ThreadID, r.ID, map[string]string{calls[0].ID: "ok", calls[1].ID: "ok"})
+	wantShape(t, done, finalTurn()...)
+	resp := c.request(context.Background(), http.MethodPost, path,
+		map[string]any{"tool_outputs": []any{map[string]any{"tool_call_id": calls[0].ID, "output": "ok"}}})
+	wantError(t, resp, http.StatusBadRequest, "invalid_request") // not in requires_action any more
 }
 
 // TestServe runs the simulator on a real listener until its context ends.

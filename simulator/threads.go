@@ -87,19 +87,10 @@ func parseMessages(in []messageInput, param string) ([]*message, error) {
 		if err != nil {
 			return nil, err
 		}
-		url, _ := splitAudio(text)
-		out = append(out, &message{
-			text:     text,
-			audioURL: url,
-			obj: foundrywire.Message{
-				Object:      "thread.message",
-				Status:      "completed",
-				Role:        m.Role,
-				Content:     []foundrywire.ContentPart{{Type: "text", Text: foundrywire.ContentText{Value: text, Annotations: []json.RawMessage{}}}},
-				Attachments: []json.RawMessage{},
-				Metadata:    orDefault(m.Metadata, `{}`),
-			},
-		})
+		msg := newMessage(m.Role, text)
+		msg.obj = foundrywire.Message{Object: "thread.message", Status: "completed", Role: m.Role, Content: foundrywire.TextContent(text),
+			Attachments: []json.RawMessage{}, Metadata: orDefault(m.Metadata, `{}`)}
+		out = append(out, msg)
 	}
 	return out, nil
 }
@@ -159,29 +150,11 @@ func defaultTools() json.RawMessage {
 func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 	req := spec.req
 	now := s.now()
-	instructions := s.cfg.Instructions
-	if req.Instructions != nil {
-		instructions = *req.Instructions
-	}
+	instructions := deref(req.Instructions, s.cfg.Instructions)
 	if req.AdditionalInstructions != "" {
 		instructions = strings.TrimSpace(instructions + "\n\n" + req.AdditionalInstructions)
 	}
 	cls := s.classifierFor(instructions)
-	model := req.Model
-	if model == "" {
-		model = s.cfg.Model
-	}
-	temperature, topP := 1.0, 1.0
-	if req.Temperature != nil {
-		temperature = *req.Temperature
-	}
-	if req.TopP != nil {
-		topP = *req.TopP
-	}
-	parallel := true
-	if req.ParallelToolCalls != nil {
-		parallel = *req.ParallelToolCalls
-	}
 	r := &run{
 		obj: foundrywire.Run{
 			ID:                  s.cfg.NewID("run"),
@@ -191,19 +164,19 @@ func (s *Simulator) startRun(th *thread, spec *runSpec) *run {
 			ThreadID:            th.obj.ID,
 			Status:              "queued",
 			ExpiresAt:           ptr(now + runLifetime),
-			Model:               model,
+			Model:               cmp.Or(req.Model, DefaultModel),
 			Instructions:        instructions,
 			Tools:               spec.tools,
 			ToolResources:       orDefault(req.ToolResources, `{}`),
 			Metadata:            orDefault(req.Metadata, `{}`),
-			Temperature:         foundrywire.Float(temperature),
-			TopP:                foundrywire.Float(topP),
+			Temperature:         foundrywire.Float(deref(req.Temperature, 1)),
+			TopP:                foundrywire.Float(deref(req.TopP, 1)),
 			MaxCompletionTokens: req.MaxCompletionTokens,
 			MaxPromptTokens:     req.MaxPromptTokens,
 			TruncationStrategy:  orDefault(req.TruncationStrategy, `{"type":"auto","last_messages":null}`),
 			ResponseFormat:      orDefault(req.ResponseFormat, `"auto"`),
 			ToolChoice:          orDefault(req.ToolChoice, `"auto"`),
-			ParallelToolCalls:   parallel,
+			ParallelToolCalls:   deref(req.ParallelToolCalls, true),
 		},
 		mem:      runMemory{tools: spec.toolNames, noTools: spec.noTools},
 		classify: cls,
@@ -245,7 +218,7 @@ func (s *Simulator) createThread(w http.ResponseWriter, req *http.Request, _ []s
 
 func (s *Simulator) getThread(w http.ResponseWriter, _ *http.Request, ids []string) error {
 	return held(w, &s.mu, func() (foundrywire.Thread, error) {
-		th, ok := s.thread(ids[0])
+		th, ok := s.threads.get(ids[0])
 		if !ok {
 			return foundrywire.Thread{}, notFound("thread", ids[0])
 		}
@@ -280,7 +253,7 @@ func (s *Simulator) createRun(w http.ResponseWriter, req *http.Request, ids []st
 	var before *message // the newest message from the person before this run's
 	if len(ids) > 0 {
 		var ok bool
-		if th, ok = s.thread(ids[0]); !ok {
+		if th, ok = s.threads.get(ids[0]); !ok {
 			s.mu.Unlock()
 			return notFound("thread", ids[0])
 		}
@@ -329,7 +302,7 @@ func (s *Simulator) createMessage(w http.ResponseWriter, req *http.Request, ids 
 		return err
 	}
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -372,7 +345,7 @@ func (s *Simulator) deleteThread(w http.ResponseWriter, _ *http.Request, ids []s
 func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID, runID := ids[0], req.URL.Query().Get("run_id")
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -390,7 +363,7 @@ func (s *Simulator) listMessages(w http.ResponseWriter, req *http.Request, ids [
 func (s *Simulator) listRuns(w http.ResponseWriter, req *http.Request, ids []string) error {
 	threadID := ids[0]
 	s.mu.Lock()
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		s.mu.Unlock()
 		return notFound("thread", threadID)
@@ -420,7 +393,7 @@ func writeList[T any](w http.ResponseWriter, req *http.Request, all []T, id func
 
 // lookupRun finds a run; the caller holds s.mu.
 func (s *Simulator) lookupRun(threadID, runID string) (*thread, *run, error) {
-	th, ok := s.thread(threadID)
+	th, ok := s.threads.get(threadID)
 	if !ok {
 		return nil, nil, notFound("thread", threadID)
 	}
@@ -453,12 +426,18 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 	if err := decode(w, req, &body, false); err != nil {
 		return err
 	}
+	outputs := make(map[string]string, len(body.ToolOutputs))
+	for i, o := range body.ToolOutputs {
+		var text string
+		if json.Unmarshal(o.Output, &text) != nil {
+			return badRequest(fmt.Sprintf("tool_outputs[%d].output", i), "output must be a string.")
+		}
+		outputs[o.ToolCallID] = text
+	}
 	s.mu.Lock()
 	th, r, err := s.lookupRun(threadID, runID)
 	if err == nil {
-		err = checkOutputs(r, len(body.ToolOutputs), func(i int) (string, json.RawMessage) {
-			return body.ToolOutputs[i].ToolCallID, body.ToolOutputs[i].Output
-		})
+		err = checkOutputs(r, outputs)
 	}
 	if err == nil {
 		if he := s.refuse(r.mem.magic.refuse, func() [sha256.Size]byte { return callKey(req, &body) }); he != nil {
@@ -469,12 +448,6 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 		s.mu.Unlock()
 		return err
 	}
-	outputs := make(map[string]string, len(body.ToolOutputs))
-	for _, o := range body.ToolOutputs {
-		var text string
-		_ = json.Unmarshal(o.Output, &text) // checked by checkOutputs
-		outputs[o.ToolCallID] = text
-	}
 	// The service takes the run out of requires_action as it accepts the
 	// outputs, so a second submit is refused.
 	r.obj.Status = "queued"
@@ -482,48 +455,18 @@ func (s *Simulator) submitToolOutputs(w http.ResponseWriter, req *http.Request, 
 	return s.deliver(w, req, s.planContinue(th, r, outputs), body.Stream)
 }
 
-// checkOutputs requires exactly one string output per pending call.
-func checkOutputs(r *run, n int, at func(int) (string, json.RawMessage)) error {
+// checkOutputs requires one output for each pending call and no other.
+func checkOutputs(r *run, outputs map[string]string) error {
 	if r.obj.Status != "requires_action" {
 		return badRequest("", "Runs in status %q do not accept tool outputs.", r.obj.Status)
 	}
-	pending := map[string]bool{}
-	for _, c := range r.pending {
-		pending[c.id] = true
-	}
-	seen := map[string]bool{}
-	for i := range n {
-		id, out := at(i)
-		p := fmt.Sprintf("tool_outputs[%d]", i)
-		switch {
-		case id == "":
-			return badRequest(p+".tool_call_id", "tool_call_id is required.")
-		case !pending[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s is not awaiting an output.", id)
-		case seen[id]:
-			return badRequest(p+".tool_call_id", "Tool call %s has more than one output.", id)
-		}
-		var text string
-		if err := json.Unmarshal(out, &text); err != nil {
-			return badRequest(p+".output", "output must be a string.")
-		}
-		seen[id] = true
-	}
-	for _, c := range r.pending {
-		if !seen[c.id] {
-			return badRequest("tool_outputs", "Expected tool outputs for call_ids %s, got %d output(s): missing %s.",
-				pendingIDs(r), n, c.id)
-		}
+	switch unknown, missing := unanswered(r.pending, outputs); {
+	case len(unknown) > 0:
+		return badRequest("tool_outputs", "Tool call %q is not awaiting an output.", unknown[0])
+	case len(missing) > 0:
+		return badRequest("tool_outputs", "Expected tool outputs for every pending call: missing %s.", missing[0])
 	}
 	return nil
-}
-
-func pendingIDs(r *run) string {
-	ids := make([]string, len(r.pending))
-	for i, c := range r.pending {
-		ids[i] = c.id
-	}
-	return "[" + strings.Join(ids, ", ") + "]"
 }
 
 func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string) error {
@@ -559,14 +502,14 @@ func (s *Simulator) cancel(w http.ResponseWriter, _ *http.Request, ids []string)
 
 func (s *Simulator) getAssistant(w http.ResponseWriter, _ *http.Request, ids []string) error {
 	id := ids[0]
-	if id != s.cfg.AgentID {
+	if id != DefaultAgentID {
 		return notFound("assistant", id)
 	}
 	var tools []json.RawMessage
 	_ = json.Unmarshal(defaultTools(), &tools) // a constant that parses
 	return writeJSON(w, http.StatusOK, foundrywire.Assistant{
-		ID: s.cfg.AgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
+		ID: DefaultAgentID, Object: "assistant", CreatedAt: 0, Name: "brainwire-classifier-sim",
 		Description: agentDescription,
-		Model:       s.cfg.Model, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
+		Model:       DefaultModel, Instructions: s.cfg.Instructions, Tools: tools, Metadata: json.RawMessage(`{}`),
 	})
 }

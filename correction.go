@@ -42,6 +42,9 @@ type Correction struct {
 	// (recategorize only): a second thought, not their first verdict on
 	// the run, so that a share of items judged counts each item once.
 	Repeat bool
+	// Shadow is the shadow trial run on the item's capture, if one ran
+	// (recategorize only): the person's bucket scores both its arms.
+	Shadow *ShadowTrial
 	At     time.Time
 }
 

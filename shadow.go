@@ -55,3 +55,28 @@ func ShadowSampled(runID string, fraction float64) bool {
 	sum := sha256.Sum256([]byte(runID))
 	return float64(binary.BigEndian.Uint64(sum[:8]))/(1<<64) < fraction
 }
+
+// Why a sampled capture's shadow run was dropped (ShadowObserver.ShadowDropped).
+const (
+	ShadowBusy      = "busy"      // the shadows' concurrency limit was reached
+	ShadowThrottled = "throttled" // the agent service pushed back (429)
+	ShadowDraining  = "draining"  // the server was stopping
+	ShadowTimeout   = "timeout"   // the shadow's own timeout ran out
+	ShadowFailed    = "failed"    // the run failed, or its trial could not be kept
+)
+
+// ShadowObserver is implemented by observers that watch shadow trials. A
+// shadow run is observed apart from production, its own trace linked to
+// the production run's and its own counts, so that no production figure
+// ever includes it.
+type ShadowObserver interface {
+	// StartShadow is called before a shadow run: c is the capture as the
+	// candidate runs it (its RunID the shadow's own, Agent the candidate),
+	// production where the production run is traced.
+	StartShadow(ctx context.Context, c Capture, production TraceRef) (context.Context, CaptureObserver)
+	// ShadowKept is called once a trial is kept on its item.
+	ShadowKept(ctx context.Context, t ShadowTrial)
+	// ShadowDropped counts a sampled capture whose shadow was not kept,
+	// and why (ShadowBusy, ...).
+	ShadowDropped(ctx context.Context, reason string)
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -13,38 +12,6 @@ import (
 	"github.com/brainwire/brainwire/protocol/agui/aguitest"
 	"github.com/brainwire/brainwire/server"
 )
-
-// results keeps how each capture ended, as telemetry is told it.
-type results struct {
-	mu  sync.Mutex
-	end map[brainwire.CaptureKind][]brainwire.CaptureResult
-}
-
-func (r *results) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	return ctx, resultOf{r, c.Kind}
-}
-
-func (r *results) of(kind brainwire.CaptureKind) []brainwire.CaptureResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]brainwire.CaptureResult(nil), r.end[kind]...)
-}
-
-type resultOf struct {
-	r    *results
-	kind brainwire.CaptureKind
-}
-
-func (resultOf) ProviderEvent(brainwire.AgentEvent)  {}
-func (resultOf) CaptureEvent(brainwire.CaptureEvent) {}
-func (o resultOf) End(res brainwire.CaptureResult) {
-	o.r.mu.Lock()
-	defer o.r.mu.Unlock()
-	if o.r.end == nil {
-		o.r.end = map[brainwire.CaptureKind][]brainwire.CaptureResult{}
-	}
-	o.r.end[o.kind] = append(o.r.end[o.kind], res)
-}
 
 // followUpProtocol is one protocol's follow-up route, and how its stream
 // says the capture failed.
@@ -142,7 +109,7 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 			t.Run(p.name+"/"+edit.name, func(t *testing.T) {
 				reached, gate := make(chan struct{}, 1), make(chan struct{})
 				var gated atomic.Bool
-				ends := &results{}
+				ends := &recorder{}
 				h := newHarness(t, nil, withSimulator(t), withObserver(ends), func(c *server.Config) {
 					c.WrapTools = func(set brainwire.ToolSet) brainwire.ToolSet {
 						if !gated.Load() {

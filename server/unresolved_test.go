@@ -19,7 +19,7 @@ import (
 // reaches it; it cannot be followed up; and a person files it, which is
 // recorded as a correction of the run that left it unresolved.
 func TestUnresolvedCaptureIsKeptForAPersonToFile(t *testing.T) {
-	w := &watcher{}
+	w := &recorder{}
 	h := newHarness(t, nil, withSimulator(t), withObserver(w))
 	agent, err := h.server.RefreshAgent(t.Context())
 	if err != nil {

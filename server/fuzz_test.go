@@ -248,40 +248,40 @@ func FuzzAGUIRequest(f *testing.F) {
 	})
 }
 
-func FuzzLegacyCaptureRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui", func(*fuzzServer) []string {
-		return []string{
+// FuzzLegacyRequests fuzzes the JSON bodies of the v1 routes, route
+// choosing which.
+func FuzzLegacyRequests(f *testing.F) {
+	s := newFuzzServer(f)
+	routes := []string{"/api/ag-ui", "/api/ag-ui/follow-up", "/api/ag-ui/respond"}
+	m, p := s.misunderstood.ID, s.pending.ID
+	for i, seeds := range [][]string{
+		{
 			`{"messages":[{"id":"m","role":"user","content":"Call mom"}],"thread_id":"thread-1","run_id":"run-1"}`,
 			`{"messages":[{"content":"Pay the bill #fail"}],"state":{}}`,
 			`{"messages":[{"role":"user","content":["x"]}]}`,
 			`{"messages":[{"role":"user","content":"x"}],"thread_id":"a b"}`,
-		}
-	})
-}
-
-func FuzzLegacyFollowUpRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/follow-up", func(s *fuzzServer) []string {
-		m := s.misunderstood.ID
-		return []string{
+		},
+		{
 			`{"inbox_item_id":"` + m + `","follow_up_text":"I meant my sister","follow_up_round":1}`,
 			`{"inbox_item_id":"` + m + `","follow_up_text":"x"}`,
-			`{"inbox_item_id":"` + s.pending.ID + `","follow_up_text":"x","follow_up_round":2}`,
+			`{"inbox_item_id":"` + p + `","follow_up_text":"x","follow_up_round":2}`,
 			`{"inbox_item_id":"` + s.bobs.ID + `","follow_up_text":"x","follow_up_round":1}`,
 			`{"inbox_item_id":"nope","follow_up_text":"x","follow_up_round":1}`,
 			`{"inbox_item_id":"../` + m + `","follow_up_text":"x","follow_up_round":1}`,
-		}
-	})
-}
-
-func FuzzLegacyRespondRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/respond", func(s *fuzzServer) []string {
-		p := s.pending.ID
-		return []string{
+		},
+		{
 			`{"thread_id":"thread-1","response":"Projects","inbox_item_id":"` + p + `"}`,
 			`{"thread_id":"thread-1","response":"Misc","inbox_item_id":"` + p + `"}`,
 			`{"thread_id":"thread-1","response":"Ideas","inbox_item_id":"` + s.bobs.ID + `"}`,
 			`{"response":"People","inbox_item_id":"nope"}`,
 			`{"thread_id":"a\u0000b","response":"People","inbox_item_id":"` + p + `"}`,
+		},
+	} {
+		for _, b := range append(seeds, malformedJSON...) {
+			f.Add(uint8(i), []byte(b))
 		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		s.check(t, s.request(http.MethodPost, routes[int(route)%len(routes)], "", "application/json", body, testKey))
 	})
 }

@@ -1,51 +1,15 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/brainwire/brainwire"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/server"
 )
-
-// watcher records the captures and corrections the server reports, and
-// says where it "traces" each run, as telemetry does.
-type watcher struct {
-	mu          sync.Mutex
-	captures    []brainwire.Capture
-	corrections []brainwire.Correction
-}
-
-func (w *watcher) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	w.mu.Lock()
-	w.captures = append(w.captures, c)
-	w.mu.Unlock()
-	ctx = brainwire.WithRunTrace(ctx, brainwire.TraceRef{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b71692033" + c.RunID[len(c.RunID)-2:]})
-	return ctx, nopCapture{}
-}
-
-func (w *watcher) Correction(_ context.Context, c brainwire.Correction) {
-	w.mu.Lock()
-	w.corrections = append(w.corrections, c)
-	w.mu.Unlock()
-}
-
-func (w *watcher) seen() ([]brainwire.Capture, []brainwire.Correction) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]brainwire.Capture(nil), w.captures...), append([]brainwire.Correction(nil), w.corrections...)
-}
-
-type nopCapture struct{}
-
-func (nopCapture) ProviderEvent(brainwire.AgentEvent)  {}
-func (nopCapture) CaptureEvent(brainwire.CaptureEvent) {}
-func (nopCapture) End(brainwire.CaptureResult)         {}
 
 // captureWithRunID posts a capture with a run id of our choosing.
 func (h *harness) captureWithRunID(text, runID string) []frame {
@@ -59,7 +23,7 @@ func (h *harness) captureWithRunID(text, runID string) []frame {
 // the filing keeps it with where the run was traced, and a recategorize is
 // reported as a correction of that run.
 func TestCapturesCarryTheAgentAndItsTrace(t *testing.T) {
-	w := &watcher{}
+	w := &recorder{}
 	h := newHarness(t, nil, withSimulator(t), withObserver(w))
 	agent, err := h.server.RefreshAgent(t.Context())
 	if err != nil {
@@ -116,7 +80,7 @@ func TestCapturesCarryTheAgentAndItsTrace(t *testing.T) {
 // with the round and what the follow-up filed, and that the item then
 // records the follow-up's run.
 func TestFollowUpIsACorrectionOfTheRunThatAsked(t *testing.T) {
-	w := &watcher{}
+	w := &recorder{}
 	h := newHarness(t, nil, withSimulator(t), withObserver(w))
 	if _, err := h.server.RefreshAgent(t.Context()); err != nil {
 		t.Fatal(err)
@@ -194,7 +158,7 @@ func TestAgentDescriptionSurvivesFailedRefreshes(t *testing.T) {
 func TestInstructionsOverride(t *testing.T) {
 	const instr = "Classify captures.\nAdmin cues: gym"
 	c := classify(ft.FileCaptureCall("call_1", "gym", "Admin", 0.9, "classified"), 2)
-	w := &watcher{}
+	w := &recorder{}
 	h := newHarness(t, []ft.Call{
 		ft.Expect("GET /assistants/asst_test", ft.JSON(200, map[string]any{"id": "asst_test", "object": "assistant", "model": "gpt-4o",
 			"instructions": "Classify captures.", "metadata": map[string]any{"version": "v1"}})),

@@ -61,7 +61,7 @@ func (s *Server) readAGUIInput(w http.ResponseWriter, r *http.Request, fp *finge
 	if err != nil {
 		return agui.Input{}, nil, err
 	}
-	lim := agui.Limits{JSON: max(s.cfg.MaxBodyBytes, aguiConversationBytes), Audio: s.maxAudioBytes()}
+	lim := agui.Limits{JSON: max(s.cfg.MaxBodyBytes, aguiConversationBytes), Audio: s.cfg.MaxAudioBytes}
 	var spool agui.Spool = &agui.MemSpool{}
 	var file *fileSpool
 	if s.voiceUnavailable() == nil {
@@ -140,7 +140,7 @@ const aguiConversationBytes = 1 << 20
 func (s *Server) aguiBodyLimit() int64 {
 	limit := max(s.cfg.MaxBodyBytes, aguiConversationBytes)
 	if s.voiceUnavailable() == nil {
-		limit += int64(base64.StdEncoding.EncodedLen(int(s.maxAudioBytes())))
+		limit += int64(base64.StdEncoding.EncodedLen(int(s.cfg.MaxAudioBytes)))
 	}
 	return limit
 }

@@ -59,9 +59,6 @@ func (s *Server) runText(w http.ResponseWriter, r *http.Request, text, threadID,
 	s.runCapture(w, r, fp.request(c), newEncoder)
 }
 
-// preallocBody is the most decodeJSON sets aside before the bytes arrive.
-const preallocBody = 64 << 10
-
 // jsonBody is the request's application/json body, of at most limit
 // bytes: a body that declares more is refused before any of it is read,
 // and one that turns out longer fails its read at the limit (bodyError).
@@ -89,17 +86,10 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, stric
 	if err != nil {
 		return nil, err
 	}
-	// The declared length sizes the buffer up to a point: beyond it, the
-	// buffer grows with what arrives, so a client that declares a large
-	// body and sends nothing holds no memory for it.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(min(r.ContentLength, preallocBody)) + bytes.MinRead)
-	}
-	if _, err := buf.ReadFrom(rd); err != nil {
+	body, err := io.ReadAll(rd)
+	if err != nil {
 		return nil, bodyError(err)
 	}
-	body := buf.Bytes()
 	if !utf8.Valid(body) {
 		return nil, brainwire.Errorf(brainwire.EInvalid, "request body is not valid UTF-8")
 	}

@@ -158,7 +158,7 @@ func TestCaptureOutcomesAreKept(t *testing.T) {
 }
 
 // TestUpstreamFaults: whatever goes wrong upstream, the phone hears an
-// ERROR that says what (an AG-UI client a RUN_ERROR), nothing is stored,
+// ERROR that says what (a v1 or AG-UI client a RUN_ERROR), nothing is stored,
 // and a run that may still be alive upstream is cancelled.
 func TestUpstreamFaults(t *testing.T) {
 	r := ft.NewRun(upThread, upRun)
@@ -209,10 +209,12 @@ func TestUpstreamFaults(t *testing.T) {
 				t.Fatalf("stored %d items", len(items))
 			}
 
-			h = newHarness(t, c.script, c.opts...)
-			evs := h.agui(runInput("Call mom", `{}`, `{"reasoning":true}`))
-			if last := evs[len(evs)-1]; last.typ() != "RUN_ERROR" || last["message"] != c.message || last["code"] != c.code {
-				t.Fatalf("AG-UI stream ended with %v, want RUN_ERROR %q (%s)", last, c.message, c.code)
+			for _, p := range protocols[1:] {
+				h := newHarness(t, c.script, c.opts...)
+				e := p.ending(t, h.do("POST", p.path, testKey, "bearer", "application/json", p.text("Call mom")).body)
+				if e.outcome != "error" || e.message != c.message || e.code != c.code || e.types[len(e.types)-1] != "RUN_ERROR" {
+					t.Fatalf("%s: %v, want it to end in RUN_ERROR %q (%s)", p.name, e, c.message, c.code)
+				}
 			}
 		})
 	}
@@ -222,18 +224,14 @@ func TestUpstreamFaults(t *testing.T) {
 // like a phone losing its network, stops the run upstream, and the
 // capture is logged as a disconnect, on every protocol.
 func TestClientDisconnectCancelsTheRun(t *testing.T) {
-	for _, c := range []struct{ path, body, marker string }{
-		{"/api/capture", `{"text":"x"}`, "STEP_START"},
-		{"/api/agui", runInput("x", `{}`, `{}`), "STEP_STARTED"},
-		{"/api/ag-ui", legacyBody("x"), "STEP_STARTED"},
-	} {
-		t.Run(c.path, func(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
 			r := ft.NewRun(upThread, upRun)
 			logs := &syncbuf.Buffer{}
 			h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(
 				r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress(), ft.MessageDelta("msg_01", "thinking"), ft.Hang()))},
 				withLogger(slog.New(slog.NewTextHandler(logs, nil))))
-			h.disconnectAfterStart(c.path, "application/json", c.body, c.marker)
+			h.disconnectAfterStart(p.path, "application/json", p.text("x"), "STEP_START")
 			if l := waitForLog(t, logs, `msg="capture ended`); !strings.Contains(l, `level=WARN msg="capture ended: client went away"`) {
 				t.Fatalf("a client that left mid-run not logged as gone:\n%s", l)
 			}

@@ -25,14 +25,12 @@ func statusFor(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case brainwire.EUpstream, brainwire.EUpstreamAuth:
 		return http.StatusBadGateway
-	case brainwire.EUnavailable:
+	case brainwire.EUnavailable, errTooBusy:
 		return http.StatusServiceUnavailable
 	case errUnsupportedMedia:
 		return http.StatusUnsupportedMediaType
 	case errRequestTimeout:
 		return http.StatusRequestTimeout
-	case errTooBusy:
-		return http.StatusServiceUnavailable
 	case capture.EKeyReused:
 		return http.StatusUnprocessableEntity
 	}

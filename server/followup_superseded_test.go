@@ -2,129 +2,14 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/brainwire/brainwire"
-	"github.com/brainwire/brainwire/protocol/agui/aguitest"
 	"github.com/brainwire/brainwire/server"
 )
-
-// results keeps how each capture ended, as telemetry is told it.
-type results struct {
-	mu  sync.Mutex
-	end map[brainwire.CaptureKind][]brainwire.CaptureResult
-}
-
-func (r *results) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	return ctx, resultOf{r, c.Kind}
-}
-
-func (r *results) of(kind brainwire.CaptureKind) []brainwire.CaptureResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]brainwire.CaptureResult(nil), r.end[kind]...)
-}
-
-type resultOf struct {
-	r    *results
-	kind brainwire.CaptureKind
-}
-
-func (resultOf) ProviderEvent(brainwire.AgentEvent)  {}
-func (resultOf) CaptureEvent(brainwire.CaptureEvent) {}
-func (o resultOf) End(res brainwire.CaptureResult) {
-	o.r.mu.Lock()
-	defer o.r.mu.Unlock()
-	if o.r.end == nil {
-		o.r.end = map[brainwire.CaptureKind][]brainwire.CaptureResult{}
-	}
-	o.r.end[o.kind] = append(o.r.end[o.kind], res)
-}
-
-// followUpProtocol is one protocol's follow-up route, and how its stream
-// says the capture failed.
-type followUpProtocol struct {
-	name, path string
-	body       func(itemID, text string) string
-	// failure returns the stream's error event's message and code, and its
-	// events' types.
-	failure func(t *testing.T, stream string) (msg, code string, types []string)
-}
-
-func dataFrames(t *testing.T, stream string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, f := range readFrames(t, strings.NewReader(stream)) {
-		out = append(out, f.Data)
-	}
-	return out
-}
-
-// failureOf finds the frame of type typ in frames; each frame's type is
-// also listed, with a CUSTOM event's name.
-func failureOf(frames []map[string]any, typ string) (msg, code string, types []string) {
-	for _, f := range frames {
-		ft, _ := f["type"].(string)
-		if name, ok := f["name"].(string); ok {
-			ft += " " + name
-		}
-		if v, ok := f["value"].(map[string]any); ok {
-			if o, ok := v["outcome"].(string); ok {
-				ft += " " + o
-			}
-		}
-		types = append(types, ft)
-		if f["type"] == typ {
-			msg, _ = f["message"].(string)
-			code, _ = f["code"].(string)
-		}
-	}
-	return msg, code, types
-}
-
-var followUpProtocols = []followUpProtocol{
-	{
-		name: "capture v2", path: "/api/capture/follow-up",
-		body: func(id, text string) string { return followUpBody(id, text, 1) },
-		failure: func(t *testing.T, stream string) (string, string, []string) {
-			return failureOf(dataFrames(t, stream), "ERROR")
-		},
-	},
-	{
-		name: "v1", path: "/api/ag-ui/follow-up",
-		body: func(id, text string) string { return followUpBody(id, text, 1) },
-		failure: func(t *testing.T, stream string) (string, string, []string) {
-			return failureOf(dataFrames(t, stream), "RUN_ERROR")
-		},
-	},
-	{
-		name: "AG-UI", path: "/api/agui",
-		body: func(id, text string) string {
-			return runInput(text, `{"capture":{"outcome":"misunderstood","inboxItemId":"`+id+`","followUpRound":0}}`, `{}`)
-		},
-		failure: func(t *testing.T, stream string) (string, string, []string) {
-			frames, err := aguitest.Frames(stream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := aguitest.Verify(frames); err != nil {
-				t.Fatalf("not a valid AG-UI stream: %v\n%s", err, stream)
-			}
-			var evs []map[string]any
-			for _, f := range frames {
-				var ev map[string]any
-				_ = json.Unmarshal([]byte(f), &ev)
-				evs = append(evs, ev)
-			}
-			return failureOf(evs, "RUN_ERROR")
-		},
-	},
-}
 
 // A follow-up whose item a person recategorizes or deletes while the
 // agent works files nothing, and its client is told so on every protocol:
@@ -132,7 +17,7 @@ var followUpProtocols = []followUpProtocol{
 // the store's code, not that the agent failed or left the capture
 // unresolved.
 func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
-	for _, p := range followUpProtocols {
+	for _, p := range protocols {
 		for _, edit := range []struct {
 			name, method, path, body, code, says string
 		}{
@@ -142,7 +27,7 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 			t.Run(p.name+"/"+edit.name, func(t *testing.T) {
 				reached, gate := make(chan struct{}, 1), make(chan struct{})
 				var gated atomic.Bool
-				ends := &results{}
+				ends := &recorder{}
 				h := newHarness(t, nil, withSimulator(t), withObserver(ends), func(c *server.Config) {
 					c.WrapTools = func(set brainwire.ToolSet) brainwire.ToolSet {
 						if !gated.Load() {
@@ -151,13 +36,15 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 						return gatedTools{ToolSet: set, reached: reached, gate: gate}
 					}
 				})
-				itemID := h.misunderstoodItem()
+				first := h.do("POST", p.path, testKey, "bearer", "application/json", p.text("asdf qwerty zxcv")).body
+				itemID := p.ending(t, first).item
+				path, body := p.followUp(t, first, "I meant: call my friend Sam about his birthday party")
 				gated.Store(true)
 
 				done := make(chan reply, 1)
 				go func() {
-					done <- h.send(http.MethodPost, p.path, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testKey}},
-						strings.NewReader(p.body(itemID, "I meant: call my friend Sam about his birthday party")))
+					done <- h.send(http.MethodPost, path, http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testKey}},
+						strings.NewReader(body))
 				}()
 				waitFor(t, reached, "the follow-up's file_capture")
 				contentType := "application/json"
@@ -172,22 +59,23 @@ func TestFollowUpSupersededByAPersonSaysSo(t *testing.T) {
 				if ct := r.header.Get("Content-Type"); r.status != http.StatusOK || ct != "text/event-stream" {
 					t.Fatalf("follow-up: %d %s %s", r.status, ct, r.body)
 				}
-				msg, code, types := p.failure(t, r.body)
-				if !strings.Contains(msg, "item was "+edit.says+" while the follow-up ran") || strings.Contains(msg, "agent") {
+				e := p.ending(t, r.body)
+				msg, code := e.message, e.code
+				if e.outcome != "error" || !strings.Contains(msg, "item was "+edit.says+" while the follow-up ran") || strings.Contains(msg, "agent") {
 					t.Errorf("error message %q, want one saying the item was %s; stream:\n%s", msg, edit.says, r.body)
 				}
 				if code != edit.code {
 					t.Errorf("error event code %q, want %q; stream:\n%s", code, edit.code, r.body)
 				}
-				for _, typ := range types {
+				for _, typ := range e.types {
 					for _, outcome := range []string{"UNRESOLVED", "unresolved", "CLASSIFIED", "classified", "LOW_CONFIDENCE", "MISUNDERSTOOD", "misunderstood"} {
 						if strings.Contains(typ, outcome) {
 							t.Errorf("the stream has an outcome (%s) besides the error:\n%s", typ, r.body)
 						}
 					}
 				}
-				if p.name == "capture v2" && (len(types) == 0 || types[len(types)-1] != "COMPLETE") {
-					t.Errorf("capture v2 stream does not end in COMPLETE: %v", types)
+				if p.name == "capture v2" && e.types[len(e.types)-1] != "COMPLETE" {
+					t.Errorf("capture v2 stream does not end in COMPLETE: %v", e.types)
 				}
 
 				// Telemetry counts an error of the store's code, not an

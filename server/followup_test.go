@@ -2,7 +2,7 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,50 +10,42 @@ import (
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 )
 
+// A person answers the agent's question on every protocol: the follow-up
+// continues the item's conversation and files onto the same item, which
+// is then no longer open to one.
 func TestFollowUpFilesOntoTheSameItem(t *testing.T) {
-	h := newHarness(t, nil, withSimulator(t))
-	frames := h.capture("asdf qwerty zxcv")
-	if len(frames) != 4 || frames[2].Data["type"] != "MISUNDERSTOOD" {
-		t.Fatalf("first capture:\n%s", payloads(frames))
-	}
-	mis := frames[2].Data["value"].(map[string]any)
-	itemID, conversation := mis["inboxItemId"].(string), mis["foundryConversationId"].(string)
-	if mis["questionText"] == "" || !strings.HasPrefix(conversation, "thread_") {
-		t.Fatalf("misunderstood value %v", mis)
-	}
-
-	body, _ := json.Marshal(map[string]any{"inbox_item_id": itemID, "follow_up_text": "I meant: call my friend Sam about his birthday party", "follow_up_round": 1})
-	frames = h.readStream(h.post("/api/capture/follow-up", "application/json", string(body)))
-	var types []string
-	for _, f := range frames {
-		types = append(types, f.Data["type"].(string))
-	}
-	if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" {
-		t.Fatalf("follow-up:\n%s", payloads(frames))
-	}
-	value := frames[2].Data["value"].(map[string]any)
-	if value["inboxItemId"] != itemID || value["bucket"] != "People" {
-		t.Fatalf("follow-up filed %v, want item %s in People", value, itemID)
-	}
-
-	items := h.inbox(testUser)
-	if len(items) != 1 {
-		t.Fatalf("inbox has %d items, want the one refiled", len(items))
-	}
-	it := items[0]
-	if it.ID != itemID || it.Status != brainwire.StatusClassified || it.UpstreamThreadID != conversation || it.FollowUpRounds != 1 ||
-		!strings.Contains(it.RawText, "asdf qwerty zxcv") || !strings.Contains(it.RawText, "Sam") {
-		t.Fatalf("item %+v", it)
-	}
-	rec, err := h.store.GetBucketRecord(context.Background(), testUser, "People", it.FiledRecordID)
-	if err != nil || rec.InboxRecordID != itemID {
-		t.Fatalf("bucket record %+v, %v", rec, err)
-	}
-
-	// The item is no longer misunderstood: another follow-up is a conflict.
-	r := h.do("POST", "/api/capture/follow-up", testKey, "bearer", "application/json", string(body))
-	if r.status != 409 || !strings.Contains(r.detail, "not misunderstood") {
-		t.Fatalf("second follow-up: %d %s", r.status, r.body)
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			h := newHarness(t, nil, withSimulator(t))
+			first := h.do("POST", p.path, testKey, "bearer", "application/json", p.text("asdf qwerty zxcv")).body
+			asked := p.ending(t, first)
+			before := h.inbox(testUser)
+			if asked.outcome != "misunderstood" || len(before) != 1 || before[0].ID != asked.item || !strings.HasPrefix(before[0].UpstreamThreadID, "thread_") {
+				t.Fatalf("first capture: %v; inbox %+v", asked, before)
+			}
+			path, body := p.followUp(t, first, "I meant: call my friend Sam about his birthday party")
+			if e := p.ending(t, h.do("POST", path, testKey, "bearer", "application/json", body).body); e.outcome != "classified" ||
+				e.item != asked.item || e.bucket != "People" {
+				t.Fatalf("follow-up: %v, want item %s classified in People", e, asked.item)
+			}
+			items := h.inbox(testUser)
+			if len(items) != 1 {
+				t.Fatalf("inbox has %d items, want the one refiled", len(items))
+			}
+			it := items[0]
+			if it.ID != asked.item || it.Status != brainwire.StatusClassified || it.UpstreamThreadID != before[0].UpstreamThreadID || it.FollowUpRounds != 1 ||
+				!strings.Contains(it.RawText, "asdf qwerty zxcv") || !strings.Contains(it.RawText, "Sam") {
+				t.Fatalf("item %+v", it)
+			}
+			if rec, err := h.store.GetBucketRecord(context.Background(), testUser, "People", it.FiledRecordID); err != nil || rec.InboxRecordID != it.ID {
+				t.Fatalf("bucket record %+v, %v", rec, err)
+			}
+			// The item is no longer misunderstood: the same answer again is
+			// a conflict.
+			if r := h.do("POST", path, testKey, "bearer", "application/json", body); r.status != http.StatusConflict {
+				t.Fatalf("second follow-up: %d %s", r.status, r.body)
+			}
+		})
 	}
 }
 

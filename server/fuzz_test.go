@@ -135,6 +135,8 @@ func multipartBody(parts ...[4]string) []byte {
 	return b.Bytes()
 }
 
+// FuzzVoice fuzzes the upload on capture-v2's route and, legacy, on
+// v1's.
 func FuzzVoice(f *testing.F) {
 	s := newFuzzServer(f)
 	ct := "multipart/form-data; boundary=" + fuzzBoundary
@@ -155,14 +157,27 @@ func FuzzVoice(f *testing.F) {
 		{{"thread_id", "", "", "t"}},
 		{},
 	} {
-		f.Add(ct, multipartBody(parts...))
+		f.Add(false, ct, multipartBody(parts...))
 	}
 	for _, c := range []string{"multipart/form-data", "multipart/form-data; boundary=", "multipart/mixed; boundary=" + fuzzBoundary, "application/json", ""} {
-		f.Add(c, multipartBody([4]string{"file", "capture.wav", "audio/wav", wav}))
+		f.Add(false, c, multipartBody([4]string{"file", "capture.wav", "audio/wav", wav}))
 	}
-	f.Add(ct, []byte("--"+fuzzBoundary+"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF"))
-	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		s.check(t, s.request(http.MethodPost, "/api/capture/voice", "", contentType, body, testKey))
+	f.Add(false, ct, []byte("--"+fuzzBoundary+"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF"))
+	for _, parts := range [][][4]string{
+		{{"file", "voice-capture.m4a", "audio/m4a", "\x00\x00\x00\x20ftypM4A audio"}},
+		{{"file", "notes.txt", "text/plain", "hello"}},
+		{{"thread_id", "", "", "t 1"}, {"file", "a.wav", "audio/wav", wav}},
+	} {
+		f.Add(true, ct, multipartBody(parts...))
+	}
+	f.Add(true, ct, []byte("--"+fuzzBoundary+"\r\n\r\n"))
+	f.Add(true, ct, []byte{})
+	f.Fuzz(func(t *testing.T, legacy bool, contentType string, body []byte) {
+		path := "/api/capture/voice"
+		if legacy {
+			path = "/api/voice-capture"
+		}
+		s.check(t, s.request(http.MethodPost, path, "", contentType, body, testKey))
 	})
 }
 
@@ -233,61 +248,40 @@ func FuzzAGUIRequest(f *testing.F) {
 	})
 }
 
-func FuzzLegacyCaptureRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui", func(*fuzzServer) []string {
-		return []string{
+// FuzzLegacyRequests fuzzes the JSON bodies of the v1 routes, route
+// choosing which.
+func FuzzLegacyRequests(f *testing.F) {
+	s := newFuzzServer(f)
+	routes := []string{"/api/ag-ui", "/api/ag-ui/follow-up", "/api/ag-ui/respond"}
+	m, p := s.misunderstood.ID, s.pending.ID
+	for i, seeds := range [][]string{
+		{
 			`{"messages":[{"id":"m","role":"user","content":"Call mom"}],"thread_id":"thread-1","run_id":"run-1"}`,
 			`{"messages":[{"content":"Pay the bill #fail"}],"state":{}}`,
 			`{"messages":[{"role":"user","content":["x"]}]}`,
 			`{"messages":[{"role":"user","content":"x"}],"thread_id":"a b"}`,
-		}
-	})
-}
-
-func FuzzLegacyFollowUpRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/follow-up", func(s *fuzzServer) []string {
-		m := s.misunderstood.ID
-		return []string{
+		},
+		{
 			`{"inbox_item_id":"` + m + `","follow_up_text":"I meant my sister","follow_up_round":1}`,
 			`{"inbox_item_id":"` + m + `","follow_up_text":"x"}`,
-			`{"inbox_item_id":"` + s.pending.ID + `","follow_up_text":"x","follow_up_round":2}`,
+			`{"inbox_item_id":"` + p + `","follow_up_text":"x","follow_up_round":2}`,
 			`{"inbox_item_id":"` + s.bobs.ID + `","follow_up_text":"x","follow_up_round":1}`,
 			`{"inbox_item_id":"nope","follow_up_text":"x","follow_up_round":1}`,
 			`{"inbox_item_id":"../` + m + `","follow_up_text":"x","follow_up_round":1}`,
-		}
-	})
-}
-
-func FuzzLegacyRespondRequest(f *testing.F) {
-	fuzzJSONRoute(f, "/api/ag-ui/respond", func(s *fuzzServer) []string {
-		p := s.pending.ID
-		return []string{
+		},
+		{
 			`{"thread_id":"thread-1","response":"Projects","inbox_item_id":"` + p + `"}`,
 			`{"thread_id":"thread-1","response":"Misc","inbox_item_id":"` + p + `"}`,
 			`{"thread_id":"thread-1","response":"Ideas","inbox_item_id":"` + s.bobs.ID + `"}`,
 			`{"response":"People","inbox_item_id":"nope"}`,
 			`{"thread_id":"a\u0000b","response":"People","inbox_item_id":"` + p + `"}`,
-		}
-	})
-}
-
-func FuzzLegacyVoiceRequest(f *testing.F) {
-	s := newFuzzServer(f)
-	ct := "multipart/form-data; boundary=" + fuzzBoundary
-	wav := "RIFF\x24\x01\x00\x00WAVEfmt " + strings.Repeat("\x00", 256)
-	for _, parts := range [][][4]string{
-		{{"file", "voice-capture.m4a", "audio/m4a", "\x00\x00\x00\x20ftypM4A audio"}},
-		{{"file", "a.wav", "audio/wav", wav}, {"file", "b.wav", "audio/wav", wav}},
-		{{"file", "notes.txt", "text/plain", "hello"}},
-		{{"file", "empty.wav", "audio/wav", ""}},
-		{{"thread_id", "", "", "t 1"}, {"file", "a.wav", "audio/wav", wav}},
-		{},
+		},
 	} {
-		f.Add(multipartBody(parts...))
+		for _, b := range append(seeds, malformedJSON...) {
+			f.Add(uint8(i), []byte(b))
+		}
 	}
-	f.Add([]byte("--" + fuzzBoundary + "\r\n\r\n"))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		s.check(t, s.request(http.MethodPost, "/api/voice-capture", "", ct, body, testKey))
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		s.check(t, s.request(http.MethodPost, routes[int(route)%len(routes)], "", "application/json", body, testKey))
 	})
 }

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,6 +129,74 @@ func newHarness(t *testing.T, script []foundrytest.Call, opts ...option) *harnes
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &harness{t: t, up: up, store: st, srv: srv, provider: cfg.Provider, server: s}
+}
+
+// recorder is an observer that records what the server tells observers:
+// the captures started, each traced (as telemetry does) at a span named
+// after its run id, how each ended, the replays and the corrections.
+type recorder struct {
+	mu          sync.Mutex
+	captures    []brainwire.Capture
+	ends        map[brainwire.CaptureKind][]brainwire.CaptureResult
+	replayed    int
+	corrections []brainwire.Correction
+}
+
+func (o *recorder) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.captures = append(o.captures, c)
+	ctx = brainwire.WithRunTrace(ctx, brainwire.TraceRef{TraceID: "0af7651916cd43dd8448eb211c80319c", SpanID: "b7ad6b71692033" + c.RunID[len(c.RunID)-2:]})
+	return ctx, recorded{o, c.Kind}
+}
+
+func (o *recorder) CaptureReplayed(context.Context, brainwire.Capture, brainwire.CaptureResult) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.replayed++
+}
+
+func (o *recorder) Correction(_ context.Context, c brainwire.Correction) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.corrections = append(o.corrections, c)
+}
+
+func (o *recorder) seen() ([]brainwire.Capture, []brainwire.Correction) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.captures), slices.Clone(o.corrections)
+}
+
+func (o *recorder) started() int { caps, _ := o.seen(); return len(caps) }
+
+func (o *recorder) replays() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.replayed
+}
+
+// of is how the captures of kind ended.
+func (o *recorder) of(kind brainwire.CaptureKind) []brainwire.CaptureResult {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ends[kind])
+}
+
+type recorded struct {
+	o    *recorder
+	kind brainwire.CaptureKind
+}
+
+func (recorded) ProviderEvent(brainwire.AgentEvent)  {}
+func (recorded) CaptureEvent(brainwire.CaptureEvent) {}
+func (r recorded) End(res brainwire.CaptureResult) {
+	r.o.mu.Lock()
+	defer r.o.mu.Unlock()
+	if r.o.ends == nil {
+		r.o.ends = map[brainwire.CaptureKind][]brainwire.CaptureResult{}
+	}
+	r.o.ends[r.kind] = append(r.o.ends[r.kind], res)
 }
 
 // frame is one SSE frame the phone received, with when it arrived.

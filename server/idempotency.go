@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -55,8 +56,9 @@ func (s *Server) idempotent(next http.HandlerFunc) http.HandlerFunc {
 
 // parseIdempotencyKey reads the header's value: a Structured Field string
 // (RFC 9651, `"..."` with \" and \\ escapes) as the draft has it, or,
-// leniently, a bare token such as a UUID, as many clients send it. A key
-// is 1 to maxIdempotencyKey printable ASCII characters.
+// leniently, a bare token such as a UUID, as many clients send it: a token
+// character (RFC 9110 tchar) or, as in a Structured Field token, ':' or
+// '/'. A key is 1 to maxIdempotencyKey printable ASCII characters.
 func parseIdempotencyKey(vals []string) (string, error) {
 	bad := func(why string) error {
 		return brainwire.Errorf(brainwire.EInvalid, "Idempotency-Key %s: send one quoted string (or a token such as a UUID) of 1 to %d printable ASCII characters", why, maxIdempotencyKey)
@@ -65,61 +67,29 @@ func parseIdempotencyKey(vals []string) (string, error) {
 		return "", bad("is repeated")
 	}
 	v := strings.Trim(vals[0], " \t")
-	var key strings.Builder
-	if strings.HasPrefix(v, `"`) {
-		escaped, closed := false, false
-		for i := 1; i < len(v); i++ {
-			c := v[i]
-			switch {
-			case c < 0x20 || c > 0x7e:
-				return "", bad("has a character that is not printable ASCII")
-			case escaped:
-				if c != '"' && c != '\\' {
-					return "", bad("has an escape other than \\\" or \\\\")
-				}
-				key.WriteByte(c)
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				if i != len(v)-1 {
-					return "", bad("has something after its closing quote")
-				}
-				closed = true
-			default:
-				key.WriteByte(c)
-			}
-		}
-		if !closed {
-			return "", bad("has no closing quote")
-		}
-	} else {
-		for i := 0; i < len(v); i++ {
-			if !tokenByte(v[i]) {
-				return "", bad("is neither a quoted string nor a token")
-			}
-		}
-		key.WriteString(v)
+	var key string
+	switch {
+	case sfString.MatchString(v):
+		key = sfUnescape.Replace(v[1 : len(v)-1])
+	case bareKey.MatchString(v):
+		key = v
+	default:
+		return "", bad("is neither a quoted string nor a token")
 	}
-	switch n := key.Len(); {
+	switch n := len(key); {
 	case n == 0:
 		return "", bad("is empty")
 	case n > maxIdempotencyKey:
 		return "", bad("is over " + strconv.Itoa(maxIdempotencyKey) + " characters")
 	}
-	return key.String(), nil
+	return key, nil
 }
 
-// tokenByte reports whether c may be part of a bare key: a token
-// character (RFC 9110 tchar) or, as in a Structured Field token, ':' or
-// '/'.
-func tokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0
-}
+var (
+	sfString   = regexp.MustCompile(`^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*"$`)
+	sfUnescape = strings.NewReplacer(`\"`, `"`, `\\`, `\`)
+	bareKey    = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~:/-]+$")
+)
 
 // requestKey is the request's Idempotency-Key, "" when it has none.
 func requestKey(r *http.Request) string {

@@ -11,12 +11,10 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/brainwire/brainwire"
 	ft "github.com/brainwire/brainwire/foundry/foundrytest"
 	"github.com/brainwire/brainwire/internal/testaudio"
 	"github.com/brainwire/brainwire/server"
@@ -54,32 +52,12 @@ func itemID(t *testing.T, body string) string {
 	return m[1]
 }
 
-// replays counts what the server tells observers: captures started, and
-// captures replayed.
-type replays struct {
-	started, replayed atomic.Int64
-	mu                sync.Mutex
-	outcomes          []brainwire.Outcome
-}
-
-func (o *replays) StartCapture(ctx context.Context, _ brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	o.started.Add(1)
-	return ctx, nopCapture{}
-}
-
-func (o *replays) CaptureReplayed(_ context.Context, _ brainwire.Capture, res brainwire.CaptureResult) {
-	o.replayed.Add(1)
-	o.mu.Lock()
-	o.outcomes = append(o.outcomes, res.Outcome)
-	o.mu.Unlock()
-}
-
 // Every capture route of every protocol: a repeat of a filed capture with
 // the same key replays it (the same item, marked replayed) without an
 // agent run or a second filing, and the key with another request is 422.
 func TestIdempotentCapturesReplayOnEveryRoute(t *testing.T) {
 	var runs atomic.Int64
-	obs := &replays{}
+	obs := &recorder{}
 	_, tr := newTranscriptionAPI(t, "Call mom about her birthday on Sunday.")
 	h := newHarness(t, nil, withCountedSimulator(t, &runs), withTranscriber(tr), withObserver(obs))
 	misunderstood := h.misunderstoodItem()
@@ -121,7 +99,7 @@ func TestIdempotentCapturesReplayOnEveryRoute(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			key := fmt.Sprintf(`"capture-%d"`, i)
-			items, ran, replayed := len(h.inbox(testUser)), runs.Load(), obs.replayed.Load()
+			items, ran, replayed := len(h.inbox(testUser)), runs.Load(), obs.replays()
 			ct, body := c.body()
 			first := h.sendKeyed(testKey, c.path, ct, body, key)
 			if first.status != http.StatusOK || first.replayed != "" || !strings.Contains(first.body, c.wantOutcomes) {
@@ -131,7 +109,7 @@ func TestIdempotentCapturesReplayOnEveryRoute(t *testing.T) {
 				t.Fatalf("the first request started %d agent runs", runs.Load()-ran)
 			}
 			id := itemID(t, first.body)
-			started := obs.started.Load()
+			started := obs.started()
 
 			for range 2 {
 				ct, body := c.body()
@@ -149,9 +127,9 @@ func TestIdempotentCapturesReplayOnEveryRoute(t *testing.T) {
 			if n := runs.Load() - ran; n != 1 {
 				t.Errorf("%d agent runs for one capture and its repeats", n)
 			}
-			if obs.started.Load() != started || obs.replayed.Load() != replayed+2 {
+			if obs.started() != started || obs.replays() != replayed+2 {
 				t.Errorf("observers saw %d captures started and %d replayed for the repeats, want 0 and 2",
-					obs.started.Load()-started, obs.replayed.Load()-replayed)
+					obs.started()-started, obs.replays()-replayed)
 			}
 			if want := items + 1; strings.Contains(c.path, "follow-up") {
 				want = items

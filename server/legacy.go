@@ -90,8 +90,7 @@ func (s *Server) handleLegacyRespond(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	switch {
-	case !brainwire.ValidBucket(req.Response):
+	if !brainwire.ValidBucket(req.Response) {
 		writeError(w, brainwire.Errorf(brainwire.EInvalid, "response must be one of People, Projects, Ideas, Admin"))
 		return
 	}

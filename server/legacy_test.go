@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -46,45 +45,5 @@ func TestLegacyRespondFilesThePickedBucket(t *testing.T) {
 	}
 	if n := len(h.up.Requests()); n != 0 {
 		t.Fatalf("%d upstream calls: picking a bucket runs no agent", n)
-	}
-}
-
-func TestLegacyFollowUp(t *testing.T) {
-	h := newHarness(t, nil, withSimulator(t))
-	frames := h.readStream(h.post("/api/ag-ui", "application/json", legacyBody("asdf qwerty zxcv")))
-	var mis map[string]any
-	for _, f := range frames {
-		if f.Data["name"] == "MISUNDERSTOOD" {
-			mis = f.Data["value"].(map[string]any)
-		}
-	}
-	if mis == nil || mis["threadId"] != "thread-1700000000000" || mis["questionText"] == "" {
-		t.Fatalf("first capture:\n%s", payloads(frames))
-	}
-	// Earlier builds may leave out the round: it is the first.
-	body := fmt.Sprintf(`{"inbox_item_id":%q,"follow_up_text":"I meant call my friend Sam about his birthday"}`, mis["inboxItemId"])
-	frames = h.readStream(h.post("/api/ag-ui/follow-up", "application/json", body))
-	got := payloads(frames)
-	if !strings.Contains(got, `"name":"CLASSIFIED","value":{"inboxItemId":"`+mis["inboxItemId"].(string)+`","bucket":"People"`) ||
-		!strings.HasSuffix(got, `"type":"RUN_FINISHED","threadId":"thread-id3","runId":"run-id4"}`) {
-		t.Fatalf("follow-up:\n%s", got)
-	}
-	if items := h.inbox(testUser); len(items) != 1 || items[0].FollowUpRounds != 1 {
-		t.Fatalf("inbox %+v", items)
-	}
-}
-
-func TestLegacyVoice(t *testing.T) {
-	_, tr := newTranscriptionAPI(t, "Renew my passport")
-	h := newHarness(t, nil, withSimulator(t), withTranscriber(tr))
-	ct, body := voiceBody(t, "voice-capture.m4a", "audio/m4a", []byte("....ftypM4A audio"))
-	got := payloads(h.readStream(h.post("/api/voice-capture", ct, body)))
-	if !strings.Contains(got, `{"type":"STEP_STARTED","stepName":"Processing"}`) ||
-		!strings.Contains(got, `"name":"CLASSIFIED"`) || !strings.Contains(got, `"bucket":"Admin"`) ||
-		!strings.HasSuffix(got, `"type":"RUN_FINISHED","threadId":"thread-id1","runId":"run-id2"}`) {
-		t.Fatalf("stream:\n%s", got)
-	}
-	if items := h.inbox(testUser); len(items) != 1 || items[0].Source != brainwire.KindVoice {
-		t.Fatalf("inbox %+v", items)
 	}
 }

@@ -119,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxTextLength <= 0 {
 		cfg.MaxTextLength = DefaultMaxTextLength
 	}
+	if cfg.MaxAudioBytes <= 0 {
+		cfg.MaxAudioBytes = DefaultMaxAudioBytes
+	}
 	if cfg.MaxUploads <= 0 {
 		cfg.MaxUploads = DefaultMaxUploads
 	}

@@ -44,8 +44,10 @@ func TestBadTextIsRefusedAndNothingStored(t *testing.T) {
 	h.file(testUser, "m1", brainwire.StatusMisunderstood, "", fixedNow)
 	for _, c := range badTexts {
 		// Every route a capture's text comes in by: capture-v2, AG-UI 1.0
-		// (a new capture and the answer to a question) and v1.
+		// and v1, a new capture and the answer to a question on each.
 		for _, route := range []struct{ name, path, body string }{
+			{"capture", "/api/capture", `{"text":` + c.json + `}`},
+			{"follow-up", "/api/capture/follow-up", `{"inbox_item_id":"m1","follow_up_round":1,"follow_up_text":` + c.json + `}`},
 			{"agui", "/api/agui", `{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":` + c.json + `}]}`},
 			{"agui-follow-up", "/api/agui", `{"threadId":"t","runId":"r","state":{"capture":{"outcome":"misunderstood","inboxItemId":"m1","followUpRound":0}},` +
 				`"messages":[{"id":"u1","role":"user","content":` + c.json + `}]}`},
@@ -65,19 +67,6 @@ func TestBadTextIsRefusedAndNothingStored(t *testing.T) {
 				}
 			})
 		}
-		t.Run("capture/"+c.name, func(t *testing.T) {
-			r := h.do("POST", "/api/capture", testKey, "bearer", "application/json", `{"text":`+c.json+`}`)
-			if r.status != http.StatusBadRequest || !strings.Contains(r.detail, c.want) {
-				t.Fatalf("got %d %s, want 400 with %q", r.status, r.body, c.want)
-			}
-		})
-		t.Run("follow-up/"+c.name, func(t *testing.T) {
-			r := h.do("POST", "/api/capture/follow-up", testKey, "bearer", "application/json",
-				`{"inbox_item_id":"m1","follow_up_round":1,"follow_up_text":`+c.json+`}`)
-			if r.status != http.StatusBadRequest || !strings.Contains(r.detail, c.want) {
-				t.Fatalf("got %d %s, want 400 with %q", r.status, r.body, c.want)
-			}
-		})
 	}
 	if n := len(h.up.Requests()); n != 0 {
 		t.Errorf("%d upstream calls for refused text", n)

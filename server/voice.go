@@ -120,7 +120,7 @@ func (s *Server) runVoiceAudio(w http.ResponseWriter, r *http.Request, c brainwi
 		writeError(w, err)
 		return
 	}
-	if limit := s.maxAudioBytes(); audio.Size() > limit {
+	if limit := s.cfg.MaxAudioBytes; audio.Size() > limit {
 		writeError(w, brainwire.Errorf(brainwire.ETooLarge, "audio is over %d bytes", limit))
 		return
 	}
@@ -206,7 +206,7 @@ func (s *Server) receiveVoice(w http.ResponseWriter, r *http.Request) (_ *voiceU
 		}
 	}()
 
-	limit := s.maxAudioBytes()
+	limit := s.cfg.MaxAudioBytes
 	// The form's own fields and boundaries need a little room past the audio.
 	r.Body = http.MaxBytesReader(w, r.Body, limit+64<<10)
 	mr, err := r.MultipartReader()
@@ -313,46 +313,26 @@ var errAudioTooLarge = errors.New("audio over the size limit")
 
 // audioBody is the file part on its way to the blob store: it stops past
 // the size limit, and remembers what went wrong reading it, so that a
-// failed Put can be told apart from a failed upload. Each Read fills p
-// as far as the upload allows: a multipart part gives at most a few KB
-// per read, and the store should not write in pieces that small.
+// failed Put can be told apart from a failed upload.
 type audioBody struct {
 	r     io.Reader
 	limit int64
 	n     int64
 	err   error // the first error other than io.EOF
-	eof   bool
 }
 
 func (b *audioBody) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) && b.err == nil && !b.eof {
-		m, err := b.r.Read(p[n:])
-		n += m
-		b.n += int64(m)
-		switch {
-		case b.n > b.limit:
-			b.err = errAudioTooLarge
-		case errors.Is(err, io.EOF):
-			b.eof = true
-		case err != nil:
-			b.err = err
-		}
+	if b.err != nil {
+		return 0, b.err
 	}
-	switch {
-	case b.err != nil:
-		return n, b.err
-	case b.eof && n == 0:
-		return 0, io.EOF
+	n, err := b.r.Read(p)
+	if b.n += int64(n); b.n > b.limit {
+		err = errAudioTooLarge
 	}
-	return n, nil
-}
-
-func (s *Server) maxAudioBytes() int64 {
-	if s.cfg.MaxAudioBytes > 0 {
-		return s.cfg.MaxAudioBytes
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.err = err
 	}
-	return DefaultMaxAudioBytes
+	return n, err
 }
 
 // uploadError says what went wrong reading the upload, without the

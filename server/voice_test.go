@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -113,35 +114,49 @@ func assertGone(t *testing.T, blobs *azureblob.Store, url string) {
 	}
 }
 
+// keptBlobs is a blob store that keeps the URLs of the audio stored.
+type keptBlobs struct {
+	*azureblob.Store
+	mu   sync.Mutex
+	urls []string
+}
+
+func (b *keptBlobs) Put(ctx context.Context, name, contentType string, r io.Reader) (string, error) {
+	url, err := b.Store.Put(ctx, name, contentType, r)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.urls = append(b.urls, url)
+	return url, err
+}
+
+// A voice capture on every protocol's way in for audio: the audio reaches
+// the transcription service whole, the person's words are filed as a voice
+// capture, and the audio is deleted once the capture is over.
 func TestVoiceCaptureEndToEnd(t *testing.T) {
 	audio := testaudio.WAV(t, "Call mom about her birthday on Sunday")
-	blobs := azurite(t)
+	blobs := &keptBlobs{Store: azurite(t)}
 	api, tr := newTranscriptionAPI(t, "Call mom about her birthday on Sunday.")
 	h := newHarness(t, nil, withSimulator(t), withBlobs(blobs), withTranscriber(tr))
-
-	for _, path := range []string{"/api/capture/voice", "/api/capture"} {
-		t.Run(path, func(t *testing.T) {
-			before := len(h.inbox(testUser))
-			ct, body := voiceBody(t, "note.wav", "audio/wav", audio)
-			frames := h.readStream(h.post(path, ct, body))
-			var types []string
-			for _, f := range frames {
-				types = append(types, f.Data["type"].(string))
+	ct, form := voiceBody(t, "note.wav", "audio/wav", audio)
+	inline := runInput([]map[string]any{{"type": "audio", "source": map[string]string{
+		"type": "data", "value": base64.StdEncoding.EncodeToString(audio), "mimeType": "audio/wav"}}}, `{}`, `{}`)
+	for _, c := range []struct {
+		p              protocol
+		path, ct, body string
+	}{
+		{protocols[0], "/api/capture/voice", ct, form},
+		{protocols[0], "/api/capture", ct, form},
+		{protocols[1], "/api/voice-capture", ct, form},
+		{protocols[2], "/api/agui", "application/json", inline},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			r := h.do("POST", c.path, testKey, "bearer", c.ct, c.body)
+			if e := c.p.ending(t, r.body); e.outcome != "classified" || e.bucket != "People" || !strings.Contains(r.body, `"stepName":"Processing"`) {
+				t.Fatalf("%v:\n%s", e, r.body)
 			}
-			if strings.Join(types, ",") != "STEP_START,STEP_END,CLASSIFIED,COMPLETE" ||
-				frames[0].Data["stepName"] != "Processing" || frames[1].Data["stepName"] != "Processing" {
-				t.Fatalf("stream:\n%s", payloads(frames))
-			}
-			value := frames[2].Data["value"].(map[string]any)
-			if value["bucket"] != "People" {
-				t.Fatalf("outcome %v", value)
-			}
-			item, err := h.store.GetInboxItem(context.Background(), testUser, value["inboxItemId"].(string))
+			item, err := h.store.GetInboxItem(context.Background(), testUser, itemID(t, r.body))
 			if err != nil || item.Source != brainwire.KindVoice || item.RawText != "Call mom about her birthday on Sunday." {
 				t.Fatalf("item %+v, %v", item, err)
-			}
-			if n := len(h.inbox(testUser)); n != before+1 {
-				t.Fatalf("%d new items", n-before)
 			}
 			api.mu.Lock()
 			got := api.received[len(api.received)-1]
@@ -151,55 +166,41 @@ func TestVoiceCaptureEndToEnd(t *testing.T) {
 			}
 		})
 	}
-	// Both uploads (ids come from the counter: thread, run, blob, then
-	// the filing's two) are gone.
-	for _, id := range []string{"id3", "id8"} {
-		assertGone(t, blobs, fmt.Sprintf("%s/voice-%s.wav", blobs.URL(), id))
+	if len(blobs.urls) != 4 {
+		t.Errorf("%d uploads stored, want 4", len(blobs.urls))
+	}
+	for _, url := range blobs.urls {
+		assertGone(t, blobs.Store, url)
 	}
 }
 
-// voiceScript is an upstream that asks for transcribe_audio first.
-func voiceRun(r ft.Run, tail ...ft.Event) []ft.Event {
-	evs := []ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}
-	return append(evs, tail...)
-}
-
-func TestVoiceAudioIsDeletedWhenTheRunFails(t *testing.T) {
-	audio := testaudio.WAV(t, "Pay the water bill")
-	blobs := azurite(t)
-	_, tr := newTranscriptionAPI(t, "Pay the water bill")
+// The agent is told where a voice capture's audio is, and the audio is
+// gone once the capture is, also when its run fails or its client goes
+// away.
+func TestVoiceAudioIsDeletedWhenTheCaptureFails(t *testing.T) {
 	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(voiceRun(r, r.Failed("server_error", "model overloaded"), ft.Done())...))},
-		withBlobs(blobs), withTranscriber(tr))
-	ct, body := voiceBody(t, "bill.wav", "audio/wav", audio)
-	frames := h.readStream(h.post("/api/capture/voice", ct, body))
-	if got := payloads(frames); !strings.Contains(got, `"type":"ERROR"`) || !strings.HasPrefix(got, `{"type":"STEP_START","stepName":"Processing"}`) {
-		t.Fatalf("stream:\n%s", got)
+	for name, tail := range map[string][]ft.Event{
+		"the run fails":        {r.Failed("server_error", "model overloaded"), ft.Done()},
+		"the client goes away": {ft.Hang()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			blobs := azurite(t)
+			_, tr := newTranscriptionAPI(t, "Pay the water bill")
+			h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(append([]ft.Event{r.ThreadCreated(), r.Created(), r.Queued(), r.InProgress()}, tail...)...))},
+				withBlobs(blobs), withTranscriber(tr))
+			ct, body := voiceBody(t, "bill.wav", "audio/wav", testaudio.WAV(t, "Pay the water bill"))
+			if len(tail) == 1 {
+				h.disconnectAfterStart("/api/capture/voice", ct, body, "STEP_START")
+			} else if got := payloads(h.readStream(h.post("/api/capture/voice", ct, body))); !strings.Contains(got, `"type":"ERROR"`) {
+				t.Fatalf("stream:\n%s", got)
+			}
+			url := blobs.URL() + "/voice-id3.wav"
+			if msg := fmt.Sprint(h.up.Find("POST /threads/runs")[0].Body["thread"]); !strings.Contains(msg, "audio: "+url) {
+				t.Fatalf("run message does not carry the audio URL %s: %s", url, msg)
+			}
+			assertGone(t, blobs, url)
+		})
 	}
-	// The agent was told where the audio is; that audio is now gone.
-	msg := fmt.Sprint(h.up.Find("POST /threads/runs")[0].Body["thread"])
-	url := blobs.URL() + "/voice-id3.wav"
-	if !strings.Contains(msg, "audio: "+url) {
-		t.Fatalf("run message does not carry the audio URL %s: %s", url, msg)
-	}
-	assertGone(t, blobs, url)
-}
-
-func TestVoiceAudioIsDeletedWhenTheClientDisconnects(t *testing.T) {
-	audio := testaudio.WAV(t, "Idea for a garden app")
-	blobs := azurite(t)
-	_, tr := newTranscriptionAPI(t, "Idea for a garden app")
-	r := ft.NewRun(upThread, upRun)
-	h := newHarness(t, []ft.Call{ft.Expect("POST /threads/runs", ft.Stream(voiceRun(r, ft.Hang())...))},
-		withBlobs(blobs), withTranscriber(tr))
-	ct, body := voiceBody(t, "idea.wav", "audio/wav", audio)
-	h.disconnectAfterStart("/api/capture/voice", ct, body, "STEP_START")
-	// The agent was told where the audio is; that audio is now gone.
-	url := blobs.URL() + "/voice-id3.wav"
-	if msg := fmt.Sprint(h.up.Find("POST /threads/runs")[0].Body["thread"]); !strings.Contains(msg, "audio: "+url) {
-		t.Fatalf("run message does not carry the audio URL %s: %s", url, msg)
-	}
-	assertGone(t, blobs, url)
 }
 
 // stubTranscriber stands in for a configured transcription service.
@@ -218,61 +219,47 @@ func TestVoiceRejectsBadUploadsBeforeStreaming(t *testing.T) {
 	}
 	h := newHarness(t, nil, withMaxAudio(1024), withBlobs(blobs), withTranscriber(stubTranscriber{}))
 	wav := []byte("RIFF\x24\x00\x00\x00WAVEfmt ")
-	cases := []struct {
-		name        string
-		contentType string
-		body        string
-		status      int
-		detail      string
-	}{
-		{"not multipart", "application/octet-stream", string(wav), 415, "multipart/form-data"},
-		{"unsupported type", "", "", 400, "unsupported audio format"},
-		{"too large", "", "", 413, "over 1024 bytes"},
-		{"no file part", "", "", 400, "file part"},
-		{"empty file", "", "", 400, "empty"},
-		{"broken multipart", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nabc", 400, "malformed multipart"},
-		{"broken multipart after the audio's start", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n" + string(wav) + "abc", 400, "malformed multipart"},
-		{"two file parts", "", "", 400, "only one file part"},
-		{"an ELF binary named .wav", "", "", 415, "not WAV audio"},
-		{"MP3 audio named .wav", "", "", 415, "not WAV audio"},
-		{"text named .ogg", "", "", 415, "not OGG audio"},
-		{"a few bytes named .m4a", "", "", 415, "not M4A audio"},
+	file := func(name, ctype string, audio []byte) [2]string {
+		ct, body := voiceBody(t, name, ctype, audio)
+		return [2]string{ct, body}
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			ct, body := c.contentType, c.body
-			switch c.name {
-			case "unsupported type":
-				ct, body = voiceBody(t, "notes.txt", "text/plain", []byte("hello"))
-			case "too large":
-				ct, body = voiceBody(t, "big.wav", "audio/wav", append(wav, bytes.Repeat([]byte{1}, 2048)...))
-			case "two file parts":
-				var buf bytes.Buffer
-				mw := multipart.NewWriter(&buf)
-				for range 2 {
-					fw, _ := mw.CreateFormFile("file", "a.wav")
-					fw.Write(wav)
-				}
-				mw.Close()
-				ct, body = mw.FormDataContentType(), buf.String()
-			case "an ELF binary named .wav":
-				ct, body = voiceBody(t, "note.wav", "audio/wav", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"))
-			case "MP3 audio named .wav":
-				ct, body = voiceBody(t, "note.wav", "audio/wav", []byte("ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x00"))
-			case "text named .ogg":
-				ct, body = voiceBody(t, "note.ogg", "audio/ogg", []byte("just some text, not Ogg at all"))
-			case "a few bytes named .m4a":
-				ct, body = voiceBody(t, "note.m4a", "", []byte("ftyp"))
-			case "no file part":
-				var buf bytes.Buffer
-				mw := multipart.NewWriter(&buf)
-				_ = mw.WriteField("thread_id", "t1")
-				mw.Close()
-				ct, body = mw.FormDataContentType(), buf.String()
-			case "empty file":
-				ct, body = voiceBody(t, "empty.wav", "audio/wav", nil)
+	// form writes a form of fields and files (a name ending in .wav).
+	form := func(parts ...string) [2]string {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		for i := 0; i < len(parts); i += 2 {
+			if strings.HasSuffix(parts[i+1], ".wav") {
+				fw, _ := mw.CreateFormFile(parts[i], parts[i+1])
+				fw.Write(wav)
+			} else {
+				mw.WriteField(parts[i], parts[i+1])
 			}
-			r := h.do("POST", "/api/capture/voice", testKey, "bearer", ct, body)
+		}
+		mw.Close()
+		return [2]string{mw.FormDataContentType(), buf.String()}
+	}
+	const broken = "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\n"
+	for _, c := range []struct {
+		name    string
+		request [2]string // Content-Type, body
+		status  int
+		detail  string
+	}{
+		{"not multipart", [2]string{"application/octet-stream", string(wav)}, 415, "multipart/form-data"},
+		{"unsupported type", file("notes.txt", "text/plain", []byte("hello")), 400, "unsupported audio format"},
+		{"too large", file("big.wav", "audio/wav", append(wav, bytes.Repeat([]byte{1}, 2048)...)), 413, "over 1024 bytes"},
+		{"no file part", form("thread_id", "t1"), 400, "file part"},
+		{"empty file", file("empty.wav", "audio/wav", nil), 400, "empty"},
+		{"broken multipart", [2]string{"multipart/form-data; boundary=xyz", broken + "abc"}, 400, "malformed multipart"},
+		{"broken multipart after the audio's start", [2]string{"multipart/form-data; boundary=xyz", broken + string(wav) + "abc"}, 400, "malformed multipart"},
+		{"two file parts", form("file", "a.wav", "file", "b.wav"), 400, "only one file part"},
+		{"an ELF binary named .wav", file("note.wav", "audio/wav", []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00")), 415, "not WAV audio"},
+		{"MP3 audio named .wav", file("note.wav", "audio/wav", []byte("ID3\x04\x00\x00\x00\x00\x00\x00\xff\xfb\x90\x00")), 415, "not WAV audio"},
+		{"text named .ogg", file("note.ogg", "audio/ogg", []byte("just some text, not Ogg at all")), 415, "not OGG audio"},
+		{"a few bytes named .m4a", file("note.m4a", "", []byte("ftyp")), 415, "not M4A audio"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.do("POST", "/api/capture/voice", testKey, "bearer", c.request[0], c.request[1])
 			if r.status != c.status || !strings.Contains(r.detail, c.detail) {
 				t.Fatalf("got %d %s, want %d with %q", r.status, r.body, c.status, c.detail)
 			}

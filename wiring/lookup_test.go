@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -264,38 +262,27 @@ func TestALostThreadAndRunIsUndone(t *testing.T) {
 // among the newest, cancelled and deleted, the call is sent again, and the
 // phone gets its outcome; the service keeps one thread, the second.
 func TestALostThreadAndRunIsUndoneOnTheSimulator(t *testing.T) {
-	sim := httptest.NewServer(simulator.New(simulator.Config{ChunkDelay: -1}))
-	t.Cleanup(sim.Close)
-	target, _ := url.Parse(sim.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	var lost atomic.Int64
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/threads/runs") && lost.Add(1) == 1 {
-			proxy.ServeHTTP(httptest.NewRecorder(), r) // taken, and its answer lost
-			panic(http.ErrAbortHandler)
+	var sim atomic.Value // the simulator's handler
+	var lost atomic.Bool
+	front := func(s http.Handler, w http.ResponseWriter, r *http.Request) bool {
+		sim.Store(s)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/threads/runs") || lost.Swap(true) {
+			return false
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
-
-	agent := wiring.Foundry(front.URL+simulator.ProjectPath, simulator.DefaultAgentID, "", staticAuth)
-	got := phoneCapture(t, agent, fastRetries, 0)
-	if !strings.Contains(got, `"type":"CLASSIFIED"`) || lost.Load() != 2 {
-		t.Fatalf("after %d thread-and-run calls the phone got:\n%s\nwant CLASSIFIED after 2", lost.Load(), got)
+		s.ServeHTTP(httptest.NewRecorder(), r) // taken, and its answer lost
+		panic(http.ErrAbortHandler)
 	}
-	req, _ := http.NewRequest(http.MethodGet, sim.URL+simulator.ProjectPath+"/threads?api-version=v1", nil)
+	got, items, calls := simCapture(t, simFaces()[2], "Call Sarah about the offsite", front)
+	if !strings.Contains(got, `"type":"CLASSIFIED"`) || len(items) != 1 || calls.creates.Load() != 3 {
+		t.Fatalf("after %d calls creating, filed %d; the phone got:\n%s\nwant CLASSIFIED after the thread-and-run twice and the tool outputs", calls.creates.Load(), len(items), got)
+	}
+	rec, req := httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, simulator.ProjectPath+"/threads?api-version=v1", nil)
 	req.Header.Set("Authorization", "Bearer t")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	sim.Load().(http.Handler).ServeHTTP(rec, req)
 	var threads struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []struct{ ID string }
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&threads); err != nil || len(threads.Data) != 1 {
+	if err := json.Unmarshal(rec.Body.Bytes(), &threads); err != nil || len(threads.Data) != 1 {
 		t.Fatalf("the service keeps %+v (%v); want one thread", threads.Data, err)
 	}
 }

@@ -403,9 +403,6 @@ func TestTuningTruth(t *testing.T) {
 			part := tr.since(from)
 			checkPanels(t, ctx, p, part, vars, options, at, seconds)
 			checkTracePanels(t, part, vars, options, from, seconds)
-			if w.from.Before(tr.start) {
-				logPanelTable(t, ctx, p, at, panelQueries(t), vars, rangeBuiltins(time.Duration(seconds)*time.Second), seconds)
-			}
 		})
 	}
 }
@@ -592,46 +589,6 @@ func diffRows(got, want map[string]float64, kind valueKind) string {
 	}
 	sort.Strings(d)
 	return strings.Join(d, "; ")
-}
-
-// logPanelTable logs each counting panel as a person reads it with every
-// variable at All, for each service: expected and seen.
-func logPanelTable(t *testing.T, ctx context.Context, p *prometheus, at time.Time, queries map[string][]string,
-	vars map[string]variable, builtins map[string]string, seconds float64) {
-	var b strings.Builder
-	b.WriteString("\n| service | panel | expected | seen |\n|---|---|---|---|\n")
-	for _, job := range []string{"brainwire", "brainwire-eval"} {
-		sel := selection{"job": {job}, "version": {allValue}, "bucket": {allValue}, "outcome": {allValue}, "kind": {allValue}}
-		for _, pt := range panels {
-			rs, err := p.queryAt(ctx, interpolate(queries[pt.title][pt.ref], vars, sel, builtins), at)
-			if err != nil {
-				continue
-			}
-			want, _ := pt.want(shared.truth, sel)
-			title := pt.title
-			if len(queries[pt.title]) > 1 {
-				title += fmt.Sprintf(" (%c)", 'A'+pt.ref)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", job, title, formatRows(want, shared.truth), formatRows(rowsOf(rs, pt.by, pt.kind, seconds), shared.truth))
-		}
-	}
-	t.Log(b.String())
-}
-
-func formatRows(rows map[string]float64, tr *truth) string {
-	if len(rows) == 0 {
-		return "none"
-	}
-	short := strings.NewReplacer(tr.v1, "v1", tr.v2, "v2")
-	var parts []string
-	for k, v := range rows {
-		if v == 0 {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s", short.Replace(k), strconv.FormatFloat(v, 'g', 4, 64)))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ", ")
 }
 
 // panelQueries are the queries of each panel, as written, by title.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -428,15 +429,10 @@ func (w *workload) recategorize(it filedItem, via *replica, bucket string) error
 	return nil
 }
 
-// followUp answers a misunderstood item's question through via.
-func (w *workload) followUp(it filedItem, via *replica, round int, text string) (string, error) {
-	out, _, err := w.followUpKeyed(it, via, round, text, "")
-	return out, err
-}
-
-// followUpKeyed is followUp with an Idempotency-Key (none when key is
-// empty); it returns the request's body too, for a repeat.
-func (w *workload) followUpKeyed(it filedItem, via *replica, round int, text, key string) (string, map[string]any, error) {
+// followUp answers a misunderstood item's question through via, with an
+// Idempotency-Key unless key is empty; it returns the outcome and the
+// request's body, for a repeat.
+func (w *workload) followUp(it filedItem, via *replica, round int, text, key string) (string, map[string]any, error) {
 	var before inboxItem
 	if err := call(w.ctx, "GET", via.base+"/api/inbox/"+it.id, "", &before); err != nil {
 		return "", nil, err
@@ -496,17 +492,17 @@ func (w *workload) correctRound1(a, b *replica) error {
 	if err != nil {
 		return err
 	}
-	if out, err := w.followUp(it, other(it.r), 1, "zzz qqq"); err != nil || out != "misunderstood" {
+	if out, _, err := w.followUp(it, other(it.r), 1, "zzz qqq", ""); err != nil || out != "misunderstood" {
 		return fmt.Errorf("follow-up round 1: %s, %v", out, err)
 	}
-	if out, err := w.followUp(it, it.r, 2, "I meant: call my friend Sam about his birthday"); err != nil || out != "classified" {
+	if out, _, err := w.followUp(it, it.r, 2, "I meant: call my friend Sam about his birthday", ""); err != nil || out != "classified" {
 		return fmt.Errorf("follow-up round 2: %s, %v", out, err)
 	}
 	gym, err := w.item("Go to the gym after work", "misunderstood", 0)
 	if err != nil {
 		return err
 	}
-	_, err = w.followUp(gym, other(gym.r), 1, "Renew the gym membership")
+	_, _, err = w.followUp(gym, other(gym.r), 1, "Renew the gym membership", "")
 	return err
 }
 
@@ -596,7 +592,7 @@ func (w *workload) replays2(b, a *replica, asked filedItem) error {
 	}
 	key := w.newKey()
 	text := "I meant: call my friend Sam about his birthday"
-	out, body, err := w.followUpKeyed(asked, b, 1, text, key)
+	out, body, err := w.followUp(asked, b, 1, text, key)
 	if err != nil {
 		return err
 	}
@@ -649,32 +645,29 @@ func (w *workload) repeat(r *replica, path string, body map[string]any, kind, te
 // correctRound2 judges captures of both versions after the restart.
 func (w *workload) correctRound2(a, b *replica) error {
 	// The texts' second round of items: round 1 made two of each.
-	gym, err := w.item("Go to the gym after work", "classified", 0)
-	if err != nil {
-		return err
-	}
-	if err := w.recategorize(gym, a, "People"); err != nil {
-		return err
-	}
-	bill, err := w.item("Pay the electricity bill", "classified", 2)
-	if err != nil {
-		return err
-	}
-	if err := w.recategorize(bill, b, "Admin"); err != nil {
-		return err
-	}
-	mom, err := w.item("Call mom about her birthday on Sunday", "classified", 2)
-	if err != nil {
-		return err
-	}
-	if err := w.recategorize(mom, b, "Projects"); err != nil {
-		return err
+	for _, c := range []struct {
+		text   string
+		n      int
+		via    *replica
+		bucket string
+	}{
+		{"Go to the gym after work", 0, a, "People"},
+		{"Pay the electricity bill", 2, b, "Admin"},
+		{"Call mom about her birthday on Sunday", 2, b, "Projects"},
+	} {
+		it, err := w.item(c.text, "classified", c.n)
+		if err != nil {
+			return err
+		}
+		if err := w.recategorize(it, c.via, c.bucket); err != nil {
+			return err
+		}
 	}
 	asked, err := w.item("asdf qwerty zxcv", "misunderstood", 2)
 	if err != nil {
 		return err
 	}
-	_, err = w.followUp(asked, a, 1, "I meant: call my friend Sam about his birthday")
+	_, _, err = w.followUp(asked, a, 1, "I meant: call my friend Sam about his birthday", "")
 	return err
 }
 
@@ -848,15 +841,9 @@ func (w *workload) fromSpans(spans map[string]*telemetrytest.Span) error {
 		}
 		resends[r.runID]++
 	}
-	for id, n := range resends {
-		if w.wantResends[id] != n {
-			return fmt.Errorf("run %s: %d attempts sent again, want %d", id, n, w.wantResends[id])
-		}
-	}
-	for id, n := range w.wantResends {
-		if resends[id] != n {
-			return fmt.Errorf("run %s: %d attempts sent again, want %d", id, resends[id], n)
-		}
+	maps.DeleteFunc(w.wantResends, func(_ string, n int) bool { return n == 0 })
+	if !maps.Equal(resends, w.wantResends) {
+		return fmt.Errorf("attempts sent again by run %v, want %v", resends, w.wantResends)
 	}
 	for _, r := range w.tr.runs {
 		if w.wantUpstream[r.runID] {

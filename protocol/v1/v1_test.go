@@ -100,21 +100,6 @@ func TestEncodeSequences(t *testing.T) {
 	}
 }
 
-func TestRecategorized(t *testing.T) {
-	got := frames(t, string(Recategorized(nil, "thread-9", "run-9", "i2", "Projects")))
-	want := []string{
-		`{"type":"RUN_STARTED","threadId":"thread-9","runId":"run-9"}`,
-		`{"type":"TEXT_MESSAGE_START","messageId":"run-9-result","role":"assistant"}`,
-		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"run-9-result","delta":"Filed → Projects"}`,
-		`{"type":"TEXT_MESSAGE_END","messageId":"run-9-result"}`,
-		`{"type":"CUSTOM","name":"CLASSIFIED","value":{"inboxItemId":"i2","bucket":"Projects"}}`,
-		`{"type":"RUN_FINISHED","threadId":"thread-9","runId":"run-9"}`,
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
 func TestNothingAfterTheEnd(t *testing.T) {
 	e := NewEncoder(brainwire.Capture{ThreadID: "t", RunID: "r"})
 	dst := e.Encode(nil, brainwire.CaptureEvent{Type: brainwire.CaptureError, Message: "x"})

@@ -71,7 +71,9 @@
 //	#error-event     an in-stream error: threads and Responses an "error" event and no done,
 //	                 ADK three thought chunks and an error frame (ServerError: 503 UNAVAILABLE)
 //	#incomplete      Responses only: response.incomplete (max_output_tokens)
-//	#long:N          the run's first reasoning streams exactly N chunks (N ≤ 10000)
+//	#long:N          the reasoning before the run's first tool call streams exactly N chunks
+//	                 (N ≤ 10000); what it reasons after the tool's answer adds its own, so a
+//	                 classified capture's run has N+3 chunks in all, on every face
 //	#refuse:S[:N]    each call of the run (the one starting it, each with tool outputs) is refused
 //	                 N times (1, at most 10) with status S (408, 429, 500, 502, 503, 504), the
 //	                 service's error body, retry-after-ms: 5 and Retry-After: 1; a call is known by

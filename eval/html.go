@@ -59,8 +59,9 @@ type htmlView struct {
 	Matrices []matrixView
 	Hist     histogram
 	Cases    []caseView
-	// CasesTitle heads the list of cases to look at.
-	CasesTitle string
+	// CasesTitle heads the list of cases to look at; Legend, with a
+	// baseline, says how they are ranked.
+	CasesTitle, Legend string
 	// All is every case, folded away, for its runs' traces.
 	All []caseView
 }
@@ -91,6 +92,9 @@ func newHTMLView(r *Report) htmlView {
 	}
 	v.Hist = newHistogram(v.Sides, results)
 	v.Cases, v.CasesTitle = newCaseViews(r)
+	if r.Baseline != nil {
+		v.Legend = r.changeLegend()
+	}
 	v.All = allCases(r)
 	return v
 }

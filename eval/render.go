@@ -220,6 +220,8 @@ func (r *Report) tables() []table {
 	}
 	if len(changes.rows) == 0 {
 		changes.rows = [][]string{{"", "", "no case changed", "", "", ""}}
+	} else {
+		changes.after = func(func(string) string) []string { return []string{r.changeLegend()} }
 	}
 	out = append(out, changes)
 	if len(runs.rows) > 0 {
@@ -303,6 +305,19 @@ func (r *Report) changeSummary() string {
 		return ""
 	}
 	return ": " + strings.Join(parts, ", ")
+}
+
+// changeLegend says how the changed cases are ranked.
+func (r *Report) changeLegend() string {
+	s := fmt.Sprintf("Worst first: broken silently (was right, now filed wrong without asking), broken (was right, now wrong, "+
+		"the person asked), stopped asking (wrong either way, now filed without asking), fewer right (fewer of its trials right), "+
+		"confidence drop (right either way, confidence down %.2f or more in the same bucket); then, best first: fixed (now right), "+
+		"now asked (wrong either way, now the person is asked), more right (more of its trials right); then changed (another answer, "+
+		"as right or as wrong). A case is listed once, under the first that applies.", r.ConfidenceDrop)
+	if r.Trials > 1 {
+		s += " Every case whose right trials changed is listed: the cases the verdict counts better and worse."
+	}
+	return s
 }
 
 // traceNote says how to open the runs when they have no links.

@@ -94,13 +94,21 @@ func TestEvalTrials(t *testing.T) {
 	}
 
 	// The changed cases, each listed (how trials decide them is eval's
-	// TestCompareOverTrials).
+	// TestCompareOverTrials), among them every case the verdict counts
+	// better or worse.
 	if len(rep.Changes) == 0 {
 		t.Fatal("no case changed")
 	}
+	listed := map[string]bool{}
 	for _, ch := range rep.Changes {
+		listed[ch.Case.ID] = true
 		if !strings.Contains(md, "| "+string(ch.Kind)+" | "+ch.Case.ID+" |") {
 			t.Errorf("the Markdown report does not list %s %s", ch.Kind, ch.Case.ID)
+		}
+	}
+	for id, n := range cand {
+		if n != base[id] && !listed[id] {
+			t.Errorf("case %s: %d/4 right, then %d/4, not among the changed cases", id, base[id], n)
 		}
 	}
 

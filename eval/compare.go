@@ -80,12 +80,15 @@ type Change struct {
 }
 
 // Answer is what a pass made of a case over its trials: the answer given
-// most often (outcome and bucket; ties to the earlier trial), its mean
-// confidence, whether most trials were right, and every run.
+// most often (outcome and bucket; ties to the earlier trial), the mean
+// confidence of the runs that gave it, whether most trials were right,
+// and every run.
 type Answer struct {
 	Outcome brainwire.Outcome `json:"outcome"`
 	Bucket  string            `json:"bucket,omitempty"`
-	// Confidence is the mean over the runs filed in Bucket (0 without).
+	// Confidence is the mean over the runs that gave this answer (0
+	// without a bucket): a majority filed without asking shows a
+	// confidence that filed it.
 	Confidence float64 `json:"confidence"`
 	// Correct: more than half the trials were right.
 	Correct bool `json:"correct"`
@@ -127,7 +130,7 @@ func answerOf(runs []Result) Answer {
 	}
 	var confs []float64
 	for _, r := range runs {
-		if a.Bucket != "" && r.Outcome.Resolved() && r.Bucket == a.Bucket {
+		if a.Bucket != "" && answerKey(r.Trial) == answerKey(Trial{Outcome: a.Outcome, Bucket: a.Bucket}) {
 			confs = append(confs, r.Conf)
 		}
 	}

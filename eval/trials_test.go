@@ -199,6 +199,22 @@ func TestCompareOverTrials(t *testing.T) {
 	}
 }
 
+// TestShownConfidenceIsTheShownAnswers checks that a case's answer shows
+// the mean confidence of the runs that gave it: a majority filed without
+// asking never shows a confidence below the threshold.
+func TestShownConfidenceIsTheShownAnswers(t *testing.T) {
+	confs := []float64{0.8, 0.75, 0.3, 0.7, 0.2} // three classified, two low
+	runs := synth(1, 5, func(int, int) bool { return false }, func(_, t int) float64 { return confs[t] }, jitter)
+	rep := eval.NewReport(eval.ReportConfig{RunID: "eval-t", Corpus: "c.jsonl"}, &eval.Pass{Instructions: "agent", Results: runs}, nil)
+	var out bytes.Buffer
+	if err := rep.Write(&out, eval.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if want := "✗ 0/5 Ideas classified 0.75"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
 // TestTiming checks that only real changes of time are reported: a
 // shift of every case, a shift of a few cases among many, and none when
 // both sides took the same times.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/eval/stats"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
@@ -104,6 +105,13 @@ func TestEvalTrials(t *testing.T) {
 		listed[ch.Case.ID] = true
 		if !strings.Contains(md, "| "+string(ch.Kind)+" | "+ch.Case.ID+" |") {
 			t.Errorf("the Markdown report does not list %s %s", ch.Kind, ch.Case.ID)
+		}
+		// An answer shows the confidence of the runs that gave it: none
+		// filed without asking below the threshold, or asked above it.
+		for _, a := range []eval.Answer{ch.Baseline, ch.Candidate} {
+			if a.Outcome.Resolved() && (a.Outcome == brainwire.OutcomeClassified) != (a.Confidence >= brainwire.ConfidenceThreshold) {
+				t.Errorf("case %s shows %s %s %.2f", ch.Case.ID, a.Bucket, a.Outcome, a.Confidence)
+			}
 		}
 	}
 	for id, n := range cand {

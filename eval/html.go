@@ -28,7 +28,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":    func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%" },
 	"f3":     func(x float64) string { return fmt.Sprintf("%.3f", x) },
 	"f2":     func(x float64) string { return fmt.Sprintf("%.2f", x) },
-	"s3":     func(x float64) string { return fmt.Sprintf("%+.3f", x) },
+	"s3":     func(x float64) string { return signedText("%+.3f", x) },
 	"p":      pRelation,
 	"pvalue": pText,
 	"ratio":  ratioText,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html"
 	"math"
 	"strings"
 	"sync"
@@ -212,6 +213,25 @@ func TestShownConfidenceIsTheShownAnswers(t *testing.T) {
 	}
 	if want := "✗ 0/5 Ideas classified 0.75"; !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestZeroDifferenceIsZero checks that a difference of zero, left a few
+// ulps below it by summing fifths, is written as zero, not "-0.000".
+func TestZeroDifferenceIsZero(t *testing.T) {
+	// Case 0 gains three right trials of five, cases 1–3 lose one each.
+	base := synth(4, 5, func(c, t int) bool { return c > 0 && t == 0 }, sure, jitter)
+	cand := synth(4, 5, func(c, t int) bool { return c == 0 && t < 3 }, sure, jitter)
+	rep := report(base, cand)
+	for _, format := range []string{eval.FormatTable, eval.FormatMarkdown, eval.FormatHTML} {
+		var out bytes.Buffer
+		if err := rep.Write(&out, format); err != nil {
+			t.Fatal(err)
+		}
+		page := html.UnescapeString(out.String()) // the page writes + as &#43;
+		if strings.Contains(page, "-0.000") || !strings.Contains(page, "+0.000") {
+			t.Errorf("%s: a zero difference (%v) written with a sign:\n%s", format, rep.Comparison.Difference.Estimate, page)
+		}
 	}
 }
 

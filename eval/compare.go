@@ -386,7 +386,8 @@ type Timing struct {
 	CaseTest    string `json:"case_test"`
 	CasesTested int    `json:"cases_tested"`
 	// Cases are the cases whose time changed significantly, after the
-	// correction for testing them all; none when nothing is real.
+	// correction for testing them all: an empty list when none did (or
+	// none was tested).
 	Cases []CaseTiming `json:"cases"`
 }
 
@@ -403,7 +404,7 @@ type CaseTiming struct {
 
 func compareTiming(baseline, candidate []Result) Timing {
 	t := Timing{Test: "exact sign test over cases, on each case's median",
-		CaseTest: "Mann–Whitney U per case, Benjamini–Hochberg adjusted"}
+		CaseTest: "Mann–Whitney U per case, Benjamini–Hochberg adjusted", Cases: []CaseTiming{}}
 	var diffs, ps []float64
 	var tested []CaseTiming
 	for _, pair := range pairByCase(baseline, candidate) {

@@ -3,6 +3,7 @@ package eval_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"math"
@@ -231,6 +232,29 @@ func TestZeroDifferenceIsZero(t *testing.T) {
 		page := html.UnescapeString(out.String()) // the page writes + as &#43;
 		if strings.Contains(page, "-0.000") || !strings.Contains(page, "+0.000") {
 			t.Errorf("%s: a zero difference (%v) written with a sign:\n%s", format, rep.Comparison.Difference.Estimate, page)
+		}
+	}
+}
+
+// TestTimingCasesIsAList checks that the JSON report's timing.cases is a
+// list whenever there is timing, empty when no case changed.
+func TestTimingCasesIsAList(t *testing.T) {
+	right := func(int, int) bool { return true }
+	for _, trials := range []int{1, 5} {
+		var out bytes.Buffer
+		if err := report(synth(5, trials, right, sure, jitter), synth(5, trials, right, sure, jitter)).Write(&out, eval.FormatJSON); err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Timing struct {
+				Cases []any `json:"cases"`
+			} `json:"timing"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Timing.Cases == nil || len(rep.Timing.Cases) != 0 {
+			t.Errorf("%d trials: timing.cases %v, want an empty list", trials, rep.Timing.Cases)
 		}
 	}
 }

@@ -54,6 +54,20 @@ func TestEvalTrials(t *testing.T) {
 	if rep.Trials != 4 || rep.Cases != 50 || len(rep.Results) != 200 || len(rep.BaselineResults) != 200 || rep.Comparison == nil {
 		t.Fatalf("trials %d, cases %d, results %d and %d", rep.Trials, rep.Cases, len(rep.Results), len(rep.BaselineResults))
 	}
+	// The cases were timed: the timing of those that changed is a list,
+	// empty or not.
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timing struct {
+		Timing struct {
+			Cases []json.RawMessage `json:"cases"`
+		} `json:"timing"`
+	}
+	if err := json.Unmarshal(raw, &timing); err != nil || rep.Timing.CasesTested != 50 || timing.Timing.Cases == nil {
+		t.Errorf("timing of %d cases tested: cases %v (%v), want a list", rep.Timing.CasesTested, timing.Timing.Cases, err)
+	}
 
 	// Accuracy, and the paired comparison, from the runs.
 	base, cand := correctByCase(t, rep.BaselineResults, 4), correctByCase(t, rep.Results, 4)

@@ -36,17 +36,40 @@ const minTimingTrials = 4
 // ChangeKind says how a case's answer changed from the baseline.
 type ChangeKind string
 
-// Change kinds, in the order reports list them.
+// Change kinds, in the order reports list them: regressions, worst first,
+// then improvements, best first, then the rest. They rank what the person
+// is left with: a right answer; a wrong one they are asked about (low
+// confidence, a question, no filing, an error); a wrong filing made
+// without asking (classified), which they live with unawares. A case is
+// listed once, under the first kind that applies.
 const (
-	Broken ChangeKind = "broken" // right with the baseline, wrong now
-	// ConfidenceDrop is a case filed in the same bucket with a confidence
-	// lower by the threshold or more: right or wrong, it regressed.
+	// BrokenSilently: right with the baseline, now filed wrong without
+	// asking.
+	BrokenSilently ChangeKind = "broken_silently"
+	// Broken: right with the baseline, now wrong, the person asked.
+	Broken ChangeKind = "broken"
+	// StoppedAsking: wrong on both sides, the person asked with the
+	// baseline, now filed wrong without asking.
+	StoppedAsking ChangeKind = "stopped_asking"
+	// FewerRight: fewer of the case's trials right, the majority's answer
+	// no worse.
+	FewerRight ChangeKind = "fewer_right"
+	// ConfidenceDrop: right on both sides in the same bucket, with a
+	// confidence lower by the threshold or more.
 	ConfidenceDrop ChangeKind = "confidence_drop"
-	Fixed          ChangeKind = "fixed"   // wrong with the baseline, right now
-	Changed        ChangeKind = "changed" // a different answer, as right or as wrong
+	// Fixed: wrong with the baseline, right now.
+	Fixed ChangeKind = "fixed"
+	// NowAsked: wrong on both sides, filed without asking with the
+	// baseline, now the person is asked.
+	NowAsked ChangeKind = "now_asked"
+	// MoreRight: more of the case's trials right, the majority's answer
+	// no better.
+	MoreRight ChangeKind = "more_right"
+	// Changed: a different answer, as right or as wrong to the person.
+	Changed ChangeKind = "changed"
 )
 
-var kindOrder = []ChangeKind{Broken, ConfidenceDrop, Fixed, Changed}
+var kindOrder = []ChangeKind{BrokenSilently, Broken, StoppedAsking, FewerRight, ConfidenceDrop, Fixed, NowAsked, MoreRight, Changed}
 
 // Change is a case whose answer differs between baseline and candidate.
 type Change struct {
@@ -57,12 +80,15 @@ type Change struct {
 }
 
 // Answer is what a pass made of a case over its trials: the answer given
-// most often (outcome and bucket; ties to the earlier trial), its mean
-// confidence, whether most trials were right, and every run.
+// most often (outcome and bucket; ties to the earlier trial), the mean
+// confidence of the runs that gave it, whether most trials were right,
+// and every run.
 type Answer struct {
 	Outcome brainwire.Outcome `json:"outcome"`
 	Bucket  string            `json:"bucket,omitempty"`
-	// Confidence is the mean over the runs filed in Bucket (0 without).
+	// Confidence is the mean over the runs that gave this answer (0
+	// without a bucket): a majority filed without asking shows a
+	// confidence that filed it.
 	Confidence float64 `json:"confidence"`
 	// Correct: more than half the trials were right.
 	Correct bool `json:"correct"`
@@ -104,7 +130,7 @@ func answerOf(runs []Result) Answer {
 	}
 	var confs []float64
 	for _, r := range runs {
-		if a.Bucket != "" && r.Outcome.Resolved() && r.Bucket == a.Bucket {
+		if a.Bucket != "" && answerKey(r.Trial) == answerKey(Trial{Outcome: a.Outcome, Bucket: a.Bucket}) {
 			confs = append(confs, r.Conf)
 		}
 	}
@@ -154,21 +180,52 @@ func pairByCase(baseline, candidate []Result) []casePair {
 	return out
 }
 
-// Compare lists the distinct cases whose answer differs between the
-// passes (same corpus): broken first, then confidence drops of drop or
-// more in the same bucket, fixed, and other changes, each in corpus order.
+// standing is what an answer leaves the person with, the best first.
+type standing int
+
+const (
+	right  standing = iota
+	asked           // wrong, and the person is asked (or told)
+	silent          // filed wrong without asking
+)
+
+func standingOf(a Answer) standing {
+	switch {
+	case a.Correct:
+		return right
+	case a.Outcome == brainwire.OutcomeClassified && !slices.ContainsFunc(a.Runs, func(t Trial) bool { return t.RunID == a.RunID && t.Correct }):
+		return silent
+	}
+	return asked
+}
+
+// Compare lists the distinct cases whose answer or right trials differ
+// between the passes (same corpus), each under the first ChangeKind that
+// applies, in the kinds' order and then in corpus order. drop is the fall
+// in confidence that makes a ConfidenceDrop.
 func Compare(baseline, candidate []Result, drop float64) []Change {
 	var out []Change
 	for _, p := range pairByCase(baseline, candidate) {
 		b, c := answerOf(p.base), answerOf(p.cand)
+		bs, cs := standingOf(b), standingOf(c)
 		var kind ChangeKind
 		switch {
-		case b.Correct && !c.Correct:
+		case bs == right && cs == silent:
+			kind = BrokenSilently
+		case bs == right && cs != right:
 			kind = Broken
-		case !b.Correct && c.Correct:
-			kind = Fixed
-		case b.Bucket != "" && b.Bucket == c.Bucket && b.Confidence-c.Confidence >= drop-1e-9:
+		case bs == asked && cs == silent:
+			kind = StoppedAsking
+		case c.CorrectTrials < b.CorrectTrials:
+			kind = FewerRight
+		case bs == right && cs == right && b.Bucket != "" && b.Bucket == c.Bucket && b.Confidence-c.Confidence >= drop-1e-9:
 			kind = ConfidenceDrop
+		case bs != right && cs == right:
+			kind = Fixed
+		case bs == silent && cs == asked:
+			kind = NowAsked
+		case c.CorrectTrials > b.CorrectTrials:
+			kind = MoreRight
 		case answerKey(Trial{Outcome: b.Outcome, Bucket: b.Bucket}) != answerKey(Trial{Outcome: c.Outcome, Bucket: c.Bucket}):
 			kind = Changed
 		default:
@@ -329,7 +386,8 @@ type Timing struct {
 	CaseTest    string `json:"case_test"`
 	CasesTested int    `json:"cases_tested"`
 	// Cases are the cases whose time changed significantly, after the
-	// correction for testing them all; none when nothing is real.
+	// correction for testing them all: an empty list when none did (or
+	// none was tested).
 	Cases []CaseTiming `json:"cases"`
 }
 
@@ -346,7 +404,7 @@ type CaseTiming struct {
 
 func compareTiming(baseline, candidate []Result) Timing {
 	t := Timing{Test: "exact sign test over cases, on each case's median",
-		CaseTest: "Mann–Whitney U per case, Benjamini–Hochberg adjusted"}
+		CaseTest: "Mann–Whitney U per case, Benjamini–Hochberg adjusted", Cases: []CaseTiming{}}
 	var diffs, ps []float64
 	var tested []CaseTiming
 	for _, pair := range pairByCase(baseline, candidate) {

@@ -12,9 +12,11 @@
 // case's trials as the correlated runs they are, the difference with a
 // bootstrap interval over cases, and a verdict (better, worse, not
 // distinguishable) from McNemar's exact test or, with trials, the paired
-// permutation test; the distinct cases that broke, got fixed, changed or
-// lost confidence in the same bucket; and time to outcome only where a
-// test says it changed (see package stats). Every run keeps its run id,
+// permutation test; the distinct cases that changed, ranked by what the
+// person is left with (a wrong filing made without asking is the worst,
+// a wrong answer the person is now asked about an improvement; see
+// ChangeKind), every case whose right trials changed among them; and time
+// to outcome only where a test says it changed (see package stats). Every run keeps its run id,
 // its trace id and an excerpt of its reasoning. Reports render as a table,
 // Markdown, JSON (the whole truth) or one self-contained HTML page.
 //

@@ -221,6 +221,63 @@ func TestCompareListsChangedCases(t *testing.T) {
 	}
 }
 
+// TestRegressionsRankedByWhatThePersonLivesWith checks that changes are
+// ranked by what the person is left with: a wrong filing made without
+// asking is the worst, a wrong answer the person is now asked about is
+// an improvement, and the confidence of a wrong answer falling is no
+// regression.
+func TestRegressionsRankedByWhatThePersonLivesWith(t *testing.T) {
+	at := func(id, expected string, outcome brainwire.Outcome, bucket string, conf float64) eval.Result {
+		r := result(id, expected, outcome, bucket)
+		r.Conf = conf
+		return r
+	}
+	classified, low := brainwire.OutcomeClassified, brainwire.OutcomeLowConfidence
+	base := []eval.Result{
+		at("asked", "Admin", classified, "People", 0.71),    // wrong, filed silently
+		at("silenced", "Ideas", low, "Projects", 0.54),      // wrong, asked
+		at("misfiled", "People", classified, "People", 0.9), // right
+		at("broke", "People", classified, "People", 0.9),
+		at("unsure", "People", classified, "People", 0.95),
+		at("fix", "People", low, "Ideas", 0.4),
+		at("sway", "People", classified, "Ideas", 0.9),
+		at("wrong-less-sure", "People", classified, "Ideas", 0.95),
+		at("wrong-still-asked", "People", low, "Ideas", 0.55),
+	}
+	cand := []eval.Result{
+		at("asked", "Admin", low, "People", 0.41),             // now asked: better
+		at("silenced", "Ideas", classified, "Projects", 0.81), // now misfiled silently: the worst but one
+		at("misfiled", "People", classified, "Ideas", 0.85),   // right, now misfiled silently: the worst
+		at("broke", "People", low, "Ideas", 0.4),              // right, now wrong but asked
+		at("unsure", "People", classified, "People", 0.7),
+		at("fix", "People", classified, "People", 0.9),
+		at("sway", "People", classified, "Admin", 0.9),
+		at("wrong-less-sure", "People", classified, "Ideas", 0.7),
+		at("wrong-still-asked", "People", low, "Ideas", 0.3),
+	}
+	var got []string
+	for _, c := range eval.Compare(base, cand, eval.DefaultConfidenceDrop) {
+		got = append(got, string(c.Kind)+":"+c.Case.ID)
+	}
+	want := "broken_silently:misfiled broken:broke stopped_asking:silenced confidence_drop:unsure fixed:fix now_asked:asked changed:sway"
+	if strings.Join(got, " ") != want {
+		t.Errorf("changes %v\nwant      %s", got, want)
+	}
+	rep := eval.NewReport(eval.ReportConfig{RunID: "eval-x", Corpus: "c.jsonl"},
+		&eval.Pass{Instructions: "new.txt", Results: cand}, &eval.Pass{Instructions: "agent", Results: base})
+	var md bytes.Buffer
+	if err := rep.Write(&md, eval.FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Changed cases (7): 1 broken silently, 1 broken, 1 stopped asking, 1 confidence drop, 1 fixed, 1 now asked, 1 changed",
+		"| stopped_asking | silenced | text silenced | Ideas | ✗ Projects low_confidence 0.54 | ✗ Projects classified 0.81 |",
+		"Worst first:"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
 // captureFunc is a Capturer in a function.
 type captureFunc func(context.Context, brainwire.Capture) (brainwire.CaptureResult, error)
 

@@ -28,7 +28,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct":    func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%" },
 	"f3":     func(x float64) string { return fmt.Sprintf("%.3f", x) },
 	"f2":     func(x float64) string { return fmt.Sprintf("%.2f", x) },
-	"s3":     func(x float64) string { return fmt.Sprintf("%+.3f", x) },
+	"s3":     func(x float64) string { return signedText("%+.3f", x) },
 	"p":      pRelation,
 	"pvalue": pText,
 	"ratio":  ratioText,
@@ -59,8 +59,9 @@ type htmlView struct {
 	Matrices []matrixView
 	Hist     histogram
 	Cases    []caseView
-	// CasesTitle heads the list of cases to look at.
-	CasesTitle string
+	// CasesTitle heads the list of cases to look at; Legend, with a
+	// baseline, says how they are ranked.
+	CasesTitle, Legend string
 	// All is every case, folded away, for its runs' traces.
 	All []caseView
 }
@@ -91,6 +92,9 @@ func newHTMLView(r *Report) htmlView {
 	}
 	v.Hist = newHistogram(v.Sides, results)
 	v.Cases, v.CasesTitle = newCaseViews(r)
+	if r.Baseline != nil {
+		v.Legend = r.changeLegend()
+	}
 	v.All = allCases(r)
 	return v
 }

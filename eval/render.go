@@ -220,6 +220,8 @@ func (r *Report) tables() []table {
 	}
 	if len(changes.rows) == 0 {
 		changes.rows = [][]string{{"", "", "no case changed", "", "", ""}}
+	} else {
+		changes.after = func(func(string) string) []string { return []string{r.changeLegend()} }
 	}
 	out = append(out, changes)
 	if len(runs.rows) > 0 {
@@ -247,8 +249,8 @@ func (r *Report) summaryNotes(bold func(string) string) []string {
 		if c.Verdict != NotDistinguishable {
 			verdict = "the candidate is " + string(c.Verdict) + " than the baseline"
 		}
-		notes = append(notes, fmt.Sprintf("%s: accuracy %+.3f, 95%% interval %s (%s); %s better and %d worse; %s, p %s.",
-			bold("Verdict: "+verdict), c.Difference.Estimate, span(c.Difference, "%+.3f"), c.Difference.Method,
+		notes = append(notes, fmt.Sprintf("%s: accuracy %s, 95%% interval %s (%s); %s better and %d worse; %s, p %s.",
+			bold("Verdict: "+verdict), signedText("%+.3f", c.Difference.Estimate), span(c.Difference, "%+.3f"), c.Difference.Method,
 			count(c.CasesBetter, "case"), c.CasesWorse, c.Test, pRelation(c.PValue)))
 	}
 	if r.Trials > 1 {
@@ -272,7 +274,7 @@ func (r *Report) summaryNotes(bold func(string) string) []string {
 			r.Candidate.AccuracyInterval.Method, r.Cases*r.Trials, counts))
 	}
 	if t := r.Timing; t != nil {
-		what := fmt.Sprintf("median change %+.1f ms a case, %s slower and %d faster; %s, p %s", t.MedianDifferenceMS,
+		what := fmt.Sprintf("median change %s ms a case, %s slower and %d faster; %s, p %s", signedText("%+.1f", t.MedianDifferenceMS),
 			count(t.CasesSlower, "case"), t.CasesFaster, t.Test, pRelation(t.PValue))
 		if t.Real {
 			notes = append(notes, "Time to outcome changed for real: "+what+".")
@@ -303,6 +305,19 @@ func (r *Report) changeSummary() string {
 		return ""
 	}
 	return ": " + strings.Join(parts, ", ")
+}
+
+// changeLegend says how the changed cases are ranked.
+func (r *Report) changeLegend() string {
+	s := fmt.Sprintf("Worst first: broken silently (was right, now filed wrong without asking), broken (was right, now wrong, "+
+		"the person asked), stopped asking (wrong either way, now filed without asking), fewer right (fewer of its trials right), "+
+		"confidence drop (right either way, confidence down %.2f or more in the same bucket); then, best first: fixed (now right), "+
+		"now asked (wrong either way, now the person is asked), more right (more of its trials right); then changed (another answer, "+
+		"as right or as wrong). A case is listed once, under the first that applies.", r.ConfidenceDrop)
+	if r.Trials > 1 {
+		s += " Every case whose right trials changed is listed: the cases the verdict counts better and worse."
+	}
+	return s
 }
 
 // traceNote says how to open the runs when they have no links.
@@ -356,7 +371,17 @@ func signed(x float64, format string) string {
 	if x == 0 {
 		return "="
 	}
-	return fmt.Sprintf(format, x)
+	return signedText(format, x)
+}
+
+// signedText writes x in format, a value that rounds to zero as zero: a
+// sum of fractions left a few ulps below it is not "-0.000".
+func signedText(format string, x float64) string {
+	s := fmt.Sprintf(format, x)
+	if strings.Trim(s, "+-0.") == "" {
+		return fmt.Sprintf(format, 0.0)
+	}
+	return s
 }
 
 func ratioText(r Ratio) string {
@@ -413,7 +438,7 @@ func span(i Interval, format string) string {
 	if math.IsNaN(i.Low) {
 		return "-"
 	}
-	return fmt.Sprintf(format+" to "+format, i.Low, i.High)
+	return signedText(format, i.Low) + " to " + signedText(format, i.High)
 }
 
 // pText writes a p-value to four decimals, small ones as "< 0.0001".

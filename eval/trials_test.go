@@ -3,7 +3,9 @@ package eval_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"math"
 	"strings"
 	"sync"
@@ -120,15 +122,17 @@ func near(t *testing.T, what string, got, want, tol float64) {
 }
 
 // TestCompareOverTrials checks that changes are of distinct cases, decided
-// by the majority of their trials, that a confidence drop in the same
-// bucket is a regression even when every trial is right, and that
-// repeated texts are counted once among the distinct texts.
+// by the majority of their trials, that every case whose right trials
+// changed is listed (the cases the verdict counts better and worse), that
+// a confidence drop in the same bucket is a regression even when every
+// trial is right, and that repeated texts are counted once among the
+// distinct texts.
 func TestCompareOverTrials(t *testing.T) {
-	base := synth(6, 3, func(c, t int) bool { return c != 1 }, sure, jitter)
+	base := synth(6, 3, func(c, t int) bool { return c != 1 && (c != 5 || t != 0) }, sure, jitter)
 	cand := synth(6, 3, func(c, t int) bool {
 		switch c {
 		case 0:
-			return t != 0 // 2 of 3: still right
+			return t != 0 // 2 of 3: still right, one trial fewer
 		case 1:
 			return true // fixed
 		case 2, 3:
@@ -154,22 +158,36 @@ func TestCompareOverTrials(t *testing.T) {
 			t.Errorf("%s: runs %d and %d, want every trial", c.Case.ID, len(c.Baseline.Runs), len(c.Candidate.Runs))
 		}
 	}
-	if want := "broken:c02:0/3 broken:c03:0/3 confidence_drop:c04:3/3 fixed:c01:3/3"; strings.Join(got, " ") != want {
+	want := "broken_silently:c02:0/3 broken_silently:c03:0/3 fewer_right:c00:2/3 confidence_drop:c04:3/3 fixed:c01:3/3 more_right:c05:3/3"
+	if strings.Join(got, " ") != want {
 		t.Errorf("changes %v, want %s", got, want)
 	}
 	counts := map[eval.ChangeKind]eval.ChangeCount{}
 	for _, c := range rep.ChangeCounts {
 		counts[c.Kind] = c
 	}
-	if b := counts[eval.Broken]; b.Cases != 2 || b.Texts != 1 {
-		t.Errorf("broken %+v: want 2 cases, 1 distinct text", b)
+	if b := counts[eval.BrokenSilently]; b.Cases != 2 || b.Texts != 1 {
+		t.Errorf("broken silently %+v: want 2 cases, 1 distinct text", b)
+	}
+	better, worse := 0, 0
+	for _, c := range rep.Changes {
+		switch d := c.Candidate.CorrectTrials - c.Baseline.CorrectTrials; {
+		case d > 0:
+			better++
+		case d < 0:
+			worse++
+		}
+	}
+	if better != rep.Comparison.CasesBetter || worse != rep.Comparison.CasesWorse {
+		t.Errorf("changes list %d cases better and %d worse, the verdict counts %d and %d",
+			better, worse, rep.Comparison.CasesBetter, rep.Comparison.CasesWorse)
 	}
 	var text bytes.Buffer
 	if err := rep.Write(&text, eval.FormatTable); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Changed cases (4): 2 broken (1 distinct text), 1 confidence drop, 1 fixed",
-		"✓ 3/3 People low_confidence 0.55", "cases whose trials agreed", "1 case better and 3 worse"} {
+	for _, want := range []string{"Changed cases (6): 2 broken silently (1 distinct text), 1 fewer right, 1 confidence drop, 1 fixed, 1 more right",
+		"✓ 3/3 People low_confidence 0.55", "cases whose trials agreed", "2 cases better and 3 worse"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, text.String())
 		}
@@ -179,6 +197,64 @@ func TestCompareOverTrials(t *testing.T) {
 	for _, c := range eval.Compare(base, cand, 0.4) {
 		if c.Case.ID == "c04" && c.Kind != eval.Changed {
 			t.Errorf("a drop of 0.35 at a threshold of 0.4: %s", c.Kind)
+		}
+	}
+}
+
+// TestShownConfidenceIsTheShownAnswers checks that a case's answer shows
+// the mean confidence of the runs that gave it: a majority filed without
+// asking never shows a confidence below the threshold.
+func TestShownConfidenceIsTheShownAnswers(t *testing.T) {
+	confs := []float64{0.8, 0.75, 0.3, 0.7, 0.2} // three classified, two low
+	runs := synth(1, 5, func(int, int) bool { return false }, func(_, t int) float64 { return confs[t] }, jitter)
+	rep := eval.NewReport(eval.ReportConfig{RunID: "eval-t", Corpus: "c.jsonl"}, &eval.Pass{Instructions: "agent", Results: runs}, nil)
+	var out bytes.Buffer
+	if err := rep.Write(&out, eval.FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	if want := "✗ 0/5 Ideas classified 0.75"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestZeroDifferenceIsZero checks that a difference of zero, left a few
+// ulps below it by summing fifths, is written as zero, not "-0.000".
+func TestZeroDifferenceIsZero(t *testing.T) {
+	// Case 0 gains three right trials of five, cases 1–3 lose one each.
+	base := synth(4, 5, func(c, t int) bool { return c > 0 && t == 0 }, sure, jitter)
+	cand := synth(4, 5, func(c, t int) bool { return c == 0 && t < 3 }, sure, jitter)
+	rep := report(base, cand)
+	for _, format := range []string{eval.FormatTable, eval.FormatMarkdown, eval.FormatHTML} {
+		var out bytes.Buffer
+		if err := rep.Write(&out, format); err != nil {
+			t.Fatal(err)
+		}
+		page := html.UnescapeString(out.String()) // the page writes + as &#43;
+		if strings.Contains(page, "-0.000") || !strings.Contains(page, "+0.000") {
+			t.Errorf("%s: a zero difference (%v) written with a sign:\n%s", format, rep.Comparison.Difference.Estimate, page)
+		}
+	}
+}
+
+// TestTimingCasesIsAList checks that the JSON report's timing.cases is a
+// list whenever there is timing, empty when no case changed.
+func TestTimingCasesIsAList(t *testing.T) {
+	right := func(int, int) bool { return true }
+	for _, trials := range []int{1, 5} {
+		var out bytes.Buffer
+		if err := report(synth(5, trials, right, sure, jitter), synth(5, trials, right, sure, jitter)).Write(&out, eval.FormatJSON); err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Timing struct {
+				Cases []any `json:"cases"`
+			} `json:"timing"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Timing.Cases == nil || len(rep.Timing.Cases) != 0 {
+			t.Errorf("%d trials: timing.cases %v, want an empty list", trials, rep.Timing.Cases)
 		}
 	}
 }

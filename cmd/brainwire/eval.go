@@ -62,7 +62,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs.StringVar(&f.instructions, "instructions", "", "run with the instructions in this `file` instead of the agent's")
 	fs.StringVar(&f.baseline, "baseline", "", "also run with the instructions in this `file` (or \"agent\" for the agent's own) and compare case by case")
 	fs.Float64Var(&f.minAccuracy, "min-accuracy", 0, "exit with status 3 when the accuracy is below this (0 to 1)")
-	fs.Float64Var(&f.confidenceDrop, "confidence-drop", eval.DefaultConfidenceDrop, "list a case as a regression when its confidence in the same bucket falls by this much (0 to 1)")
+	fs.Float64Var(&f.confidenceDrop, "confidence-drop", eval.DefaultConfidenceDrop, "list a right case as a regression when its confidence in the same bucket falls by this much (0 to 1)")
 	fs.IntVar(&f.trials, "trials", 1, "run each case this many times on each side")
 	fs.IntVar(&f.concurrency, "concurrency", eval.DefaultConcurrency, "captures in flight at once")
 	fs.StringVar(&f.format, "format", eval.FormatTable, "report on stdout as table, markdown, json or html")

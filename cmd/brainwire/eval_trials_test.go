@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/eval/stats"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
@@ -53,6 +54,20 @@ func TestEvalTrials(t *testing.T) {
 	if rep.Trials != 4 || rep.Cases != 50 || len(rep.Results) != 200 || len(rep.BaselineResults) != 200 || rep.Comparison == nil {
 		t.Fatalf("trials %d, cases %d, results %d and %d", rep.Trials, rep.Cases, len(rep.Results), len(rep.BaselineResults))
 	}
+	// The cases were timed: the timing of those that changed is a list,
+	// empty or not.
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timing struct {
+		Timing struct {
+			Cases []json.RawMessage `json:"cases"`
+		} `json:"timing"`
+	}
+	if err := json.Unmarshal(raw, &timing); err != nil || rep.Timing.CasesTested != 50 || timing.Timing.Cases == nil {
+		t.Errorf("timing of %d cases tested: cases %v (%v), want a list", rep.Timing.CasesTested, timing.Timing.Cases, err)
+	}
 
 	// Accuracy, and the paired comparison, from the runs.
 	base, cand := correctByCase(t, rep.BaselineResults, 4), correctByCase(t, rep.Results, 4)
@@ -94,13 +109,28 @@ func TestEvalTrials(t *testing.T) {
 	}
 
 	// The changed cases, each listed (how trials decide them is eval's
-	// TestCompareOverTrials).
+	// TestCompareOverTrials), among them every case the verdict counts
+	// better or worse.
 	if len(rep.Changes) == 0 {
 		t.Fatal("no case changed")
 	}
+	listed := map[string]bool{}
 	for _, ch := range rep.Changes {
+		listed[ch.Case.ID] = true
 		if !strings.Contains(md, "| "+string(ch.Kind)+" | "+ch.Case.ID+" |") {
 			t.Errorf("the Markdown report does not list %s %s", ch.Kind, ch.Case.ID)
+		}
+		// An answer shows the confidence of the runs that gave it: none
+		// filed without asking below the threshold, or asked above it.
+		for _, a := range []eval.Answer{ch.Baseline, ch.Candidate} {
+			if a.Outcome.Resolved() && (a.Outcome == brainwire.OutcomeClassified) != (a.Confidence >= brainwire.ConfidenceThreshold) {
+				t.Errorf("case %s shows %s %s %.2f", ch.Case.ID, a.Bucket, a.Outcome, a.Confidence)
+			}
+		}
+	}
+	for id, n := range cand {
+		if n != base[id] && !listed[id] {
+			t.Errorf("case %s: %d/4 right, then %d/4, not among the changed cases", id, base[id], n)
 		}
 	}
 

@@ -3,8 +3,11 @@ package cosmos
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
 	"github.com/brainwire/brainwire"
 )
@@ -66,4 +69,19 @@ func testShadowMeetsWrites(t *testing.T, e *emulator) {
 	}
 	changed.Shadow = &tr
 	sameItem(t, mustGetItem(t, s, "alice", r.ID), changed)
+
+	// The item's document holds the trial under "shadow", its time a
+	// stamp as the document's others are.
+	resp, err := s.inbox.ReadItem(ctx, azcosmos.NewPartitionKeyString("alice"), r.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, doc := jsonKeys(t, resp.Value)
+	keys, trial := jsonKeys(t, doc["shadow"])
+	if want := sorted("candidate", "production", "candidateReasoning", "at"); !slices.Equal(keys, want) {
+		t.Errorf("shadow keys = %v, want %v", keys, want)
+	}
+	if at := string(trial["at"]); at != `"`+tr.At.Format(timeLayout)+`"` {
+		t.Errorf("shadow time %s, want a stamp of %v", at, tr.At)
+	}
 }

@@ -41,8 +41,9 @@ func (s stamp) String() string { return time.Time(s).UTC().Format(timeLayout) }
 func (s stamp) time() time.Time { return time.Time(s).UTC() }
 
 // The documents are the brainwire types' own JSON, but for their times,
-// which are stamps; a follow-up claim and the key an item was filed under
-// are kept too, which the domain types leave out of their JSON.
+// which are stamps; a follow-up claim, the key an item was filed under and
+// its shadow trial are kept too, which the domain types leave out of their
+// JSON.
 
 type classDoc struct {
 	brainwire.Classification
@@ -54,8 +55,15 @@ type inboxDoc struct {
 	ClassificationMeta *classDoc            `json:"classificationMeta"`
 	FollowUpClaim      *claimDoc            `json:"followUpClaim,omitempty"`
 	FiledUnder         *brainwire.KeyRecord `json:"filedUnder,omitempty"`
+	Shadow             *shadowDoc           `json:"shadow,omitempty"`
 	CreatedAt          stamp                `json:"createdAt"`
 	UpdatedAt          stamp                `json:"updatedAt"`
+}
+
+// shadowDoc is a shadow trial (brainwire.ShadowTrial) as its item holds it.
+type shadowDoc struct {
+	brainwire.ShadowTrial
+	At stamp `json:"at"`
 }
 
 // claimDoc is a follow-up claim (brainwire.FollowUpClaim) as the Inbox
@@ -96,6 +104,9 @@ func toInboxDoc(it brainwire.InboxItem) inboxDoc {
 	if c := it.FollowUpClaim; c != nil {
 		d.FollowUpClaim = &claimDoc{Round: c.Round, Token: c.Token, At: stamp(c.At), Until: stamp(c.Until)}
 	}
+	if t := it.Shadow; t != nil {
+		d.Shadow = &shadowDoc{ShadowTrial: *t, At: stamp(t.At)}
+	}
 	return d
 }
 
@@ -115,6 +126,12 @@ func (d inboxDoc) item() brainwire.InboxItem {
 	it.CreatedAt, it.UpdatedAt, it.FollowUpClaim = d.CreatedAt.time(), d.UpdatedAt.time(), nil
 	if c := d.FollowUpClaim; c != nil {
 		it.FollowUpClaim = &brainwire.FollowUpClaim{Round: c.Round, Token: c.Token, At: c.At.time(), Until: c.Until.time()}
+	}
+	it.Shadow = nil
+	if d.Shadow != nil {
+		t := d.Shadow.ShadowTrial
+		t.At = d.Shadow.At.time()
+		it.Shadow = &t
 	}
 	return it
 }

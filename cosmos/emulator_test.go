@@ -54,6 +54,7 @@ func TestEmulator(t *testing.T) {
 		{"RefileConcurrentChange", testRefileConcurrentChange},
 		{"RefileOldRecordDeleteFails", testRefileOldRecordDeleteFails},
 		{"RecategorizeConcurrentChange", testRecategorizeConcurrentChange},
+		{"ShadowMeetsWrites", testShadowMeetsWrites},
 		{"DeleteItemFails", testDeleteItemFails},
 		{"Validation", testValidation},
 		{"Conformance", testConformance},

@@ -7,8 +7,9 @@ import (
 	"github.com/brainwire/brainwire"
 )
 
-// maxClaimAttempts bounds how often a claim or a release is tried again
-// when the item changed between its read and its conditional replace.
+// maxClaimAttempts bounds how often a claim, a release or a shadow trial's
+// write is tried again when the item changed between its read and its
+// conditional replace.
 const maxClaimAttempts = 5
 
 // ClaimFollowUp reserves a follow-up round with a conditional replace: the

@@ -161,15 +161,16 @@ func (s *Store) refile(ctx context.Context, f brainwire.Filing) (brainwire.Inbox
 		return brainwire.InboxItem{}, err
 	}
 	item := f.Refile(old.item())
+	item.Shadow = old.item().Shadow // the trial ran on the capture, which a follow-up completes
 	undo, err := s.createRecord(ctx, item, f.Now)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
-	if err := s.replaceItem(ctx, item, etag); err != nil {
+	if item, err = s.replaceKeepingShadow(ctx, item, old, etag); err != nil {
 		return brainwire.InboxItem{}, undo(err)
 	}
 	s.dropRecord(ctx, f.UserID, recordOf(old), item.ID)
-	return normalizeItem(item), nil
+	return item, nil
 }
 
 // createRecord creates the bucket record a filed item links to, if any,
@@ -287,25 +288,25 @@ func (s *Store) Recategorize(ctx context.Context, userID, id, bucket, newRecordI
 	item.FiledRecordID = rec.ID
 
 	if oldRec != nil && old.bucket == bucket {
-		return s.reclassifyInPlace(ctx, item, etag, rec, *oldRec, oldEtag)
+		return s.reclassifyInPlace(ctx, item, d, etag, rec, *oldRec, oldEtag)
 	}
 	target := s.buckets[bucket]
 	if err := s.create(ctx, target, userID, toBucketDoc(rec), recordDoing(bucket, rec.ID), "bucket record"); err != nil {
 		return brainwire.InboxItem{}, err
 	}
-	if err := s.replaceItem(ctx, item, etag); err != nil {
+	if item, err = s.replaceKeepingShadow(ctx, item, d, etag); err != nil {
 		return brainwire.InboxItem{}, s.undoCreate(ctx, err, target, userID, bucket, rec.ID)
 	}
 	if oldRec != nil {
 		s.dropRecord(ctx, userID, old, item.ID)
 	}
-	return normalizeItem(item), nil
+	return item, nil
 }
 
 // reclassifyInPlace handles a recategorization into the bucket the record
 // is already in: the record's classification is updated, then the item; if
 // the item has changed meanwhile the record is restored.
-func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem, etag azcore.ETag, rec brainwire.BucketRecord, oldRec bucketDoc, oldEtag azcore.ETag) (brainwire.InboxItem, error) {
+func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem, read inboxDoc, etag azcore.ETag, rec brainwire.BucketRecord, oldRec bucketDoc, oldEtag azcore.ETag) (brainwire.InboxItem, error) {
 	c := s.buckets[rec.Bucket]
 	doing := recordDoing(rec.Bucket, rec.ID)
 	pk := azcosmos.NewPartitionKeyString(item.UserID)
@@ -318,7 +319,8 @@ func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem,
 		}
 		return brainwire.InboxItem{}, err
 	}
-	if err := s.replaceItem(ctx, item, etag); err != nil {
+	written, err := s.replaceKeepingShadow(ctx, item, read, etag)
+	if err != nil {
 		cctx, cancel := s.detached(ctx)
 		defer cancel()
 		rerr := s.replace(cctx, c, pk, rec.ID, oldRec, "", "restoring "+doing, "bucket record")
@@ -334,7 +336,7 @@ func (s *Store) reclassifyInPlace(ctx context.Context, item brainwire.InboxItem,
 		}
 		return brainwire.InboxItem{}, err
 	}
-	return normalizeItem(item), nil
+	return written, nil
 }
 
 // readItem reads an Inbox item with its ETag.

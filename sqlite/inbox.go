@@ -19,7 +19,11 @@ import (
 )
 
 const (
+	// itemColumns are what a filing writes. The shadow trial is written by
+	// RecordShadow alone, so that no filing or recategorize, whenever it
+	// read the item, puts back a trial older than the one kept.
 	itemColumns   = `user_id, id, raw_text, title, source, status, classification, filed_record_id, foundry_thread_id, follow_up_rounds, agent_run, follow_up_claim, filed_under, created_at, updated_at`
+	readColumns   = itemColumns + `, shadow`
 	recordColumns = `user_id, bucket, id, raw_text, title, classification, inbox_record_id, created_at`
 )
 
@@ -51,6 +55,7 @@ func (s *Store) File(ctx context.Context, f brainwire.Filing) (_ brainwire.Inbox
 				return err
 			}
 			item = stored(f.Refile(before))
+			item.Shadow = before.Shadow // the trial ran on the capture, which a follow-up completes
 			// The old record goes first: the new one may reuse its id.
 			if err := deleteRecordOf(ctx, tx, item.UserID, item.ID); err != nil {
 				return err
@@ -120,6 +125,11 @@ func stored(it brainwire.InboxItem) brainwire.InboxItem {
 	if it.FiledUnder != nil {
 		k := *it.FiledUnder
 		it.FiledUnder = &k
+	}
+	if it.Shadow != nil {
+		t := *it.Shadow
+		t.At = storedTime(t.At)
+		it.Shadow = &t
 	}
 	return it
 }
@@ -279,11 +289,11 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 		it               brainwire.InboxItem
 		source           string
 		cls, run, claim  sql.NullString
-		under            sql.NullString
+		under, shadow    sql.NullString
 		created, updated int64
 	)
 	err := sc.Scan(&it.UserID, &it.ID, &it.RawText, &it.Title, &source, &it.Status, &cls,
-		&it.FiledRecordID, &it.UpstreamThreadID, &it.FollowUpRounds, &run, &claim, &under, &created, &updated)
+		&it.FiledRecordID, &it.UpstreamThreadID, &it.FollowUpRounds, &run, &claim, &under, &created, &updated, &shadow)
 	if err != nil {
 		return brainwire.InboxItem{}, err
 	}
@@ -300,6 +310,11 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 	if err == nil {
 		it.FiledUnder, err = decodeJSON[brainwire.KeyRecord]("idempotency key record", under)
 	}
+	if err == nil {
+		if it.Shadow, err = decodeJSON[brainwire.ShadowTrial]("shadow trial", shadow); it.Shadow != nil {
+			it.Shadow.At = it.Shadow.At.UTC()
+		}
+	}
 	if err != nil {
 		return brainwire.InboxItem{}, fmt.Errorf("inbox item %s: %w", it.ID, err)
 	}
@@ -307,7 +322,7 @@ func scanItem(sc scanner) (brainwire.InboxItem, error) {
 }
 
 func getItem(ctx context.Context, q querier, userID, id string) (brainwire.InboxItem, error) {
-	row := q.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
+	row := q.QueryRowContext(ctx, `SELECT `+readColumns+` FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
 	it, err := scanItem(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return brainwire.InboxItem{}, brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", id)
@@ -339,7 +354,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, opts brainwire.Lis
 	}
 
 	var q strings.Builder
-	q.WriteString(`SELECT ` + itemColumns + ` FROM inbox WHERE user_id = ?`)
+	q.WriteString(`SELECT ` + readColumns + ` FROM inbox WHERE user_id = ?`)
 	args := []any{userID}
 	if opts.Status != "" { // PageSize checked it
 		q.WriteString(` AND status = ?`)
@@ -481,6 +496,39 @@ RETURNING id`, bucket, cls, userID, id).Scan(&recID)
 		return brainwire.InboxItem{}, err
 	}
 	return item, nil
+}
+
+// RecordShadow keeps t on the item, replacing any trial it had
+// (brainwire.ShadowStore). It writes the trial's column alone, in a write
+// transaction as every write is: a recategorize or refile of the item runs
+// wholly before or after it, and neither undoes the other.
+func (s *Store) RecordShadow(ctx context.Context, userID, itemID string, t brainwire.ShadowTrial) (err error) {
+	defer wrapErr(&err, "recording the shadow trial of %s", itemID)
+	if userID == "" {
+		return brainwire.Errorf(brainwire.EInvalid, "missing user id")
+	}
+	if err := checkTime("shadow trial time", t.At); err != nil {
+		return err
+	}
+	t.At = storedTime(t.At)
+	doc, err := encodeJSON("shadow trial", &t)
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE inbox SET shadow = ? WHERE user_id = ? AND id = ?`, doc, userID, itemID)
+		if err != nil {
+			return fmt.Errorf("updating inbox item: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("updating inbox item: %w", err)
+		}
+		if n == 0 {
+			return brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", itemID)
+		}
+		return nil
+	})
 }
 
 // ListUsers returns the users who have inbox items, in order

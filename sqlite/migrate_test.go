@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/sqlite"
 )
 
 // schemaV2 is the schema files were at before items kept their agent run.
@@ -165,5 +166,49 @@ PRAGMA user_version = 4;`, 1))
 	}
 	if err := db.QueryRow(`SELECT "table" FROM pragma_foreign_key_list('bucket_records')`).Scan(&parent); err != nil || parent != "inbox" {
 		t.Errorf("bucket records refer to %q (%v), want inbox", parent, err)
+	}
+}
+
+// TestOpenMigratesToShadowTrials opens a file at schema version 7, before
+// items kept shadow trials: a read-only open refuses it (the reads select
+// the trial's column), and a server's open migrates it, after which its
+// items read back without a trial and take one.
+func TestOpenMigratesToShadowTrials(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainwire.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filing("u1", 1)
+	if _, err := s.File(t.Context(), f); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`ALTER TABLE inbox DROP COLUMN shadow; PRAGMA user_version = 7;`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	if r, err := sqlite.OpenReadOnly(t.Context(), path); err == nil || !strings.Contains(err.Error(), "schema version 7") {
+		t.Errorf("OpenReadOnly of a version 7 file: %v, want it refused", err)
+		if r != nil {
+			r.Close()
+		}
+	}
+	s = open(t, path)
+	ctx := t.Context()
+	if it, err := s.GetInboxItem(ctx, "u1", f.NewInboxID); err != nil || it.Shadow != nil || it.RawText != f.RawText {
+		t.Fatalf("old item after the migration: %+v, %v", it, err)
+	}
+	tr := brainwire.ShadowTrial{Candidate: brainwire.AgentRun{RunID: "shadow-1", Outcome: brainwire.OutcomeClassified}, At: f.Now}
+	if err := s.RecordShadow(ctx, "u1", f.NewInboxID, tr); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := s.GetInboxItem(ctx, "u1", f.NewInboxID); err != nil || it.Shadow == nil || it.Shadow.Candidate.RunID != "shadow-1" {
+		t.Fatalf("old item's trial: %+v, %v", it.Shadow, err)
 	}
 }

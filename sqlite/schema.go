@@ -125,6 +125,9 @@ CREATE INDEX idempotency_keys_by_until ON idempotency_keys (until);
 ALTER TABLE idempotency_keys ADD COLUMN item_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE inbox ADD COLUMN filed_under TEXT;
 `,
+	// 8: the shadow trial run on an item's capture (JSON
+	// brainwire.ShadowTrial; NULL when none).
+	`ALTER TABLE inbox ADD COLUMN shadow TEXT;`,
 }
 
 // migrate applies the missing migrations in one transaction, so that a

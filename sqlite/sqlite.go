@@ -42,7 +42,10 @@ type Store struct {
 	read *sql.DB
 }
 
-var _ brainwire.Store = (*Store)(nil)
+var (
+	_ brainwire.Store       = (*Store)(nil)
+	_ brainwire.ShadowStore = (*Store)(nil)
+)
 
 // Open opens the store at path, creating the file and its parent directory
 // if needed and bringing the schema up to date.
@@ -105,8 +108,9 @@ func absPath(path string) (string, error) {
 }
 
 // readableFrom is the oldest schema version whose tables have every column
-// the reads select: OpenReadOnly migrates nothing.
-const readableFrom = 4
+// the reads select (the shadow trial's is the newest): OpenReadOnly
+// migrates nothing.
+const readableFrom = 8
 
 // OpenReadOnly opens the existing store at path for reading only, for
 // tools that must not change what they read (brainwire export-labels): it

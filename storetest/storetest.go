@@ -47,6 +47,11 @@
 //     and without a bucket record, listed under its status; Recategorize
 //     files it like a misunderstood item, and ClaimFollowUp refuses it.
 //   - A store that is a brainwire.UserLister lists every user with an item.
+//   - A store that is a brainwire.ShadowStore keeps a trial on its item for
+//     every read of it, replacing an earlier one and changing nothing else
+//     (UpdatedAt too); Recategorize and a refile keep it, also when they
+//     meet RecordShadow at once, and it keeps theirs. Items without a trial
+//     read back with none.
 //   - ClaimFollowUp grants a round to one claim at a time, also to claims
 //     made concurrently; a claim stands until its Until, its token's
 //     filing, ReleaseFollowUp with its token, or a Recategorize. The
@@ -91,6 +96,7 @@ func Run(t *testing.T, open func(t *testing.T) brainwire.Store) {
 		{"Isolation", isolationTests},
 		{"Ping", pingTests},
 		{"Users", userTests},
+		{"Shadow", shadowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -87,7 +87,8 @@ func evaluationOf(c brainwire.Correction) evaluation {
 // the request that made the correction, linked to the run's invoke_agent
 // span, carries a gen_ai.evaluation.result event; Application Insights
 // gets the same as a custom event in the run's operation; and the
-// corrections (or follow-ups) counter counts it by agent version.
+// corrections (or follow-ups) counter counts it by agent version. A first
+// recategorize of a shadowed item also scores both arms of its trial.
 func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 	e := evaluationOf(c)
 	t.declareVersion(c.Run.AgentVersion)
@@ -100,6 +101,9 @@ func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 		t.inst.followUps.Add(ctx, 1, metric.WithAttributes(append(followUpSeries(c.Round, c.Outcome), version...)...))
 	default:
 		t.inst.corrections.Add(ctx, 1, metric.WithAttributes(append(correctionSeries(c.Run.Outcome, c.Run.Bucket, c.Bucket, c.Repeat), version...)...))
+		if c.Shadow != nil && !c.Repeat {
+			t.shadowScored(ctx, c)
+		}
 	}
 	if t.tracing {
 		t.evaluationSpan(ctx, c, e)

@@ -94,6 +94,9 @@ type instruments struct {
 	retries       metric.Int64Counter
 	corrections   metric.Int64Counter
 	followUps     metric.Int64Counter
+	shadowTrials  metric.Int64Counter
+	shadowDropped metric.Int64Counter
+	shadowScored  metric.Int64Counter
 	opDuration    genaiconv.ClientOperationDuration
 	tokens        genaiconv.ClientTokenUsage
 	regs          []metric.Registration
@@ -125,6 +128,12 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 		"People's recategorizations of what the agent filed, by the agent's outcome and bucket, the person's bucket, the verdict and the agent version.")
 	in.followUps = newCounter(MetricFollowUps, "{follow_up}",
 		"Follow-ups of misunderstood captures, by round, what the follow-up made of the capture and the version of the agent that asked.")
+	in.shadowTrials = newCounter(MetricShadowTrials, "{trial}",
+		"Shadow trials kept: candidate instructions run on a live capture beside the production run, by candidate version, production agent version, each arm's bucket (empty: it did not resolve the capture) and whether they agree.")
+	in.shadowDropped = newCounter(MetricShadowDropped, "{trial}",
+		"Sampled captures whose shadow run was dropped or not kept, by reason.")
+	in.shadowScored = newCounter(MetricShadowScored, "{score}",
+		"Arms of shadow trials scored against the person's first recategorize of the item, by arm (production, candidate), candidate version and whether the arm was correct.")
 	in.active, err = m.Int64UpDownCounter(MetricActiveCaptures, metric.WithUnit("{capture}"),
 		metric.WithDescription("Capture streams open now."))
 	add(err)

@@ -48,22 +48,36 @@ func captureFrom(ctx context.Context) *capture {
 // span, child of the HTTP server span in ctx, and returns a context that
 // carries it to the upstream calls and tool calls of the capture.
 func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
-	c := &capture{t: t, info: info, start: time.Now()}
+	return t.startCapture(ctx, info, nil)
+}
+
+// startCapture starts a capture's span; production is set for a shadow
+// run (StartShadow), whose span is a root linked to it and which records
+// no metric and no Application Insights item.
+func (t *Telemetry) startCapture(ctx context.Context, info brainwire.Capture, production *trace.SpanContext) (context.Context, brainwire.CaptureObserver) {
+	shadow := production != nil
+	c := &capture{t: t, info: info, start: time.Now(), shadow: shadow}
+	if !shadow {
+		c.ai = t.ai
+	}
 	c.kindAttr = AttrKind.String(string(info.Kind))
 	// The capture's own agent (as the provider last described it, or as
-	// an eval overrides it) wins over the one configured at start-up.
-	if info.Agent.Version == "" {
+	// an eval overrides it) wins over the one configured at start-up; a
+	// shadow's is the candidate's.
+	if info.Agent.Version == "" && !shadow {
 		info.Agent.Version = t.agent.Version
 		c.info.Agent.Version = info.Agent.Version
 	}
 	if v := info.Agent.Version; v != "" {
 		c.versionAttr = []attribute.KeyValue{semconv.GenAIAgentVersion(v)}
 	}
-	t.declareVersion(info.Agent.Version)
+	if !shadow {
+		t.declareVersion(info.Agent.Version)
+	}
 	parent := trace.SpanContextFromContext(ctx)
 	var attrs []attribute.KeyValue
 	if t.tracing {
-		attrs = make([]attribute.KeyValue, 0, 16)
+		attrs = make([]attribute.KeyValue, 0, 17)
 		attrs = append(attrs,
 			semconv.GenAIOperationNameInvokeAgent,
 			semconv.GenAIProviderNameKey.String(t.agent.Provider),
@@ -72,6 +86,9 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 			AttrThreadID.String(info.ThreadID),
 			c.kindAttr,
 		)
+		if shadow {
+			attrs = append(attrs, AttrShadow.Bool(true))
+		}
 		if id := cmp.Or(info.Agent.ID, t.agent.ID); id != "" {
 			attrs = append(attrs, semconv.GenAIAgentID(id))
 		}
@@ -91,8 +108,14 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 			}
 		}
 	}
-	ctx, c.span = t.tracer.Start(ctx, "invoke_agent "+t.agent.Name,
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+	if shadow {
+		opts = append(opts, trace.WithNewRoot())
+		if production.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: *production}))
+		}
+	}
+	ctx, c.span = t.tracer.Start(ctx, "invoke_agent "+t.agent.Name, opts...)
 	c.recording = c.span.IsRecording()
 	c.assemble = c.recording && t.content && t.maxText > 0
 	sc := c.span.SpanContext()
@@ -100,7 +123,7 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 	if sc.IsValid() {
 		ref = brainwire.TraceRef{TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String()}
 	}
-	if t.ai != nil {
+	if c.ai != nil {
 		c.op, c.requestID = t.aiOperation(ctx, sc, parent)
 		// The run's Application Insights items hang under these ids,
 		// which are the span's when there is one.
@@ -110,7 +133,9 @@ func (t *Telemetry) StartCapture(ctx context.Context, info brainwire.Capture) (c
 		ctx = brainwire.WithRunTrace(ctx, ref)
 	}
 	c.ctx = ctx
-	t.inst.active.Add(ctx, 1, metric.WithAttributes(c.kindAttr))
+	if !shadow {
+		t.inst.active.Add(ctx, 1, metric.WithAttributes(c.kindAttr))
+	}
 	return context.WithValue(ctx, captureKey{}, c), c
 }
 
@@ -221,6 +246,10 @@ type capture struct {
 	kindAttr  attribute.KeyValue
 	op        appinsights.Operation
 	requestID string
+	// shadow marks a shadow run: no production instrument counts it.
+	shadow bool
+	// ai is where its Application Insights items go: nil for none.
+	ai *appinsights.Exporter
 
 	chunks   []heldChunk            // reasoning chunks, until the span ends
 	events   []heldEvent            // outcome events, until the span ends
@@ -334,7 +363,7 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 	if c.assemble && !c.truncated {
 		c.appendText(ch.Text)
 	}
-	if c.t.ai != nil {
+	if c.ai != nil {
 		if c.aiCommon == nil || ch.UpstreamRunID != c.aiRun || ch.UpstreamThreadID != c.aiThread {
 			// Queued items keep the old slice; a new one is made.
 			c.aiRun, c.aiThread = ch.UpstreamRunID, ch.UpstreamThreadID
@@ -350,7 +379,7 @@ func (c *capture) reasoning(ch *brainwire.ReasoningChunk) {
 		if c.t.content {
 			props = append(props, appinsights.Property{Key: "reasoning_text", Value: ch.Text})
 		}
-		c.t.ai.TrackTrace(appinsights.Trace{
+		c.ai.TrackTrace(appinsights.Trace{
 			Time:       time.Now(),
 			Message:    ReasoningChunkMessage,
 			Severity:   contracts.Information,
@@ -493,8 +522,11 @@ func (c *capture) End(res brainwire.CaptureResult) {
 		c.span.SetAttributes(kv...)
 	}
 	c.span.End(trace.WithTimestamp(end))
+	if c.shadow {
+		return
+	}
 	c.record(&res, dur)
-	if c.t.ai != nil {
+	if c.ai != nil {
 		c.trackRequest(&res, dur)
 	}
 }
@@ -577,7 +609,7 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 			props = append(props, p)
 		}
 	}
-	c.t.ai.TrackRequest(appinsights.Request{
+	c.ai.TrackRequest(appinsights.Request{
 		Time:         c.start,
 		ID:           c.requestID,
 		Name:         c.op.Name,
@@ -592,8 +624,12 @@ func (c *capture) trackRequest(res *brainwire.CaptureResult, dur time.Duration) 
 
 // countUpstreamError counts one error from the agent service during
 // capture c (nil: none known); retried when it was a failed attempt the
-// retry layer sent again, so that the caller never saw it.
+// retry layer sent again, so that the caller never saw it. A shadow run's
+// are not production's errors: they are not counted.
 func (t *Telemetry) countUpstreamError(ctx context.Context, c *capture, errType, source string, retried bool) {
+	if c != nil && c.shadow {
+		return
+	}
 	kv := []attribute.KeyValue{semconv.ErrorTypeKey.String(errType), AttrUpstreamErrSource.String(source), AttrUpstreamErrRetried.Bool(retried)}
 	if c != nil {
 		kv = append(kv, c.versionAttr...)

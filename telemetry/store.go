@@ -183,3 +183,16 @@ func (s *store) ReleaseKey(ctx context.Context, userID, key, token string) error
 	ctx, _, end := s.start(ctx, "release_idempotency_key")
 	return end(ks.ReleaseKey(ctx, userID, key, token))
 }
+
+var _ brainwire.ShadowStore = (*store)(nil)
+
+// RecordShadow keeps a shadow trial on its item, when the wrapped store
+// keeps them.
+func (s *store) RecordShadow(ctx context.Context, userID, itemID string, t brainwire.ShadowTrial) error {
+	ss, ok := s.next.(brainwire.ShadowStore)
+	if !ok {
+		return brainwire.Errorf(brainwire.EUnavailable, "the store keeps no shadow trials")
+	}
+	ctx, _, end := s.start(ctx, "record_shadow", AttrInboxItemID.String(itemID))
+	return end(ss.RecordShadow(ctx, userID, itemID, t))
+}

@@ -85,3 +85,33 @@ func TestWrapStoreSpans(t *testing.T) {
 		}
 	}
 }
+
+// trialStore keeps shadow trials and nothing else.
+type trialStore struct {
+	brainwire.Store
+	got []string
+}
+
+func (s *trialStore) RecordShadow(_ context.Context, userID, itemID string, t brainwire.ShadowTrial) error {
+	s.got = append(s.got, userID+"/"+itemID+"/"+t.Candidate.RunID)
+	return nil
+}
+
+// TestWrapStoreKeepsShadowTrials: the traced store passes a trial on to a
+// store that keeps them, in a span, and says a store that keeps none
+// cannot.
+func TestWrapStoreKeepsShadowTrials(t *testing.T) {
+	tel, rec := recorded(t, true)
+	ts := &trialStore{}
+	trial := brainwire.ShadowTrial{Candidate: brainwire.AgentRun{RunID: "shadow_1"}}
+	if err := tel.WrapStore(ts).(brainwire.ShadowStore).RecordShadow(t.Context(), "alice", "i1", trial); err != nil || len(ts.got) != 1 || ts.got[0] != "alice/i1/shadow_1" {
+		t.Fatalf("RecordShadow: %v, the store got %v", err, ts.got)
+	}
+	if s := rec.Ended(); len(s) != 1 || s[0].Name() != "store.record_shadow" {
+		t.Errorf("spans %v, want store.record_shadow", s)
+	}
+	none := tel.WrapStore(struct{ brainwire.Store }{ts}).(brainwire.ShadowStore)
+	if err := none.RecordShadow(t.Context(), "alice", "i1", trial); brainwire.ErrorCode(err) != brainwire.EUnavailable {
+		t.Errorf("a store keeping no trials: %v", err)
+	}
+}

@@ -90,10 +90,13 @@ func (s *toolSet) Call(ctx context.Context, call brainwire.ToolCall) (res brainw
 
 // record adds the call to gen_ai.client.operation.duration, by tool and
 // the capture's agent version, so that tool errors show per tool and
-// version.
+// version; a shadow run's calls are not production's and are not counted.
 func (s *toolSet) record(ctx context.Context, start time.Time, tool, errType string) {
 	attrs := []attribute.KeyValue{semconv.GenAIToolName(tool)}
 	if c := captureFrom(ctx); c != nil {
+		if c.shadow {
+			return
+		}
 		attrs = append(attrs, c.versionAttr...)
 	}
 	if errType != "" {

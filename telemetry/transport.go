@@ -141,10 +141,13 @@ func (t *Telemetry) Resend(ctx context.Context, op string, count int, reason str
 		a.settle(t, true)
 	}
 	kv := []attribute.KeyValue{semconv.GenAIOperationNameKey.String(op), AttrRetryStatus.String(reason)}
-	if c := captureFrom(ctx); c != nil {
+	c := captureFrom(ctx)
+	if c != nil {
 		kv = append(kv, c.versionAttr...)
 	}
-	t.inst.retries.Add(ctx, 1, metric.WithAttributes(kv...))
+	if c == nil || !c.shadow {
+		t.inst.retries.Add(ctx, 1, metric.WithAttributes(kv...))
+	}
 	return context.WithValue(ctx, resendKey{}, resend{count: count, reason: reason, wait: wait})
 }
 
@@ -281,6 +284,9 @@ func (cs *clientSpan) finish(errType string, err error) {
 		end = time.Now()
 	}
 	cs.span.End(trace.WithTimestamp(end))
+	if cs.capture != nil && cs.capture.shadow {
+		return
+	}
 	var attrs []attribute.KeyValue
 	if errType != "" {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/hex"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -180,6 +181,23 @@ func (r *Receiver) Metric(name string) *metricspb.Metric {
 		}
 	}
 	return last
+}
+
+// MetricNames returns the name of every metric received, once each.
+func (r *Receiver) MetricNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, rm := range r.metrics {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				if !slices.Contains(names, m.GetName()) {
+					names = append(names, m.GetName())
+				}
+			}
+		}
+	}
+	return names
 }
 
 // MetricResources returns the resource of every metrics export received,

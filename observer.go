@@ -75,3 +75,36 @@ func (os Observers) CaptureReplayed(ctx context.Context, c Capture, res CaptureR
 		}
 	}
 }
+
+// StartShadow implements ShadowObserver: the observers that watch shadow
+// trials watch it; the others (the reasoning log, the recorder) never see
+// a shadow run.
+func (os Observers) StartShadow(ctx context.Context, c Capture, production TraceRef) (context.Context, CaptureObserver) {
+	obs := make(captureObservers, 0, len(os))
+	for _, o := range os {
+		if so, ok := o.(ShadowObserver); ok {
+			var co CaptureObserver
+			ctx, co = so.StartShadow(ctx, c, production)
+			obs = append(obs, co)
+		}
+	}
+	return ctx, obs
+}
+
+// ShadowKept implements ShadowObserver.
+func (os Observers) ShadowKept(ctx context.Context, t ShadowTrial) {
+	for _, o := range os {
+		if so, ok := o.(ShadowObserver); ok {
+			so.ShadowKept(ctx, t)
+		}
+	}
+}
+
+// ShadowDropped implements ShadowObserver.
+func (os Observers) ShadowDropped(ctx context.Context, reason string) {
+	for _, o := range os {
+		if so, ok := o.(ShadowObserver); ok {
+			so.ShadowDropped(ctx, reason)
+		}
+	}
+}

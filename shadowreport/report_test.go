@@ -59,7 +59,9 @@ var example = []row{
 	{id: "i10", cand: "A", pOut: cl, pB: "Admin", pConf: 0.70, cOut: cl, cB: "People", cConf: 0.70, recategorize: "Ideas"},
 	{id: "i11", cand: "A", pOut: cl, pB: "People", pConf: 0.90, cOut: lo, cB: "Ideas", cConf: 0.55, age: 24 * time.Hour},
 	{id: "i12", noShadow: true, pOut: cl, pB: "Admin", pConf: 0.9, recategorize: "Ideas"},
-	{id: "i13", cand: "A", pOut: cl, pB: "Admin", pConf: 0.66, cOut: cl, cB: "Admin", cConf: 0.90, recategorize: "Admin"},
+	// A low-confidence filing in the label's bucket is right, and agrees
+	// with a classified one in the same bucket.
+	{id: "i13", cand: "A", pOut: cl, pB: "Admin", pConf: 0.66, cOut: lo, cB: "Admin", cConf: 0.55, recategorize: "Admin"},
 	{id: "i14", cand: "B", pOut: cl, pB: "Ideas", pConf: 0.80, cOut: cl, cB: "Ideas", cConf: 0.80, age: time.Hour},
 	{id: "i15", cand: "B", pOut: cl, pB: "People", pConf: 0.80, cOut: cl, cB: "Projects", cConf: 0.70, age: time.Hour},
 }
@@ -74,7 +76,7 @@ func items(rows []row) []brainwire.InboxItem {
 			Bucket: r.pB, Confidence: r.pConf, TraceID: fmt.Sprintf("%032x", n+1), SpanID: fmt.Sprintf("%016x", n+1)}
 		it := brainwire.InboxItem{ID: r.id, UserID: "alice", RawText: "capture " + r.id, Source: brainwire.KindText, Status: status,
 			ClassificationMeta: &brainwire.Classification{Bucket: r.pB, Confidence: r.pConf, ClassifiedBy: "Classifier"},
-			AgentRun: &prod, CreatedAt: created, UpdatedAt: now.Add(-r.age)}
+			AgentRun:           &prod, CreatedAt: created, UpdatedAt: now.Add(-r.age)}
 		if r.recategorize != "" {
 			it.Status = brainwire.StatusClassified
 			it.ClassificationMeta.Bucket, it.ClassificationMeta.ClassifiedBy = r.recategorize, server.ClassifiedByUser
@@ -252,6 +254,16 @@ func TestRenderings(t *testing.T) {
 	if !bytes.Equal(again, first) || len(back.Candidates[1].Disagreements) != 8 || *back.Candidates[1].Disagreements[2].Candidate.Correct != true {
 		t.Errorf("the JSON does not hold the report whole:\n%s\n%s", again, first)
 	}
+	// No trials yet: each rendering says so.
+	var none bytes.Buffer
+	empty := New(nil, Config{Now: now})
+	if err := empty.WriteText(&none); err != nil || !strings.Contains(none.String(), "0 candidate versions") {
+		t.Errorf("the empty text report: %q, %v", none.String(), err)
+	}
+	none.Reset()
+	if err := empty.WriteHTML(&none); err != nil || !strings.Contains(none.String(), "No shadow trials yet.") {
+		t.Errorf("the empty page: %v", err)
+	}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
@@ -272,6 +284,34 @@ func TestRenderings(t *testing.T) {
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q", want)
+		}
+	}
+}
+
+// TestVerdictNeedsSixToNone: five discordant pairs one way cannot reach
+// 0.05 (p = 2·2⁻⁵ = 1/16), six can (1/32), in either direction.
+func TestVerdictNeedsSixToNone(t *testing.T) {
+	for _, c := range []struct {
+		n          int
+		candRight  bool
+		wantP      float64
+		wantResult eval.Verdict
+	}{
+		{5, false, 1.0 / 16, eval.NotDistinguishable},
+		{6, false, 1.0 / 32, eval.Worse},
+		{6, true, 1.0 / 32, eval.Better},
+	} {
+		var rows []row
+		for i := range c.n {
+			r := row{id: fmt.Sprint("v", i), cand: "A", pOut: cl, pB: "People", pConf: 0.9, cOut: cl, cB: "Ideas", cConf: 0.9, recategorize: "People"}
+			if c.candRight {
+				r.recategorize = "Ideas"
+			}
+			rows = append(rows, r)
+		}
+		got := New(items(rows), Config{Now: now}).Candidates[0]
+		if math.Abs(got.PValue-c.wantP) > 1e-12 || got.Verdict != c.wantResult {
+			t.Errorf("%d discordant, candidate right %v: p %v %s, want %v %s", c.n, c.candRight, got.PValue, got.Verdict, c.wantP, c.wantResult)
 		}
 	}
 }

@@ -6,6 +6,7 @@
 //	brainwire replay   replay fixtures: print the phone's SSE, or -check it
 //	brainwire eval     try instructions against a labelled corpus
 //	brainwire export-labels  write a labelled corpus from people's corrections
+//	brainwire shadow-report  report shadow trials of candidate instructions on live captures
 //	brainwire health   probe a running server's /health (the image's HEALTHCHECK)
 //	brainwire version  print the build's version and commit
 //
@@ -63,6 +64,7 @@ var commands = []struct {
 		}},
 	{"eval", "run a labelled corpus against the agent (or new -instructions) and report accuracy", evalCmd},
 	{"export-labels", "write people's corrections from the store as a labelled corpus", exportLabels},
+	{"shadow-report", "report candidate instructions tried in shadow: agreement, accuracy on people's labels, verdict", shadowReportCmd},
 	{"health", "probe a running server's /health: exit 0 when it answers 200", health},
 	{"version", "print the build's version and commit",
 		func(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) error {

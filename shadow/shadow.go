@@ -61,7 +61,9 @@ type Runner struct {
 	slots  chan struct{}
 	base   context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// mu orders starting a shadow (wg.Add) before Drain's wait.
+	mu sync.Mutex
+	wg sync.WaitGroup
 }
 
 // New returns a Runner.
@@ -82,7 +84,9 @@ func New(cfg Config) *Runner {
 // Drain stops the shadows: those running are cancelled (dropped as
 // draining), later offers are dropped; it returns once none runs.
 func (r *Runner) Drain() {
+	r.mu.Lock()
 	r.cancel()
+	r.mu.Unlock()
 	r.wg.Wait()
 }
 
@@ -118,22 +122,31 @@ func (r *Runner) Offer(p Production) {
 		return
 	}
 	obs := shadowObserver(p.Observer)
-	if r.base.Err() != nil {
-		r.dropped(r.base, obs, p.Capture, brainwire.ShadowDraining, nil)
+	if reason := r.start(); reason != "" {
+		r.dropped(r.base, obs, p.Capture, reason, nil)
 		return
 	}
-	select {
-	case r.slots <- struct{}{}:
-	default:
-		r.dropped(r.base, obs, p.Capture, brainwire.ShadowBusy, nil)
-		return
-	}
-	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer func() { <-r.slots }()
 		r.run(p, obs)
 	}()
+}
+
+// start takes a slot for a shadow, or says why there is none.
+func (r *Runner) start() (dropped string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.base.Err() != nil {
+		return brainwire.ShadowDraining
+	}
+	select {
+	case r.slots <- struct{}{}:
+		r.wg.Add(1)
+		return ""
+	default:
+		return brainwire.ShadowBusy
+	}
 }
 
 func (r *Runner) dropped(ctx context.Context, obs brainwire.ShadowObserver, c brainwire.Capture, reason string, err error) {

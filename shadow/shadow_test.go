@@ -351,3 +351,14 @@ func TestSamplingFollowsTheRunID(t *testing.T) {
 		t.Fatalf("trials on %v; want %v", got, want)
 	}
 }
+
+// TestAShadowPastItsTimeoutIsDropped: a shadow that outlasts its own
+// timeout is dropped as timeout, keeping nothing.
+func TestAShadowPastItsTimeoutIsDropped(t *testing.T) {
+	w := newWorld(t, &shadow.Config{Instructions: candidate, Sample: 1, Timeout: 200 * time.Millisecond})
+	w.store.hold = make(chan struct{})
+	w.capture(texts[0])
+	if e := w.watch.end(t); e != brainwire.ShadowTimeout {
+		t.Fatalf("shadow ended %s; want timeout", e)
+	}
+}

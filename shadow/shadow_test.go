@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/foundry"
 	"github.com/brainwire/brainwire/internal/retry"
+	"github.com/brainwire/brainwire/localblob"
 	"github.com/brainwire/brainwire/responses"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/shadow"
@@ -112,6 +114,7 @@ type world struct {
 	store  *trials
 	runner *shadow.Runner
 	watch  *watcher
+	heard  transcriber
 }
 
 func newWorld(t *testing.T, cfg *shadow.Config) *world {
@@ -134,13 +137,17 @@ func newWorld(t *testing.T, cfg *shadow.Config) *world {
 		w.runner = shadow.New(*cfg)
 		t.Cleanup(w.runner.Drain)
 	}
+	blobs, err := localblob.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids atomic.Int64
 	project := sim.URL + simulator.ProjectPath
 	auth := func(next http.RoundTripper) http.RoundTripper {
 		return foundry.NewStaticTokenTransport("simulator", next)
 	}
 	srv, err := wiring.New(wiring.Config{
-		Server: server.Config{Keys: server.Keys{apiKey: user}, Store: st, Observer: w.watch, Shadow: w.runner, KeepAlive: -1,
+		Server: server.Config{Keys: server.Keys{apiKey: user}, Store: st, Blobs: blobs, Transcriber: &w.heard, Observer: w.watch, Shadow: w.runner, KeepAlive: -1,
 			NewID: func() string { return fmt.Sprintf("id%d", ids.Add(1)) }, Now: func() time.Time { return fixedNow }},
 		Agent: wiring.Responses(project+"/openai/v1", project, responses.Agent{Model: simulator.DefaultModel, Instructions: production}, auth,
 			responses.WithReasoningSummary("auto")),
@@ -158,13 +165,38 @@ func newWorld(t *testing.T, cfg *shadow.Config) *world {
 	return w
 }
 
+// transcriber hears every voice note say "Renew the passport", and
+// counts the notes.
+type transcriber struct{ n atomic.Int32 }
+
+func (tr *transcriber) Transcribe(context.Context, io.Reader, string, string) (string, error) {
+	tr.n.Add(1)
+	return "Renew the passport", nil
+}
+
 // capture sends text as a capture and returns the phone's stream, whole.
 func (w *world) capture(text string) string {
 	w.t.Helper()
 	body, _ := json.Marshal(map[string]string{"text": text})
-	req, _ := http.NewRequestWithContext(w.t.Context(), http.MethodPost, w.url+"/api/capture", strings.NewReader(string(body)))
+	return w.send("/api/capture", "application/json", string(body))
+}
+
+// voice sends a voice note as a capture and returns the phone's stream.
+func (w *world) voice() string {
+	w.t.Helper()
+	var body strings.Builder
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "note.wav")
+	fw.Write([]byte("RIFF\x24\x00\x00\x00WAVEfmt "))
+	mw.Close()
+	return w.send("/api/capture/voice", mw.FormDataContentType(), body.String())
+}
+
+func (w *world) send(path, contentType, body string) string {
+	w.t.Helper()
+	req, _ := http.NewRequestWithContext(w.t.Context(), http.MethodPost, w.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		w.t.Fatal(err)
@@ -360,5 +392,25 @@ func TestAShadowPastItsTimeoutIsDropped(t *testing.T) {
 	w.capture(texts[0])
 	if e := w.watch.end(t); e != brainwire.ShadowTimeout {
 		t.Fatalf("shadow ended %s; want timeout", e)
+	}
+}
+
+// TestAVoiceCapturesCandidateReadsItsTranscript: the candidate gets the
+// words production's run transcribed, as text, and files them its way
+// without transcribing the note again.
+func TestAVoiceCapturesCandidateReadsItsTranscript(t *testing.T) {
+	w := newWorld(t, &shadow.Config{Instructions: candidate, Sample: 1})
+	w.voice()
+	if e := w.watch.end(t); e != "kept" {
+		t.Fatalf("shadow ended %s", e)
+	}
+	items, _ := w.filed()
+	tr, ok := w.store.trial(items[0].ID)
+	if len(items) != 1 || items[0].RawText != "Renew the passport" || items[0].Source != "voice" || !ok ||
+		tr.Production.Bucket != "Admin" || tr.Candidate.Bucket != "Projects" {
+		t.Fatalf("items %+v, trial %+v", items, tr)
+	}
+	if n := w.heard.n.Load(); n != 1 {
+		t.Errorf("the note was transcribed %d times; want once, by production", n)
 	}
 }

@@ -37,8 +37,8 @@ type Store interface {
 	brainwire.ShadowStore
 }
 
-// Config is what a Runner needs. Instructions, Sample and Store are
-// required.
+// Config is what a Runner needs. Instructions, Sample, Timeout and Store
+// are required.
 type Config struct {
 	// Instructions are the candidate's.
 	Instructions string

@@ -19,6 +19,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/adapter"
 	"github.com/brainwire/brainwire/agent"
+	"github.com/brainwire/brainwire/shadow"
 	"github.com/brainwire/brainwire/tools"
 )
 
@@ -43,7 +44,10 @@ type Config struct {
 	// Instructions, when set, replace the agent's on every run.
 	Instructions string
 	// EvalRunID marks every capture as part of that evaluation.
-	EvalRunID  string
+	EvalRunID string
+	// Shadow, when set, tries candidate instructions on the captures it
+	// samples, once their stream has ended.
+	Shadow     *shadow.Runner
 	RunTimeout time.Duration
 	NewID      func() string
 	Now        func() time.Time
@@ -99,6 +103,10 @@ type Run struct {
 	// tells it again and nothing runs.
 	replay *brainwire.Replay
 	res    brainwire.CaptureResult
+	// ran is the capture as it ran; excerpt, set when a shadow samples
+	// it, gathers its reasoning for the trial.
+	ran     brainwire.Capture
+	excerpt *shadow.Excerpt
 }
 
 // Start checks that capture req may run and claims what it runs under:
@@ -164,6 +172,10 @@ func (r *Run) Events() iter.Seq[brainwire.CaptureEvent] {
 		}
 		// After the round: a retry the key lets through finds it free.
 		r.hold.settle(r.ctx, r.c, r.res, filed)
+		if r.excerpt != nil {
+			r.s.cfg.Shadow.Offer(shadow.Production{Provider: r.s.cfg.Provider, Observer: r.s.cfg.Observer,
+				Capture: r.ran, Result: r.res, Reasoning: r.excerpt.String()})
+		}
 	}
 }
 
@@ -180,6 +192,10 @@ func (r *Run) run(yield func(brainwire.CaptureEvent) bool) (keySettled bool) {
 	ctx, obs := s.cfg.Observer.StartCapture(client, c)
 	// The filing keeps where the run is traced, for later corrections.
 	c.Trace, _ = brainwire.RunTraceFrom(ctx)
+	r.ran = c
+	if s.cfg.Shadow != nil && s.cfg.Shadow.Samples(c) {
+		r.excerpt = new(shadow.Excerpt)
+	}
 	set := tools.New(tools.Deps{Store: s.cfg.Store, Blobs: s.cfg.Blobs, Transcriber: s.cfg.Transcriber,
 		NewID: s.cfg.NewID, Now: s.cfg.Now, AgentName: s.cfg.AgentName}, c)
 	if r.hold != nil {
@@ -211,6 +227,9 @@ func (r *Run) run(yield func(brainwire.CaptureEvent) bool) (keySettled bool) {
 				a.Result().TimeToOutcome = s.cfg.Now().Sub(start)
 			}
 			obs.CaptureEvent(ev)
+			if r.excerpt != nil {
+				r.excerpt.Add(ev)
+			}
 			if gone {
 				continue
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/capture"
+	"github.com/brainwire/brainwire/shadow"
 )
 
 // Defaults for the limits in Config.
@@ -54,6 +55,9 @@ type Config struct {
 	Instructions string
 	// EvalRunID marks every capture as part of that evaluation.
 	EvalRunID string
+	// Shadow, when set, tries candidate instructions in shadow on the
+	// captures it samples; whoever made it drains it.
+	Shadow *shadow.Runner
 	// AgentRefresh is how often ListenAndServe asks the provider to
 	// describe its agent again (DefaultAgentRefresh when 0; negative:
 	// only at start-up and on health checks).
@@ -144,7 +148,8 @@ func New(cfg Config) (*Server, error) {
 		uploads: make(chan struct{}, cfg.MaxUploads)}
 	s.capture = capture.New(capture.Config{Provider: cfg.Provider, Store: cfg.Store, Blobs: cfg.Blobs, Transcriber: cfg.Transcriber,
 		Observer: cfg.Observer, WrapTools: cfg.WrapTools, Logger: cfg.Logger, Agent: s.Agent, AgentName: cfg.AgentName,
-		Instructions: cfg.Instructions, EvalRunID: cfg.EvalRunID, RunTimeout: cfg.RunTimeout, NewID: cfg.NewID, Now: cfg.Now})
+		Instructions: cfg.Instructions, EvalRunID: cfg.EvalRunID, RunTimeout: cfg.RunTimeout, NewID: cfg.NewID, Now: cfg.Now,
+		Shadow: cfg.Shadow})
 	s.router = s.routes()
 	s.handler = s.logFailures(s.router)
 	if cfg.Middleware != nil {

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/internal/logbuf"
 	"github.com/brainwire/brainwire/internal/retry"
+	"github.com/brainwire/brainwire/shadow"
 	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
@@ -94,6 +96,10 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 			return err
 		}
 	}
+	shadowCfg, err := loadShadowSettings(getenv, cfg.Agent, cfg.Server.RunTimeout)
+	if err != nil {
+		return err
+	}
 	if addr := getenv("BRAINWIRE_PPROF_ADDR"); addr != "" {
 		stop, err := servePprof(ctx, addr, log)
 		if err != nil {
@@ -127,6 +133,22 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 	cfg.Server.Store, cfg.Server.Blobs, cfg.Server.Transcriber = b.store, b.blobs, b.transcriber
 	cfg.Server.Logger, cfg.Server.AgentName = log, agentName
 	cfg.Server.Simulator = cfg.Agent.Sim != ""
+	if shadowCfg != nil {
+		st, ok := b.store.(shadow.Store)
+		if !ok {
+			return fmt.Errorf("%s: this store keeps no shadow trials", envShadowInstructions)
+		}
+		shadowCfg.Store, shadowCfg.Logger = st, log
+		runner := shadow.New(*shadowCfg)
+		// Shadows are dropped as soon as the server drains, not once the
+		// captures it lets finish are done; all have ended before the
+		// agent's connections and the store close.
+		defer context.AfterFunc(ctx, runner.Drain)()
+		defer runner.Drain()
+		cfg.Server.Shadow = runner
+		log.Info("shadow trial on", "candidate_version", brainwire.ContentVersion(shadowCfg.Instructions), "sample", shadowCfg.Sample,
+			"concurrency", shadowCfg.Concurrency, "timeout", shadowCfg.Timeout)
+	}
 	srv, err := wiring.New(wiring.Config{
 		Server:       cfg.Server,
 		Agent:        b.agent,

@@ -143,8 +143,12 @@ func keyed(req *http.Request, key string) *http.Request {
 // for reason), as often as the policy and the run's deadline allow.
 func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http.Response, err error, reason string, mayHaveDone bool) (*http.Response, error) {
 	ctx := req.Context()
+	retries, sparing := t.p.Retries, ctx.Value(sparingKey{}) != nil
+	if sparing {
+		retries = min(retries, 1)
+	}
 	for n := 0; ; n++ {
-		if reason == "" || n >= t.p.Retries {
+		if reason == "" || n >= retries || sparing && reason == strconv.Itoa(http.StatusTooManyRequests) {
 			return resp, err
 		}
 		wait, asked := t.wait(n, resp)
@@ -194,6 +198,16 @@ func (t *transport) again(req *http.Request, op *brainwire.Operation, resp *http
 		resp, err = t.next.RoundTrip(attempt)
 		reason, mayHaveDone = refused(ctx, resp, err)
 	}
+}
+
+type sparingKey struct{}
+
+// Sparing returns ctx whose calls are sent again at most once, and not
+// at all when the service pushed back (429): calls that can be dropped (a
+// shadow run's) give way to those a person waits for. Looked up only once
+// a call was refused, so the calls it does not mark pay nothing.
+func Sparing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sparingKey{}, true)
 }
 
 // LookupError is the failure of asking the service whether it did a call

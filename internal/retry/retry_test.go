@@ -424,3 +424,34 @@ func TestALookupPastTheDeadlineSendsNothingAgain(t *testing.T) {
 		t.Errorf("sent %d times; want once", n)
 	}
 }
+
+// A sparing call is sent again at most once, and not after a 429; the
+// same refusals without the mark are sent again as the policy says.
+func TestASparingCallIsSentAgainAtMostOnceAndNeverAfter429(t *testing.T) {
+	for _, tc := range []struct {
+		code            int
+		sparing         bool
+		sent, wantFinal int
+	}{
+		{503, false, 3, 503},
+		{503, true, 2, 503},
+		{429, false, 3, 429},
+		{429, true, 1, 429},
+	} {
+		t.Run(fmt.Sprint(tc.code, tc.sparing), func(t *testing.T) {
+			svc, url := start(t, status(tc.code))
+			p := retry.Policy{Retries: 2, Sleep: (&sleeps{}).sleep}
+			ctx := t.Context()
+			if tc.sparing {
+				ctx = retry.Sparing(ctx)
+			}
+			resp, err := post(t, ctx, p.Transport(nil), url)
+			if err != nil || resp.StatusCode != tc.wantFinal {
+				t.Fatalf("got %v, %v; want the %d", resp, err, tc.wantFinal)
+			}
+			if n := len(svc.sent()); n != tc.sent {
+				t.Errorf("sent %d times; want %d", n, tc.sent)
+			}
+		})
+	}
+}

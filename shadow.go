@@ -28,6 +28,22 @@ type ShadowTrial struct {
 	At                  time.Time `json:"at"`
 }
 
+// FiledIn is the bucket the run put the capture in: its bucket when its
+// outcome resolved the capture (classified, low confidence), "" when it
+// asked the person or filed nothing, whatever bucket it guessed.
+func (r AgentRun) FiledIn() string {
+	if r.Outcome.Resolved() {
+		return r.Bucket
+	}
+	return ""
+}
+
+// Agree reports whether the trial's arms leave the person with the same
+// filing: the capture in the same bucket, or neither arm filing it (two
+// questions agree, whatever each guessed). The dashboard's agreement and
+// the report's count by it.
+func (t ShadowTrial) Agree() bool { return t.Production.FiledIn() == t.Candidate.FiledIn() }
+
 // MaxShadowReasoning bounds each arm's reasoning excerpt in a ShadowTrial.
 const MaxShadowReasoning = 1200
 

@@ -107,7 +107,7 @@ func (s *Server) handleRecategorize(w http.ResponseWriter, r *http.Request) {
 		run = *item.AgentRun
 	}
 	s.capture.Correction(r.Context(), brainwire.Correction{Kind: brainwire.CorrectionRecategorize, UserID: item.UserID,
-		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now, Repeat: judgedBy(before, ClassifiedByUser)})
+		ItemID: item.ID, Run: run, Bucket: req.Bucket, At: now, Repeat: judgedBy(before, ClassifiedByUser), Shadow: item.Shadow})
 	writeJSON(w, http.StatusOK, item)
 }
 

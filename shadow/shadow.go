@@ -260,19 +260,11 @@ func (e *Excerpt) Add(ev brainwire.CaptureEvent) {
 // String is the excerpt.
 func (e *Excerpt) String() string { return e.b.String() }
 
-// shadowObserver is the observer among o that watches shadows, or nil.
+// shadowObserver is o as it watches shadows (brainwire.Observers fans
+// out to those of its observers that do), or nil.
 func shadowObserver(o brainwire.Observer) brainwire.ShadowObserver {
-	if so, ok := o.(brainwire.ShadowObserver); ok {
-		return so
-	}
-	if os, ok := o.(brainwire.Observers); ok {
-		for _, o := range os {
-			if so := shadowObserver(o); so != nil {
-				return so
-			}
-		}
-	}
-	return nil
+	so, _ := o.(brainwire.ShadowObserver)
+	return so
 }
 
 // dryStore files nothing: the candidate's file_capture is checked as

@@ -142,13 +142,6 @@ type Arm struct {
 	Correct *bool `json:"correct,omitempty"`
 }
 
-// Agree reports whether the arms of a trial agree: both put the capture
-// in a bucket or neither did, and in the same bucket.
-func Agree(t brainwire.ShadowTrial) bool {
-	p, c := t.Production, t.Candidate
-	return p.Outcome.Resolved() == c.Outcome.Resolved() && p.Bucket == c.Bucket
-}
-
 // Label returns the bucket an item is scored against and where it came
 // from: the person's recategorize, or the production filing left alone
 // for cfg.ConfirmAfter; ok is false for an item without a label.
@@ -225,7 +218,7 @@ func candidate(version string, items []brainwire.InboxItem, cfg Config) Candidat
 			c.CandidateOnly += b2i(cr && !pr)
 			c.ProductionOnly += b2i(pr && !cr)
 		}
-		if Agree(*t) {
+		if t.Agree() {
 			c.Agreed++
 			continue
 		}

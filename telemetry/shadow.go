@@ -54,23 +54,13 @@ func (t *Telemetry) StartShadow(ctx context.Context, c brainwire.Capture, produc
 // brainwire.shadow.trials.
 func (t *Telemetry) ShadowKept(ctx context.Context, tr brainwire.ShadowTrial) {
 	t.inst.shadowTrials.Add(ctx, 1, metric.WithAttributes(
-		trialSeries(tr.Candidate.AgentVersion, tr.Production.AgentVersion, resolvedBucket(tr.Candidate), resolvedBucket(tr.Production))...))
+		trialSeries(tr.Candidate.AgentVersion, tr.Production.AgentVersion, tr.Candidate.FiledIn(), tr.Production.FiledIn())...))
 }
 
 // ShadowDropped implements brainwire.ShadowObserver: it counts the dropped
 // shadow in brainwire.shadow.dropped by reason.
 func (t *Telemetry) ShadowDropped(ctx context.Context, reason string) {
 	t.inst.shadowDropped.Add(ctx, 1, metric.WithAttributes(AttrShadowDropReason.String(reason)))
-}
-
-// resolvedBucket is the bucket an arm put the capture in: its bucket when
-// its outcome resolved the capture (classified, low confidence), else ""
-// (it asked the person, or filed nothing), whatever bucket it guessed.
-func resolvedBucket(r brainwire.AgentRun) string {
-	if r.Outcome.Resolved() {
-		return r.Bucket
-	}
-	return ""
 }
 
 // trialSeries are a trial's counter attributes. The arms agree when they

@@ -146,6 +146,9 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 		defer context.AfterFunc(ctx, runner.Drain)()
 		defer runner.Drain()
 		cfg.Server.Shadow = runner
+		if tel.tel != nil {
+			tel.tel.DeclareShadow(brainwire.ContentVersion(shadowCfg.Instructions))
+		}
 		log.Info("shadow trial on", "candidate_version", brainwire.ContentVersion(shadowCfg.Instructions), "sample", shadowCfg.Sample,
 			"concurrency", shadowCfg.Concurrency, "timeout", shadowCfg.Timeout)
 	}

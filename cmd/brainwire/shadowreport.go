@@ -26,10 +26,6 @@ docs/tuning.md says how to read it.`
 // envShadowReport is shadow-report's environment note.
 const envShadowReport = envLabels + "\nBRAINWIRE_SHADOW_CONFIRM_AFTER is -confirm-after's default (168h)."
 
-// defaultConfirmAfter is how long an agent filing left alone counts as
-// confirmed, unless BRAINWIRE_SHADOW_CONFIRM_AFTER says otherwise.
-const defaultConfirmAfter = 168 * time.Hour
-
 // reportStore is what shadow-report reads: an inbox it closes after.
 type reportStore interface {
 	shadowreport.Inbox
@@ -57,13 +53,9 @@ func shadowReportCmd(ctx context.Context, args []string, getenv func(string) str
 // shadowReport is shadow-report reading the store open returns, at now.
 func shadowReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer,
 	open func(context.Context, func(string) string, *slog.Logger) (reportStore, error), now time.Time) error {
-	confirmDefault := defaultConfirmAfter
-	if v := getenv("BRAINWIRE_SHADOW_CONFIRM_AFTER"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("BRAINWIRE_SHADOW_CONFIRM_AFTER: %q is not a duration of 0 or more (168h)", v)
-		}
-		confirmDefault = d
+	confirmDefault, err := shadowConfirmAfter(getenv)
+	if err != nil {
+		return fmt.Errorf("shadow-report: %w", err)
 	}
 	cmd := newCommand("shadow-report", "shadow-report [-user ID] [-confirm-after D] [-json] [-html FILE] [-trace-url T]",
 		shadowReportAbout, envShadowReport)

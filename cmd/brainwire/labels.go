@@ -74,15 +74,9 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("export-labels: %w", err)
 	}
 	defer store.Close()
-	users := []string{*user}
-	if *user == "" {
-		lister, ok := store.(brainwire.UserLister)
-		if !ok {
-			return usageError{"export-labels: this store cannot list its users: give -user"}
-		}
-		if users, err = lister.ListUsers(ctx); err != nil {
-			return fmt.Errorf("export-labels: %w", err)
-		}
+	users, err := usersOf(ctx, "export-labels", store, *user)
+	if err != nil {
+		return err
 	}
 	var cases []eval.Case
 	textless := 0
@@ -102,6 +96,23 @@ func exportLabels(ctx context.Context, args []string, getenv func(string) string
 	}
 	fmt.Fprintln(stderr)
 	return nil
+}
+
+// usersOf is the users command cmd reads the store for: user when given,
+// else every user the store has.
+func usersOf(ctx context.Context, cmd string, store any, user string) ([]string, error) {
+	if user != "" {
+		return []string{user}, nil
+	}
+	lister, ok := store.(brainwire.UserLister)
+	if !ok {
+		return nil, usageError{cmd + ": this store cannot list its users: give -user"}
+	}
+	users, err := lister.ListUsers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return users, nil
 }
 
 // openLabelStore opens the configured store to read it. The SQLite file

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/shadowreport"
 )
@@ -85,15 +84,9 @@ func shadowReport(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("shadow-report: %w", err)
 	}
 	defer store.Close()
-	users := []string{*user}
-	if *user == "" {
-		lister, ok := store.(brainwire.UserLister)
-		if !ok {
-			return usageError{"shadow-report: this store cannot list its users: give -user"}
-		}
-		if users, err = lister.ListUsers(ctx); err != nil {
-			return fmt.Errorf("shadow-report: %w", err)
-		}
+	users, err := usersOf(ctx, "shadow-report", store, *user)
+	if err != nil {
+		return err
 	}
 	items, err := shadowreport.Read(ctx, store, users)
 	if err != nil {

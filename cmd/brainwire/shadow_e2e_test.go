@@ -57,9 +57,10 @@ var shadowWorkload = []shadowCapture{
 	{"Brainstorm a startup idea someday", "Ideas", "Ideas", ""},
 	{"Buy a new lamp for the hall", "Admin", "Ideas", "Ideas"}, // the candidate's bucket
 	{"Buy stamps at the post office", "Admin", "Ideas", "Ideas"},
-	{"Buy paint for the fence", "Admin", "Ideas", "Admin"}, // production's bucket
-	{"Buy new running shoes", "Admin", "Ideas", "People"},  // neither
-	{"Call the dentist on Monday", "Admin", "", "Admin"},   // the candidate asks; production was right
+	{"Buy paint for the fence", "Admin", "Ideas", "Ideas"},
+	{"Buy more printer ink", "Admin", "Ideas", "Ideas"},
+	{"Buy new running shoes", "Admin", "Ideas", "People"}, // neither
+	{"Call the dentist on Monday", "Admin", "", "Admin"},  // production's bucket: the candidate asked
 }
 
 // phoneRun is what the phone saw of one capture.

@@ -277,8 +277,10 @@ func checkShadowReport(t *testing.T, how string, rep shadowreport.Report, g shad
 		t.Errorf("%s:\n got %s\nwant %s", how, got, want)
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	if c.Version != version || !near(c.Agreement, float64(g.agreed)/float64(g.pairs)) {
-		t.Errorf("%s: version %s agreement %v, want %s %v", how, c.Version, c.Agreement, version, float64(g.agreed)/float64(g.pairs))
+	if prod := instructions.Default().Version; c.Version != version || fmt.Sprint(c.Production) != fmt.Sprint([]string{prod}) ||
+		!near(c.Agreement, float64(g.agreed)/float64(g.pairs)) {
+		t.Errorf("%s: version %s against %v, agreement %v; want %s against %s, %v", how, c.Version, c.Production, c.Agreement,
+			version, prod, float64(g.agreed)/float64(g.pairs))
 	}
 	for _, a := range []struct {
 		arm   string
@@ -343,8 +345,8 @@ func checkShadowMetrics(t *testing.T, recv *telemetrytest.Receiver, g shadowGrou
 		}
 	}
 	sum(telemetry.MetricShadowTrials, func(a func(string) string, v int64) {
-		if a(string(telemetry.AttrShadowVersion)) != version {
-			t.Errorf("a trial counted for version %q", a(string(telemetry.AttrShadowVersion)))
+		if a(string(telemetry.AttrShadowVersion)) != version || a("gen_ai.agent.version") != instructions.Default().Version {
+			t.Errorf("a trial counted for version %q against %q", a(string(telemetry.AttrShadowVersion)), a("gen_ai.agent.version"))
 		}
 		trials[[3]string{a(string(telemetry.AttrShadowAgree)), a(string(telemetry.AttrShadowCandidateBucket)), a(string(telemetry.AttrShadowProductionBucket))}] += v
 	})

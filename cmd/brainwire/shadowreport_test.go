@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,29 +19,52 @@ import (
 	"github.com/brainwire/brainwire/eval"
 	"github.com/brainwire/brainwire/server"
 	"github.com/brainwire/brainwire/shadowreport"
+	"github.com/brainwire/brainwire/sqlite"
 )
 
-// trialStore is a store of shadowed items as RecordShadow leaves them,
-// for the command to read through its store seam.
-type trialStore struct {
-	items  []brainwire.InboxItem
-	closed bool
+// closeSpy is the store the command opens, noting that it was closed.
+type closeSpy struct {
+	*sqlite.Store
+	closed *bool
 }
 
-func (s *trialStore) ListInbox(_ context.Context, user string, _ brainwire.ListOptions) (brainwire.InboxPage, error) {
-	var p brainwire.InboxPage
-	for _, it := range s.items {
-		if it.UserID == user {
-			p.Items = append(p.Items, it)
+func (s closeSpy) Close() error { *s.closed = true; return s.Store.Close() }
+
+// keepTrials puts items into a SQLite store in dir as serve leaves them:
+// filed at their creation, recategorized by the person where their label
+// says so, their trial kept by RecordShadow.
+func keepTrials(t *testing.T, dir string, items []brainwire.InboxItem) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "brainwire.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, it := range items {
+		moved := it.ClassificationMeta.ClassifiedBy == server.ClassifiedByUser
+		at := it.UpdatedAt // a filing left alone was last touched when filed
+		if moved {
+			at = it.CreatedAt
+		}
+		filed := *it.ClassificationMeta
+		filed.Bucket, filed.ClassifiedBy = it.AgentRun.Bucket, "Classifier"
+		if _, err := st.File(t.Context(), brainwire.Filing{UserID: it.UserID, NewInboxID: it.ID, NewRecordID: "rec-" + it.ID,
+			RawText: it.RawText, Title: it.ID, Source: it.Source, Status: it.Status, Classification: filed,
+			AgentRun: it.AgentRun, Now: at}); err != nil {
+			t.Fatal(err)
+		}
+		if moved {
+			if _, err := st.Recategorize(t.Context(), it.UserID, it.ID, it.ClassificationMeta.Bucket, "moved-"+it.ID, server.ClassifiedByUser, it.UpdatedAt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if it.Shadow != nil {
+			if err := st.RecordShadow(t.Context(), it.UserID, it.ID, *it.Shadow); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	return p, nil
 }
-
-func (s *trialStore) ListUsers(context.Context) ([]string, error) {
-	return []string{"alice", "bob"}, nil
-}
-func (s *trialStore) Close() error { s.closed = true; return nil }
 
 // shadowTrials are the command test's captures. By hand, with -confirm-after 100h:
 //
@@ -96,18 +120,24 @@ func shadowTrials(now time.Time) []brainwire.InboxItem {
 
 func TestShadowReportCommand(t *testing.T) {
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	store := &trialStore{items: shadowTrials(now)}
-	open := func(context.Context, func(string) string, *slog.Logger) (reportStore, error) { return store, nil }
-	env := func(k string) string {
-		return map[string]string{"BRAINWIRE_SHADOW_CONFIRM_AFTER": "100h"}[k]
+	data := t.TempDir()
+	keepTrials(t, data, shadowTrials(now))
+	var closed bool
+	open := func(ctx context.Context, getenv func(string) string, log *slog.Logger) (reportStore, error) {
+		st, err := openReportStore(ctx, getenv, log)
+		if err != nil {
+			return nil, err
+		}
+		return closeSpy{st.(*sqlite.Store), &closed}, nil
 	}
+	env := envFunc(map[string]string{"BRAINWIRE_DATA_DIR": data, "BRAINWIRE_SHADOW_CONFIRM_AFTER": "100h"})
 	page := t.TempDir() + "/shadow.html"
 	const traceURL = "http://localhost:16686/trace/{trace_id}"
 	var out, errb bytes.Buffer
 	if err := shadowReport(t.Context(), []string{"-json", "-html", page, "-trace-url", traceURL}, env, &out, &errb, open, now); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
-	if !store.closed {
+	if !closed {
 		t.Error("the store was left open")
 	}
 	var rep shadowreport.Report

@@ -168,7 +168,7 @@ func (r *Runner) run(p Production, obs brainwire.ShadowObserver) {
 	}
 	// The candidate reads the person's words as production filed them (a
 	// voice capture's transcript), in a conversation of its own.
-	c := brainwire.Capture{Kind: brainwire.KindText, UserID: pc.UserID, ThreadID: pc.ThreadID, RunID: uuid.NewString(),
+	c := brainwire.Capture{Kind: brainwire.KindText, UserID: pc.UserID, ThreadID: pc.ThreadID, RunID: "shadow-run-" + uuid.NewString(),
 		Text: item.RawText, Agent: pc.Agent.WithInstructions(r.cfg.Instructions)}
 	var cobs brainwire.CaptureObserver = nopObserver{}
 	if obs != nil {

@@ -26,11 +26,20 @@ import (
 // CI=true: then it fails.
 func checkHTMLReport(t *testing.T, path string, rep *eval.Report) {
 	t.Helper()
+	checkPage(t, path, rep.Comparison.Verdict, func(where, page string) { checkPageFigures(t, where, page, rep) })
+}
+
+// checkPage reads a report page's figures (check), in the file as written
+// and, in a subtest, in the page headless Chromium renders from it, whose
+// screenshot must show verdict's banner. Without Chromium the subtest
+// skips, unless CI=true: then it fails.
+func checkPage(t *testing.T, path string, verdict eval.Verdict, check func(where, page string)) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPageFigures(t, "the file", string(raw), rep)
+	check("the file", string(raw))
 	t.Run("chromium", func(t *testing.T) {
 		bin, err := exec.LookPath("chromium")
 		if err != nil {
@@ -39,10 +48,10 @@ func checkHTMLReport(t *testing.T, path string, rep *eval.Report) {
 			}
 			t.Skip("chromium is not installed (apt-get install chromium)")
 		}
-		checkPageFigures(t, "the rendered page", runChromium(t, bin, path, "--dump-dom"), rep)
-		shot := t.TempDir() + "/report.png"
+		check("the rendered page", runChromium(t, bin, path, "--dump-dom"))
+		shot := t.TempDir() + "/page.png"
 		runChromium(t, bin, path, "--screenshot="+shot, "--window-size=1200,1600")
-		checkScreenshot(t, shot, rep.Comparison.Verdict)
+		checkScreenshot(t, shot, verdict)
 	})
 }
 

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -184,24 +182,7 @@ func wilson95(k, n float64) (float64, float64) {
 // verdict's banner and both arms' bars.
 func checkShadowPage(t *testing.T, path string, c shadowreport.Candidate) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkShadowFigures(t, "the file", string(raw), c)
-	t.Run("chromium", func(t *testing.T) {
-		bin, err := exec.LookPath("chromium")
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("chromium is not installed (apt-get install chromium): the HTML report cannot be rendered")
-			}
-			t.Skip("chromium is not installed (apt-get install chromium)")
-		}
-		checkShadowFigures(t, "the rendered page", runChromium(t, bin, path, "--dump-dom"), c)
-		shot := t.TempDir() + "/shadow.png"
-		runChromium(t, bin, path, "--screenshot="+shot, "--window-size=1200,1600")
-		checkScreenshot(t, shot, c.Verdict)
-	})
+	checkPage(t, path, c.Verdict, func(where, page string) { checkShadowFigures(t, where, page, c) })
 }
 
 func checkShadowFigures(t *testing.T, where, page string, c shadowreport.Candidate) {

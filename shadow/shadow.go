@@ -153,7 +153,13 @@ func (r *Runner) dropped(ctx context.Context, obs brainwire.ShadowObserver, c br
 	if obs != nil {
 		obs.ShadowDropped(context.WithoutCancel(ctx), reason)
 	}
-	r.cfg.Logger.Warn("shadow dropped", "run_id", c.RunID, "user", c.UserID, "reason", reason, "error", err)
+	// Busy and draining are the bounds doing their job (a burst drops
+	// thousands): the counter tells them; a failure is worth a line.
+	level := slog.LevelWarn
+	if reason == brainwire.ShadowBusy || reason == brainwire.ShadowDraining {
+		level = slog.LevelDebug
+	}
+	r.cfg.Logger.Log(ctx, level, "shadow dropped", "run_id", c.RunID, "user", c.UserID, "reason", reason, "error", err)
 }
 
 // run runs the candidate on p's capture and keeps the trial on its item.

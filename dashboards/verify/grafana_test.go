@@ -169,7 +169,7 @@ func usedVariables(q string, vars map[string]variable) []string {
 }
 
 // selections enumerates states of the used variables: for job every
-// service, for every other All, each value alone, and two values at once;
+// service and All, for every other All, each value alone, and two values at once;
 // the variables q does not use stay at All.
 func selections(used []string, options map[string][]string) []selection {
 	out := []selection{{}}

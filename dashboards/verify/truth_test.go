@@ -28,7 +28,7 @@ type valueKind int
 
 const (
 	counts    valueKind = iota // exact counts over the range
-	perSecond                  // counts over the window, per second
+	perMinute                  // counts over the window, per minute
 	ratio                      // a share or a mean: exact up to float rounding
 	quantile                   // histogram_quantile of exact bucket counts
 )
@@ -82,6 +82,16 @@ func leKey(b float64) string { return strconv.FormatFloat(b, 'g', -1, 64) }
 
 func isFiled(o string) bool { return o == "classified" || o == "low_confidence" }
 
+// filedBucket is the bucket a corrected run filed the capture in: a
+// misunderstood, unresolved or failed run filed nothing, whatever it
+// guessed.
+func filedBucket(c correction) string {
+	if !isFiled(c.agentOutcome) {
+		return "not filed"
+	}
+	return c.agentBucket
+}
+
 // bucketQuantile is Prometheus's histogram_quantile of cumulative bucket
 // counts (promql.BucketQuantile for classic buckets).
 func bucketQuantile(q float64, bounds []float64, cum []float64) float64 {
@@ -105,7 +115,8 @@ func bucketQuantile(q float64, bounds []float64, cum []float64) float64 {
 
 // quantileByVersion is the quantile of value over the selected runs, per
 // version, from bucket counts as the histogram has them; not ok when a
-// value is too close to a bound to say which bucket it fell in.
+// value is too close to a bound to say which bucket it fell in, or when
+// the quantile sits on a step that float rounding decides.
 func quantileByVersion(q float64, bounds []float64, runs []run, value func(run) (v float64, ambiguous bool)) (map[string]float64, bool) {
 	cums := map[string][]float64{}
 	for _, r := range runs {
@@ -126,6 +137,14 @@ func quantileByVersion(q float64, bounds []float64, runs []run, value func(run) 
 	}
 	out := map[string]float64{}
 	for v, c := range cums {
+		// A rank on a bucket's cumulative count with an empty bucket
+		// above it is a step: summed rates round it to either side.
+		rank := q * c[len(c)-1]
+		for i := 0; i+1 < len(c); i++ {
+			if math.Abs(rank-c[i]) < 1e-9*c[len(c)-1] && c[i+1] == c[i] {
+				return nil, false
+			}
+		}
 		out[v] = bucketQuantile(q, bounds, c)
 	}
 	return out, true
@@ -171,7 +190,7 @@ var panels = []panelTruth{
 			return cumulative(runsOf(tr, sel, "kind", "outcome", "bucket"), append(confidenceBounds, math.Inf(1)),
 				func(r run) bool { return r.hasConfidence }, func(r run, le string) string { return key(le, r.outcome) })
 		})},
-	{title: "Low-confidence captures (click an exemplar to open the run)", honours: allVars, by: []string{"le"}, kind: perSecond,
+	{title: "Low-confidence captures per minute (click an exemplar to open the run)", honours: allVars, by: []string{"le"}, kind: perMinute,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return cumulative(runsOf(tr, sel, "kind", "outcome", "bucket"), confidenceBounds[:6],
 				func(r run) bool { return r.outcome == "low_confidence" }, func(_ run, le string) string { return le })
@@ -192,7 +211,7 @@ var panels = []panelTruth{
 			return tally(tr.corrections, func(c correction) bool {
 				return sel.ran(c.job, c.version) && sel.has("outcome", c.agentOutcome) && sel.has("bucket", c.human)
 			},
-				func(c correction) string { return key(c.agentOutcome, c.agentBucket, c.human) })
+				func(c correction) string { return key(c.agentOutcome, filedBucket(c), c.human) })
 		})},
 	{title: "Misunderstood captures resolved by follow-up", honours: []string{"job", "version", "outcome"}, by: []string{"brainwire_follow_up_round", "brainwire_follow_up_outcome"}, kind: counts,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
@@ -222,7 +241,7 @@ var panels = []panelTruth{
 		want: func(tr *truth, sel selection) (map[string]float64, bool) {
 			return quantileByVersion(0.95, outcomeBounds, runsOf(tr, sel, "kind", "outcome"), timeToOutcome)
 		}},
-	{title: "Tool errors", honours: byRun, by: []string{"gen_ai_tool_name", "error_type"}, kind: perSecond,
+	{title: "Tool errors per minute", honours: byRun, by: []string{"gen_ai_tool_name", "error_type"}, kind: perMinute,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.toolErrors, func(e toolError) bool { return sel.ran(e.job, e.version) }, func(e toolError) string { return key(e.tool, e.errType) })
 		})},
@@ -255,12 +274,12 @@ var panels = []panelTruth{
 			return quantileByVersion(0.95, chunkBounds, runsOf(tr, sel, "kind", "outcome"), chunksOf)
 		}},
 	{title: "Open capture streams", honours: []string{"job", "kind"}, by: nil, kind: counts, want: none},
-	{title: "Telemetry health", ref: 0, honours: []string{"job"}, by: []string{"brainwire_appinsights_drop_reason"}, kind: perSecond, want: none},
-	{title: "Telemetry health", ref: 1, honours: []string{"job"}, by: nil, kind: perSecond,
+	{title: "Telemetry health", ref: 0, honours: []string{"job"}, by: []string{"brainwire_appinsights_drop_reason"}, kind: perMinute, want: none},
+	{title: "Telemetry health", ref: 1, honours: []string{"job"}, by: nil, kind: perMinute,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.aiItems, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "" })
 		})},
-	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perSecond, want: none},
+	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perMinute, want: none},
 }
 
 // exact is a panel's truth that is known exactly under every selection.
@@ -371,7 +390,7 @@ func TestTuningTruth(t *testing.T) {
 	defer cancel()
 
 	// The version variable's options, as Grafana reads them per service.
-	options := map[string][]string{"job": {"brainwire", "brainwire-eval"}}
+	options := map[string][]string{"job": {"brainwire", "brainwire-eval", allValue}}
 	for _, v := range []string{"bucket", "outcome", "kind"} {
 		for _, o := range vars[v].Options {
 			if o.Value != allValue {
@@ -470,7 +489,7 @@ func checkPanels(t *testing.T, ctx context.Context, p *prometheus, part *truth, 
 		t.Errorf("%s: wrong under %d selections", title, n)
 	}
 	for title, n := range skipped {
-		t.Logf("%s: %d selections not checked (a time to outcome within 1 ms of a bucket bound)", title, n)
+		t.Logf("%s: %d selections not checked (a time to outcome within 1 ms of a bucket bound, or a rank on a step between buckets)", title, n)
 	}
 	t.Logf("%d panel queries checked against the truth", len(jobs))
 }
@@ -538,14 +557,14 @@ func sorted(s []string) []string {
 }
 
 // rowsOf turns a query's answer into rows keyed as the truth keys them,
-// per-second rates back into counts, leaving out zeros and NaN (an empty
+// per-minute rates back into counts, leaving out zeros and NaN (an empty
 // bar and no bar read the same).
 func rowsOf(rs []sample, by []string, kind valueKind, seconds float64) map[string]float64 {
 	rows := map[string]float64{}
 	for _, r := range rs {
 		v := r.Value
-		if kind == perSecond {
-			v *= seconds
+		if kind == perMinute {
+			v *= seconds / 60
 		}
 		if v == 0 || math.IsNaN(v) {
 			continue
@@ -639,7 +658,7 @@ func TestExemplarsOpenTheirRuns(t *testing.T) {
 	}{
 		{`brainwire_capture_confidence_bucket`, ""},
 		{`brainwire_capture_time_to_outcome_seconds_bucket`, ""},
-		{interpolate(queries["Low-confidence captures (click an exemplar to open the run)"][0], vars, sel, rangeBuiltins(window)), "low_confidence"},
+		{interpolate(queries["Low-confidence captures per minute (click an exemplar to open the run)"][0], vars, sel, rangeBuiltins(window)), "low_confidence"},
 	} {
 		ex, err := p.exemplars(t.Context(), c.query, window)
 		if err != nil || len(ex) == 0 {

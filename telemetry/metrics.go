@@ -79,8 +79,10 @@ var (
 	durationBuckets   = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 	tokenBuckets      = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	confidenceBuckets = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1}
-	outcomeBuckets    = []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60}
-	chunkBuckets      = []float64{1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
+	// From the simulator's tens of milliseconds to a model's tens of
+	// seconds, each bound 1.3 to 2 times the one below it.
+	outcomeBuckets = []float64{0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60}
+	chunkBuckets   = []float64{1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
 )
 
 type instruments struct {

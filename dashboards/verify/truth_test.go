@@ -19,7 +19,7 @@ import (
 // Bucket boundaries of brainwire's histograms (telemetry/metrics.go).
 var (
 	confidenceBounds = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1}
-	outcomeBounds    = []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60}
+	outcomeBounds    = []float64{0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60}
 	chunkBounds      = []float64{1, 10, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
 )
 

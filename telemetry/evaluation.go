@@ -91,7 +91,7 @@ func evaluationOf(c brainwire.Correction) evaluation {
 // recategorize of a shadowed item also scores both arms of its trial.
 func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 	e := evaluationOf(c)
-	t.declareVersion(c.Run.AgentVersion)
+	t.declareVersion(c.Run.AgentVersion, false)
 	var version []attribute.KeyValue
 	if c.Run.AgentVersion != "" {
 		version = []attribute.KeyValue{semconv.GenAIAgentVersion(c.Run.AgentVersion)}
@@ -224,8 +224,10 @@ func (t *Telemetry) trackEvaluation(ctx context.Context, c brainwire.Correction,
 
 // declareVersion declares, the first time a version is seen, every series
 // its captures, corrections and follow-ups can count, so that dashboards
-// show zeros instead of nothing for what has not happened yet.
-func (t *Telemetry) declareVersion(version string) {
+// show zeros instead of nothing for what has not happened yet. An
+// evaluation (eval) runs text captures only, which no person corrects or
+// answers: it declares those captures' series and nothing else.
+func (t *Telemetry) declareVersion(version string, eval bool) {
 	if !t.metrics {
 		return
 	}
@@ -241,7 +243,11 @@ func (t *Telemetry) declareVersion(version string) {
 		c.Add(ctx, 0, metric.WithAttributes(append(kv, v...)...))
 	}
 	in := &t.inst
-	for _, kind := range []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp} {
+	kinds := []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp}
+	if eval {
+		kinds = kinds[:1]
+	}
+	for _, kind := range kinds {
 		k := AttrKind.String(string(kind))
 		for _, o := range brainwire.Outcomes {
 			out := AttrOutcome.String(string(o))
@@ -257,6 +263,9 @@ func (t *Telemetry) declareVersion(version string) {
 				declare(in.captures, out, k)
 			}
 		}
+	}
+	if eval {
+		return
 	}
 	for _, o := range []brainwire.Outcome{brainwire.OutcomeClassified, brainwire.OutcomeLowConfidence, brainwire.OutcomeMisunderstood} {
 		agentBuckets := brainwire.Buckets

@@ -7,6 +7,8 @@ import (
 	"github.com/google/uuid"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/brainwire/brainwire"
+	"github.com/brainwire/brainwire/telemetry"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
@@ -131,5 +133,51 @@ func TestFinalExportCountsTheFlush(t *testing.T) {
 	m := recv.Metric("brainwire.appinsights.items.sent")
 	if sent := counterValue(m, map[string]any{}); received == 0 || sent != int64(received) {
 		t.Errorf("items sent %d at the last export, the endpoint received %d", sent, received)
+	}
+}
+
+// TestAnEvalDeclaresWhatItCanCount checks that an evaluation declares
+// only the series its captures can count: text captures, and no
+// correction or follow-up, which no person makes on an eval's captures;
+// a serving process declares them all.
+func TestAnEvalDeclaresWhatItCanCount(t *testing.T) {
+	for _, eval := range []bool{true, false} {
+		recv := telemetrytest.NewReceiver(t)
+		s := newStack(t, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": recv.Endpoint()})
+		c := brainwire.Capture{Kind: brainwire.KindText, UserID: "eval", RunID: "run-1", Agent: brainwire.AgentInfo{Version: "sha256:declared"}}
+		if eval {
+			c.EvalRunID = "eval-1"
+		}
+		_, obs := s.tel.StartCapture(t.Context(), c)
+		obs.End(brainwire.CaptureResult{Outcome: brainwire.OutcomeClassified, Bucket: "People"})
+		if err := s.shutdown(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		version := map[string]any{"gen_ai.agent.version": "sha256:declared"}
+		kinds := map[string]bool{}
+		for _, dp := range recv.Metric(telemetry.MetricCaptures).GetSum().GetDataPoints() {
+			if telemetrytest.HasAttrs(dp.Attributes, version) {
+				for _, kv := range dp.Attributes {
+					if kv.Key == string(telemetry.AttrKind) {
+						kinds[kv.Value.GetStringValue()] = true
+					}
+				}
+			}
+		}
+		versionPoints := func(name string) (n int) {
+			for _, dp := range recv.Metric(name).GetSum().GetDataPoints() {
+				if telemetrytest.HasAttrs(dp.Attributes, version) {
+					n++
+				}
+			}
+			return n
+		}
+		corrections, followUps := versionPoints(telemetry.MetricCorrections), versionPoints(telemetry.MetricFollowUps)
+		switch {
+		case eval && (len(kinds) != 1 || !kinds["text"] || corrections != 0 || followUps != 0):
+			t.Errorf("an eval declared capture kinds %v, %d correction and %d follow-up series", kinds, corrections, followUps)
+		case !eval && (len(kinds) != 3 || corrections == 0 || followUps == 0):
+			t.Errorf("a server declared capture kinds %v, %d correction and %d follow-up series", kinds, corrections, followUps)
+		}
 	}
 }

@@ -104,10 +104,11 @@ type truth struct {
 	replays     []replay
 	// ranAgain are repeats of a capture that filed nothing: they ran
 	// afresh instead of replaying.
-	ranAgain int
-	v1, v2   string      // the two instructions versions
-	aiItems  []time.Time // when Application Insights accepted each item the serve replicas sent
-	evalRuns []string
+	ranAgain  int
+	v1, v2    string      // the two instructions versions
+	candidate string      // the shadow candidate's version on serve-a
+	aiItems   []time.Time // when Application Insights accepted each item the serve replicas sent
+	evalRuns  []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
 	// between the two rounds, when one replica restarts and the other has
@@ -200,6 +201,12 @@ var texts = []string{
 	"#long:400 Plan the garden party with my sister",
 }
 
+// candidateRules are the shadow candidate's lines beyond the built-in
+// instructions: the simulator's rules, so that the arms file some of the
+// texts differently (the gym as Admin, a report as an idea) and agree on
+// the rest.
+const candidateRules = "\nAdmin cues: gym\nIdeas cues: report, kitchen\n"
+
 func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	w := &workload{s: s, ctx: ctx, tr: &truth{start: time.Now()}, dataDir: filepath.Join(s.dir, "data"),
 		phone: map[string]phoneRun{}, judged: map[string]bool{}, byText: map[string][]filedItem{},
@@ -228,11 +235,21 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	}
 	w.simURL = "http://" + simAddr
 
-	a, err := w.startReplica("serve-a", "", w.tr.v1)
+	// A runs a candidate beside production on every capture it files.
+	candidate := filepath.Join(s.dir, "candidate.txt")
+	if err := os.WriteFile(candidate, []byte(instructions.Default().Text+candidateRules), 0o644); err != nil {
+		return nil, err
+	}
+	w.tr.candidate = brainwire.ContentVersion(instructions.Default().Text + candidateRules)
+	a, err := w.startReplica("serve-a", "", w.tr.v1, map[string]string{
+		"BRAINWIRE_SHADOW_INSTRUCTIONS": candidate,
+		"BRAINWIRE_SHADOW_SAMPLE":       "1",
+		"BRAINWIRE_SHADOW_CONCURRENCY":  "64",
+	})
 	if err != nil {
 		return nil, err
 	}
-	bb, err := w.startReplica("serve-b", "", w.tr.v1)
+	bb, err := w.startReplica("serve-b", "", w.tr.v1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +285,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	time.Sleep(appinsights.DefaultFlushInterval + exportInterval + 2*scrapeInterval)
 	w.tr.restart = time.Now()
 	time.Sleep(lookback + scrapeInterval)
-	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2); err != nil {
+	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2, nil); err != nil {
 		return nil, err
 	}
 	if err := w.round(nil, a, bb); err != nil {
@@ -335,7 +352,7 @@ func (w *workload) env(instructionsFile string) map[string]string {
 	return env
 }
 
-func (w *workload) startReplica(name, instructionsFile, version string) (*replica, error) {
+func (w *workload) startReplica(name, instructionsFile, version string, settings map[string]string) (*replica, error) {
 	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -343,6 +360,7 @@ func (w *workload) startReplica(name, instructionsFile, version string) (*replic
 	env := w.env(instructionsFile)
 	env["BRAINWIRE_ADDR"] = addr
 	env["APPLICATIONINSIGHTS_CONNECTION_STRING"] = w.s.ingest.ConnectionString()
+	maps.Copy(env, settings)
 	p, err := w.s.run(name, env, "serve")
 	if err != nil {
 		return nil, err

@@ -279,6 +279,12 @@ var panels = []panelTruth{
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.aiItems, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "" })
 		})},
+	// serve-a's shadow limit is above anything the workload sends at once,
+	// so a shadow is dropped only when the simulator refuses it.
+	{title: "Dropped shadows in range by reason", honours: []string{"job"}, by: []string{"reason"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.shadowThrottled, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "throttled" })
+		})},
 	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perMinute, want: none},
 }
 

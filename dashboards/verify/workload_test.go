@@ -108,7 +108,11 @@ type truth struct {
 	v1, v2    string      // the two instructions versions
 	candidate string      // the shadow candidate's version on serve-a
 	aiItems   []time.Time // when Application Insights accepted each item the serve replicas sent
-	evalRuns  []string
+	// shadowThrottled are the captures on a shadowed replica whose
+	// candidate the simulator refused (#refuse:429 refuses every call of
+	// a text once): production retried and filed, the shadow is dropped.
+	shadowThrottled []time.Time
+	evalRuns        []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
 	// between the two rounds, when one replica restarts and the other has
@@ -128,6 +132,7 @@ func (tr *truth) since(t time.Time) *truth {
 	out.retries = from(tr.retries, t, func(e upstreamRetry) time.Time { return e.at })
 	out.replays = from(tr.replays, t, func(e replay) time.Time { return e.at })
 	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
+	out.shadowThrottled = from(tr.shadowThrottled, t, func(at time.Time) time.Time { return at })
 	return &out
 }
 
@@ -146,6 +151,7 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 type replica struct {
 	name, base, version string
 	p                   *process.Proc
+	shadowed            bool // runs a candidate in shadow on every capture it files
 }
 
 // workload drives the script.
@@ -365,7 +371,7 @@ func (w *workload) startReplica(name, instructionsFile, version string, settings
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{name: name, base: "http://" + addr, version: version, p: p}
+	r := &replica{name: name, base: "http://" + addr, version: version, p: p, shadowed: settings["BRAINWIRE_SHADOW_INSTRUCTIONS"] != ""}
 	return r, p.WaitReady(w.ctx, 30*time.Second, process.Healthy(r.base+"/health"))
 }
 
@@ -566,6 +572,9 @@ func (w *workload) refusals(replicas ...*replica) error {
 			for range refused - reached {
 				w.tr.retries = append(w.tr.retries, upstreamRetry{job: "brainwire", version: r.version, op: "create_response", status: rt.status, at: at})
 				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", retried: true, at: at})
+			}
+			if r.shadowed && ev.itemID != "" && rt.status == "429" {
+				w.tr.shadowThrottled = append(w.tr.shadowThrottled, at)
 			}
 			if reached == 1 {
 				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", at: at})

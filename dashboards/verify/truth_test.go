@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -281,6 +282,11 @@ var panels = []panelTruth{
 		})},
 	// serve-a's shadow limit is above anything the workload sends at once,
 	// so a shadow is dropped only when the simulator refuses it.
+	{title: "Shadow trials filed by bucket, each arm", ref: 1, honours: []string{"job", "candidate"}, by: []string{"brainwire_shadow_version", "brainwire_shadow_production_bucket"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.shadowTrials, func(shadowTrial) bool { return sel.has("job", "brainwire") && sel.has("candidate", tr.candidate) },
+				func(s shadowTrial) string { return key(tr.candidate, cmp.Or(s.production, "not filed")) })
+		})},
 	{title: "Dropped shadows in range by reason", honours: []string{"job"}, by: []string{"reason"}, kind: counts,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.shadowThrottled, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "throttled" })
@@ -414,6 +420,7 @@ func TestTuningTruth(t *testing.T) {
 		}
 	}
 	options["version"] = sorted([]string{tr.v1, tr.v2})
+	options["candidate"] = []string{tr.candidate}
 
 	at := time.Now()
 	for _, w := range []struct {

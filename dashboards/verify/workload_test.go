@@ -112,7 +112,10 @@ type truth struct {
 	// candidate the simulator refused (#refuse:429 refuses every call of
 	// a text once): production retried and filed, the shadow is dropped.
 	shadowThrottled []time.Time
-	evalRuns        []string
+	// shadowTrials are the captures a shadowed replica filed whose
+	// candidate ran, with production's bucket ("" when it did not file).
+	shadowTrials []shadowTrial
+	evalRuns     []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
 	// between the two rounds, when one replica restarts and the other has
@@ -132,6 +135,7 @@ func (tr *truth) since(t time.Time) *truth {
 	out.retries = from(tr.retries, t, func(e upstreamRetry) time.Time { return e.at })
 	out.replays = from(tr.replays, t, func(e replay) time.Time { return e.at })
 	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
+	out.shadowTrials = from(tr.shadowTrials, t, func(s shadowTrial) time.Time { return s.at })
 	out.shadowThrottled = from(tr.shadowThrottled, t, func(at time.Time) time.Time { return at })
 	return &out
 }
@@ -145,6 +149,13 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 		}
 	}
 	return out
+}
+
+// shadowTrial is a capture tried in shadow, and the bucket production
+// filed it in as the phone saw it.
+type shadowTrial struct {
+	at         time.Time
+	production string
 }
 
 // replica is one `brainwire serve` process.
@@ -387,6 +398,15 @@ func (w *workload) capture(r *replica, path string, body map[string]any, kind, t
 		return ev, fmt.Errorf("%s %q: replayed, want a capture", r.name, text)
 	}
 	out := strings.ToLower(ev.outcome)
+	// A shadow follows a first capture that filed an item, an unresolved
+	// one (#no-tool) aside.
+	if r.shadowed && path == "/api/capture" && ev.itemID != "" && (isFiled(out) || out == "misunderstood") {
+		filed := ""
+		if isFiled(out) {
+			filed = ev.bucket
+		}
+		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, production: filed})
+	}
 	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
 	switch {
 	case strings.Contains(text, "#invalid-bucket"):
@@ -575,6 +595,7 @@ func (w *workload) refusals(replicas ...*replica) error {
 			}
 			if r.shadowed && ev.itemID != "" && rt.status == "429" {
 				w.tr.shadowThrottled = append(w.tr.shadowThrottled, at)
+				w.tr.shadowTrials = w.tr.shadowTrials[:len(w.tr.shadowTrials)-1]
 			}
 			if reached == 1 {
 				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", at: at})

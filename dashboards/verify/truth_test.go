@@ -420,6 +420,20 @@ func TestTuningTruth(t *testing.T) {
 		}
 	}
 	options["version"] = sorted([]string{tr.v1, tr.v2})
+	// Only serve-a runs a candidate: the evaluations have no shadow.
+	for _, job := range options["job"] {
+		got, err := p.labelValues(ctx, "brainwire_shadow_version", interpolate(`brainwire_shadow_trials_total{job=~"$job"}`, vars, selection{"job": {job}}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{tr.candidate}
+		if job == "brainwire-eval" {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("candidate options for %s: %v, want %v", job, got, want)
+		}
+	}
 	options["candidate"] = []string{tr.candidate}
 
 	at := time.Now()

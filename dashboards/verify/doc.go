@@ -6,7 +6,9 @@
 // TestMain builds brainwire from this checkout and runs a scripted
 // workload with processes of its own: the simulator (`brainwire sim`), two
 // `brainwire serve` replicas on one store, one of them restarted with new
-// instructions halfway, and two `brainwire eval` runs; some captures
+// instructions halfway, the other running candidate instructions in shadow
+// beside production on every capture it files (so that no production panel
+// may count a shadow run), and two `brainwire eval` runs; some captures
 // are refused by the simulator (#refuse), so that serve retries them, and
 // some are sent with an Idempotency-Key and repeated to the other
 // replica, which replays them. Their traces go to

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -279,6 +280,17 @@ var panels = []panelTruth{
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.aiItems, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "" })
 		})},
+	// serve-a's shadow limit is above anything the workload sends at once,
+	// so a shadow is dropped only when the simulator refuses it.
+	{title: "Shadow trials filed by bucket, each arm", ref: 1, honours: []string{"job", "candidate"}, by: []string{"brainwire_shadow_version", "brainwire_shadow_production_bucket"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.shadowTrials, func(shadowTrial) bool { return sel.has("job", "brainwire") && sel.has("candidate", tr.candidate) },
+				func(s shadowTrial) string { return key(tr.candidate, cmp.Or(s.production, "not filed")) })
+		})},
+	{title: "Dropped shadows in range by reason", honours: []string{"job"}, by: []string{"reason"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(tr.shadowThrottled, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "throttled" })
+		})},
 	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perMinute, want: none},
 }
 
@@ -408,6 +420,21 @@ func TestTuningTruth(t *testing.T) {
 		}
 	}
 	options["version"] = sorted([]string{tr.v1, tr.v2})
+	// Only serve-a runs a candidate: the evaluations have no shadow.
+	for _, job := range options["job"] {
+		got, err := p.labelValues(ctx, "brainwire_shadow_version", interpolate(`brainwire_shadow_trials_total{job=~"$job"}`, vars, selection{"job": {job}}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{tr.candidate}
+		if job == "brainwire-eval" {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("candidate options for %s: %v, want %v", job, got, want)
+		}
+	}
+	options["candidate"] = []string{tr.candidate}
 
 	at := time.Now()
 	for _, w := range []struct {

@@ -104,10 +104,18 @@ type truth struct {
 	replays     []replay
 	// ranAgain are repeats of a capture that filed nothing: they ran
 	// afresh instead of replaying.
-	ranAgain int
-	v1, v2   string      // the two instructions versions
-	aiItems  []time.Time // when Application Insights accepted each item the serve replicas sent
-	evalRuns []string
+	ranAgain  int
+	v1, v2    string      // the two instructions versions
+	candidate string      // the shadow candidate's version on serve-a
+	aiItems   []time.Time // when Application Insights accepted each item the serve replicas sent
+	// shadowThrottled are the captures on a shadowed replica whose
+	// candidate the simulator refused (#refuse:429 refuses every call of
+	// a text once): production retried and filed, the shadow is dropped.
+	shadowThrottled []time.Time
+	// shadowTrials are the captures a shadowed replica filed whose
+	// candidate ran, with production's bucket ("" when it did not file).
+	shadowTrials []shadowTrial
+	evalRuns     []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
 	// between the two rounds, when one replica restarts and the other has
@@ -127,6 +135,8 @@ func (tr *truth) since(t time.Time) *truth {
 	out.retries = from(tr.retries, t, func(e upstreamRetry) time.Time { return e.at })
 	out.replays = from(tr.replays, t, func(e replay) time.Time { return e.at })
 	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
+	out.shadowTrials = from(tr.shadowTrials, t, func(s shadowTrial) time.Time { return s.at })
+	out.shadowThrottled = from(tr.shadowThrottled, t, func(at time.Time) time.Time { return at })
 	return &out
 }
 
@@ -141,10 +151,18 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 	return out
 }
 
+// shadowTrial is a capture tried in shadow, and the bucket production
+// filed it in as the phone saw it.
+type shadowTrial struct {
+	at         time.Time
+	production string
+}
+
 // replica is one `brainwire serve` process.
 type replica struct {
 	name, base, version string
 	p                   *process.Proc
+	shadowed            bool // runs a candidate in shadow on every capture it files
 }
 
 // workload drives the script.
@@ -200,6 +218,12 @@ var texts = []string{
 	"#long:400 Plan the garden party with my sister",
 }
 
+// candidateRules are the shadow candidate's lines beyond the built-in
+// instructions: the simulator's rules, so that the arms file some of the
+// texts differently (the gym as Admin, a report as an idea) and agree on
+// the rest.
+const candidateRules = "\nAdmin cues: gym\nIdeas cues: report, kitchen\n"
+
 func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	w := &workload{s: s, ctx: ctx, tr: &truth{start: time.Now()}, dataDir: filepath.Join(s.dir, "data"),
 		phone: map[string]phoneRun{}, judged: map[string]bool{}, byText: map[string][]filedItem{},
@@ -228,11 +252,21 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	}
 	w.simURL = "http://" + simAddr
 
-	a, err := w.startReplica("serve-a", "", w.tr.v1)
+	// A runs a candidate beside production on every capture it files.
+	candidate := filepath.Join(s.dir, "candidate.txt")
+	if err := os.WriteFile(candidate, []byte(instructions.Default().Text+candidateRules), 0o644); err != nil {
+		return nil, err
+	}
+	w.tr.candidate = brainwire.ContentVersion(instructions.Default().Text + candidateRules)
+	a, err := w.startReplica("serve-a", "", w.tr.v1, map[string]string{
+		"BRAINWIRE_SHADOW_INSTRUCTIONS": candidate,
+		"BRAINWIRE_SHADOW_SAMPLE":       "1",
+		"BRAINWIRE_SHADOW_CONCURRENCY":  "64",
+	})
 	if err != nil {
 		return nil, err
 	}
-	bb, err := w.startReplica("serve-b", "", w.tr.v1)
+	bb, err := w.startReplica("serve-b", "", w.tr.v1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +302,7 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	time.Sleep(appinsights.DefaultFlushInterval + exportInterval + 2*scrapeInterval)
 	w.tr.restart = time.Now()
 	time.Sleep(lookback + scrapeInterval)
-	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2); err != nil {
+	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2, nil); err != nil {
 		return nil, err
 	}
 	if err := w.round(nil, a, bb); err != nil {
@@ -335,7 +369,7 @@ func (w *workload) env(instructionsFile string) map[string]string {
 	return env
 }
 
-func (w *workload) startReplica(name, instructionsFile, version string) (*replica, error) {
+func (w *workload) startReplica(name, instructionsFile, version string, settings map[string]string) (*replica, error) {
 	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -343,11 +377,12 @@ func (w *workload) startReplica(name, instructionsFile, version string) (*replic
 	env := w.env(instructionsFile)
 	env["BRAINWIRE_ADDR"] = addr
 	env["APPLICATIONINSIGHTS_CONNECTION_STRING"] = w.s.ingest.ConnectionString()
+	maps.Copy(env, settings)
 	p, err := w.s.run(name, env, "serve")
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{name: name, base: "http://" + addr, version: version, p: p}
+	r := &replica{name: name, base: "http://" + addr, version: version, p: p, shadowed: settings["BRAINWIRE_SHADOW_INSTRUCTIONS"] != ""}
 	return r, p.WaitReady(w.ctx, 30*time.Second, process.Healthy(r.base+"/health"))
 }
 
@@ -363,6 +398,15 @@ func (w *workload) capture(r *replica, path string, body map[string]any, kind, t
 		return ev, fmt.Errorf("%s %q: replayed, want a capture", r.name, text)
 	}
 	out := strings.ToLower(ev.outcome)
+	// A shadow follows a first capture that filed an item, an unresolved
+	// one (#no-tool) aside.
+	if r.shadowed && path == "/api/capture" && ev.itemID != "" && (isFiled(out) || out == "misunderstood") {
+		filed := ""
+		if isFiled(out) {
+			filed = ev.bucket
+		}
+		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, production: filed})
+	}
 	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
 	switch {
 	case strings.Contains(text, "#invalid-bucket"):
@@ -538,6 +582,23 @@ func (w *workload) refusals(replicas ...*replica) error {
 				return err
 			}
 			refused := int(after.Refused[rt.status] - before.Refused[rt.status])
+			shadowRefused := r.shadowed && ev.itemID != "" && rt.status == "429"
+			if shadowRefused {
+				// The candidate's first call is refused too, once and never
+				// sent again, some time after the phone's stream ended: wait
+				// for it, so that what is left is production's.
+				for deadline := time.Now().Add(10 * time.Second); refused < 2 && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+					if after, err = w.simStats(); err != nil {
+						return err
+					}
+					refused = int(after.Refused[rt.status] - before.Refused[rt.status])
+				}
+				if refused < 2 {
+					return fmt.Errorf("%s %q: the shadow's call was not refused (refused %d times in all)", r.name, rt.text, refused)
+				}
+				refused--
+			}
 			reached := 0
 			if strings.EqualFold(ev.outcome, "error") {
 				reached = 1
@@ -548,6 +609,10 @@ func (w *workload) refusals(replicas ...*replica) error {
 			for range refused - reached {
 				w.tr.retries = append(w.tr.retries, upstreamRetry{job: "brainwire", version: r.version, op: "create_response", status: rt.status, at: at})
 				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", retried: true, at: at})
+			}
+			if shadowRefused {
+				w.tr.shadowThrottled = append(w.tr.shadowThrottled, at)
+				w.tr.shadowTrials = w.tr.shadowTrials[:len(w.tr.shadowTrials)-1]
 			}
 			if reached == 1 {
 				w.tr.upstream = append(w.tr.upstream, upstreamError{job: "brainwire", version: r.version, errType: rt.status, source: "http", at: at})

@@ -584,18 +584,20 @@ func (w *workload) refusals(replicas ...*replica) error {
 			refused := int(after.Refused[rt.status] - before.Refused[rt.status])
 			shadowRefused := r.shadowed && ev.itemID != "" && rt.status == "429"
 			if shadowRefused {
-				// The candidate's first call is refused too, once and never
-				// sent again, some time after the phone's stream ended: wait
-				// for it, so that what is left is production's.
-				for deadline := time.Now().Add(10 * time.Second); refused < 2 && time.Now().Before(deadline); {
+				// Production's run makes two calls (its start, the tool's
+				// output), each refused once; the candidate's first call is
+				// refused too, once and never sent again, some time after the
+				// phone's stream ended: wait for all three, so that what is
+				// left once the candidate's is taken away is production's.
+				for deadline := time.Now().Add(10 * time.Second); refused < 3 && time.Now().Before(deadline); {
 					time.Sleep(20 * time.Millisecond)
 					if after, err = w.simStats(); err != nil {
 						return err
 					}
 					refused = int(after.Refused[rt.status] - before.Refused[rt.status])
 				}
-				if refused < 2 {
-					return fmt.Errorf("%s %q: the shadow's call was not refused (refused %d times in all)", r.name, rt.text, refused)
+				if refused < 3 {
+					return fmt.Errorf("%s %q: refused %d times in all, want production's two calls and the shadow's", r.name, rt.text, refused)
 				}
 				refused--
 			}

@@ -150,9 +150,7 @@ func (r *Runner) start() (dropped string) {
 }
 
 func (r *Runner) dropped(ctx context.Context, obs brainwire.ShadowObserver, c brainwire.Capture, reason string, err error) {
-	if obs != nil {
-		obs.ShadowDropped(context.WithoutCancel(ctx), reason)
-	}
+	obs.ShadowDropped(context.WithoutCancel(ctx), reason)
 	// Busy and draining are the bounds doing their job (a burst drops
 	// thousands): the counter tells them; a failure is worth a line.
 	level := slog.LevelWarn
@@ -176,10 +174,7 @@ func (r *Runner) run(p Production, obs brainwire.ShadowObserver) {
 	// voice capture's transcript), in a conversation of its own.
 	c := brainwire.Capture{Kind: brainwire.KindText, UserID: pc.UserID, ThreadID: pc.ThreadID, RunID: "shadow-run-" + uuid.NewString(),
 		Text: item.RawText, Agent: pc.Agent.WithInstructions(r.cfg.Instructions)}
-	var cobs brainwire.CaptureObserver = nopObserver{}
-	if obs != nil {
-		ctx, cobs = obs.StartShadow(ctx, c, pc.Trace)
-	}
+	ctx, cobs := obs.StartShadow(ctx, c, pc.Trace)
 	c.Trace, _ = brainwire.RunTraceFrom(ctx)
 	set := tools.New(tools.Deps{Store: dryStore{}, NewID: uuid.NewString, Now: r.cfg.Now}, c)
 	req := brainwire.RunRequest{UserID: c.UserID, Message: c.Text, Instructions: r.cfg.Instructions}
@@ -230,9 +225,7 @@ func (r *Runner) run(p Production, obs brainwire.ShadowObserver) {
 		r.dropped(ctx, obs, pc, r.reason(ctx, err), err)
 		return
 	}
-	if obs != nil {
-		obs.ShadowKept(ctx, t)
-	}
+	obs.ShadowKept(ctx, t)
 	r.cfg.Logger.Info("shadow kept", "run_id", pc.RunID, "shadow_run_id", c.RunID, "candidate_version", c.Agent.Version,
 		"outcome", res.Outcome, "bucket", res.Bucket, "production_outcome", t.Production.Outcome, "production_bucket", t.Production.Bucket)
 }
@@ -267,10 +260,13 @@ func (e *Excerpt) Add(ev brainwire.CaptureEvent) {
 func (e *Excerpt) String() string { return e.b.String() }
 
 // shadowObserver is o as it watches shadows (brainwire.Observers fans
-// out to those of its observers that do), or nil.
+// out to those of its observers that do); an observer that watches none
+// is told nothing.
 func shadowObserver(o brainwire.Observer) brainwire.ShadowObserver {
-	so, _ := o.(brainwire.ShadowObserver)
-	return so
+	if so, ok := o.(brainwire.ShadowObserver); ok {
+		return so
+	}
+	return brainwire.Observers(nil)
 }
 
 // dryStore files nothing: the candidate's file_capture is checked as
@@ -280,9 +276,3 @@ type dryStore struct{ brainwire.Store }
 func (dryStore) File(_ context.Context, f brainwire.Filing) (brainwire.InboxItem, error) {
 	return brainwire.InboxItem{ID: f.NewInboxID}, nil
 }
-
-type nopObserver struct{}
-
-func (nopObserver) ProviderEvent(brainwire.AgentEvent)  {}
-func (nopObserver) CaptureEvent(brainwire.CaptureEvent) {}
-func (nopObserver) End(brainwire.CaptureResult)         {}

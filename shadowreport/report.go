@@ -86,8 +86,8 @@ type Candidate struct {
 	// Production lists the production versions it was paired with.
 	Production []string `json:"production_versions"`
 	Pairs      int      `json:"pairs"`
-	// Agreed counts the pairs where both arms resolved alike (a bucket or
-	// none) in the same bucket; Agreement is its share of Pairs.
+	// Agreed counts the pairs whose arms agree (brainwire.ShadowTrial.Agree:
+	// the same filing, or neither filing); Agreement is its share of Pairs.
 	Agreed    int     `json:"agreed"`
 	Agreement float64 `json:"agreement"`
 	// Labelled counts the pairs with a label, by where it came from.

@@ -6,9 +6,10 @@
 // TestMain builds brainwire from this checkout and runs a scripted
 // workload with processes of its own: the simulator (`brainwire sim`), two
 // `brainwire serve` replicas on one store, one of them restarted with new
-// instructions halfway, the other running candidate instructions in shadow
-// beside production on every capture it files (so that no production panel
-// may count a shadow run), and two `brainwire eval` runs; some captures
+// instructions halfway, both running candidate instructions in shadow
+// beside production (the other on every capture it files, the restarted
+// one on half of them), so that no production panel may count a shadow
+// run, and two `brainwire eval` runs; some captures
 // are refused by the simulator (#refuse), so that serve retries them, and
 // some are sent with an Idempotency-Key and repeated to the other
 // replica, which replays them. Their traces go to
@@ -18,7 +19,8 @@
 // components and version the compose file runs) to a real Prometheus,
 // started with the compose file's feature flags. The truth is what the
 // phones, the inbox and the evaluations saw, with each run's measurements
-// from its trace, and the simulator's count of what it refused. Then:
+// from its trace, the simulator's count of what it refused, and where the
+// candidate files each text (its rules are few and stated). Then:
 //
 //   - TestTuningTruth runs every panel's query, under every selection of
 //     the variables it honours (each service; All, each value and two at

@@ -163,6 +163,18 @@ func timeToOutcome(r run) (float64, bool) {
 	return float64(r.ttoMS) / 1000, false
 }
 
+// shadowVars are the variables the shadow trial's panels honour.
+var shadowVars = []string{"job", "candidate"}
+
+// shadowTrialsOf are the trials a selection keeps: every shadowed replica
+// is a brainwire service running the one candidate.
+func shadowTrialsOf(tr *truth, sel selection) []shadowTrial {
+	if !sel.has("job", "brainwire") || !sel.has("candidate", tr.candidate) {
+		return nil
+	}
+	return tr.shadowTrials
+}
+
 // upstreamErrors is the panel of errors that reached the capture (A) and
 // failed attempts sent again (B).
 const upstreamErrors = "Upstream errors in range: reached the capture, and retried"
@@ -280,12 +292,36 @@ var panels = []panelTruth{
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
 			return tally(tr.aiItems, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "" })
 		})},
-	// serve-a's shadow limit is above anything the workload sends at once,
-	// so a shadow is dropped only when the simulator refuses it.
-	{title: "Shadow trials filed by bucket, each arm", ref: 1, honours: []string{"job", "candidate"}, by: []string{"brainwire_shadow_version", "brainwire_shadow_production_bucket"}, kind: counts,
+	// The shadowed replicas' limit is above anything the workload sends at
+	// once, so a shadow is dropped only when the simulator refuses it.
+	{title: "Shadow agreement with production by candidate", honours: shadowVars, by: []string{"brainwire_shadow_version"}, kind: ratio,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
-			return tally(tr.shadowTrials, func(shadowTrial) bool { return sel.has("job", "brainwire") && sel.has("candidate", tr.candidate) },
-				func(s shadowTrial) string { return key(tr.candidate, cmp.Or(s.production, "not filed")) })
+			trials := shadowTrialsOf(tr, sel)
+			if len(trials) == 0 {
+				return nil
+			}
+			agreed := tally(trials, shadowTrial.agree, func(shadowTrial) string { return tr.candidate })
+			return map[string]float64{tr.candidate: agreed[tr.candidate] / float64(len(trials))}
+		})},
+	{title: "Shadow trials filed by bucket, each arm", ref: 0, honours: shadowVars, by: []string{"brainwire_shadow_version", "brainwire_shadow_candidate_bucket"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(shadowTrialsOf(tr, sel), nil, func(s shadowTrial) string { return key(tr.candidate, cmp.Or(s.candidate, "not filed")) })
+		})},
+	{title: "Shadow trials filed by bucket, each arm", ref: 1, honours: shadowVars, by: []string{"brainwire_shadow_version", "brainwire_shadow_production_bucket"}, kind: counts,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			return tally(shadowTrialsOf(tr, sel), nil, func(s shadowTrial) string { return key(tr.candidate, cmp.Or(s.production, "not filed")) })
+		})},
+	{title: "Shadow accuracy on corrected captures, each arm", honours: shadowVars, by: []string{"brainwire_shadow_arm", "brainwire_shadow_version"}, kind: ratio,
+		want: exact(func(tr *truth, sel selection) map[string]float64 {
+			if !sel.has("job", "brainwire") || !sel.has("candidate", tr.candidate) {
+				return nil
+			}
+			all := tally(tr.shadowScores, nil, func(s shadowScore) string { return key(s.arm, tr.candidate) })
+			rows := tally(tr.shadowScores, func(s shadowScore) bool { return s.correct }, func(s shadowScore) string { return key(s.arm, tr.candidate) })
+			for k, n := range all {
+				rows[k] /= n // an arm never right is a row of 0
+			}
+			return rows
 		})},
 	{title: "Dropped shadows in range by reason", honours: []string{"job"}, by: []string{"reason"}, kind: counts,
 		want: exact(func(tr *truth, sel selection) map[string]float64 {
@@ -420,7 +456,8 @@ func TestTuningTruth(t *testing.T) {
 		}
 	}
 	options["version"] = sorted([]string{tr.v1, tr.v2})
-	// Only serve-a runs a candidate: the evaluations have no shadow.
+	// Both shadowed replicas run the one candidate: the evaluations have
+	// no shadow.
 	for _, job := range options["job"] {
 		got, err := p.labelValues(ctx, "brainwire_shadow_version", interpolate(`brainwire_shadow_trials_total{job=~"$job"}`, vars, selection{"job": {job}}, nil))
 		if err != nil {
@@ -435,6 +472,19 @@ func TestTuningTruth(t *testing.T) {
 		}
 	}
 	options["candidate"] = []string{tr.candidate}
+	agreed, right := 0, map[string]int{}
+	for _, s := range tr.shadowTrials {
+		if s.agree() {
+			agreed++
+		}
+	}
+	for _, s := range tr.shadowScores {
+		if s.correct {
+			right[s.arm]++
+		}
+	}
+	t.Logf("shadow truth: %d trials, %d agreed; %d arms scored, right: production %d, candidate %d; %d dropped (throttled)",
+		len(tr.shadowTrials), agreed, len(tr.shadowScores), right["production"], right["candidate"], len(tr.shadowThrottled))
 
 	at := time.Now()
 	for _, w := range []struct {

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/brainwire/brainwire/instructions"
 	"github.com/brainwire/brainwire/internal/process"
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/telemetry/appinsights"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
@@ -106,15 +109,17 @@ type truth struct {
 	// afresh instead of replaying.
 	ranAgain  int
 	v1, v2    string      // the two instructions versions
-	candidate string      // the shadow candidate's version on serve-a
+	candidate string      // the shadow candidate's version, on serve-a and serve-b2
 	aiItems   []time.Time // when Application Insights accepted each item the serve replicas sent
 	// shadowThrottled are the captures on a shadowed replica whose
 	// candidate the simulator refused (#refuse:429 refuses every call of
 	// a text once): production retried and filed, the shadow is dropped.
 	shadowThrottled []time.Time
-	// shadowTrials are the captures a shadowed replica filed whose
-	// candidate ran, with production's bucket ("" when it did not file).
+	// shadowTrials are the captures a shadowed replica sampled and filed
+	// whose candidate ran; shadowScores are both arms' scores at a
+	// person's first recategorize of such an item.
 	shadowTrials []shadowTrial
+	shadowScores []shadowScore
 	evalRuns     []string
 	// start is before the first process started; end is after Prometheus
 	// scraped the last export of the last process. restart is in the quiet
@@ -137,6 +142,7 @@ func (tr *truth) since(t time.Time) *truth {
 	out.aiItems = from(tr.aiItems, t, func(at time.Time) time.Time { return at })
 	out.shadowTrials = from(tr.shadowTrials, t, func(s shadowTrial) time.Time { return s.at })
 	out.shadowThrottled = from(tr.shadowThrottled, t, func(at time.Time) time.Time { return at })
+	out.shadowScores = from(tr.shadowScores, t, func(s shadowScore) time.Time { return s.at })
 	return &out
 }
 
@@ -151,18 +157,39 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 	return out
 }
 
-// shadowTrial is a capture tried in shadow, and the bucket production
-// filed it in as the phone saw it.
+// shadowTrial is a capture tried in shadow: the bucket production filed
+// it in as the phone saw it, and the one the candidate files that text in
+// (candidateFiles); "" when an arm filed nothing.
 type shadowTrial struct {
-	at         time.Time
-	production string
+	at                    time.Time
+	itemID                string
+	production, candidate string
+}
+
+// agree is the trial's agreement: the same filing, or neither filing.
+func (s shadowTrial) agree() bool { return s.production == s.candidate }
+
+// shadowScore is one arm of a trial scored against a person's first
+// recategorize: correct when the arm filed the capture in that bucket.
+type shadowScore struct {
+	at      time.Time
+	arm     string // production, candidate
+	correct bool
 }
 
 // replica is one `brainwire serve` process.
 type replica struct {
 	name, base, version string
 	p                   *process.Proc
-	shadowed            bool // runs a candidate in shadow on every capture it files
+	// shadowSample is the share of its captures it runs the candidate
+	// on in shadow (0: none); brainwire.ShadowSampled says which.
+	shadowSample float64
+}
+
+// shadows tells whether r runs the candidate beside production on the
+// capture that made run runID.
+func (r *replica) shadows(runID string) bool {
+	return r.shadowSample > 0 && brainwire.ShadowSampled(runID, r.shadowSample)
 }
 
 // workload drives the script.
@@ -220,9 +247,31 @@ var texts = []string{
 
 // candidateRules are the shadow candidate's lines beyond the built-in
 // instructions: the simulator's rules, so that the arms file some of the
-// texts differently (the gym as Admin, a report as an idea) and agree on
-// the rest.
-const candidateRules = "\nAdmin cues: gym\nIdeas cues: report, kitchen\n"
+// texts differently and agree on the rest.
+const candidateRules = "\nPeople cues: gym\nProjects cues: launch deadline\nIdeas cues: garden party\n"
+
+// candidateFiles is where the candidate files each text a shadowed
+// replica may file ("" when it asks instead): the built-in instructions'
+// bucket, but for its three rules. The built-in instructions do not
+// understand the gym, and the errands instructions make it Admin; the
+// launch deadline outweighs Sarah, the garden party the sister. The
+// candidate recovers from the invalid bucket and files once of two calls,
+// as production does.
+var candidateFiles = map[string]string{
+	"Call mom about her birthday on Sunday":                         "People",
+	"Finish the quarterly report draft by Thursday":                 "Projects",
+	"Pay the electricity bill":                                      "Admin",
+	"What if we painted the kitchen green someday":                  "Ideas",
+	"#invalid-bucket Renew my passport before June":                 "Admin",
+	"#two-calls Lunch with Sarah about the project launch deadline": "Projects",
+	"Meet Jonas to review the project roadmap":                      "Projects",
+	"asdf qwerty zxcv":                                              "",
+	"Go to the gym after work":                                      "People",
+	"#long:400 Plan the garden party with my sister":                "Ideas",
+	"#refuse:429 Pay the water bill":                                "Admin",
+	"Renew the car insurance before Friday":                         "Admin",
+	"zxcv asdf qwerty":                                              "",
+}
 
 func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	w := &workload{s: s, ctx: ctx, tr: &truth{start: time.Now()}, dataDir: filepath.Join(s.dir, "data"),
@@ -252,7 +301,8 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	}
 	w.simURL = "http://" + simAddr
 
-	// A runs a candidate beside production on every capture it files.
+	// A runs a candidate beside production on every capture it files;
+	// B, after its restart, on half of them.
 	candidate := filepath.Join(s.dir, "candidate.txt")
 	if err := os.WriteFile(candidate, []byte(instructions.Default().Text+candidateRules), 0o644); err != nil {
 		return nil, err
@@ -302,7 +352,11 @@ func runWorkload(ctx context.Context, s *stack) (*truth, error) {
 	time.Sleep(appinsights.DefaultFlushInterval + exportInterval + 2*scrapeInterval)
 	w.tr.restart = time.Now()
 	time.Sleep(lookback + scrapeInterval)
-	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2, nil); err != nil {
+	if bb, err = w.startReplica("serve-b2", errands, w.tr.v2, map[string]string{
+		"BRAINWIRE_SHADOW_INSTRUCTIONS": candidate,
+		"BRAINWIRE_SHADOW_SAMPLE":       "0.5",
+		"BRAINWIRE_SHADOW_CONCURRENCY":  "64",
+	}); err != nil {
 		return nil, err
 	}
 	if err := w.round(nil, a, bb); err != nil {
@@ -382,7 +436,12 @@ func (w *workload) startReplica(name, instructionsFile, version string, settings
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{name: name, base: "http://" + addr, version: version, p: p, shadowed: settings["BRAINWIRE_SHADOW_INSTRUCTIONS"] != ""}
+	r := &replica{name: name, base: "http://" + addr, version: version, p: p}
+	if s := settings["BRAINWIRE_SHADOW_SAMPLE"]; s != "" {
+		if r.shadowSample, err = strconv.ParseFloat(s, 64); err != nil {
+			return nil, err
+		}
+	}
 	return r, p.WaitReady(w.ctx, 30*time.Second, process.Healthy(r.base+"/health"))
 }
 
@@ -398,14 +457,18 @@ func (w *workload) capture(r *replica, path string, body map[string]any, kind, t
 		return ev, fmt.Errorf("%s %q: replayed, want a capture", r.name, text)
 	}
 	out := strings.ToLower(ev.outcome)
-	// A shadow follows a first capture that filed an item, an unresolved
-	// one (#no-tool) aside.
-	if r.shadowed && path == "/api/capture" && ev.itemID != "" && (isFiled(out) || out == "misunderstood") {
+	// A shadow follows a sampled first capture that filed an item, an
+	// unresolved one (#no-tool) aside.
+	if r.shadows(ev.runID) && path == "/api/capture" && ev.itemID != "" && (isFiled(out) || out == "misunderstood") {
+		cand, ok := candidateFiles[text]
+		if !ok {
+			return ev, fmt.Errorf("%s %q: a shadowed capture whose candidate filing candidateFiles does not state", r.name, text)
+		}
 		filed := ""
 		if isFiled(out) {
 			filed = ev.bucket
 		}
-		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, production: filed})
+		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, itemID: ev.itemID, production: filed, candidate: cand})
 	}
 	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
 	switch {
@@ -463,14 +526,49 @@ func (w *workload) recategorize(it filedItem, via *replica, bucket string) error
 	if before.AgentRun == nil {
 		return fmt.Errorf("item %s has no agent run", it.id)
 	}
+	// A shadowed item is scored at its first recategorize once its trial
+	// is kept, which happens after the phone's stream ended.
+	trial := slices.IndexFunc(w.tr.shadowTrials, func(s shadowTrial) bool { return s.itemID == it.id })
+	if trial >= 0 && !w.judged[it.id] {
+		if err := w.waitTrialKept(it.id); err != nil {
+			return err
+		}
+	}
 	at := time.Now()
 	if err := call(w.ctx, "PATCH", via.base+"/api/inbox/"+it.id+"/recategorize", `{"bucket":"`+bucket+`"}`, nil); err != nil {
 		return err
+	}
+	if trial >= 0 && !w.judged[it.id] {
+		s := w.tr.shadowTrials[trial]
+		w.tr.shadowScores = append(w.tr.shadowScores, shadowScore{at: at, arm: "production", correct: s.production == bucket},
+			shadowScore{at: at, arm: "candidate", correct: s.candidate == bucket})
 	}
 	w.tr.corrections = append(w.tr.corrections, correction{job: "brainwire", version: before.AgentRun.AgentVersion,
 		agentOutcome: before.AgentRun.Outcome, agentBucket: before.AgentRun.Bucket, human: bucket, repeat: w.judged[it.id], at: at})
 	w.judged[it.id] = true
 	return nil
+}
+
+// waitTrialKept waits until the store holds the shadow trial of item id,
+// reading it as `brainwire shadow-report` does.
+func (w *workload) waitTrialKept(id string) error {
+	st, err := sqlite.OpenReadOnly(w.ctx, filepath.Join(w.dataDir, "brainwire.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		it, err := st.GetInboxItem(w.ctx, "verify", id)
+		if err != nil {
+			return fmt.Errorf("reading item %s: %w", id, err)
+		}
+		if it.Shadow != nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("item %s: no shadow trial kept after 10s", id)
+		}
+	}
 }
 
 // followUp answers a misunderstood item's question through via, with an
@@ -582,7 +680,7 @@ func (w *workload) refusals(replicas ...*replica) error {
 				return err
 			}
 			refused := int(after.Refused[rt.status] - before.Refused[rt.status])
-			shadowRefused := r.shadowed && ev.itemID != "" && rt.status == "429"
+			shadowRefused := r.shadows(ev.runID) && ev.itemID != "" && rt.status == "429"
 			if shadowRefused {
 				// Production's run makes two calls (its start, the tool's
 				// output), each refused once; the candidate's first call is
@@ -711,20 +809,28 @@ func (w *workload) repeat(r *replica, path string, body map[string]any, kind, te
 
 // correctRound2 judges captures of both versions after the restart.
 func (w *workload) correctRound2(a, b *replica) error {
-	// The texts' second round of items: round 1 made two of each.
+	// The texts' second round of items: round 1 made two of each. On
+	// serve-a's, where every capture is shadowed, one arm is right and
+	// the other wrong: the candidate files the gym with People, production
+	// the garden party.
 	for _, c := range []struct {
-		text   string
-		n      int
-		via    *replica
-		bucket string
+		text, outcome string
+		n             int
+		via, on       *replica // on: the replica that filed it, when it matters
+		bucket        string
 	}{
-		{"Go to the gym after work", 0, a, "People"},
-		{"Pay the electricity bill", 2, b, "Admin"},
-		{"Call mom about her birthday on Sunday", 2, b, "Projects"},
+		{"Go to the gym after work", "classified", 0, a, nil, "People"},
+		{"Pay the electricity bill", "classified", 2, b, nil, "Admin"},
+		{"Call mom about her birthday on Sunday", "classified", 2, b, nil, "Projects"},
+		{"Go to the gym after work", "misunderstood", 2, b, a, "People"},
+		{"#long:400 Plan the garden party with my sister", "classified", 3, b, a, "People"},
 	} {
-		it, err := w.item(c.text, "classified", c.n)
+		it, err := w.item(c.text, c.outcome, c.n)
 		if err != nil {
 			return err
+		}
+		if c.on != nil && it.r != c.on {
+			return fmt.Errorf("%s item %d of %q is %s's, want %s's", c.outcome, c.n, c.text, it.r.name, c.on.name)
 		}
 		if err := w.recategorize(it, c.via, c.bucket); err != nil {
 			return err
@@ -972,6 +1078,17 @@ func (w *workload) covers() error {
 	}
 	if w.tr.ranAgain == 0 {
 		missing = append(missing, "a repeat of a capture that ended in an error")
+	}
+	for _, s := range w.tr.shadowTrials {
+		seen[fmt.Sprintf("trial agree %v", s.agree())] = true
+	}
+	for _, s := range w.tr.shadowScores {
+		seen[fmt.Sprintf("score %s %v", s.arm, s.correct)] = true
+	}
+	for _, want := range []string{"trial agree true", "trial agree false", "score production true", "score production false", "score candidate true", "score candidate false"} {
+		if !seen[want] {
+			missing = append(missing, "shadow "+want)
+		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("the workload does not cover %v", missing)

@@ -30,6 +30,9 @@ type apiReplay struct {
 	// user is the user the recorded requests name, when the API's requests
 	// name one: the replay's capture must be that user's.
 	user string
+	// defined is an agent brainwire defines (its instructions go with
+	// each request): the only kind a shadow can try candidates on.
+	defined bool
 }
 
 // agentAPIs are the APIs replay knows, tried in order: each reads a
@@ -197,6 +200,7 @@ func responsesAPI(fx *recorder.Fixture, first recorder.Request) (apiReplay, bool
 				responses.WithName(name), responses.WithChaining(chaining), responses.WithReasoningSummary(summary))
 		},
 		telemetry: tel,
+		defined:   agent.Name == "",
 	}, true
 }
 

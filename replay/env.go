@@ -20,6 +20,7 @@ import (
 	"github.com/brainwire/brainwire"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/shadow"
 	"github.com/brainwire/brainwire/sqlite"
 	"github.com/brainwire/brainwire/wiring"
 )
@@ -53,6 +54,9 @@ type EnvConfig struct {
 	// UserID is the user APIKey maps to; UserID (the constant) when
 	// empty. A replay takes the recorded one when the agent service saw it.
 	UserID string
+	// Shadow, when set, runs candidate instructions in shadow as serve
+	// does; its Store is the Env's.
+	Shadow *shadow.Config
 }
 
 // Env is the capture server as the golden suite runs it: wired by
@@ -64,6 +68,7 @@ type Env struct {
 	user      string
 	temp      string // a directory of its own, removed by Close
 	store     *sqlite.Store
+	shadow    *shadow.Runner
 	ids       *idSource
 	http      *httptest.Server
 	closeOnce sync.Once
@@ -101,13 +106,21 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	w.Server.AgentName = AgentName
 	w.Server.KeepAlive = -1
 	w.Server.NewID, w.Server.Now = ids.next, Clock
+	e := &Env{user: cfg.UserID, store: store, ids: ids, temp: temp}
+	if cfg.Shadow != nil {
+		sc := *cfg.Shadow
+		sc.Store = store
+		e.shadow = shadow.New(sc)
+		w.Server.Shadow = e.shadow
+	}
 	srv, err := wiring.New(w)
 	if err != nil {
 		store.Close()
 		os.RemoveAll(temp)
 		return nil, fmt.Errorf("capture server: %w", err)
 	}
-	return &Env{user: cfg.UserID, store: store, ids: ids, temp: temp, http: httptest.NewServer(srv.Handler())}, nil
+	e.http = httptest.NewServer(srv.Handler())
+	return e, nil
 }
 
 // Close stops the server, once every request it is serving has ended, and
@@ -115,6 +128,9 @@ func NewEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 func (e *Env) Close() error {
 	e.closeOnce.Do(func() {
 		e.http.Close()
+		if e.shadow != nil {
+			e.shadow.Drain()
+		}
 		e.closeErr = e.store.Close()
 		if e.temp != "" {
 			os.RemoveAll(e.temp)

@@ -1,10 +1,13 @@
 package replay_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +66,7 @@ func TestGolden(t *testing.T) {
 					case replay.CaptureV2:
 						tel.Assert(t, name, []byte(summary))
 						phoneTelemetry = summary
+						checkShadowed(t, fx, res)
 					case replay.AGUI:
 						// Whatever the fixture, AG-UI clients get a stream
 						// their client accepts.
@@ -97,8 +101,46 @@ func TestGolden(t *testing.T) {
 	})
 	// How long it takes is logged, not judged: timings belong in
 	// benchmarks, where a busy machine cannot fail the build.
-	t.Logf("%d fixtures replayed in %d protocols in %s", len(paths), len(replay.Protocols), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d fixtures replayed in %d protocols in %s; %d of them in shadow too (%d trials kept)",
+		len(paths), len(replay.Protocols), time.Since(start).Round(time.Millisecond), shadowed.Load(), kept.Load())
 }
+
+// shadowCandidate are the candidate instructions the goldens are replayed
+// with in shadow.
+const shadowCandidate = "Classify the capture into People, Projects, Ideas or Admin.\nAdmin cues: gym\n"
+
+// checkShadowed replays fx again with candidate instructions in shadow, as
+// serve runs them at sample 1: the phone's bytes are the golden's, byte
+// for byte, and a first capture that filed an item has its trial kept.
+func checkShadowed(t *testing.T, fx *recorder.Fixture, plain *replay.Result) {
+	res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir(), Shadow: shadowCandidate})
+	if errors.Is(err, replay.ErrNotShadowable) {
+		return
+	}
+	if res == nil {
+		t.Fatalf("in shadow: %v", err)
+	}
+	if err != nil {
+		t.Errorf("in shadow: %v", err)
+	}
+	if !bytes.Equal(res.SSE, plain.SSE) {
+		t.Errorf("the phone's stream differs with a shadow:\n%s", replay.Diff(string(plain.SSE), string(res.SSE), "shadow off", "shadow on"))
+	}
+	want := ""
+	if fx.Capture.FollowUp == nil && plain.Summary.Outcome.Filed() {
+		want = "kept"
+	}
+	if res.Shadow != want {
+		t.Errorf("the shadow ended %q, want %q", res.Shadow, want)
+	}
+	shadowed.Add(1)
+	if res.Shadow == "kept" {
+		kept.Add(1)
+	}
+}
+
+// shadowed counts the fixtures replayed in shadow, kept their trials kept.
+var shadowed, kept atomic.Int64
 
 // serverSpan matches the HTTP server span's line in a telemetry summary.
 var serverSpan = regexp.MustCompile(`(?m)^(\s*POST )\S+( \[server\])$`)

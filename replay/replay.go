@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/brainwire/brainwire/internal/retry"
 	"github.com/brainwire/brainwire/recorder"
 	"github.com/brainwire/brainwire/server"
+	"github.com/brainwire/brainwire/shadow"
+	"github.com/brainwire/brainwire/simulator"
 	"github.com/brainwire/brainwire/wiring"
 )
 
@@ -39,7 +42,17 @@ type Options struct {
 	RunTimeout time.Duration
 	// Protocol is the protocol the capture is asked in; CaptureV2 when "".
 	Protocol Protocol
+	// Shadow, when set, are candidate instructions run in shadow on the
+	// capture, as serve runs them at sample 1: after the phone's stream,
+	// against the simulator (the recording has no candidate's calls).
+	// Only an agent brainwire defines can be shadowed.
+	Shadow string
 }
+
+// ErrNotShadowable is Run's error for a fixture whose agent a shadow cannot
+// try candidates on: one brainwire does not define (a named agent, an
+// assistant, an ADK app).
+var ErrNotShadowable = errors.New("only an agent brainwire defines can be shadowed")
 
 // Result is what a replayed capture produced.
 type Result struct {
@@ -49,6 +62,9 @@ type Result struct {
 	SSE    []byte
 	// Summary is what the capture's observers saw.
 	Summary Summary
+	// Shadow is how the shadow ended, with Options.Shadow: "kept", the
+	// reason it was dropped, or "" when the capture filed nothing to try.
+	Shadow string
 }
 
 // Run replays a fixture through the full capture path: the fixture's
@@ -71,6 +87,20 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	obs := brainwire.Observers{sum}
 	if opts.Observer != nil {
 		obs = append(obs, opts.Observer)
+	}
+	var shadowCfg *shadow.Config
+	ended := shadowEnd(make(chan string, 1))
+	if opts.Shadow != "" {
+		if !api.defined {
+			return nil, fmt.Errorf("replaying %s: %w", fx.Name, ErrNotShadowable)
+		}
+		sim := simulator.New(simulator.Config{ChunkDelay: -1})
+		up.Beyond = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Set("api-key", "replay") // the simulator asks for a key
+			sim.ServeHTTP(w, r)
+		})
+		shadowCfg = &shadow.Config{Instructions: opts.Shadow, Sample: 1, Timeout: time.Minute}
+		obs = append(obs, ended)
 	}
 	tr, err := newTracing(api.telemetry)
 	if err != nil {
@@ -99,6 +129,7 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 			Telemetry: tr.tel,
 		},
 		UserID: api.user,
+		Shadow: shadowCfg,
 	})
 	if err != nil {
 		return nil, err
@@ -118,9 +149,18 @@ func Run(ctx context.Context, fx *recorder.Fixture, opts Options) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	shadowed := ""
+	if opts.Shadow != "" && req.InboxItemID == "" && sum.s.Outcome.Filed() {
+		// The shadow starts once the stream has ended: wait for its end.
+		select {
+		case shadowed = <-ended:
+		case <-time.After(time.Minute):
+			return nil, fmt.Errorf("replaying %s in shadow: the shadow never ended", fx.Name)
+		}
+	}
 	env.Close() // waits for the server's spans to end
 	// The capture has ended, and with it what the observer is told.
-	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.s}
+	res := &Result{Status: resp.Status, SSE: resp.Body, Summary: sum.s, Shadow: shadowed}
 	res.Summary.Spans = tr.lines()
 	if err := up.Err(); err != nil {
 		return res, fmt.Errorf("replaying %s: %w", fx.Name, err)
@@ -216,3 +256,18 @@ func Check(ctx context.Context, path string, opts Options) (report string, err e
 	}
 	return b.String(), nil
 }
+
+// shadowEnd hears how a replay's shadow ended: "kept" or a drop reason.
+type shadowEnd chan string
+
+func (e shadowEnd) StartShadow(ctx context.Context, c brainwire.Capture, _ brainwire.TraceRef) (context.Context, brainwire.CaptureObserver) {
+	return brainwire.Observers{}.StartCapture(ctx, c) // watches nothing of the run
+}
+
+// StartCapture implements brainwire.Observer: production's runs are the
+// summary's to watch.
+func (e shadowEnd) StartCapture(ctx context.Context, c brainwire.Capture) (context.Context, brainwire.CaptureObserver) {
+	return brainwire.Observers{}.StartCapture(ctx, c)
+}
+func (e shadowEnd) ShadowKept(context.Context, brainwire.ShadowTrial) { e <- "kept" }
+func (e shadowEnd) ShadowDropped(_ context.Context, reason string)    { e <- reason }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,11 @@ const splitPause = 2 * time.Millisecond
 // Upstream with an http.Server (httptest.NewServer), not by calling
 // ServeHTTP directly.
 type Upstream struct {
+	// Beyond, when set, answers the requests that come once every
+	// recorded exchange was served: a shadow's calls, which start after
+	// the phone's stream ended and which the recording never saw.
+	Beyond http.Handler
+
 	exchanges []recorder.Exchange
 	speed     float64
 	closing   chan struct{}
@@ -88,6 +94,13 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	i := u.next
+	if i >= len(u.exchanges) && u.Beyond != nil {
+		// A shadow's call, which the recording never saw.
+		u.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		u.Beyond.ServeHTTP(w, r)
+		return
+	}
 	if i >= len(u.exchanges) {
 		u.mu.Unlock()
 		err := fmt.Errorf("request #%d %s %s: the recording has only %d exchanges", i+1, r.Method, operationPath(r.URL.Path), len(u.exchanges))

@@ -49,6 +49,17 @@ type Config struct {
 	Concurrency int
 	// Progress, if set, is told each time a capture is done.
 	Progress func(done, total int)
+	// Observer, if set, is told of each case run once its outcome is
+	// known.
+	Observer CaseObserver
+}
+
+// CaseObserver is told of each run of a case, once its outcome is known:
+// the agent version of its pass, the evaluation's run id and whether it
+// was right (Result.Correct, as the report counts it). Telemetry counts
+// them, so that a dashboard can tell evaluations apart.
+type CaseObserver interface {
+	EvalCaseRun(ctx context.Context, version, evalRunID string, correct bool)
 }
 
 func (c Config) trials() int { return max(1, c.Trials) }
@@ -201,6 +212,9 @@ func Run(ctx context.Context, cfg Config, open Open, sides ...Side) ([]*Pass, er
 			}
 			res.N = jb.trial + 1
 			sr.pass.Results[jb.cas*trials+jb.trial] = res
+			if cfg.Observer != nil {
+				cfg.Observer.EvalCaseRun(ctx, sr.pass.Agent.Version, cfg.RunID, res.Correct)
+			}
 			mu.Lock()
 			done++
 			if cfg.Progress != nil {

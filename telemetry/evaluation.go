@@ -91,7 +91,7 @@ func evaluationOf(c brainwire.Correction) evaluation {
 // recategorize of a shadowed item also scores both arms of its trial.
 func (t *Telemetry) Correction(ctx context.Context, c brainwire.Correction) {
 	e := evaluationOf(c)
-	t.declareVersion(c.Run.AgentVersion, false)
+	t.declareVersion(c.Run.AgentVersion, "")
 	var version []attribute.KeyValue
 	if c.Run.AgentVersion != "" {
 		version = []attribute.KeyValue{semconv.GenAIAgentVersion(c.Run.AgentVersion)}
@@ -225,13 +225,16 @@ func (t *Telemetry) trackEvaluation(ctx context.Context, c brainwire.Correction,
 // declareVersion declares, the first time a version is seen, every series
 // its captures, corrections and follow-ups can count, so that dashboards
 // show zeros instead of nothing for what has not happened yet. An
-// evaluation (eval) runs text captures only, which no person corrects or
-// answers: it declares those captures' series and nothing else.
-func (t *Telemetry) declareVersion(version string, eval bool) {
+// evaluation (evalRunID set) runs text captures only, which no person
+// corrects or answers: it declares those captures' series and its case
+// runs', right and wrong, and nothing else.
+func (t *Telemetry) declareVersion(version, evalRunID string) {
 	if !t.metrics {
 		return
 	}
-	if _, seen := t.versions.LoadOrStore(version, true); seen {
+	// An evaluation's case runs are series of its run id: another
+	// evaluation of the version declares its own.
+	if _, seen := t.versions.LoadOrStore(version+" "+evalRunID, true); seen {
 		return
 	}
 	var v []attribute.KeyValue
@@ -243,6 +246,7 @@ func (t *Telemetry) declareVersion(version string, eval bool) {
 		c.Add(ctx, 0, metric.WithAttributes(append(kv, v...)...))
 	}
 	in := &t.inst
+	eval := evalRunID != ""
 	kinds := []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp}
 	if eval {
 		kinds = kinds[:1]
@@ -265,6 +269,9 @@ func (t *Telemetry) declareVersion(version string, eval bool) {
 		}
 	}
 	if eval {
+		for _, correct := range []bool{false, true} {
+			in.evalCases.Add(ctx, 0, metric.WithAttributes(evalCaseSeries(version, evalRunID, correct)...))
+		}
 		return
 	}
 	for _, o := range []brainwire.Outcome{brainwire.OutcomeClassified, brainwire.OutcomeLowConfidence, brainwire.OutcomeMisunderstood} {

@@ -99,6 +99,7 @@ type instruments struct {
 	shadowTrials  metric.Int64Counter
 	shadowDropped metric.Int64Counter
 	shadowScored  metric.Int64Counter
+	evalCases     metric.Int64Counter
 	opDuration    genaiconv.ClientOperationDuration
 	tokens        genaiconv.ClientTokenUsage
 	regs          []metric.Registration
@@ -136,6 +137,8 @@ func newInstruments(m metric.Meter, ai *appinsights.Exporter, spans []*spanPipel
 		"Sampled captures whose shadow run was dropped or not kept, by reason.")
 	in.shadowScored = newCounter(MetricShadowScored, "{score}",
 		"Arms of shadow trials scored against the person's first recategorize of the item, by arm (production, candidate), candidate version and whether the arm was correct.")
+	in.evalCases = newCounter(MetricEvalCases, "{run}",
+		"Runs of an evaluation's cases (brainwire eval), by agent version, evaluation run id and whether the run gave the answer its case expects; every trial counts.")
 	in.active, err = m.Int64UpDownCounter(MetricActiveCaptures, metric.WithUnit("{capture}"),
 		metric.WithDescription("Capture streams open now."))
 	add(err)

@@ -72,7 +72,7 @@ func (t *Telemetry) startCapture(ctx context.Context, info brainwire.Capture, pr
 		c.versionAttr = []attribute.KeyValue{semconv.GenAIAgentVersion(v)}
 	}
 	if !shadow {
-		t.declareVersion(info.Agent.Version, info.EvalRunID != "")
+		t.declareVersion(info.Agent.Version, info.EvalRunID)
 	}
 	parent := trace.SpanContextFromContext(ctx)
 	var attrs []attribute.KeyValue

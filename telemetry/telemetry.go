@@ -73,7 +73,8 @@ type Telemetry struct {
 	inst    instruments
 	metrics bool // a meter provider collects the instruments
 
-	// versions are the agent versions whose series have been declared.
+	// versions are the agent versions whose series have been declared,
+	// with the evaluation's run id in an evaluation.
 	versions sync.Map
 	// instructions are the last instructions rendered as
 	// gen_ai.system_instructions: every capture of an agent version

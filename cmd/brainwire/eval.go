@@ -153,7 +153,8 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		sides = append([]eval.Side{{Label: instructionsLabel(f.baseline), Instructions: baseline}}, sides...)
 	}
 	progress := newProgress(stderr, sides, len(cases), f.trials)
-	passes, err := eval.Run(ctx, eval.Config{Cases: cases, RunID: runID, Trials: f.trials, Concurrency: f.concurrency, Progress: progress.update},
+	passes, err := eval.Run(ctx, eval.Config{Cases: cases, RunID: runID, Trials: f.trials, Concurrency: f.concurrency, Progress: progress.update,
+		Observer: tel.tel},
 		open, sides...)
 	progress.finish()
 	if err != nil {

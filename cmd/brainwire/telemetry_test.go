@@ -188,9 +188,15 @@ func TestEvalRunsAreInstancesOfTheirOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rep struct {
-			RunID string `json:"eval_run_id"`
+			RunID     string `json:"eval_run_id"`
+			Candidate struct {
+				AgentVersion string `json:"agent_version"`
+			} `json:"candidate"`
+			Results []struct {
+				Correct bool `json:"correct"`
+			} `json:"results"`
 		}
-		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.RunID == "" {
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.RunID == "" || len(rep.Results) != 3 {
 			t.Fatalf("report %s: %v", out, err)
 		}
 		if seen[rep.RunID] {
@@ -214,6 +220,27 @@ func TestEvalRunsAreInstancesOfTheirOwn(t *testing.T) {
 		}
 		if n != 3 {
 			t.Errorf("brainwire.captures = %d at exit, want the corpus's 3", n)
+		}
+		// Its case runs, right and wrong as the report says, by version
+		// and run id.
+		right := 0
+		for _, r := range rep.Results {
+			if r.Correct {
+				right++
+			}
+		}
+		for correct, want := range map[bool]int64{true: int64(right), false: int64(len(rep.Results) - right)} {
+			series := map[string]any{"gen_ai.agent.version": rep.Candidate.AgentVersion, "brainwire.eval.run_id": rep.RunID, "brainwire.eval.correct": correct}
+			got, points := int64(0), 0
+			for _, dp := range recv.Metric("brainwire.eval.cases").GetSum().GetDataPoints() {
+				if telemetrytest.HasAttrs(dp.Attributes, series) {
+					got += dp.GetAsInt()
+					points++
+				}
+			}
+			if got != want || points != 1 {
+				t.Errorf("brainwire.eval.cases %v = %d in %d series at exit, want %d in one", series, got, points, want)
+			}
 		}
 		for _, s := range recv.Spans() {
 			if got := telemetrytest.Attr(s.Resource.Values, "brainwire.eval.run_id"); got != rep.RunID {

@@ -118,7 +118,7 @@ func dashboardQueries(t *testing.T) []query {
 
 // allSelected is every variable at All and the service brainwire, for the
 // checks that only need a query to run.
-var allSelected = selection{"job": {"brainwire"}, "version": {allValue}, "bucket": {allValue}, "outcome": {allValue}, "kind": {allValue}, "candidate": {allValue}}
+var allSelected = selection{"job": {"brainwire"}, "version": {allValue}, "bucket": {allValue}, "outcome": {allValue}, "kind": {allValue}, "candidate": {allValue}, "eval_run": {allValue}}
 
 // anchoredModifier is Prometheus 3's anchored range modifier, which the
 // parser of the Prometheus module this test builds with predates: the

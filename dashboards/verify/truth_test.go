@@ -328,6 +328,8 @@ var panels = []panelTruth{
 			return tally(tr.shadowThrottled, func(time.Time) bool { return sel.has("job", "brainwire") }, func(time.Time) string { return "throttled" })
 		})},
 	{title: "Telemetry health", ref: 2, honours: []string{"job"}, by: []string{"brainwire_telemetry_exporter", "brainwire_telemetry_drop_reason"}, kind: perMinute, want: none},
+	{title: evalAccuracy, honours: []string{"job", "version", "eval_run"}, by: []string{"gen_ai_agent_version", "brainwire_eval_run_id"}, kind: ratio,
+		want: exact(evalAccuracyTruth)},
 }
 
 // exact is a panel's truth that is known exactly under every selection.
@@ -485,6 +487,9 @@ func TestTuningTruth(t *testing.T) {
 	}
 	t.Logf("shadow truth: %d trials, %d agreed; %d arms scored, right: production %d, candidate %d; %d dropped (throttled)",
 		len(tr.shadowTrials), agreed, len(tr.shadowScores), right["production"], right["candidate"], len(tr.shadowThrottled))
+	checkEvalRunOptions(t, ctx, p, tr, vars, options["job"])
+	options["eval_run"] = sorted(tr.evalRuns)
+	logEvalAccuracy(t, ctx, p, tr, vars)
 
 	at := time.Now()
 	for _, w := range []struct {

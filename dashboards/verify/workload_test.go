@@ -127,6 +127,9 @@ type truth struct {
 	// been running for a while: a window from there sees series born long
 	// after their process started.
 	start, restart, end time.Time
+	// evalCases are the evaluations' case runs, each trial, right or
+	// wrong as their reports say.
+	evalCases []evalCase
 }
 
 // since is the part of the truth from t on.
@@ -143,6 +146,7 @@ func (tr *truth) since(t time.Time) *truth {
 	out.shadowTrials = from(tr.shadowTrials, t, func(s shadowTrial) time.Time { return s.at })
 	out.shadowThrottled = from(tr.shadowThrottled, t, func(at time.Time) time.Time { return at })
 	out.shadowScores = from(tr.shadowScores, t, func(s shadowScore) time.Time { return s.at })
+	out.evalCases = from(tr.evalCases, t, func(c evalCase) time.Time { return c.at })
 	return &out
 }
 
@@ -891,6 +895,11 @@ func (w *workload) evaluate(i int, lines []int, errands string) error {
 	if cand["agent_version"] != w.tr.v2 || base["agent_version"] != w.tr.v1 {
 		return fmt.Errorf("eval %s ran versions %v and %v, want %s and %s", id, base["agent_version"], cand["agent_version"], w.tr.v1, w.tr.v2)
 	}
+	cases, err := evalCasesOf(rep, id, len(lines), at)
+	if err != nil {
+		return err
+	}
+	w.tr.evalCases = append(w.tr.evalCases, cases...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		perVersion := map[string]int{}

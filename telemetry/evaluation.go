@@ -222,6 +222,11 @@ func (t *Telemetry) trackEvaluation(ctx context.Context, c brainwire.Correction,
 	})
 }
 
+// DeclareNoVoice tells telemetry that this process takes no voice captures
+// (it has no blob store or no transcriber): it declares no voice series,
+// which it could never count. Call it before the first capture.
+func (t *Telemetry) DeclareNoVoice() { t.noVoice.Store(true) }
+
 // declareVersion declares, the first time a version is seen, every series
 // its captures, corrections and follow-ups can count, so that dashboards
 // show zeros instead of nothing for what has not happened yet. An
@@ -247,9 +252,12 @@ func (t *Telemetry) declareVersion(version, evalRunID string) {
 	}
 	in := &t.inst
 	eval := evalRunID != ""
-	kinds := []brainwire.CaptureKind{brainwire.KindText, brainwire.KindVoice, brainwire.KindFollowUp}
-	if eval {
+	kinds := []brainwire.CaptureKind{brainwire.KindText, brainwire.KindFollowUp, brainwire.KindVoice}
+	switch {
+	case eval:
 		kinds = kinds[:1]
+	case t.noVoice.Load():
+		kinds = kinds[:2]
 	}
 	for _, kind := range kinds {
 		k := AttrKind.String(string(kind))

@@ -1,6 +1,9 @@
 package telemetry_test
 
 import (
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,16 +139,29 @@ func TestFinalExportCountsTheFlush(t *testing.T) {
 	}
 }
 
-// TestAnEvalDeclaresWhatItCanCount checks that an evaluation declares
-// only the series its captures can count: text captures, and no
-// correction or follow-up, which no person makes on an eval's captures;
-// a serving process declares them all.
-func TestAnEvalDeclaresWhatItCanCount(t *testing.T) {
-	for _, eval := range []bool{true, false} {
+// TestAProcessDeclaresWhatItCanCount checks that a process declares only
+// the series its captures can count: an evaluation text captures, and no
+// correction or follow-up, which no person makes on an eval's captures; a
+// serving process all three kinds with their corrections and follow-ups,
+// but voice only when it takes voice captures.
+func TestAProcessDeclaresWhatItCanCount(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		eval, noVoice bool
+		kinds         string
+		judged        bool // correction and follow-up series declared
+	}{
+		{"an eval", true, false, "text", false},
+		{"a server", false, false, "follow_up text voice", true},
+		{"a server without voice", false, true, "follow_up text", true},
+	} {
 		recv := telemetrytest.NewReceiver(t)
 		s := newStack(t, map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": recv.Endpoint()})
+		if tc.noVoice {
+			s.tel.DeclareNoVoice()
+		}
 		c := brainwire.Capture{Kind: brainwire.KindText, UserID: "eval", RunID: "run-1", Agent: brainwire.AgentInfo{Version: "sha256:declared"}}
-		if eval {
+		if tc.eval {
 			c.EvalRunID = "eval-1"
 		}
 		_, obs := s.tel.StartCapture(t.Context(), c)
@@ -173,11 +189,10 @@ func TestAnEvalDeclaresWhatItCanCount(t *testing.T) {
 			return n
 		}
 		corrections, followUps := versionPoints(telemetry.MetricCorrections), versionPoints(telemetry.MetricFollowUps)
-		switch {
-		case eval && (len(kinds) != 1 || !kinds["text"] || corrections != 0 || followUps != 0):
-			t.Errorf("an eval declared capture kinds %v, %d correction and %d follow-up series", kinds, corrections, followUps)
-		case !eval && (len(kinds) != 3 || corrections == 0 || followUps == 0):
-			t.Errorf("a server declared capture kinds %v, %d correction and %d follow-up series", kinds, corrections, followUps)
+		got := strings.Join(slices.Sorted(maps.Keys(kinds)), " ")
+		if got != tc.kinds || (corrections > 0) != tc.judged || (followUps > 0) != tc.judged {
+			t.Errorf("%s declared capture kinds %q, %d correction and %d follow-up series; want %q, judged %v",
+				tc.name, got, corrections, followUps, tc.kinds, tc.judged)
 		}
 	}
 }

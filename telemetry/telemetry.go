@@ -76,6 +76,8 @@ type Telemetry struct {
 	// versions are the agent versions whose series have been declared,
 	// with the evaluation's run id in an evaluation.
 	versions sync.Map
+	// noVoice is a process that takes no voice captures (DeclareNoVoice).
+	noVoice atomic.Bool
 	// instructions are the last instructions rendered as
 	// gen_ai.system_instructions: every capture of an agent version
 	// carries the same kilobytes, so its spans share one string.

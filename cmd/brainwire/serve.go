@@ -131,6 +131,9 @@ func serveReady(ctx context.Context, getenv func(string) string, f serveFlags, s
 	// The server's settings come from the environment, its parts from the
 	// backends.
 	cfg.Server.Store, cfg.Server.Blobs, cfg.Server.Transcriber = b.store, b.blobs, b.transcriber
+	if (b.blobs == nil || b.transcriber == nil) && tel.tel != nil {
+		tel.tel.DeclareNoVoice() // voice captures are refused here
+	}
 	cfg.Server.Logger, cfg.Server.AgentName = log, agentName
 	cfg.Server.Simulator = cfg.Agent.Sim != ""
 	if shadowCfg != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/brainwire/brainwire/internal/syncbuf"
 
 	"github.com/brainwire/brainwire/simulator"
+	"github.com/brainwire/brainwire/telemetry"
 	"github.com/brainwire/brainwire/telemetry/telemetrytest"
 )
 
@@ -108,6 +109,15 @@ func TestSetupTelemetryWiresServe(t *testing.T) {
 			// The reasoning is in the traces: not paid for twice in the log.
 			if strings.Contains(logs.String(), "reasoning chunk") || !strings.Contains(logs.String(), "log_reasoning=false") {
 				t.Error("reasoning chunks logged by default with traces on")
+			}
+			// Without a transcriber serve refuses voice captures, and
+			// declares no voice series it could never count.
+			kinds := map[any]bool{}
+			for _, dp := range recv.Metric(telemetry.MetricCaptures).GetSum().GetDataPoints() {
+				kinds[telemetrytest.Attr(dp.Attributes, string(telemetry.AttrKind))] = true
+			}
+			if kinds["voice"] || !kinds["text"] || !kinds["follow_up"] {
+				t.Errorf("capture series of kinds %v, want text and follow_up", kinds)
 			}
 		})
 	}

@@ -31,6 +31,9 @@
 //     The trace panels' filters are evaluated on the spans received, as
 //     Tempo would. A panel that ignores a variable it should honour, or
 //     does not say in its description which ones do not apply, fails.
+//   - TestShadowReportTruth reads the shared store with `brainwire
+//     shadow-report`, and compares its pairs, agreement, labels, each arm's
+//     right answers and the disagreeing captures with the same truth.
 //   - TestExemplarsOpenTheirRuns checks that exemplars open the runs they
 //     belong to.
 //   - the other tests parse every PromQL expression and check that it names

@@ -166,8 +166,11 @@ func from[T any](xs []T, t time.Time, at func(T) time.Time) []T {
 // (candidateFiles); "" when an arm filed nothing.
 type shadowTrial struct {
 	at                    time.Time
-	itemID                string
+	itemID, version       string // version: production's
 	production, candidate string
+	// label is the bucket the person last moved the item to ("" when
+	// never), as the shadow report labels it.
+	label string
 }
 
 // agree is the trial's agreement: the same filing, or neither filing.
@@ -472,7 +475,7 @@ func (w *workload) capture(r *replica, path string, body map[string]any, kind, t
 		if isFiled(out) {
 			filed = ev.bucket
 		}
-		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, itemID: ev.itemID, production: filed, candidate: cand})
+		w.tr.shadowTrials = append(w.tr.shadowTrials, shadowTrial{at: at, itemID: ev.itemID, version: r.version, production: filed, candidate: cand})
 	}
 	w.phone[ev.runID] = phoneRun{job: "brainwire", version: r.version, kind: kind, outcome: out, at: at}
 	switch {
@@ -546,6 +549,9 @@ func (w *workload) recategorize(it filedItem, via *replica, bucket string) error
 		s := w.tr.shadowTrials[trial]
 		w.tr.shadowScores = append(w.tr.shadowScores, shadowScore{at: at, arm: "production", correct: s.production == bucket},
 			shadowScore{at: at, arm: "candidate", correct: s.candidate == bucket})
+	}
+	if trial >= 0 {
+		w.tr.shadowTrials[trial].label = bucket
 	}
 	w.tr.corrections = append(w.tr.corrections, correction{job: "brainwire", version: before.AgentRun.AgentVersion,
 		agentOutcome: before.AgentRun.Outcome, agentBucket: before.AgentRun.Bucket, human: bucket, repeat: w.judged[it.id], at: at})

@@ -83,18 +83,37 @@ func (r *Report) WriteText(w io.Writer) error {
 var reportHTML string
 
 var htmlTemplate = template.Must(template.New("shadow").Funcs(template.FuncMap{
-	"css":     eval.Stylesheet,
-	"num":     func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) },
-	"pct":     func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%" },
-	"f3":      func(x float64) string { return fmt.Sprintf("%.3f", x) },
-	"pvalue":  pText,
-	"arms":    arms,
-	"class":   verdictClass,
-	"kind":    kindText,
-	"answer":  answerText,
-	"promote": func() string { return Promote },
-	"next":    func() string { return NextCandidate },
+	"css":       eval.Stylesheet,
+	"num":       func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) },
+	"pct":       func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) + "%" },
+	"f3":        func(x float64) string { return fmt.Sprintf("%.3f", x) },
+	"pvalue":    pText,
+	"arms":      arms,
+	"class":     verdictClass,
+	"kind":      kindText,
+	"answer":    answerText,
+	"promote":   func() string { return Promote },
+	"next":      func() string { return NextCandidate },
+	"reasoning": reasoningHTML,
 }).Parse(reportHTML))
+
+// reasoningHTML is an excerpt as the page shows it: the **title** markup
+// reasoning summaries open each part with in bold, the rest as text.
+func reasoningHTML(s string) template.HTML {
+	var b strings.Builder
+	parts := strings.Split(s, "**")
+	for i, p := range parts {
+		switch {
+		case i%2 == 1 && i < len(parts)-1:
+			b.WriteString("<strong>" + template.HTMLEscapeString(p) + "</strong>")
+		case i%2 == 1: // a ** never closed
+			b.WriteString("**" + template.HTMLEscapeString(p))
+		default:
+			b.WriteString(template.HTMLEscapeString(p))
+		}
+	}
+	return template.HTML(b.String())
+}
 
 // WriteHTML writes the report as one self-contained page in the style of
 // eval's.

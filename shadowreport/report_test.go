@@ -288,6 +288,20 @@ func TestRenderings(t *testing.T) {
 	}
 }
 
+// TestReasoningOnThePage: an excerpt's **title** markup is bold on the
+// page, its text escaped, and a ** never closed left as written.
+func TestReasoningOnThePage(t *testing.T) {
+	for in, want := range map[string]string{
+		"**Classifying the capture** a <b> & c": "<strong>Classifying the capture</strong> a &lt;b&gt; &amp; c",
+		"**One** and **Two** then **open":       "<strong>One</strong> and <strong>Two</strong> then **open",
+		"no markup":                             "no markup",
+	} {
+		if got := string(reasoningHTML(in)); got != want {
+			t.Errorf("reasoningHTML(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestVerdictNeedsSixToNone: five discordant pairs one way cannot reach
 // 0.05 (p = 2·2⁻⁵ = 1/16), six can (1/32), in either direction.
 func TestVerdictNeedsSixToNone(t *testing.T) {

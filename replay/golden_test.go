@@ -110,8 +110,9 @@ func TestGolden(t *testing.T) {
 const shadowCandidate = "Classify the capture into People, Projects, Ideas or Admin.\nAdmin cues: gym\n"
 
 // checkShadowed replays fx again with candidate instructions in shadow, as
-// serve runs them at sample 1: the phone's bytes are the golden's, byte
-// for byte, and a first capture that filed an item has its trial kept.
+// serve runs them at sample 1: the phone's bytes and the capture's
+// telemetry are the goldens', byte for byte, and a first capture that
+// filed an item has its trial kept.
 func checkShadowed(t *testing.T, fx *recorder.Fixture, plain *replay.Result) {
 	res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir(), Shadow: shadowCandidate})
 	if errors.Is(err, replay.ErrNotShadowable) {
@@ -125,6 +126,9 @@ func checkShadowed(t *testing.T, fx *recorder.Fixture, plain *replay.Result) {
 	}
 	if !bytes.Equal(res.SSE, plain.SSE) {
 		t.Errorf("the phone's stream differs with a shadow:\n%s", replay.Diff(string(plain.SSE), string(res.SSE), "shadow off", "shadow on"))
+	}
+	if got, want := string(res.Summary.Text()), string(plain.Summary.Text()); got != want {
+		t.Errorf("the capture's telemetry differs with a shadow:\n%s", replay.Diff(want, got, "shadow off", "shadow on"))
 	}
 	want := ""
 	if fx.Capture.FollowUp == nil && plain.Summary.Outcome.Filed() {

@@ -69,8 +69,19 @@ var evaluationAttrs = []attribute.Key{
 	"gen_ai.evaluation.name", "gen_ai.evaluation.score.label", "gen_ai.evaluation.explanation",
 }
 
+// isShadow tells a shadow run's root span (brainwire.shadow).
+func isShadow(s sdktrace.ReadOnlySpan) bool {
+	for _, kv := range s.Attributes() {
+		if kv.Key == telemetry.AttrShadow {
+			return kv.Value.AsBool()
+		}
+	}
+	return false
+}
+
 // lines renders the ended spans as a tree (children in start order), with
-// the agent span's outcome attributes and its reasoning.chunk events.
+// the agent span's outcome attributes and its reasoning.chunk events. A
+// shadow run is a trace of its own, not the capture's: it is left out.
 func (tr *tracing) lines() []string {
 	ended := tr.spans.Ended()
 	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
@@ -82,7 +93,7 @@ func (tr *tracing) lines() []string {
 	for _, s := range ended {
 		if p := s.Parent().SpanID(); s.Parent().IsValid() && ids[p] {
 			children[p] = append(children[p], s)
-		} else {
+		} else if !isShadow(s) {
 			roots = append(roots, s)
 		}
 	}

@@ -61,12 +61,12 @@ func TestGolden(t *testing.T) {
 						t.Errorf("%s: %v", p, err)
 					}
 					streams[p].Assert(t, name, res.SSE)
+					checkShadowed(t, fx, p, res)
 					summary := string(res.Summary.Text())
 					switch p {
 					case replay.CaptureV2:
 						tel.Assert(t, name, []byte(summary))
 						phoneTelemetry = summary
-						checkShadowed(t, fx, res)
 					case replay.AGUI:
 						// Whatever the fixture, AG-UI clients get a stream
 						// their client accepts.
@@ -101,7 +101,7 @@ func TestGolden(t *testing.T) {
 	})
 	// How long it takes is logged, not judged: timings belong in
 	// benchmarks, where a busy machine cannot fail the build.
-	t.Logf("%d fixtures replayed in %d protocols in %s; %d of them in shadow too (%d trials kept)",
+	t.Logf("%d fixtures replayed in %d protocols in %s; %d of those replays again in shadow (%d trials kept)",
 		len(paths), len(replay.Protocols), time.Since(start).Round(time.Millisecond), shadowed.Load(), kept.Load())
 }
 
@@ -113,29 +113,29 @@ const shadowCandidate = "Classify the capture into People, Projects, Ideas or Ad
 // serve runs them at sample 1: the phone's bytes and the capture's
 // telemetry are the goldens', byte for byte, and a first capture that
 // filed an item has its trial kept.
-func checkShadowed(t *testing.T, fx *recorder.Fixture, plain *replay.Result) {
-	res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir(), Shadow: shadowCandidate})
+func checkShadowed(t *testing.T, fx *recorder.Fixture, p replay.Protocol, plain *replay.Result) {
+	res, err := replay.Run(t.Context(), fx, replay.Options{Dir: t.TempDir(), Protocol: p, Shadow: shadowCandidate})
 	if errors.Is(err, replay.ErrNotShadowable) {
 		return
 	}
 	if res == nil {
-		t.Fatalf("in shadow: %v", err)
+		t.Fatalf("%s in shadow: %v", p, err)
 	}
 	if err != nil {
-		t.Errorf("in shadow: %v", err)
+		t.Errorf("%s in shadow: %v", p, err)
 	}
 	if !bytes.Equal(res.SSE, plain.SSE) {
-		t.Errorf("the phone's stream differs with a shadow:\n%s", replay.Diff(string(plain.SSE), string(res.SSE), "shadow off", "shadow on"))
+		t.Errorf("%s: the phone's stream differs with a shadow:\n%s", p, replay.Diff(string(plain.SSE), string(res.SSE), "shadow off", "shadow on"))
 	}
 	if got, want := string(res.Summary.Text()), string(plain.Summary.Text()); got != want {
-		t.Errorf("the capture's telemetry differs with a shadow:\n%s", replay.Diff(want, got, "shadow off", "shadow on"))
+		t.Errorf("%s: the capture's telemetry differs with a shadow:\n%s", p, replay.Diff(want, got, "shadow off", "shadow on"))
 	}
 	want := ""
 	if fx.Capture.FollowUp == nil && plain.Summary.Outcome.Filed() {
 		want = "kept"
 	}
 	if res.Shadow != want {
-		t.Errorf("the shadow ended %q, want %q", res.Shadow, want)
+		t.Errorf("%s: the shadow ended %q, want %q", p, res.Shadow, want)
 	}
 	shadowed.Add(1)
 	if res.Shadow == "kept" {
@@ -143,7 +143,7 @@ func checkShadowed(t *testing.T, fx *recorder.Fixture, plain *replay.Result) {
 	}
 }
 
-// shadowed counts the fixtures replayed in shadow, kept their trials kept.
+// shadowed counts the replays in shadow, kept their trials kept.
 var shadowed, kept atomic.Int64
 
 // serverSpan matches the HTTP server span's line in a telemetry summary.

@@ -349,14 +349,20 @@ func compareAccuracy(baseline, candidate []Result) Comparison {
 		c.Test = "paired permutation test over cases"
 	}
 	c.PValue, c.Alpha = stats.PairedPermutation(diffs, permutationResamples, bootstrapSeed), Alpha
-	c.Verdict = NotDistinguishable
-	if c.PValue < Alpha {
-		c.Verdict = Worse
-		if c.CasesBetter > c.CasesWorse {
-			c.Verdict = Better
-		}
-	}
+	c.Verdict = VerdictOf(c.PValue, c.CasesBetter, c.CasesWorse)
 	return c
+}
+
+// VerdictOf is a paired test's verdict: better or worse (by which way
+// more pairs went) when its p-value is below Alpha.
+func VerdictOf(p float64, better, worse int) Verdict {
+	switch {
+	case p >= Alpha:
+		return NotDistinguishable
+	case better > worse:
+		return Better
+	}
+	return Worse
 }
 
 func countCorrect(runs []Result) int {

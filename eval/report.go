@@ -226,6 +226,15 @@ type ReportConfig struct {
 // TraceIDPlaceholder is what ReportConfig.TraceURL's trace id replaces.
 const TraceIDPlaceholder = "{trace_id}"
 
+// TraceURL links trace traceID by template (TraceIDPlaceholder replaced by
+// the id); "" when either is empty.
+func TraceURL(template, traceID string) string {
+	if template == "" || traceID == "" {
+		return ""
+	}
+	return strings.ReplaceAll(template, TraceIDPlaceholder, url.PathEscape(traceID))
+}
+
 // Report is an evaluation's outcome.
 type Report struct {
 	RunID  string `json:"eval_run_id"`
@@ -293,9 +302,7 @@ func linkTraces(results []Result, template string) []Result {
 		return results
 	}
 	for i := range results {
-		if id := results[i].TraceID; id != "" {
-			results[i].TraceURL = strings.ReplaceAll(template, TraceIDPlaceholder, url.PathEscape(id))
-		}
+		results[i].TraceURL = TraceURL(template, results[i].TraceID)
 	}
 	return results
 }

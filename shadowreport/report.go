@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -211,7 +210,7 @@ func candidate(version string, items []brainwire.InboxItem, cfg Config) Candidat
 			} else {
 				c.ConfirmedAfter++
 			}
-			pr, cr := right(t.Production, label), right(t.Candidate, label)
+			pr, cr := t.Production.FiledIn() == label, t.Candidate.FiledIn() == label
 			prod.Correct, cand.Correct = &pr, &cr
 			c.ProductionCorrect += b2i(pr)
 			c.CandidateCorrect += b2i(cr)
@@ -229,19 +228,8 @@ func candidate(version string, items []brainwire.InboxItem, cfg Config) Candidat
 	c.ProductionAccuracy = accuracy(c.ProductionCorrect, c.Labelled)
 	c.CandidateAccuracy = accuracy(c.CandidateCorrect, c.Labelled)
 	c.PValue = stats.SignTest(c.CandidateOnly, c.ProductionOnly)
-	c.Verdict = eval.NotDistinguishable
-	if c.PValue < eval.Alpha {
-		c.Verdict = eval.Worse
-		if c.CandidateOnly > c.ProductionOnly {
-			c.Verdict = eval.Better
-		}
-	}
+	c.Verdict = eval.VerdictOf(c.PValue, c.CandidateOnly, c.ProductionOnly)
 	return c
-}
-
-// right reports whether a run filed the capture in the label's bucket.
-func right(r brainwire.AgentRun, label string) bool {
-	return r.Outcome.Resolved() && r.Bucket == label
 }
 
 func b2i(b bool) int {
@@ -263,10 +251,6 @@ func accuracy(correct, n int) eval.Interval {
 }
 
 func arm(r brainwire.AgentRun, reasoning, traceURL string) Arm {
-	a := Arm{Version: r.AgentVersion, RunID: r.RunID, Outcome: r.Outcome, Bucket: r.Bucket, Confidence: r.Confidence,
-		TraceID: r.TraceID, Reasoning: reasoning}
-	if traceURL != "" && r.TraceID != "" {
-		a.TraceURL = strings.ReplaceAll(traceURL, eval.TraceIDPlaceholder, url.PathEscape(r.TraceID))
-	}
-	return a
+	return Arm{Version: r.AgentVersion, RunID: r.RunID, Outcome: r.Outcome, Bucket: r.Bucket, Confidence: r.Confidence,
+		TraceID: r.TraceID, TraceURL: eval.TraceURL(traceURL, r.TraceID), Reasoning: reasoning}
 }

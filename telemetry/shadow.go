@@ -84,7 +84,7 @@ func trialSeries(candidate, production, candidateBucket, productionBucket string
 func (t *Telemetry) shadowScored(ctx context.Context, c brainwire.Correction) {
 	for arm, run := range map[string]brainwire.AgentRun{ArmProduction: c.Shadow.Production, ArmCandidate: c.Shadow.Candidate} {
 		t.inst.shadowScored.Add(ctx, 1, metric.WithAttributes(
-			scoredSeries(c.Shadow.Candidate.AgentVersion, arm, run.Outcome.Resolved() && run.Bucket == c.Bucket)...))
+			scoredSeries(c.Shadow.Candidate.AgentVersion, arm, run.FiledIn() == c.Bucket)...))
 	}
 }
 

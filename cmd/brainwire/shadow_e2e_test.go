@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -380,7 +379,7 @@ func shadowReportJSON(t *testing.T, env func(string) string, args ...string) sha
 func phoneCapture(t *testing.T, base, text string) phoneRun {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"text": text})
-	sse := phoneCall(t, http.MethodPost, base+"/api/capture", string(body))
+	sse := phoneCall(t, base, "/api/capture", string(body))
 	var r phoneRun
 	sc := bufio.NewScanner(strings.NewReader(sse))
 	for sc.Scan() {
@@ -412,22 +411,16 @@ func phoneCapture(t *testing.T, base, text string) phoneRun {
 // recategorize moves an item as the person does from the inbox.
 func recategorize(t *testing.T, base, id, bucket string) {
 	t.Helper()
-	phoneCall(t, http.MethodPost, base+"/api/inbox/"+id+"/recategorize", `{"bucket":"`+bucket+`"}`)
+	phoneCall(t, base, "/api/inbox/"+id+"/recategorize", `{"bucket":"`+bucket+`"}`)
 }
 
-func phoneCall(t *testing.T, method, url, body string) string {
+// phoneCall POSTs body to serve at base as the phone does, and returns
+// the answer of a call that must succeed.
+func phoneCall(t *testing.T, base, path, body string) string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+phoneKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+	a := call(t, &replica{base: base}, http.MethodPost, path, body)
+	if a.status != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, a.status, a.body)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
-	}
-	return string(b)
+	return a.body
 }

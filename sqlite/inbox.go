@@ -429,19 +429,23 @@ func (s *Store) DeleteInboxItem(ctx context.Context, userID, id string) (err err
 		if err := deleteRecordOf(ctx, tx, userID, id); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
-		if err != nil {
-			return fmt.Errorf("deleting inbox item: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("deleting inbox item: %w", err)
-		}
-		if n == 0 {
-			return brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", id)
-		}
-		return nil
+		return changeItem(ctx, tx, "deleting inbox item", id, `DELETE FROM inbox WHERE user_id = ? AND id = ?`, userID, id)
 	})
+}
+
+// changeItem runs a statement on inbox item id, doing what doing says:
+// ENotFound when it changed no row.
+func changeItem(ctx context.Context, tx writeTx, doing, id, query string, args ...any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	} else if n == 0 {
+		return brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", id)
+	}
+	return nil
 }
 
 // Recategorize moves the item's bucket record to bucket, or creates one with
@@ -516,18 +520,7 @@ func (s *Store) RecordShadow(ctx context.Context, userID, itemID string, t brain
 		return err
 	}
 	return s.inTx(ctx, func(ctx context.Context, tx writeTx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE inbox SET shadow = ? WHERE user_id = ? AND id = ?`, doc, userID, itemID)
-		if err != nil {
-			return fmt.Errorf("updating inbox item: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("updating inbox item: %w", err)
-		}
-		if n == 0 {
-			return brainwire.Errorf(brainwire.ENotFound, "inbox item %q not found", itemID)
-		}
-		return nil
+		return changeItem(ctx, tx, "updating inbox item", itemID, `UPDATE inbox SET shadow = ? WHERE user_id = ? AND id = ?`, doc, userID, itemID)
 	})
 }
 
